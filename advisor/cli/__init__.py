@@ -1,0 +1,1 @@
+"""The `advisor` command line: one small module per command, loaded only when it runs."""

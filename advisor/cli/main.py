@@ -1,0 +1,92 @@
+"""Entry point of the `advisor` command. Subcommands are imported lazily so `--help` is fast."""
+
+from __future__ import annotations
+
+import sys
+from importlib import import_module
+from typing import Any
+
+import click
+
+from advisor import __version__
+from advisor.errors import AdvisorError
+
+# name -> (module:attribute of the click command, one-line help shown by `advisor --help`)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "suggest": (
+        "advisor.cli.suggest:suggest",
+        "Recommend machine, batch size and hyperparameters.",
+    ),
+    "catalog": (
+        "advisor.cli.catalog:catalog",
+        "List, filter and refresh the priced instance catalog.",
+    ),
+    "probe": ("advisor.cli.probe:probe", "Time a few real training iterations of a workload."),
+    "estimate": ("advisor.cli.estimate:estimate", "Extrapolate a probe to a full training run."),
+    "predict": ("advisor.cli.predict:predict", "Predict time and cost on machines not probed."),
+    "workloads": ("advisor.cli.workloads:workloads", "List the built-in workloads."),
+    "submit": (
+        "advisor.cli.submit:submit",
+        "Submit the managed tuning job (SageMaker, Vertex, Azure ML).",
+    ),
+    "status": ("advisor.cli.submit:status", "Show a managed tuning job's status."),
+    "import": (
+        "advisor.cli.submit:import_job",
+        "Bring a managed tuning job's trials into a study.",
+    ),
+    "dashboard": (
+        "advisor.cli.dashboard:dashboard",
+        "Open optuna-dashboard on the advisor's studies.",
+    ),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported only when invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        path = COMMANDS[cmd_name][0]
+        module_name, _, attr = path.partition(":")
+        command: click.Command = getattr(import_module(module_name), attr)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="advisor")
+def cli() -> None:
+    """Tell where and how to train a model: which cloud machine, batch size and
+    hyperparameters, with the time and money each choice costs.
+
+    Start with `advisor suggest --model fcn --budget 5`.
+    """
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Run the CLI; user errors print one line and exit with code 2, never a traceback."""
+    try:
+        return cli.main(args=argv, prog_name="advisor", standalone_mode=False)
+    except AdvisorError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

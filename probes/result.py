@@ -1,0 +1,130 @@
+"""The framework-neutral probe result and the timing values built from it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+ProbeStatus = Literal["ok", "oom", "nan", "timeout", "error"]
+Source = Literal["measured", "modelled"]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A value with a lower and upper bound (``low <= value <= high``), in seconds or USD."""
+
+    value: float
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        if not (self.low <= self.value <= self.high):
+            raise ValueError(
+                f"low <= value <= high must hold, but got low={self.low}, "
+                f"value={self.value}, high={self.high}"
+            )
+
+    @classmethod
+    def exact(cls, value: float) -> Interval:
+        return cls(value, value, value)
+
+    def scale(self, factor: float) -> Interval:
+        return Interval(self.value * factor, self.low * factor, self.high * factor)
+
+    def to_dict(self) -> dict[str, float]:
+        return {"value": self.value, "low": self.low, "high": self.high}
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What one probe measured for one (workload, batch size, device, threads).
+
+    Times are seconds. ``iteration_s`` holds each of the first k training iterations in order
+    (index 0 is the first, warm-up iteration). ``validation_s`` holds the first and second
+    validation passes, already scaled to the full validation set when only a slice of
+    ``validation_samples_measured`` samples was run (``validation_scale`` is that factor).
+    A failed probe has ``status != "ok"`` and ``error`` says why; its timings may be empty.
+    """
+
+    workload: str
+    framework: str
+    batch_size: int
+    device: str
+    threads: int
+    status: ProbeStatus = "ok"
+    error: str | None = None
+    init_s: float = 0.0
+    iteration_s: tuple[float, ...] = ()
+    validation_s: tuple[float, ...] = ()
+    validation_samples_measured: int = 0
+    validation_scale: float = 1.0
+    n_train: int = 0  # dataset sizes used for extrapolation (the workload's real sizes)
+    n_val: int = 0
+    flops_per_iteration: float | None = None
+    parameters: int | None = None
+    gradient_bytes: int | None = None
+    peak_host_memory_bytes: int | None = None
+    peak_accelerator_memory_bytes: int | None = None
+    samples_per_s: float | None = None
+    cpu_utilisation: float | None = None  # mean busy fraction of the cores used, 0..1
+    wall_s: float = 0.0  # the probe's own wall time (what it cost to run)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.batch_size <= 0:
+            raise ValueError(f"batch_size must be > 0, but got {self.batch_size}")
+        if self.status == "ok" and len(self.iteration_s) < 2:
+            raise ValueError(
+                f"an ok probe needs at least 2 iterations, but got {len(self.iteration_s)}"
+            )
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
+        data = dict(data)
+        data["iteration_s"] = tuple(data.get("iteration_s", ()))
+        data["validation_s"] = tuple(data.get("validation_s", ()))
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> ProbeResult:
+        return cls.from_dict(json.loads(text))
+
+
+@dataclass(frozen=True)
+class PhaseTimes:
+    """The per-phase times the iteration-time model needs, each with an interval.
+
+    ``source`` says whether they were measured on the machine or modelled for it.
+    ``t1`` is the first iteration, ``t2`` the steady iteration, ``v1``/``v2`` the first and
+    second validation passes over the full validation set.
+    """
+
+    init: Interval
+    t1: Interval
+    t2: Interval
+    v1: Interval
+    v2: Interval
+    source: Source = "measured"
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "init": self.init.to_dict(),
+            "t1": self.t1.to_dict(),
+            "t2": self.t2.to_dict(),
+            "v1": self.v1.to_dict(),
+            "v2": self.v2.to_dict(),
+            "source": self.source,
+            "note": self.note,
+        }

@@ -1,0 +1,1 @@
+"""Declarative joint search spaces (machine x batch size x hyperparameters) and built-in workloads."""

@@ -1,0 +1,124 @@
+"""Python objects for a joint search space: machines x batch sizes x hyperparameters.
+
+Values validate on construction. The YAML reader (``load_space``) and the converters to
+Optuna distributions, scikit-optimize dimensions and managed-service parameter specs live in
+sibling modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Condition:
+    """The parameter is active only when parameter ``on`` takes one of ``values``."""
+
+    on: str
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class FloatParam:
+    name: str
+    low: float
+    high: float
+    log: bool = False
+    condition: Condition | None = None
+
+    def __post_init__(self) -> None:
+        if not self.low < self.high:
+            raise ValueError(
+                f"{self.name}: low < high must hold, but got low={self.low}, high={self.high}"
+            )
+        if self.log and self.low <= 0:
+            raise ValueError(f"{self.name}: a log scale needs low > 0, but got low={self.low}")
+
+
+@dataclass(frozen=True)
+class IntParam:
+    name: str
+    low: int
+    high: int
+    log: bool = False
+    condition: Condition | None = None
+
+    def __post_init__(self) -> None:
+        if not self.low < self.high:
+            raise ValueError(
+                f"{self.name}: low < high must hold, but got low={self.low}, high={self.high}"
+            )
+        if self.log and self.low <= 0:
+            raise ValueError(f"{self.name}: a log scale needs low > 0, but got low={self.low}")
+
+
+@dataclass(frozen=True)
+class CategoricalParam:
+    name: str
+    choices: tuple[Any, ...]
+    condition: Condition | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.choices) == 0:
+            raise ValueError(f"{self.name}: choices must not be empty")
+        if len(set(map(repr, self.choices))) != len(self.choices):
+            raise ValueError(f"{self.name}: choices must be distinct, but got {self.choices}")
+
+
+Param = FloatParam | IntParam | CategoricalParam
+
+
+@dataclass(frozen=True)
+class MachineFilter:
+    """Which catalog machines are candidates (all fields optional; empty means no limit)."""
+
+    providers: tuple[str, ...] = ()
+    services: tuple[str, ...] = ()
+    accelerators: tuple[str, ...] = ()  # accelerator names; "cpu" selects CPU-only machines
+    instance_types: tuple[str, ...] = ()
+    min_gpus: int = 0
+    max_gpus: int | None = None
+    max_price: float | None = None  # USD per hour
+    spot: bool = True  # whether spot/preemptible capacity may be chosen
+    include_local: bool = True  # the machine the advisor runs on, probed for real
+
+    def __post_init__(self) -> None:
+        if self.min_gpus < 0:
+            raise ValueError(f"min_gpus must be >= 0, but got {self.min_gpus}")
+        if self.max_gpus is not None and self.max_gpus < self.min_gpus:
+            raise ValueError(
+                f"min_gpus <= max_gpus must hold, but got {self.min_gpus} > {self.max_gpus}"
+            )
+        if self.max_price is not None and self.max_price <= 0:
+            raise ValueError(f"max_price must be > 0, but got {self.max_price}")
+
+
+@dataclass(frozen=True)
+class JointSpace:
+    """One search space over machine, batch size and training hyperparameters."""
+
+    workload: str
+    machines: MachineFilter = field(default_factory=MachineFilter)
+    batch_sizes: tuple[int, ...] = (256, 512, 1024, 2048)
+    hyperparameters: tuple[Param, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.batch_sizes or any(b <= 0 for b in self.batch_sizes):
+            raise ValueError(f"batch_sizes must be positive integers, but got {self.batch_sizes}")
+        names = [p.name for p in self.hyperparameters]
+        dupes = {n for n in names if names.count(n) > 1}
+        if dupes:
+            raise ValueError(f"hyperparameter names must be unique, repeated: {sorted(dupes)}")
+        reserved = {"machine", "batch_size", "spot"} & set(names)
+        if reserved:
+            raise ValueError(f"hyperparameter names {sorted(reserved)} are reserved")
+        for p in self.hyperparameters:
+            if p.condition is not None and p.condition.on not in names:
+                raise ValueError(f"{p.name}: condition on unknown parameter {p.condition.on!r}")
+
+    def param(self, name: str) -> Param:
+        for p in self.hyperparameters:
+            if p.name == name:
+                return p
+        raise KeyError(name)

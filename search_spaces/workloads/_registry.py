@@ -1,0 +1,120 @@
+"""The workload description and the registry of built-in workloads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any
+
+from advisor.errors import AdvisorError, unknown_value_error
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A reference training workload: model, data, recipe and the sizes used to extrapolate.
+
+    ``builders`` maps a framework name ("torch", "keras") to an import path ``module:function``
+    of a builder. A builder is called as ``builder(batch_size=..., n_train=..., n_val=...,
+    seed=..., **hyperparameters)`` and returns that framework's training setup (see
+    ``advisor.probes.torch_runner.TorchSetup`` and ``advisor.probes.keras_runner``).
+    ``n_train``/``n_val`` are the real published dataset sizes used for extrapolation;
+    the probe generates only as many samples as it needs.
+    ``epochs_to_stabilise`` maps batch size to the epochs the model needs (METHOD.md 2.3).
+    """
+
+    name: str
+    task: str
+    input_shape: tuple[int, ...]
+    n_classes: int
+    n_train: int
+    n_val: int
+    builders: dict[str, str]
+    recipe: str
+    data: str
+    default_batch_sizes: tuple[int, ...] = (256, 512, 1024, 2048)
+    epochs_to_stabilise: dict[int, int] = field(default_factory=dict)
+    default_epochs: int = 10
+
+    def epochs_for(self, batch_size: int) -> int:
+        """Epochs to stabilise at this batch size: the known value, else the nearest known
+        batch size's value, else ``default_epochs``."""
+        if batch_size in self.epochs_to_stabilise:
+            return self.epochs_to_stabilise[batch_size]
+        if not self.epochs_to_stabilise:
+            return self.default_epochs
+        nearest = min(self.epochs_to_stabilise, key=lambda b: abs(b - batch_size))
+        return self.epochs_to_stabilise[nearest]
+
+    @property
+    def frameworks(self) -> tuple[str, ...]:
+        return tuple(self.builders)
+
+    def builder(self, framework: str) -> Callable[..., Any]:
+        """Import and return this workload's builder for ``framework``."""
+        if framework not in self.builders:
+            raise AdvisorError(
+                f"Workload '{self.name}' has no {framework} version.",
+                f"use --framework {' or '.join(self.builders)}.",
+            )
+        return load_callable(self.builders[framework])
+
+
+_REGISTRY: dict[str, Workload] = {}
+
+
+def register(workload: Workload) -> Workload:
+    """Add a workload to the registry (names are unique)."""
+    if workload.name in _REGISTRY:
+        raise ValueError(f"workload {workload.name!r} is already registered")
+    _REGISTRY[workload.name] = workload
+    return workload
+
+
+def get(name: str) -> Workload:
+    """Return the built-in workload called ``name``, or a one-line error listing the valid ones."""
+    _ensure_builtins()
+    if name not in _REGISTRY:
+        raise unknown_value_error("model", name, _REGISTRY)
+    return _REGISTRY[name]
+
+
+def names() -> list[str]:
+    _ensure_builtins()
+    return sorted(_REGISTRY)
+
+
+def all_workloads() -> list[Workload]:
+    _ensure_builtins()
+    return [_REGISTRY[n] for n in sorted(_REGISTRY)]
+
+
+def load_callable(path: str) -> Callable[..., Any]:
+    """Import ``module:function`` and return the function, with a clear error if it fails."""
+    module_name, sep, attr = path.partition(":")
+    if not sep or not module_name or not attr:
+        raise AdvisorError(
+            f"'{path}' is not an import path.",
+            "write it as module:function, e.g. mypkg.models:build.",
+        )
+    try:
+        module = import_module(module_name)
+    except ImportError as exc:
+        raise AdvisorError(
+            f"Cannot import module '{module_name}' ({exc}).",
+            "check the module is on PYTHONPATH and its dependencies are installed.",
+        ) from exc
+    try:
+        fn = getattr(module, attr)
+    except AttributeError as exc:
+        raise AdvisorError(
+            f"Module '{module_name}' has no attribute '{attr}'.", "check the function name."
+        ) from exc
+    if not callable(fn):
+        raise AdvisorError(f"'{path}' is not callable.", "point at a function.")
+    return fn  # type: ignore[no-any-return]
+
+
+def _ensure_builtins() -> None:
+    # Importing the catalogue module registers the built-ins (cheap: no framework imports).
+    import_module("advisor.search_spaces.workloads.builtin")
