@@ -24,7 +24,7 @@ import sys
 {stmt}
 heavy = {heavy!r}
 loaded = [m for m in heavy if m in sys.modules]
-print(",".join(loaded))
+print("LOADED:" + ",".join(loaded))
 """
 
 
@@ -32,8 +32,9 @@ def _loaded_after(stmt: str) -> list[str]:
     code = CHECK.format(stmt=stmt, heavy=HEAVY)
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    return [m for m in out.split(",") if m]
+    ).stdout
+    line = [ln for ln in out.splitlines() if ln.startswith("LOADED:")][-1]
+    return [m for m in line.removeprefix("LOADED:").split(",") if m]
 
 
 def test_import_advisor_imports_no_heavy_module() -> None:
