@@ -128,3 +128,43 @@ class PhaseTimes:
             "source": self.source,
             "note": self.note,
         }
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    """What to probe. Sent as JSON to the child process that runs the probe.
+
+    ``workload`` is a built-in workload name or a user import path ``module:function``.
+    ``iterations`` is k, the number of training iterations timed (the first is warm-up).
+    ``validation_batches`` bounds the validation slice run per pass (None: the whole
+    generated validation set); the result scales it to the workload's full ``n_val``.
+    ``process_start`` is the wall-clock (``time.time()``) when the child process was
+    started, so initialisation includes interpreter start and imports.
+    """
+
+    workload: str
+    batch_size: int
+    framework: str = "torch"
+    iterations: int = 20
+    threads: int | None = None
+    device: str = "cpu"
+    validation_batches: int | None = 4
+    seed: int = 0
+    hyperparameters: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 300.0
+    process_start: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.batch_size <= 0:
+            raise ValueError(f"batch_size must be > 0, but got {self.batch_size}")
+        if self.iterations < 3:
+            raise ValueError(f"iterations must be >= 3, but got {self.iterations}")
+        if self.threads is not None and self.threads <= 0:
+            raise ValueError(f"threads must be > 0, but got {self.threads}")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> ProbeRequest:
+        return cls(**json.loads(text))
