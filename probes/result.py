@@ -70,6 +70,11 @@ class ProbeResult:
     cpu_utilisation: float | None = None  # mean busy fraction of the cores used, 0..1
     wall_s: float = 0.0  # the probe's own wall time (what it cost to run)
     fingerprint: dict[str, Any] = field(default_factory=dict)
+    # Data preparation inside init: ``data_s`` seconds for ``data_samples`` samples generated
+    # or loaded by the probe. ``init_s`` already scales it to n_train + n_val; estimates for
+    # other dataset sizes rescale it (None: unknown, not scaled).
+    data_s: float | None = None
+    data_samples: int = 0
 
     def __post_init__(self) -> None:
         if self.batch_size <= 0:

@@ -26,6 +26,7 @@ class FloatParam:
     high: float
     log: bool = False
     condition: Condition | None = None
+    affects_runtime: bool = False  # True: part of the probe cache key (e.g. a layer width)
 
     def __post_init__(self) -> None:
         if not self.low < self.high:
@@ -43,6 +44,7 @@ class IntParam:
     high: int
     log: bool = False
     condition: Condition | None = None
+    affects_runtime: bool = False  # True: part of the probe cache key (e.g. a layer width)
 
     def __post_init__(self) -> None:
         if not self.low < self.high:
@@ -58,6 +60,7 @@ class CategoricalParam:
     name: str
     choices: tuple[Any, ...]
     condition: Condition | None = None
+    affects_runtime: bool = False
 
     def __post_init__(self) -> None:
         if len(self.choices) == 0:
@@ -122,3 +125,73 @@ class JointSpace:
             if p.name == name:
                 return p
         raise KeyError(name)
+
+
+def _param_to_dict(p: Param) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": p.name}
+    if isinstance(p, CategoricalParam):
+        out.update(type="categorical", choices=list(p.choices))
+    else:
+        out.update(
+            type="float" if isinstance(p, FloatParam) else "int", low=p.low, high=p.high, log=p.log
+        )
+    if p.condition is not None:
+        out["condition"] = {"on": p.condition.on, "values": list(p.condition.values)}
+    if p.affects_runtime:
+        out["affects_runtime"] = True
+    return out
+
+
+def _param_from_dict(data: dict[str, Any]) -> Param:
+    cond = data.get("condition")
+    condition = Condition(cond["on"], tuple(cond["values"])) if cond else None
+    common: dict[str, Any] = {
+        "condition": condition,
+        "affects_runtime": bool(data.get("affects_runtime", False)),
+    }
+    kind = data.get("type")
+    if kind == "categorical":
+        return CategoricalParam(data["name"], tuple(data["choices"]), **common)
+    if kind == "float":
+        return FloatParam(
+            data["name"], float(data["low"]), float(data["high"]), bool(data.get("log")), **common
+        )
+    if kind == "int":
+        return IntParam(
+            data["name"], int(data["low"]), int(data["high"]), bool(data.get("log")), **common
+        )
+    raise ValueError(f"parameter type must be float, int or categorical, but got {kind!r}")
+
+
+def space_to_dict(space: JointSpace) -> dict[str, Any]:
+    """The space as plain JSON-able data (the inverse of ``space_from_dict``)."""
+    m = space.machines
+    return {
+        "workload": space.workload,
+        "machines": {
+            "providers": list(m.providers),
+            "services": list(m.services),
+            "accelerators": list(m.accelerators),
+            "instance_types": list(m.instance_types),
+            "min_gpus": m.min_gpus,
+            "max_gpus": m.max_gpus,
+            "max_price": m.max_price,
+            "spot": m.spot,
+            "include_local": m.include_local,
+        },
+        "batch_sizes": list(space.batch_sizes),
+        "hyperparameters": [_param_to_dict(p) for p in space.hyperparameters],
+    }
+
+
+def space_from_dict(data: dict[str, Any]) -> JointSpace:
+    """Rebuild a space from ``space_to_dict`` output (raises ValueError on bad values)."""
+    m = dict(data.get("machines") or {})
+    for key in ("providers", "services", "accelerators", "instance_types"):
+        m[key] = tuple(m.get(key) or ())
+    return JointSpace(
+        workload=data["workload"],
+        machines=MachineFilter(**m),
+        batch_sizes=tuple(int(b) for b in data.get("batch_sizes", (256, 512, 1024, 2048))),
+        hyperparameters=tuple(_param_from_dict(p) for p in data.get("hyperparameters", ())),
+    )

@@ -21,6 +21,8 @@ class Workload:
     ``n_train``/``n_val`` are the real published dataset sizes used for extrapolation;
     the probe generates only as many samples as it needs.
     ``epochs_to_stabilise`` maps batch size to the epochs the model needs (METHOD.md 2.3).
+    ``parameters`` is the trainable parameter count of the default network (the same in
+    every framework; tests check it against the built models), None when not recorded.
     """
 
     name: str
@@ -35,6 +37,7 @@ class Workload:
     default_batch_sizes: tuple[int, ...] = (256, 512, 1024, 2048)
     epochs_to_stabilise: dict[int, int] = field(default_factory=dict)
     default_epochs: int = 10
+    parameters: int | None = None
 
     def epochs_for(self, batch_size: int) -> int:
         """Epochs to stabilise at this batch size: the known value, else the nearest known

@@ -1,0 +1,155 @@
+"""`advisor suggest`: recommend machine, batch size and hyperparameters with time and cost."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Any
+
+import click
+
+from advisor.errors import AdvisorError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d)?\s*$", re.IGNORECASE)
+_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """'2h', '90m', '3600s', '3600' -> seconds."""
+    m = _DURATION.match(text)
+    if not m:
+        raise AdvisorError(f"Cannot read the duration '{text}'.", "write it like 2h, 90m or 3600s.")
+    return float(m.group(1)) * _UNITS[(m.group(2) or "s").lower()]
+
+
+@click.command("suggest")
+@click.option("--model", required=True, help="Built-in workload name, or module:function.")
+@click.option(
+    "--framework", type=click.Choice(["torch", "keras"]), default="torch", show_default=True
+)
+@click.option("--space", "space_file", type=click.Path(dir_okay=False), help="Space YAML file.")
+@click.option("--budget", type=float, help="Most the training run may cost (USD).")
+@click.option("--deadline", help="Longest the training run may take (2h, 90m, 3600s).")
+@click.option("--objective", type=click.Choice(["time", "cost", "pareto"]))
+@click.option("--probe-budget", type=float, help="Most the search may spend on probes (USD).")
+@click.option("--epochs", type=int, help="Run length (default: epochs to stabilise per batch).")
+@click.option(
+    "--sampler",
+    type=click.Choice(["tpe", "gp", "random", "nsga2", "skopt"]),
+    default="tpe",
+    show_default=True,
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--trials", type=int, default=60, show_default=True, help="Most trials to run.")
+@click.option("--timeout", "timeout_", help="Stop the search after this long (e.g. 10m).")
+@click.option("--snapshot", help="Catalog snapshot (default: newest).")
+@click.option("--storage", help="Optuna storage URL (default: SQLite in ADVISOR_HOME).")
+@click.option("--study-name", help="Study name (default: from workload, space and limits).")
+@click.option("--probe-iterations", type=int, default=8, show_default=True)
+@click.option("--threads", type=int, help="Threads for local probes (default: all cores).")
+@click.option("--n-train", type=int, help="Training samples (user models).")
+@click.option("--n-val", type=int, help="Validation samples (user models).")
+@click.option("--no-screen", is_flag=True, help="Let the sampler alone choose machines.")
+@click.option("--top", type=int, default=15, show_default=True, help="Ranking rows shown.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Write a PNG plot.")
+def suggest(
+    model: str,
+    framework: str,
+    space_file: str | None,
+    budget: float | None,
+    deadline: str | None,
+    objective: str | None,
+    probe_budget: float | None,
+    epochs: int | None,
+    sampler: str,
+    seed: int,
+    trials: int,
+    timeout_: str | None,
+    snapshot: str | None,
+    storage: str | None,
+    study_name: str | None,
+    probe_iterations: int,
+    threads: int | None,
+    n_train: int | None,
+    n_val: int | None,
+    no_screen: bool,
+    top: int,
+    as_json: bool,
+    plot_file: str | None,
+) -> None:
+    """Recommend where and how to train MODEL: machine, batch size, hyperparameters,
+    with time and cost, from an Optuna study scored by cheap probes.
+
+    Example: advisor suggest --model fcn --budget 5
+    """
+    from advisor.report import build_report, check_feasible, plot, render
+    from advisor.search_spaces.loader import load_space
+    from advisor.study import SuggestOptions, run_suggest
+
+    space = None
+    if space_file:
+        space = load_space(space_file, None if ":" in model else model)
+    options = SuggestOptions(
+        model=model,
+        framework=framework,
+        space=space,
+        budget_usd=budget,
+        deadline_s=parse_duration(deadline) if deadline else None,
+        objective=objective,
+        probe_budget_usd=probe_budget,
+        epochs=epochs,
+        sampler=sampler,
+        seed=seed,
+        trials=trials,
+        timeout_s=parse_duration(timeout_) if timeout_ else None,
+        snapshot=snapshot,
+        storage=storage,
+        study_name=study_name,
+        probe_iterations=probe_iterations,
+        threads=threads,
+        n_train=n_train,
+        n_val=n_val,
+        screen=not no_screen,
+    )
+    show_progress = not as_json and sys.stderr.isatty()
+    outcome = _run_with_progress(options) if show_progress else run_suggest(options)
+    check_feasible(outcome)
+    report = build_report(outcome)
+    if plot_file:
+        plot(report, plot_file)
+        report["plot"] = plot_file
+    if as_json:
+        click.echo(json.dumps(report, indent=1, default=str))
+        return
+    from rich.console import Console
+
+    render(report, Console(), top=top)
+    if plot_file:
+        click.echo(f"plot written to {plot_file}")
+
+
+def _run_with_progress(options: Any) -> Any:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from advisor.study import run_suggest
+
+    tasks: dict[str, Any] = {}
+    labels = {"screen": "screening machines x batch sizes", "trials": "trials"}
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+
+        def hook(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(labels.get(phase, phase), total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        return run_suggest(options, progress=hook)

@@ -1,0 +1,216 @@
+"""The iteration-time model against a REAL full Keras training run (one case).
+
+Probes the workload with the Keras probe in its own process (``run_probe``, framework
+"keras", k iterations), sizes the dataset so the predicted run lasts ``--target-seconds``,
+then trains it for real in another process (``advisor.probes.keras_runner.train``,
+``model.fit`` with validation every epoch) and compares the prediction of
+``advisor.probes.iteration_model.estimate`` (iteration-based formula with validation) with
+the real runtime, process start to the end of the last epoch (initialisation included).
+
+    python benchmarks/iteration_model_keras.py                 # fcn b128 t2, ~2 min run
+    python benchmarks/iteration_model_keras.py --quick         # smoke test, ~30 s
+    python benchmarks/iteration_model_keras.py --case simple-cnn:64:2 --write-docs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+SECTION = "## Iteration-time model vs real full training runs"
+MARK = "### Keras case"
+
+
+def full_run(spec: dict[str, Any]) -> dict[str, Any]:
+    """Build the workload at the benchmark's size and train it; runs in a child process."""
+    from advisor.probes.keras_runner import configure, train
+    from advisor.search_spaces.workloads import get
+
+    configure(spec["threads"], "cpu")
+    setup = get(spec["workload"]).builder("keras")(
+        batch_size=spec["batch_size"],
+        n_train=spec["n_train"],
+        n_val=spec["n_val"],
+        seed=0,
+        epochs=spec["epochs"],
+    )
+    result = train(setup, spec["epochs"])
+    end = time.time()
+    return {
+        "real_s": end - spec["process_start"],
+        "init_s": result["first_batch_wall"] - spec["process_start"],
+        "train_s": result["runtime_s"],
+        "t1": result["first_iteration_s"],
+        "t2_median": result["steady_iteration_s"],
+        "validation_s": result["validation_s"],
+        "epoch_s": result["epoch_s"],
+        "val_accuracy": result["val_accuracy"],
+        "iterations": result["iterations"],
+    }
+
+
+def spawn_full_run(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    spec = {**spec, "process_start": time.time()}
+    proc = subprocess.run(
+        [sys.executable, __file__, "--_full-run", json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"full run failed: {proc.stderr.strip().splitlines()[-3:]}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def size_for(probe: Any, workload: Any, epochs: int, batch: int, target_s: float) -> int:
+    """Smallest multiple of ``batch`` whose predicted run lasts at least ``target_s``."""
+    from advisor.probes.iteration_model import estimate
+
+    n = batch
+    while True:
+        n_val = val_size(workload, n)
+        if estimate(probe, n, n_val, epochs, batch).runtime.value >= target_s:
+            return n
+        n += batch * max(1, math.ceil(n / (batch * 10)))  # grow by about 10 % at a time
+
+
+def val_size(workload: Any, n_train: int) -> int:
+    """The workload's published validation/training ratio, at least 212 samples."""
+    return min(workload.n_val, max(212, round(n_train * workload.n_val / workload.n_train)))
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from advisor.probes.iteration_model import estimate, phase_times
+    from advisor.probes.result import ProbeRequest
+    from advisor.probes.runner import run_probe
+    from advisor.search_spaces.workloads import get
+
+    name, batch, threads = args.case.split(":")
+    batch_size, n_threads = int(batch), int(threads)
+    workload = get(name)
+    probe = run_probe(
+        ProbeRequest(
+            workload=name,
+            framework="keras",
+            batch_size=batch_size,
+            iterations=args.iterations,
+            threads=n_threads,
+            validation_batches=2,
+            hyperparameters={"epochs": args.epochs},
+            timeout_s=900,
+        )
+    )
+    if not probe.ok:
+        raise SystemExit(f"probe failed: {probe.status} {probe.error}")
+    print(
+        f"probed: t2 {phase_times(probe).t2.value:.4f} s, wall {probe.wall_s:.1f} s",
+        file=sys.stderr,
+    )
+    n_train = size_for(probe, workload, args.epochs, batch_size, args.target_seconds)
+    n_val = val_size(workload, n_train)
+    est = estimate(probe, n_train, n_val, args.epochs, batch_size)
+    print(f"running: n_train {n_train}, predicted {est.runtime.value:.0f} s", file=sys.stderr)
+    real = spawn_full_run(
+        {
+            "workload": name,
+            "batch_size": batch_size,
+            "threads": n_threads,
+            "n_train": n_train,
+            "n_val": n_val,
+            "epochs": args.epochs,
+        },
+        timeout=max(600.0, 5 * est.runtime.high),
+    )
+    ph = phase_times(probe, n_train, n_val)
+    return {
+        "case": f"{name} keras b{batch_size} t{n_threads}",
+        "n_train": n_train,
+        "n_val": n_val,
+        "epochs": args.epochs,
+        "predicted": est.runtime.to_dict(),
+        "real_s": real["real_s"],
+        "error": (est.runtime.value - real["real_s"]) / real["real_s"],
+        "inside": est.runtime.low <= real["real_s"] <= est.runtime.high,
+        "probe_wall_s": probe.wall_s,
+        "probe": {
+            "init": ph.init.value,
+            "t1": ph.t1.value,
+            "t2": ph.t2.value,
+            "v1": ph.v1.value,
+            "v2": ph.v2.value,
+        },
+        "run": real,
+        "breakdown": est.breakdown,
+    }
+
+
+def report(r: dict[str, Any], command: str) -> str:
+    p, probe, run_ = r["predicted"], r["probe"], r["run"]
+    return "\n".join(
+        [
+            MARK,
+            "",
+            f"Command: `{command}`",
+            "",
+            "Keras probe (k iterations timed by Keras' batch hooks, validation by its test hooks) "
+            "and a real `model.fit` run of the same workload, each in its own process.",
+            "",
+            "| case | n_train / n_val | epochs | predicted s (interval) | real s | error % | inside | "
+            "probe wall s | t1 probe / run s | t2 probe / run s | init probe / run s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+            f"| {r['case']} | {r['n_train']} / {r['n_val']} | {r['epochs']} | "
+            f"{p['value']:.1f} ({p['low']:.1f}-{p['high']:.1f}) | {r['real_s']:.1f} | "
+            f"{100 * r['error']:+.1f} | {'yes' if r['inside'] else 'no'} | {r['probe_wall_s']:.1f} | "
+            f"{probe['t1']:.2f} / {run_['t1']:.2f} | {probe['t2']:.4f} / {run_['t2_median']:.4f} | "
+            f"{probe['init']:.1f} / {run_['init_s']:.1f} |",
+        ]
+    )
+
+
+def write_docs(text: str) -> None:
+    """Put (or replace) the Keras case at the end of the iteration-model section."""
+    doc = DOCS.read_text(encoding="utf-8")
+    start = doc.index(SECTION) + len(SECTION)
+    nxt = doc.find("\n## ", start)
+    end = len(doc) if nxt < 0 else nxt
+    body = doc[start:end]
+    if MARK in body:
+        body = body[: body.index(MARK)]
+    body = body.rstrip() + "\n\n" + text + "\n"
+    DOCS.write_text(doc[:start] + body + doc[end:], encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a ~10 s run: smoke test only")
+    parser.add_argument("--case", default="fcn:128:2", help="workload:batch:threads")
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=20, help="probe iterations k")
+    parser.add_argument("--target-seconds", type=float, default=120.0)
+    parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument("--_full-run", dest="full_run", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.full_run:
+        print(json.dumps(full_run(json.loads(args.full_run))))
+        return
+    if args.quick:
+        args.epochs, args.iterations, args.target_seconds = 2, 6, 10.0
+    started = time.time()
+    row = run(args)
+    command = ("python benchmarks/iteration_model_keras.py " + " ".join(sys.argv[1:])).strip()
+    text = report(row, command) + f"\n\nBenchmark wall time {time.time() - started:.0f} s."
+    print(text)
+    if args.write_docs:
+        write_docs(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,595 @@
+"""The Keras (TensorFlow 2.x, Keras 3) probe: the same phases as the PyTorch probe.
+
+A :class:`ProbeCallback` records wall-clock phases from Keras' own hooks: initialisation
+(process start until the first train batch begins), each training iteration
+(``on_train_batch_begin`` .. ``on_train_batch_end``; the first one includes tracing the train
+step, which is the first-iteration outlier), and each validation pass (``on_test_begin`` ..
+``on_test_end``). :func:`probe_in_process` runs k iterations and two validation passes of a
+workload and returns a :class:`~advisor.probes.result.ProbeResult`; it runs in the child
+process started by :func:`advisor.probes.runner.run_probe` (``framework="keras"``).
+
+FLOPs come from TensorFlow's registered op statistics (what ``tf.profiler``'s
+``float_operation`` sums) over the graph of the forward pass at batch 1. Only the
+matrix-product ops (Conv2D, MatMul, BatchMatMul, ...) are counted, two FLOPs per multiply-add,
+which is what torch's ``FlopCounterMode`` counts. A training iteration counts each such op
+three times (forward, input gradient, weight gradient), twice for ops fed by the model input
+alone (no input gradient is computed there, as in torch). Recurrent layers are unrolled in a
+throw-away clone so that every step of their loop is counted.
+
+Importing this module imports Keras and TensorFlow: import it only where they are needed.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import math
+import platform
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import keras
+import numpy as np
+from advisor.probes.result import ProbeRequest, ProbeResult
+
+ProgressFn = Callable[[str, int, int], None]  # (phase, done, total), as the PyTorch probe
+
+FLOPS_METHOD = (
+    "TensorFlow op statistics (tf.profiler float_operation) on the forward graph at batch 1, "
+    "matrix-product ops only (2 FLOPs per multiply-add, as torch FlopCounterMode); training = "
+    "3x forward, 2x for ops fed by the input alone (no input gradient)"
+)
+MATMUL_OPS = frozenset(
+    {
+        "Conv2D",
+        "Conv3D",
+        "DepthwiseConv2dNative",
+        "MatMul",
+        "BatchMatMul",
+        "BatchMatMulV2",
+        "BatchMatMulV3",
+        "Einsum",
+        "_FusedConv2D",
+        "_FusedMatMul",
+    }
+)
+
+
+@dataclass(frozen=True)
+class KerasSetup:
+    """What a Keras workload builder returns.
+
+    ``model`` is a compiled ``keras.Model``. ``train`` and ``val`` are either ``(x, y)`` numpy
+    arrays (batched by ``batch_size``) or already batched ``tf.data.Dataset`` objects; ``val``
+    may be None (no validation). ``callbacks`` are passed to ``fit``. ``n_train``/``n_val``
+    are the real dataset sizes to extrapolate to, when the builder knows them and they differ
+    from the data given (user workloads); built-in workloads leave them None. ``data_s`` is
+    how long the builder took to prepare ``data_samples`` samples, when it knows: the probe
+    scales that part of initialisation to the full dataset size (as the PyTorch probe does).
+    """
+
+    model: Any
+    train: Any
+    batch_size: int
+    val: Any = None
+    callbacks: tuple[Any, ...] = ()
+    n_train: int | None = None
+    n_val: int | None = None
+    data_s: float | None = None
+    data_samples: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.batch_size <= 0:
+            raise ValueError(f"batch_size must be > 0, but got {self.batch_size}")
+        if not hasattr(self.model, "fit") or not getattr(self.model, "compiled", True):
+            raise ValueError(f"model must be a compiled keras.Model, but got {self.model!r}")
+
+    def train_samples(self) -> int | None:
+        """Number of training samples given (None when a dataset's size is unknown)."""
+        return _samples(self.train, self.batch_size)
+
+    def val_samples(self) -> int | None:
+        """Number of validation samples given (0 without validation data)."""
+        return 0 if self.val is None else _samples(self.val, self.batch_size)
+
+
+class ProbeCallback(keras.callbacks.Callback):
+    """Records the wall-clock phases of a Keras ``fit``/``evaluate`` run.
+
+    ``first_batch_wall`` is ``time.time()`` when the first training batch began (so the
+    initialisation time can be measured from the process start). ``iteration_s`` and
+    ``validation_s`` are per-batch and per-pass durations in order; ``epoch_s`` per epoch
+    (train plus validation); ``cpu_s`` the process CPU time at each batch end.
+    """
+
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.perf_counter,
+        on_progress: ProgressFn | None = None,
+        total: int = 0,
+    ) -> None:
+        super().__init__()
+        self._clock = clock
+        self._on_progress = on_progress
+        self._total = total
+        self.first_batch_wall: float | None = None
+        self._batch_begin: list[float] = []
+        self._batch_end: list[float] = []
+        self._test_begin: list[float] = []
+        self._test_end: list[float] = []
+        self._epoch_begin: list[float] = []
+        self._epoch_end: list[float] = []
+        self.cpu_s: list[float] = []
+        self.losses: list[float] = []
+
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        if self.first_batch_wall is None:
+            self.first_batch_wall = time.time()
+        self._batch_begin.append(self._clock())
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        # Keras converts the logs to Python numbers before calling a callback that is not
+        # async-safe, so the step has finished when this runs.
+        self._batch_end.append(self._clock())
+        self.cpu_s.append(time.process_time())
+        if logs and "loss" in logs:
+            self.losses.append(float(logs["loss"]))
+        if self._on_progress is not None:
+            self._on_progress("iterations", len(self._batch_end), self._total)
+
+    def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
+        self._test_begin.append(self._clock())
+
+    def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
+        self._test_end.append(self._clock())
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self._epoch_begin.append(self._clock())
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self._epoch_end.append(self._clock())
+
+    @property
+    def iteration_s(self) -> tuple[float, ...]:
+        """Per training iteration: the first from its batch's begin to end hook, each later one
+        from the previous end to its own end (so Keras' loop overhead between batches, which a
+        real run pays too, is included)."""
+        if not self._batch_end:
+            return ()
+        first = self._batch_end[0] - self._batch_begin[0]
+        ends = self._batch_end
+        return (first, *(ends[i] - ends[i - 1] for i in range(1, len(ends))))
+
+    @property
+    def validation_s(self) -> tuple[float, ...]:
+        return tuple(e - b for b, e in zip(self._test_begin, self._test_end, strict=False))
+
+    @property
+    def epoch_s(self) -> tuple[float, ...]:
+        return tuple(e - b for b, e in zip(self._epoch_begin, self._epoch_end, strict=False))
+
+    @property
+    def first_batch_perf(self) -> float | None:
+        """The clock reading when the first training batch began."""
+        return self._batch_begin[0] if self._batch_begin else None
+
+    @property
+    def steady_span_s(self) -> float:
+        """Wall time from the end of the first training batch to the end of the last."""
+        return self._batch_end[-1] - self._batch_end[0] if len(self._batch_end) >= 2 else 0.0
+
+    @property
+    def diverged(self) -> bool:
+        return any(not math.isfinite(v) for v in self.losses)
+
+
+def configure(threads: int | None, device: str = "cpu") -> int:
+    """Set TensorFlow's thread pools (before anything runs) and hide GPUs for ``cpu``.
+
+    Returns the number of threads in use. Call once per process, before building a model.
+    """
+    import tensorflow as tf
+
+    n = threads or os.cpu_count() or 1
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(n)
+        tf.config.threading.set_inter_op_parallelism_threads(n)
+        if device == "cpu":
+            tf.config.set_visible_devices([], "GPU")
+    except RuntimeError:  # the runtime is already initialised: keep its settings
+        n = tf.config.threading.get_intra_op_parallelism_threads() or n
+    return n
+
+
+class LossDiverged(RuntimeError):
+    """The training loss became NaN or infinite."""
+
+
+def probe_in_process(request: ProbeRequest, on_progress: ProgressFn | None = None) -> ProbeResult:
+    """Time ``request.iterations`` training iterations and two validation passes, here.
+
+    Failures (out of memory, NaN loss, any error in the workload) come back as a result with
+    ``status`` oom/nan/error and the reason in ``error``; they are not raised.
+    """
+    started = request.process_start if request.process_start is not None else time.time()
+    base = {
+        "workload": request.workload,
+        "framework": "keras",
+        "batch_size": request.batch_size,
+        "device": request.device,
+        "threads": request.threads or os.cpu_count() or 1,
+    }
+    try:
+        return _probe(request, started, on_progress)
+    except Exception as exc:  # reported, not raised: the caller compares many candidates
+        status = "nan" if isinstance(exc, LossDiverged) else "oom" if _is_oom(exc) else "error"
+        return ProbeResult(
+            **base,
+            status=status,
+            error=f"{type(exc).__name__}: {exc}"[:2000],
+            wall_s=time.time() - started,
+            peak_host_memory_bytes=_peak_rss(),
+            fingerprint=_fingerprint(base["threads"]),
+        )
+
+
+def _probe(request: ProbeRequest, started: float, on_progress: ProgressFn | None) -> ProbeResult:
+    threads = configure(request.threads, request.device)
+    b, k, vb = request.batch_size, request.iterations, request.validation_batches
+    builder, real_train, real_val = _resolve(request.workload)
+    sizes: dict[str, int] = {}
+    if real_train is not None and real_val is not None:
+        # A built-in: generate only what the probe uses (k batches, a bounded validation
+        # slice); a user builder keeps its own data sizes.
+        sizes = {"n_train": b * k, "n_val": min(b * (vb if vb is not None else 4), real_val)}
+    setup = builder(batch_size=b, seed=request.seed, **sizes, **request.hyperparameters)
+    if not isinstance(setup, KerasSetup):
+        raise TypeError(f"a Keras builder must return KerasSetup, but got {type(setup).__name__}")
+    n_train = real_train or setup.n_train or setup.train_samples() or b * k
+    n_val = real_val if real_val is not None else (setup.n_val or setup.val_samples() or 0)
+    if setup.val is None:
+        n_val = 0
+
+    given = setup.train_samples()
+    steps = k if given is None else min(k, given // b)
+    if steps < 2:
+        raise ValueError(f"the training data holds {given} samples: fewer than 2 batches of {b}")
+    cb = ProbeCallback(on_progress=on_progress, total=steps)
+    callbacks = [cb, *setup.callbacks]
+    x, y = _xy(setup.train)
+    setup.model.fit(
+        x,
+        y,
+        batch_size=None if y is None else b,
+        epochs=1,
+        steps_per_epoch=steps,
+        callbacks=callbacks,
+        verbose=0,
+    )
+    if cb.diverged:
+        raise LossDiverged(f"loss became {cb.losses[-1]} during the probe")
+
+    measured_val = 0
+    if setup.val is not None and n_val > 0:
+        vx, vy = _xy(setup.val)
+        given_val = setup.val_samples()
+        # numpy validation data is already the slice to run; a dataset is cut at vb batches
+        val_steps = vb if vy is None else None
+        for p in range(2):
+            setup.model.evaluate(
+                vx,
+                vy,
+                batch_size=None if vy is None else b,
+                steps=val_steps,
+                callbacks=callbacks,
+                verbose=0,
+            )
+            if on_progress is not None:
+                on_progress("validation", p + 1, 2)
+        measured_val = given_val if given_val is not None else b * (val_steps or 1)
+        if val_steps is not None:
+            measured_val = min(measured_val, b * val_steps)
+    return _result(request, threads, started, cb, setup, n_train, n_val, measured_val)
+
+
+def _result(
+    request: ProbeRequest,
+    threads: int,
+    started: float,
+    cb: ProbeCallback,
+    setup: KerasSetup,
+    n_train: int,
+    n_val: int,
+    measured_val: int,
+) -> ProbeResult:
+    iterations = cb.iteration_s
+    init_s = (cb.first_batch_wall or time.time()) - started
+    init_note = "measured: process start to the first training batch's begin hook"
+    if setup.data_s is not None and setup.data_samples and n_train + n_val > setup.data_samples:
+        extra = setup.data_s * ((n_train + n_val) / setup.data_samples - 1.0)
+        init_s += extra
+        init_note = (
+            f"measured, plus data preparation scaled from {setup.data_samples} generated "
+            f"samples ({setup.data_s:.3f} s) to {n_train + n_val} (+{extra:.3f} s)"
+        )
+    scale = n_val / measured_val if measured_val else 1.0
+    validation: tuple[float, ...] = ()
+    if len(cb.validation_s) >= 2:
+        v1, v2 = cb.validation_s[0], cb.validation_s[1]
+        # The first pass's extra cost (tracing the test step) is paid once, not per batch.
+        validation = (max(v1 - v2, 0.0) + v2 * scale, v2 * scale)
+    steady = sorted(iterations[1:]) or list(iterations)
+    median = _median(steady) if steady else 0.0
+    cpu = None
+    span = cb.steady_span_s
+    if len(cb.cpu_s) >= 2 and span > 0:
+        cpu = min(1.0, (cb.cpu_s[-1] - cb.cpu_s[0]) / (span * threads))
+    params = int(sum(int(np.prod(w.shape)) for w in setup.model.trainable_weights))
+    grad_bytes = int(
+        sum(
+            int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize
+            for w in setup.model.trainable_weights
+        )
+    )
+    flops_per_sample, flop_note = flops_per_training_sample(setup)
+    fingerprint = _fingerprint(threads)
+    fingerprint["flops_method"] = flop_note
+    fingerprint["init_note"] = init_note
+    fingerprint["generated_train_samples"] = setup.train_samples()
+    return ProbeResult(
+        workload=request.workload,
+        framework="keras",
+        batch_size=request.batch_size,
+        device=request.device,
+        threads=threads,
+        init_s=init_s,
+        iteration_s=iterations,
+        validation_s=validation,
+        validation_samples_measured=measured_val,
+        validation_scale=scale,
+        n_train=n_train,
+        n_val=n_val,
+        flops_per_iteration=(
+            flops_per_sample * request.batch_size if flops_per_sample is not None else None
+        ),
+        parameters=params,
+        gradient_bytes=grad_bytes,
+        peak_host_memory_bytes=_peak_rss(),
+        samples_per_s=request.batch_size / median if median > 0 else None,
+        cpu_utilisation=cpu,
+        wall_s=time.time() - started,
+        fingerprint=fingerprint,
+        data_s=setup.data_s,
+        data_samples=setup.data_samples or 0,
+    )
+
+
+def flops_per_training_sample(setup: KerasSetup) -> tuple[float | None, str]:
+    """FLOPs of one training step per sample (see the module docstring) and how counted.
+
+    Returns ``(None, reason)`` when TensorFlow cannot count the model's graph.
+    """
+    try:
+        _, train = matmul_flops_per_sample(setup.model, _input_spec(setup.train))
+    except Exception as exc:  # counting is best effort; the timings do not depend on it
+        return None, f"not counted ({type(exc).__name__}: {exc})"[:300]
+    if train <= 0:
+        return None, "not counted: TensorFlow found no matrix-product ops"
+    return train, FLOPS_METHOD
+
+
+def matmul_flops_per_sample(model: Any, input_spec: Any) -> tuple[float, float]:
+    """``(forward, training)`` matrix-product FLOPs of ``model`` for one sample.
+
+    ``input_spec`` is a ``tf.TensorSpec`` (or a nest of them) with batch dimension 1. Each
+    op's FLOPs come from TensorFlow's own registered statistics (what ``tf.profiler``'s
+    ``float_operation`` sums). Training counts each op three times (forward, input gradient,
+    weight gradient), except ops whose data input depends on no trainable variable (the
+    first layer): their input gradient is never computed, so they count twice.
+    """
+    import tensorflow as tf
+    from tensorflow.python.framework import ops as tf_ops
+
+    tf.get_logger().setLevel("ERROR")  # the v1 shape helpers log deprecation notices
+    model = _unrolled(model)
+    forward_fn = tf.function(lambda x: model(x, training=False), autograph=False)
+    graph = forward_fn.get_concrete_function(input_spec).graph
+    forward = train = 0.0
+    needs_grad: dict[str, bool] = {}
+    for op in graph.get_operations():  # topological order
+        needs_grad[op.name] = op.type in ("ReadVariableOp", "VarHandleOp") or any(
+            needs_grad.get(t.op.name, False) for t in op.inputs
+        )
+        if op.type not in MATMUL_OPS:
+            continue
+        flops = float(tf_ops.get_stats_for_node_def(graph, op.node_def, "flops").value or 0)
+        data_needs_grad = bool(op.inputs) and needs_grad.get(op.inputs[0].op.name, False)
+        forward += flops
+        train += flops * (3 if data_needs_grad else 2)
+    return forward, train
+
+
+def _unrolled(model: Any) -> Any:
+    """A clone with recurrent layers unrolled (their while-loop body is otherwise counted
+    once), or ``model`` itself when it has none."""
+    if not any(getattr(layer, "unroll", True) is False for layer in _layers(model)):
+        return model
+
+    def clone(layer: Any) -> Any:
+        config = layer.get_config()
+        if config.get("unroll") is False:
+            config["unroll"] = True
+        return layer.__class__.from_config(config)
+
+    return keras.models.clone_model(model, clone_function=clone)
+
+
+def _layers(model: Any) -> list[Any]:
+    out: list[Any] = []
+    for layer in getattr(model, "layers", []):
+        out.append(layer)
+        out.extend(_layers(layer))
+    return out
+
+
+def _input_spec(data: Any) -> Any:
+    import tensorflow as tf
+
+    if isinstance(data, tuple | list):
+        x = data[0]
+        return tf.nest.map_structure(
+            lambda a: tf.TensorSpec([1, *np.shape(a)[1:]], tf.as_dtype(np.asarray(a).dtype)), x
+        )
+    x_spec = data.element_spec[0] if isinstance(data.element_spec, tuple) else data.element_spec
+    return tf.nest.map_structure(lambda s: tf.TensorSpec([1, *s.shape[1:]], s.dtype), x_spec)
+
+
+def _xy(data: Any) -> tuple[Any, Any]:
+    if isinstance(data, tuple | list):
+        if len(data) != 2:
+            raise ValueError(f"data must be (x, y), but got a sequence of {len(data)}")
+        return data[0], data[1]
+    return data, None  # a tf.data.Dataset yielding (x, y) batches
+
+
+def _samples(data: Any, batch_size: int) -> int | None:
+    if isinstance(data, tuple | list):
+        first = data[0]
+        while isinstance(first, dict | tuple | list):
+            first = next(iter(first.values())) if isinstance(first, dict) else first[0]
+        return int(np.shape(first)[0])
+    cardinality = int(data.cardinality())
+    return cardinality * batch_size if cardinality >= 0 else None
+
+
+def _resolve(workload: str) -> tuple[Callable[..., Any], int | None, int | None]:
+    from advisor.search_spaces.workloads import get, load_callable
+
+    if ":" in workload:
+        return load_callable(workload), None, None
+    spec = get(workload)
+    return spec.builder("keras"), spec.n_train, spec.n_val
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _is_oom(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    text = f"{type(exc).__name__} {exc}"
+    return "ResourceExhausted" in text or "OOM" in text or "out of memory" in text.lower()
+
+
+def _peak_rss() -> int:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if platform.system() == "Darwin" else peak * 1024)
+
+
+def _fingerprint(threads: int) -> dict[str, Any]:
+    import tensorflow as tf
+
+    return {
+        "framework": "keras",
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpu_model": _cpu_model(),
+        "device_name": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "threads": threads,
+        "gpus": len(tf.config.list_physical_devices("GPU")),
+    }
+
+
+def train(
+    setup: KerasSetup,
+    epochs: int,
+    on_epoch: Callable[[int, dict[str, float]], None] | None = None,
+    *,
+    device: str = "cpu",
+    patience: int | None = None,
+) -> dict[str, Any]:
+    """Really train ``setup`` for ``epochs`` epochs with ``model.fit`` (each epoch: all
+    training batches, then one validation pass), timed by the same callback as the probe.
+
+    Mirrors :func:`advisor.probes.torch_runner.train`: ``on_epoch(epoch, metrics)`` gets
+    ``train_loss``, ``val_loss``, ``val_accuracy`` and ``epoch_s``; ``patience`` stops early
+    after that many epochs without a lower validation loss. Returns ``runtime_s`` (first batch
+    to the end), ``first_batch_wall``, ``epoch_s``, ``train_loss``, ``val_loss``,
+    ``val_accuracy`` (per epoch), ``validation_s`` (per pass), ``first_iteration_s``,
+    ``steady_iteration_s`` (median of iterations 2..), ``iterations`` and ``epochs_run``.
+    ``device`` is accepted for symmetry; TensorFlow places ops itself. Raises
+    :class:`LossDiverged` if the loss becomes NaN or infinite.
+    """
+    if epochs <= 0:
+        raise ValueError(f"epochs must be > 0, but got {epochs}")
+    cb = ProbeCallback()
+    callbacks: list[Any] = [cb, *setup.callbacks]
+    if patience is not None:
+        callbacks.append(keras.callbacks.EarlyStopping(monitor="val_loss", patience=patience))
+
+    def epoch_end(epoch: int, logs: dict[str, Any] | None) -> None:
+        logs = logs or {}
+        metrics = {
+            "train_loss": float(logs.get("loss", float("nan"))),
+            "val_loss": float(logs.get("val_loss", float("nan"))),
+            "val_accuracy": float(logs.get("val_accuracy", float("nan"))),
+            "epoch_s": cb.epoch_s[-1] if cb.epoch_s else float("nan"),
+        }
+        history.append(metrics)
+        if not math.isfinite(metrics["train_loss"]):
+            setup.model.stop_training = True
+        if on_epoch is not None:
+            on_epoch(epoch, metrics)
+
+    history: list[dict[str, float]] = []
+    # after `cb` in the list, so the epoch's duration is known when epoch_end runs
+    callbacks.append(keras.callbacks.LambdaCallback(on_epoch_end=epoch_end))
+    x, y = _xy(setup.train)
+    setup.model.fit(
+        x,
+        y,
+        batch_size=None if y is None else setup.batch_size,
+        epochs=epochs,
+        validation_data=setup.val,
+        callbacks=callbacks,
+        verbose=0,
+    )
+    end = time.perf_counter()
+    if cb.diverged:
+        raise LossDiverged(f"loss became {cb.losses[-1]}")
+    iterations = cb.iteration_s
+    steady = sorted(iterations[1:])
+    return {
+        "runtime_s": end - cb.first_batch_perf if cb.first_batch_perf is not None else 0.0,
+        "first_batch_wall": cb.first_batch_wall,
+        "epoch_s": list(cb.epoch_s),
+        "train_loss": [m["train_loss"] for m in history],
+        "val_loss": [m["val_loss"] for m in history],
+        "val_accuracy": [m["val_accuracy"] for m in history],
+        "validation_s": list(cb.validation_s),
+        "first_iteration_s": iterations[0] if iterations else None,
+        "steady_iteration_s": _median(steady) if steady else None,
+        "iterations": len(iterations),
+        "epochs_run": len(history),
+    }
+
+
+def _median(values: list[float]) -> float:
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2

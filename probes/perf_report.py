@@ -1,0 +1,78 @@
+"""Forecast a run on several machines from one probe: predicted phases, runtime and cost
+(with intervals), ranked, plus the epoch sweep normalised by its best machine."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.probes.iteration_model import DEFAULT_EPOCHS, Estimate, epoch_sweep, normalise
+from advisor.probes.perf_types import Prediction
+from advisor.probes.performance_model import AcceleratorLookup, predict
+from advisor.probes.result import ProbeResult
+from advisor.providers.catalog._types import InstanceType
+
+from advisor.errors import AdvisorError
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """One machine's prediction and the run it implies (``estimate`` at the chosen epochs,
+    ``sweep`` at several epoch counts)."""
+
+    machine: InstanceType
+    price_per_hour: float
+    prediction: Prediction
+    estimate: Estimate
+    sweep: dict[int, Estimate]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "machine": self.machine.key,
+            "accelerator": self.machine.accelerator,
+            "accelerators": self.machine.accelerator_count,
+            "price_per_hour": self.price_per_hour,
+            "prediction": self.prediction.to_dict(),
+            "estimate": self.estimate.to_dict(),
+            "sweep": {str(n): e.to_dict() for n, e in self.sweep.items()},
+        }
+
+
+def forecast(
+    probe: ProbeResult,
+    machines: Iterable[InstanceType],
+    catalog: AcceleratorLookup,
+    batch_size: int,
+    epochs: int,
+    n_train: int,
+    n_val: int,
+    spot: bool = False,
+    strategy: str | None = None,
+    sweep_epochs: Sequence[int] = DEFAULT_EPOCHS,
+) -> list[Forecast]:
+    """Predict each machine and estimate the run; sorted fastest first."""
+    rows = []
+    for machine in machines:
+        if spot and machine.spot_usd_per_h is None:
+            raise AdvisorError(
+                f"{machine.key} has no spot price in this catalog snapshot.",
+                "drop --spot or remove that machine.",
+            )
+        price = machine.price(spot)
+        pred = predict(probe, machine, catalog, batch_size, strategy=strategy)
+        counts = sorted({*sweep_epochs, epochs})
+        sweep = epoch_sweep(pred.phases, n_train, n_val, batch_size, counts, price)
+        rows.append(Forecast(machine, price, pred, sweep[epochs], sweep))
+    rows.sort(key=lambda f: f.estimate.runtime.value)
+    return rows
+
+
+def normalised_tables(rows: Sequence[Forecast]) -> dict[str, dict[str, dict[int, float]]]:
+    """Runtime and cost per epoch count, each column divided by its best machine."""
+    runtime = {f.machine.key: {n: e.runtime.value for n, e in f.sweep.items()} for f in rows}
+    cost = {
+        f.machine.key: {n: e.cost.value for n, e in f.sweep.items() if e.cost is not None}
+        for f in rows
+    }
+    return {"runtime": normalise(runtime), "cost": normalise(cost)}

@@ -1,0 +1,96 @@
+"""Trace one PyTorch training step to refine the performance model's host-side terms.
+
+With torch's own ``TorchDispatchMode`` it counts the framework ops of a step (forward,
+backward, optimizer: what an eager GPU run has to launch one by one) and the bytes of the
+forward outputs per sample (activation memory traffic); it times the DataLoader alone
+(host input pipeline). The results go into a probe's fingerprint under the keys
+``perf_signature.signature`` reads: ``ops_per_iteration``, ``activation_bytes_per_sample``,
+``data_s``. Imports torch: call it only where torch is wanted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from typing import Any
+
+from advisor.probes.result import ProbeResult
+
+from advisor._lazy import require
+
+TRACE_KEYS = ("ops_per_iteration", "activation_bytes_per_sample", "data_s")
+
+
+def trace_torch_step(
+    workload: str,
+    batch_size: int,
+    trace_batch: int = 8,
+    loader_batches: int = 3,
+    hyperparameters: dict[str, Any] | None = None,
+) -> dict[str, float]:
+    """Ops per training step and forward activation bytes per sample (at ``trace_batch``),
+    and the median DataLoader time per batch of ``batch_size`` over ``loader_batches``."""
+    torch = require("torch", "torch", "Tracing a training step")
+    from advisor.probes.torch_runner import build_setup
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Counter(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ops = 0
+            self.bytes = 0
+            self.forward = True
+
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            out = func(*args, **(kwargs or {}))
+            self.ops += 1
+            if self.forward:  # new memory only: views and in-place results share an input's
+                inputs = {
+                    a.untyped_storage().data_ptr()
+                    for a in [*args, *(kwargs or {}).values()]
+                    if isinstance(a, torch.Tensor)
+                }
+                for t in out if isinstance(out, tuple | list) else (out,):
+                    if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in inputs:
+                        self.bytes += t.numel() * t.element_size()
+            return out
+
+    setup, _, _ = build_setup(workload, trace_batch, 2 * trace_batch, None, 0, hyperparameters)
+    inputs, targets = next(iter(setup.train_loader))
+    setup.model.train()
+    with Counter() as counter:
+        setup.optimizer.zero_grad(set_to_none=True)
+        loss = setup.loss_fn(setup.model(inputs), targets)
+        counter.forward = False
+        loss.backward()
+        setup.optimizer.step()
+        float(loss.detach())
+    n = int(inputs.shape[0])
+
+    big, _, _ = build_setup(
+        workload, batch_size, batch_size * loader_batches, None, 0, hyperparameters
+    )
+    times, it = [], iter(big.train_loader)
+    for _ in range(loader_batches):
+        start = time.perf_counter()
+        try:
+            next(it)
+        except StopIteration:
+            break
+        times.append(time.perf_counter() - start)
+    result = {
+        "ops_per_iteration": float(counter.ops),
+        "activation_bytes_per_sample": counter.bytes / n,
+    }
+    if times:
+        result["data_s"] = statistics.median(times)
+    return result
+
+
+def with_trace(probe: ProbeResult, trace: dict[str, float]) -> ProbeResult:
+    """The probe with traced keys added to its fingerprint (existing keys are kept)."""
+    fingerprint = {**trace, **probe.fingerprint}
+    return dataclasses.replace(probe, fingerprint=fingerprint)

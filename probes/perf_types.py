@@ -1,0 +1,65 @@
+"""The performance model's output value and the interval arithmetic it uses."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.probes.result import Interval, PhaseTimes
+
+
+def combine(*factors: float) -> float:
+    """Combine independent multiplicative uncertainties (each >= 1) in quadrature of logs."""
+    return math.exp(math.sqrt(sum(math.log(max(1.0, f)) ** 2 for f in factors)))
+
+
+def around(value: float, factor: float) -> Interval:
+    """``value`` with the multiplicative interval ``[value / factor, value * factor]``."""
+    factor = max(1.0, factor)
+    return Interval(value, value / factor, value * factor)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A modelled (or measured) set of phase times for one machine, with its reasoning.
+
+    ``kind`` is "measured", "same-cpu", "cpu", "gpu" or "tpu". ``breakdown`` holds the
+    parts of the steady iteration in seconds (compute, memory, dispatch, input, allreduce,
+    replica); ``bottleneck`` names the largest. ``calibration`` is the applied
+    measured/predicted correction factor (1.0 when none).
+    """
+
+    machine: str
+    phases: PhaseTimes
+    kind: str
+    devices: int
+    per_device_batch: int
+    breakdown: dict[str, float] = field(default_factory=dict)
+    bottleneck: str = ""
+    calibration: float = 1.0
+    calibration_points: int = 0
+
+    def __post_init__(self) -> None:
+        if self.devices < 1 or self.per_device_batch < 1:
+            raise ValueError(
+                f"devices and per_device_batch must be >= 1, but got devices={self.devices}, "
+                f"per_device_batch={self.per_device_batch}"
+            )
+
+    @property
+    def source(self) -> str:
+        return self.phases.source
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "machine": self.machine,
+            "phases": self.phases.to_dict(),
+            "kind": self.kind,
+            "devices": self.devices,
+            "per_device_batch": self.per_device_batch,
+            "breakdown": dict(self.breakdown),
+            "bottleneck": self.bottleneck,
+            "calibration": self.calibration,
+            "calibration_points": self.calibration_points,
+        }

@@ -1,0 +1,202 @@
+"""Cross-device performance model: one local probe -> phase times on any catalog machine.
+
+The measurement wins: for the local machine at the probed batch size and thread count the
+measured phases are returned unchanged. Otherwise the model predicts, with an interval:
+
+- CPU-only machines (and the local one at another batch/thread count): the local CPU time
+  scaled by thread count (Amdahl) and per-core speed (``perf_cpu``);
+- GPUs and TPUs: a roofline per device with host dispatch, input pipeline and data-parallel
+  all-reduce (``perf_accel``), constants from public figures (``perf_constants``,
+  docs/calibration.md);
+- then, if real results were recorded for that device class, a measured/predicted
+  correction (``perf_calibration``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Protocol
+
+from advisor.probes import perf_accel, perf_cpu
+from advisor.probes.perf_calibration import (
+    CalibrationFactor,
+    calibration_factor,
+    record_measurement,
+)
+from advisor.probes.perf_signature import WorkloadSignature, signature
+from advisor.probes.perf_types import Prediction, around
+from advisor.probes.result import Interval, PhaseTimes, ProbeResult
+from advisor.providers.catalog._types import AcceleratorSpec, InstanceType
+
+from advisor.errors import AdvisorError
+
+__all__ = [
+    "AcceleratorLookup",
+    "Prediction",
+    "calibrate_from",
+    "device_class",
+    "predict",
+    "predict_phases",
+    "predict_phases_for_batch",
+    "record_measurement",
+]
+
+
+class AcceleratorLookup(Protocol):
+    """What the model needs from a catalog: accelerator specs by name."""
+
+    def accelerator(self, name: str) -> AcceleratorSpec: ...
+
+
+def device_class(machine: InstanceType) -> str:
+    """The calibration class of a machine: its accelerator name, else "cpu"."""
+    return machine.accelerator or "cpu"
+
+
+def _measured(probe: ProbeResult) -> PhaseTimes:
+    from advisor.probes.iteration_model import phase_times
+
+    return phase_times(probe)
+
+
+def _calibrated(phases: PhaseTimes, cal: CalibrationFactor) -> PhaseTimes:
+    if cal.points == 0:
+        return phases
+    k = cal.factor
+
+    def rescale(iv: Interval) -> Interval:
+        return around(iv.value * k, cal.narrowed(iv.high / iv.value if iv.value else 1.0))
+
+    t2 = rescale(phases.t2)
+    v2 = rescale(phases.v2)
+    extra_t1 = phases.t2.value * (k - 1)
+    extra_v1 = phases.v2.value * (k - 1)
+
+    def shift(iv: Interval, extra: float) -> Interval:
+        return Interval(iv.value + extra, max(0.0, iv.low + extra), max(0.0, iv.high + extra))
+
+    return replace(
+        phases,
+        t1=shift(phases.t1, extra_t1),
+        t2=t2,
+        v1=shift(phases.v1, extra_v1),
+        v2=v2,
+        note=f"{phases.note} Calibrated x{k:.2f} from {cal.points} measured run(s).",
+    )
+
+
+def predict(
+    probe: ProbeResult,
+    machine: InstanceType,
+    catalog: AcceleratorLookup,
+    batch_size: int | None = None,
+    *,
+    threads: int | None = None,
+    strategy: str | None = None,
+    precision: str | None = None,
+    parallel_fraction: float | None = None,
+    calibrate: bool = True,
+) -> Prediction:
+    """Predict (or, for the local machine at the probed setting, return the measured)
+    phase times of ``probe``'s workload on ``machine`` at ``batch_size`` (default: the
+    probe's). ``threads`` is the CPU thread count (local default: the probe's; cloud CPU
+    default: its physical cores). ``strategy`` is "ddp" (one process per GPU), "dp"
+    (one process drives all replicas) or None (the framework's usual: Keras "dp", torch
+    "ddp"). ``parallel_fraction`` overrides the Amdahl prior.
+    """
+    batch = batch_size or probe.batch_size
+    if batch <= 0:
+        raise AdvisorError(f"Batch size must be > 0, but got {batch}.", "pass a positive batch.")
+    sig: WorkloadSignature = signature(probe)
+    local = machine.provider == "local"
+    if local and batch == probe.batch_size and threads in (None, probe.threads):
+        return Prediction(machine.key, _measured(probe), "measured", 1, batch)
+    if machine.accelerator is None:
+        phases, breakdown, kind = perf_cpu.predict_cpu(
+            sig, machine, batch, threads=threads, parallel_fraction=parallel_fraction
+        )
+        devices, per_device, neck = 1, batch, "cpu"
+    else:
+        try:
+            spec = catalog.accelerator(machine.accelerator)
+        except (KeyError, LookupError) as exc:
+            raise AdvisorError(
+                f"No accelerator spec for '{machine.accelerator}' ({machine.key}).",
+                "add it to the catalog's accelerator table.",
+            ) from exc
+        phases, breakdown, kind, neck = perf_accel.predict_accelerator(
+            sig, machine, spec, batch, strategy=strategy, precision=precision
+        )
+        devices = machine.accelerator_count
+        per_device = -(-batch // devices)
+    cal = CalibrationFactor()
+    if calibrate and not local:
+        cal = calibration_factor(device_class(machine), probe.workload)
+        phases = _calibrated(phases, cal)
+    return Prediction(
+        machine=machine.key,
+        phases=phases,
+        kind=kind,
+        devices=devices,
+        per_device_batch=per_device,
+        breakdown=breakdown,
+        bottleneck=neck,
+        calibration=cal.factor,
+        calibration_points=cal.points,
+    )
+
+
+def predict_phases(
+    probe: ProbeResult,
+    machine: InstanceType,
+    catalog: AcceleratorLookup,
+    batch_size: int | None = None,
+    **options: object,
+) -> PhaseTimes:
+    """Phase times of ``probe``'s workload on ``machine`` (see ``predict``); source is
+    "measured" only for the local machine at the probed batch and threads."""
+    return predict(probe, machine, catalog, batch_size, **options).phases  # type: ignore[arg-type]
+
+
+def predict_phases_for_batch(
+    probe: ProbeResult,
+    machine: InstanceType,
+    catalog: AcceleratorLookup,
+    batch_size: int,
+    **options: object,
+) -> PhaseTimes:
+    """``predict_phases`` at a batch size other than the probe's (FLOPs and bytes scale
+    with the batch, per-iteration overheads stay fixed)."""
+    return predict_phases(probe, machine, catalog, batch_size, **options)
+
+
+def calibrate_from(
+    local_probe: ProbeResult,
+    measured: ProbeResult,
+    machine: InstanceType,
+    catalog: AcceleratorLookup,
+    origin: str = "probe",
+) -> float:
+    """Record a real result on ``machine`` (``measured``, e.g. a remote probe) next to what
+    the model predicts for it from ``local_probe`` (uncalibrated); return measured/predicted."""
+    if not measured.ok:
+        raise AdvisorError(
+            f"The measured probe on {machine.key} failed ({measured.status}).",
+            "record only successful runs.",
+        )
+    from advisor.probes.perf_signature import steady_stats
+
+    predicted = predict(
+        local_probe, machine, catalog, measured.batch_size, calibrate=False
+    ).phases.t2.value
+    measured_t2, _ = steady_stats(measured.iteration_s)
+    record_measurement(
+        measured.workload,
+        measured.batch_size,
+        machine.key,
+        device_class(machine),
+        predicted,
+        measured_t2,
+        origin=origin,
+    )
+    return measured_t2 / predicted

@@ -1,0 +1,22 @@
+"""The instance catalog: dated CSV snapshots of machine types, prices and accelerator specs.
+
+``load()`` returns the newest snapshot (shipped ``2021-02`` and ``2026-11``, plus any made by
+``advisor catalog refresh`` under ADVISOR_HOME); ``load("2021-02")`` reproduces the published
+studies' prices. Rows are validated on load. Refreshing lives in
+``advisor.providers.catalog.refresh`` (imported only when used).
+"""
+
+from advisor.providers.catalog._catalog import Catalog, accelerator_aliases
+from advisor.providers.catalog._local import local_machine
+from advisor.providers.catalog._store import load, snapshots
+from advisor.providers.catalog._types import AcceleratorSpec, InstanceType
+
+__all__ = [
+    "AcceleratorSpec",
+    "Catalog",
+    "InstanceType",
+    "accelerator_aliases",
+    "load",
+    "local_machine",
+    "snapshots",
+]

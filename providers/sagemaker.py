@@ -1,0 +1,515 @@
+"""SageMaker automatic model tuning: ``CreateHyperParameterTuningJob`` through boto3.
+
+The request is checked against botocore's own service model (enums, name lengths and
+patterns, which botocore's client does not check) before it leaves the machine.
+``sdk_tuner(spec)`` builds the same job with the ``sagemaker`` SDK's ``HyperparameterTuner``
+for users who prefer that path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, ClassVar
+
+from advisor.providers.tuning import (
+    TrialResult,
+    TuningBackend,
+    TuningSpec,
+    coerce,
+    metric_regex,
+)
+from advisor.search_spaces.space import CategoricalParam, FloatParam, IntParam
+
+from advisor._lazy import require
+from advisor.errors import AdvisorError
+
+STRATEGY = {"bayesian": "Bayesian", "random": "Random", "grid": "Grid", "hyperband": "Hyperband"}
+MAX_PARALLEL = 10  # the default account quota of parallel training jobs per tuning job
+PLACEHOLDER_ROLE = "arn:aws:iam::000000000000:role/REPLACE-WITH-SAGEMAKER-EXECUTION-ROLE"
+PLACEHOLDER_OUTPUT = "s3://REPLACE-WITH-BUCKET/advisor"
+_STATUS = {
+    "Completed": "completed",
+    "InProgress": "running",
+    "Failed": "failed",
+    "Stopped": "stopped",
+    "Stopping": "stopped",
+}
+
+
+class SageMakerBackend(TuningBackend):
+    """SageMaker hyperparameter tuning. ``client`` is a boto3 ``sagemaker`` client and ``sts``
+    an STS client (both built lazily from the environment when not given); ``role`` is the
+    execution role ARN the training jobs assume."""
+
+    name: ClassVar[str] = "sagemaker"
+    services: ClassVar[tuple[str, ...]] = ("sagemaker", "ec2")
+    strategies: ClassVar[tuple[str, ...]] = ("bayesian", "random", "grid", "hyperband")
+    max_parallel: ClassVar[int | None] = MAX_PARALLEL
+
+    def __init__(
+        self,
+        client: Any = None,
+        sts: Any = None,
+        role: str | None = None,
+        region: str | None = None,
+        volume_gb: int = 30,
+    ) -> None:
+        self._client = client
+        self._sts = sts
+        self.role = role
+        self.region = region
+        self.volume_gb = volume_gb
+
+    # -- machine types ------------------------------------------------------------------------
+    @classmethod
+    def _map_type(cls, service: str, instance_type: str) -> str:
+        if service == "ec2":
+            return f"ml.{instance_type}"
+        return instance_type
+
+    # -- limits -------------------------------------------------------------------------------
+    def _refusals(self, spec: TuningSpec) -> Iterable[tuple[str, str]]:
+        if spec.strategy == "grid":
+            ranged = [p.name for p in spec.hyperparameters if not isinstance(p, CategoricalParam)]
+            if ranged:
+                yield (
+                    f"SageMaker's grid search takes only categorical parameters, "
+                    f"but {ranged} are ranges.",
+                    "use --strategy bayesian or random, or make them categorical in the space.",
+                )
+        if spec.strategy == "hyperband":
+            if spec.early_stopping:
+                yield (
+                    "SageMaker's Hyperband stops poor trials itself and refuses "
+                    "TrainingJobEarlyStoppingType=Auto.",
+                    "drop --early-stopping with --strategy hyperband.",
+                )
+            if not spec.epochs:
+                yield (
+                    "Hyperband needs the number of epochs (its resource) and the spec has none.",
+                    "pass --epochs N.",
+                )
+        if spec.early_stopping and spec.strategy == "grid":
+            yield ("SageMaker early stopping does not apply to grid search.", "drop it.")
+        for p in spec.hyperparameters:
+            if isinstance(p, CategoricalParam) and len(p.choices) > 30:
+                yield (
+                    f"SageMaker allows at most 30 values per categorical range, "
+                    f"{p.name} has {len(p.choices)}.",
+                    "shorten the list or make it a numeric range.",
+                )
+        if len(spec.hyperparameters) > 30:
+            yield (
+                f"SageMaker tunes at most 30 hyperparameters, the spec has "
+                f"{len(spec.hyperparameters)}.",
+                "fix some with --tune.",
+            )
+
+    # -- request ------------------------------------------------------------------------------
+    def _build(self, spec: TuningSpec) -> dict[str, Any]:
+        config: dict[str, Any] = {
+            "Strategy": STRATEGY[spec.strategy],
+            "HyperParameterTuningJobObjective": {
+                "Type": spec.goal.capitalize(),
+                "MetricName": spec.objective_metric,
+            },
+            "ResourceLimits": {
+                "MaxParallelTrainingJobs": spec.parallel_trials,
+            },
+            "ParameterRanges": parameter_ranges(spec),
+            "TrainingJobEarlyStoppingType": "Auto" if spec.early_stopping else "Off",
+        }
+        if spec.strategy != "grid":  # grid search runs every combination: no count allowed
+            config["ResourceLimits"]["MaxNumberOfTrainingJobs"] = spec.max_trials
+        if spec.strategy == "hyperband":
+            config["StrategyConfig"] = {
+                "HyperbandStrategyConfig": {"MinResource": 1, "MaxResource": spec.epochs}
+            }
+        static = {k: str(v) for k, v in spec.fixed.items()}
+        static["metric"] = spec.objective_metric
+        stopping: dict[str, Any] = {"MaxRuntimeInSeconds": spec.max_runtime_s}
+        definition: dict[str, Any] = {
+            "StaticHyperParameters": static,
+            "AlgorithmSpecification": {
+                "TrainingImage": spec.image,
+                "TrainingInputMode": "File",
+                "MetricDefinitions": [
+                    {"Name": spec.objective_metric, "Regex": metric_regex(spec.objective_metric)}
+                ],
+            },
+            "RoleArn": self.role or PLACEHOLDER_ROLE,
+            "OutputDataConfig": {"S3OutputPath": spec.output or PLACEHOLDER_OUTPUT},
+            "StoppingCondition": stopping,
+            "EnableManagedSpotTraining": spec.spot,
+        }
+        if spec.alternative_instance_types:
+            definition["HyperParameterTuningResourceConfig"] = {
+                "InstanceConfigs": [
+                    {
+                        "InstanceType": t,
+                        "InstanceCount": spec.instance_count,
+                        "VolumeSizeInGB": self.volume_gb,
+                    }
+                    for t in (spec.instance_type, *spec.alternative_instance_types)
+                ],
+                "AllocationStrategy": "Prioritized",
+            }
+        else:
+            definition["ResourceConfig"] = {
+                "InstanceType": spec.instance_type,
+                "InstanceCount": spec.instance_count,
+                "VolumeSizeInGB": self.volume_gb,
+            }
+        if spec.spot:
+            # Spot capacity can be taken back: wait up to twice the run, resume from checkpoints.
+            stopping["MaxWaitTimeInSeconds"] = 2 * spec.max_runtime_s
+            out = (spec.output or PLACEHOLDER_OUTPUT).rstrip("/")
+            definition["CheckpointConfig"] = {"S3Uri": f"{out}/checkpoints"}
+        request = {
+            "HyperParameterTuningJobName": spec.job_name,
+            "HyperParameterTuningJobConfig": config,
+            "TrainingJobDefinition": definition,
+            "Tags": [
+                {"Key": "advisor:workload", "Value": spec.workload},
+                {"Key": "advisor:machine", "Value": spec.machine_key or spec.instance_type},
+            ],
+        }
+        validate_request("CreateHyperParameterTuningJob", request)
+        return request
+
+    # -- cloud calls --------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = _boto3_client("sagemaker", self.region)
+        return self._client
+
+    def identity(self) -> str:
+        sts = self._sts or _boto3_client("sts", self.region)
+        self._sts = sts
+        ident = _call(sts.get_caller_identity)
+        region = self.client.meta.region_name
+        return f"AWS {ident['Arn']} (account {ident['Account']}, region {region})"
+
+    def submit(self, spec: TuningSpec) -> Any:
+        if not self.role:
+            raise AdvisorError(
+                "SageMaker needs an execution role for the training jobs.",
+                "pass --role arn:aws:iam::<account>:role/<SageMakerExecutionRole>.",
+            )
+        if spec.output is None:
+            account = _call((self._sts or _boto3_client("sts", self.region)).get_caller_identity)
+            bucket = f"sagemaker-{self.client.meta.region_name}-{account['Account']}"
+            spec = dataclasses.replace(spec, output=f"s3://{bucket}/advisor")
+        return super().submit(spec)
+
+    def _submit(self, spec: TuningSpec, request: dict[str, Any]) -> str:
+        _call(self.client.create_hyper_parameter_tuning_job, **request)
+        return spec.job_name
+
+    def _describe(self, job: str) -> dict[str, Any]:
+        out: dict[str, Any] = _call(
+            self.client.describe_hyper_parameter_tuning_job, HyperParameterTuningJobName=job
+        )
+        return out
+
+    def _status(self, job: str) -> dict[str, Any]:
+        d = self._describe(job)
+        best = d.get("BestTrainingJob") or {}
+        metric = best.get("FinalHyperParameterTuningJobObjectiveMetric") or {}
+        return _jsonable(
+            {
+                "provider": self.name,
+                "job": job,
+                "state": d["HyperParameterTuningJobStatus"],
+                "trials": d.get("TrainingJobStatusCounters", {}),
+                "objectives": d.get("ObjectiveStatusCounters", {}),
+                "best_trial": best.get("TrainingJobName"),
+                "best_metric": metric.get("Value"),
+                "created": d.get("CreationTime"),
+                "ended": d.get("HyperParameterTuningEndTime"),
+            }
+        )
+
+    def _results(self, job: str) -> list[TrialResult]:
+        tuning = self._describe(job)
+        config = tuning["HyperParameterTuningJobConfig"]
+        metric = config["HyperParameterTuningJobObjective"]["MetricName"]
+        params = _params_of(config.get("ParameterRanges") or {})
+        out = []
+        for summary in self._training_jobs(job, tuning["HyperParameterTuningJobArn"]):
+            name = summary["TrainingJobName"]
+            detail = _call(self.client.describe_training_job, TrainingJobName=name)
+            raw = summary.get("TunedHyperParameters") or {
+                k: v for k, v in (detail.get("HyperParameters") or {}).items() if k in params
+            }
+            hps = {k: coerce(params[k], v) if k in params else v for k, v in raw.items()}
+            value = (summary.get("FinalHyperParameterTuningJobObjectiveMetric") or {}).get("Value")
+            if value is None:
+                for m in detail.get("FinalMetricDataList") or []:
+                    if m.get("MetricName") == metric:
+                        value = m.get("Value")
+            start, end = detail.get("TrainingStartTime"), detail.get("TrainingEndTime")
+            runtime = detail.get("TrainingTimeInSeconds")
+            if runtime is None and isinstance(start, datetime) and isinstance(end, datetime):
+                runtime = (end - start).total_seconds()
+            out.append(
+                TrialResult(
+                    job_name=name,
+                    status=_STATUS.get(detail.get("TrainingJobStatus", ""), "pending"),
+                    hyperparameters=hps,
+                    metric_name=metric,
+                    metric=float(value) if value is not None else None,
+                    runtime_s=float(runtime) if runtime is not None else None,
+                    billable_s=_float_or_none(detail.get("BillableTimeInSeconds")),
+                    instance_type=(detail.get("ResourceConfig") or {}).get("InstanceType"),
+                )
+            )
+        return out
+
+    def _training_jobs(self, job: str, arn: str) -> list[dict[str, Any]]:
+        """Summaries of the tuning job's training jobs. Uses the dedicated list call; where it
+        is unavailable (moto), lists training jobs by name prefix and keeps those whose
+        ``TuningJobArn`` is this job (or, without that field, whose name starts with it)."""
+        botocore_exc = require("botocore.exceptions", "aws", "SageMaker tuning")
+        try:
+            pages = self.client.get_paginator(
+                "list_training_jobs_for_hyper_parameter_tuning_job"
+            ).paginate(HyperParameterTuningJobName=job)
+            return [s for page in pages for s in page["TrainingJobSummaries"]]
+        except (botocore_exc.ClientError, NotImplementedError) as exc:
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+            if code not in ("", "NotImplemented", "InternalFailure", "500"):
+                raise _aws_error(exc) from exc
+        found = []
+        for page in self.client.get_paginator("list_training_jobs").paginate(NameContains=job):
+            for s in page["TrainingJobSummaries"]:
+                detail = _call(
+                    self.client.describe_training_job, TrainingJobName=s["TrainingJobName"]
+                )
+                owner = detail.get("TuningJobArn")
+                if owner == arn or (owner is None and s["TrainingJobName"].startswith(f"{job}-")):
+                    found.append({"TrainingJobName": s["TrainingJobName"]})
+        return found
+
+    # -- the sagemaker SDK path ---------------------------------------------------------------
+    def sdk_tuner(self, spec: TuningSpec, session: Any = None) -> Any:
+        """The same job as a ``sagemaker.train.tuner.HyperparameterTuner`` (SDK v3): call
+        ``.tune(wait=False)`` on it to submit through the SDK instead of boto3."""
+        self.check(spec)
+        if spec.strategy == "hyperband":
+            raise AdvisorError(
+                "The SDK tuner path here does not set Hyperband's resource config.",
+                "submit Hyperband jobs with `advisor submit` (boto3).",
+            )
+        train = require("sagemaker.train", "aws", "The SageMaker SDK tuner")
+        configs = require("sagemaker.train.configs", "aws", "The SageMaker SDK tuner")
+        tuner_mod = require("sagemaker.train.tuner", "aws", "The SageMaker SDK tuner")
+        static = {k: str(v) for k, v in spec.fixed.items()}
+        static["metric"] = spec.objective_metric
+        trainer = train.ModelTrainer(
+            training_image=spec.image,
+            role=self.role or PLACEHOLDER_ROLE,
+            sagemaker_session=session,
+            compute=configs.Compute(
+                instance_type=spec.instance_type,
+                instance_count=spec.instance_count,
+                volume_size_in_gb=self.volume_gb,
+                enable_managed_spot_training=spec.spot or None,
+            ),
+            stopping_condition=configs.StoppingCondition(
+                max_runtime_in_seconds=spec.max_runtime_s,
+                max_wait_time_in_seconds=2 * spec.max_runtime_s if spec.spot else None,
+            ),
+            output_data_config=configs.OutputDataConfig(
+                s3_output_path=spec.output or PLACEHOLDER_OUTPUT
+            ),
+            hyperparameters=static,
+            base_job_name=spec.job_name,
+        )
+        return tuner_mod.HyperparameterTuner(
+            model_trainer=trainer,
+            objective_metric_name=spec.objective_metric,
+            objective_type=spec.goal.capitalize(),
+            metric_definitions=[
+                {"Name": spec.objective_metric, "Regex": metric_regex(spec.objective_metric)}
+            ],
+            hyperparameter_ranges=sdk_ranges(spec),
+            strategy=STRATEGY[spec.strategy],
+            max_jobs=spec.max_trials,
+            max_parallel_jobs=spec.parallel_trials,
+            early_stopping_type="Auto" if spec.early_stopping else "Off",
+            base_tuning_job_name=spec.job_name,
+        )
+
+
+def parameter_ranges(spec: TuningSpec) -> dict[str, list[dict[str, Any]]]:
+    """SageMaker ``ParameterRanges``: bounds are strings, log ranges scale logarithmically."""
+    ranges: dict[str, list[dict[str, Any]]] = {
+        "IntegerParameterRanges": [],
+        "ContinuousParameterRanges": [],
+        "CategoricalParameterRanges": [],
+    }
+    for p in spec.hyperparameters:
+        if isinstance(p, CategoricalParam):
+            ranges["CategoricalParameterRanges"].append(
+                {"Name": p.name, "Values": [str(c) for c in p.choices]}
+            )
+            continue
+        kind = (
+            "ContinuousParameterRanges" if isinstance(p, FloatParam) else "IntegerParameterRanges"
+        )
+        ranges[kind].append(
+            {
+                "Name": p.name,
+                "MinValue": str(p.low),
+                "MaxValue": str(p.high),
+                "ScalingType": "Logarithmic" if p.log else "Linear",
+            }
+        )
+    return {k: v for k, v in ranges.items() if v}
+
+
+def sdk_ranges(spec: TuningSpec) -> dict[str, Any]:
+    """The spec's ranges as ``sagemaker.core.parameter`` objects."""
+    par = require("sagemaker.core.parameter", "aws", "The SageMaker SDK tuner")
+    out: dict[str, Any] = {}
+    for p in spec.hyperparameters:
+        if isinstance(p, CategoricalParam):
+            out[p.name] = par.CategoricalParameter([str(c) for c in p.choices])
+        else:
+            cls = par.ContinuousParameter if isinstance(p, FloatParam) else par.IntegerParameter
+            out[p.name] = cls(p.low, p.high, scaling_type="Logarithmic" if p.log else "Linear")
+    return out
+
+
+def _params_of(ranges: dict[str, Any]) -> dict[str, Any]:
+    """Parameter objects rebuilt from a described job's ``ParameterRanges`` (for coercion)."""
+    out: dict[str, Any] = {}
+    for r in ranges.get("ContinuousParameterRanges", []):
+        out[r["Name"]] = FloatParam(r["Name"], float(r["MinValue"]), float(r["MaxValue"]))
+    for r in ranges.get("IntegerParameterRanges", []):
+        out[r["Name"]] = IntParam(r["Name"], int(r["MinValue"]), int(r["MaxValue"]))
+    for r in ranges.get("CategoricalParameterRanges", []):
+        out[r["Name"]] = CategoricalParam(r["Name"], tuple(r["Values"]))
+    return out
+
+
+# -- validation against botocore's service model ------------------------------------------------
+
+
+def validate_request(operation: str, request: dict[str, Any]) -> None:
+    """Check enums, lengths, patterns and numeric ranges of ``request`` against the SageMaker
+    API model (botocore checks only types and required keys). Raises ``AdvisorError``."""
+    botocore_session = require("botocore.session", "aws", "SageMaker tuning")
+    model = botocore_session.get_session().get_service_model("sagemaker")
+    shape = model.operation_model(operation).input_shape
+    problems: list[str] = []
+    _walk(shape, request, operation, problems)
+    if problems:
+        raise AdvisorError(
+            f"SageMaker would reject this request: {'; '.join(problems[:3])}.",
+            "change the values named (e.g. --instance, --job-name, --role).",
+        )
+
+
+def _walk(shape: Any, value: Any, path: str, problems: list[str]) -> None:
+    kind = shape.type_name
+    if kind == "structure" and isinstance(value, dict):
+        for key, item in value.items():
+            if key in shape.members:
+                _walk(shape.members[key], item, f"{path}.{key}", problems)
+    elif kind == "list" and isinstance(value, list):
+        for i, item in enumerate(value):
+            _walk(shape.member, item, f"{path}[{i}]", problems)
+    elif kind == "map" and isinstance(value, dict):
+        for key, item in value.items():
+            _walk(shape.key, key, f"{path}<key>", problems)
+            _walk(shape.value, item, f"{path}.{key}", problems)
+    elif kind == "string" and isinstance(value, str):
+        meta = shape.metadata
+        enum = getattr(shape, "enum", None) or meta.get("enum")
+        if enum and value not in enum:
+            near = [e for e in enum if value.split(".")[-1] in e][:3]
+            hint = f" (e.g. {', '.join(near)})" if near else ""
+            problems.append(f"{path}={value!r} is not a valid value{hint}")
+        if "min" in meta and len(value) < meta["min"]:
+            problems.append(f"{path} is shorter than {meta['min']} characters")
+        if "max" in meta and len(value) > meta["max"]:
+            problems.append(f"{path}={value!r} is longer than {meta['max']} characters")
+        pattern = meta.get("pattern")
+        if pattern:
+            try:
+                compiled = re.compile(pattern)
+            except re.error:  # Java-only classes such as \p{L}
+                compiled = None
+            if compiled is not None and not compiled.fullmatch(value):
+                problems.append(f"{path}={value!r} does not match {pattern}")
+    elif kind in ("integer", "long") and isinstance(value, int):
+        meta = shape.metadata
+        if "min" in meta and value < meta["min"]:
+            problems.append(f"{path}={value} is below the minimum {meta['min']}")
+        if "max" in meta and value > meta["max"]:
+            problems.append(f"{path}={value} is above the maximum {meta['max']}")
+
+
+# -- clients and errors -------------------------------------------------------------------------
+
+
+def _boto3_client(service: str, region: str | None) -> Any:
+    boto3 = require("boto3", "aws", "SageMaker tuning")
+    botocore_exc = require("botocore.exceptions", "aws", "SageMaker tuning")
+    try:
+        return boto3.client(service, region_name=region)
+    except botocore_exc.NoRegionError as exc:
+        raise AdvisorError(
+            "No AWS region is set.", "pass --region or set AWS_DEFAULT_REGION."
+        ) from exc
+    except botocore_exc.ProfileNotFound as exc:
+        raise AdvisorError(f"{exc}.", "set AWS_PROFILE to a profile in ~/.aws/config.") from exc
+
+
+def _call(fn: Any, **kwargs: Any) -> Any:
+    """Call a boto3 method; credential and service errors become one-line AdvisorErrors."""
+    botocore_exc = require("botocore.exceptions", "aws", "SageMaker tuning")
+    try:
+        return fn(**kwargs)
+    except (botocore_exc.NoCredentialsError, botocore_exc.PartialCredentialsError) as exc:
+        raise AdvisorError(
+            "No AWS credentials found.",
+            "run `aws configure` or `aws sso login`, or set AWS_PROFILE.",
+        ) from exc
+    except botocore_exc.ClientError as exc:
+        raise _aws_error(exc) from exc
+    except botocore_exc.EndpointConnectionError as exc:
+        raise AdvisorError(
+            f"Cannot reach AWS ({exc.kwargs.get('endpoint_url')}).",
+            "check the network connection and --region.",
+        ) from exc
+
+
+def _aws_error(exc: Any) -> AdvisorError:
+    err = exc.response.get("Error", {})
+    code, message = err.get("Code", "Error"), err.get("Message", str(exc))
+    if code in (
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "SignatureDoesNotMatch",
+    ):
+        return AdvisorError(
+            f"AWS refused the credentials ({code}).", "refresh them (`aws sso login`)."
+        )
+    return AdvisorError(f"SageMaker: {code}: {message}", "check the job name and values.")
+
+
+def _float_or_none(value: Any) -> float | None:
+    return float(value) if value is not None else None
+
+
+def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in data.items()}

@@ -1,0 +1,91 @@
+"""`fcn` in Keras: the same network, data and recipe as ``fcn`` (see its docstring).
+
+Channels-last: patches are (64, 64, 1). The learning rate follows the same per-epoch cosine
+from ``lr`` to ``lr / 10`` (a ``LearningRateScheduler`` callback); early stopping after 5
+epochs without gain is ``advisor.probes.keras_runner.train(..., patience=5)``, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+from advisor.search_spaces.workloads import _recipes
+from advisor.search_spaces.workloads.fcn import CLASSES, SIDE
+
+
+def fcn_keras(dropout: float = 0.25) -> Any:
+    """The FCN as a ``keras.Model`` (channels-last input, logits out)."""
+    import keras
+    from keras import layers
+
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), but got {dropout}")
+    inputs = keras.Input((SIDE, SIDE, 1))
+    x = layers.Conv2D(16, 5, padding="same", activation="relu")(inputs)
+    x = layers.MaxPooling2D(2)(x)
+    x = layers.Conv2D(32, 3, padding="same", activation="relu")(x)
+    x = layers.MaxPooling2D(2)(x)
+    x = layers.Conv2D(32, 3, padding="same", activation="relu")(x)
+    x = layers.MaxPooling2D(2)(x)
+    x = layers.Dropout(dropout)(x)
+    x = layers.Conv2D(64, 8, activation="relu")(x)
+    x = layers.Dropout(dropout)(x)
+    x = layers.Conv2D(CLASSES, 1)(x)
+    outputs = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, outputs, name="fcn")
+
+
+def cosine_per_epoch(lr: float, lr_min: float, epochs: int) -> Any:
+    """A Keras callback setting the learning rate per epoch like torch's CosineAnnealingLR."""
+    import keras
+
+    span = max(1, int(epochs))
+
+    def schedule(epoch: int, _current: float) -> float:
+        e = min(epoch, span)
+        return lr_min + (lr - lr_min) * (1 + math.cos(math.pi * e / span)) / 2
+
+    return keras.callbacks.LearningRateScheduler(schedule)
+
+
+def build_keras(
+    batch_size: int = 256,
+    n_train: int = 40_512,
+    n_val: int = 212,
+    seed: int = 0,
+    lr: float = 0.1,
+    momentum: float = 0.9,
+    weight_decay: float = 0.0,
+    dropout: float = 0.25,
+    optimizer: str = "momentum",
+    epochs: int = 14,
+    **_ignored: Any,
+) -> Any:
+    """Build the Keras fcn setup (``KerasSetup``) on ``n_train``/``n_val`` generated patches."""
+    import keras
+    from advisor.probes.keras_runner import KerasSetup
+    from advisor.search_spaces.workloads.seismic import seismic_patches
+
+    keras.utils.set_random_seed(seed)
+    start = time.perf_counter()
+    x, y = seismic_patches(n_train, SIDE, seed=seed)
+    vx, vy = seismic_patches(n_val, SIDE, seed=seed + 1_000_003)
+    data_s = time.perf_counter() - start
+    model = fcn_keras(dropout)
+    _recipes.keras_compile(model, _recipes.keras_optimizer(optimizer, lr, momentum, weight_decay))
+    return KerasSetup(
+        model=model,
+        train=(_channels_last(x), y),
+        val=(_channels_last(vx), vy),
+        batch_size=batch_size,
+        callbacks=(cosine_per_epoch(lr, lr / 10, epochs),),
+        data_s=data_s,
+        data_samples=n_train + n_val,
+    )
+
+
+def _channels_last(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(np.transpose(x, (0, 2, 3, 1)))

@@ -1,0 +1,117 @@
+"""`resnet50`: ResNet-50 on CIFAR-10 shaped images, 32x32x3, 10 classes (PyTorch version).
+
+The network is written out here because torchvision cannot be installed beside this torch;
+it is layer for layer ``keras.applications.ResNet50(weights=None, input_shape=(32, 32, 3),
+classes=10, classifier_activation=None)``, which ``resnet50_keras`` uses: ResNet v1 with
+bottleneck blocks 3-4-6-3 (64-128-256-512 wide, 4x expansion), the stride in each stage's
+first 1x1 convolution, biases on every convolution, batch norm (eps 1.001e-5) after each,
+a projection shortcut at the start of each stage; a 7x7/2 stem with 3x3/2 max-pooling; global
+average pooling and a dense layer to 10 logits. At 32x32 the stages run at 8, 4, 2 and 1
+pixels square.
+
+Recipe: momentum SGD, lr 0.1 decaying to 0.002 (cosine), momentum 0.9, weight decay 5e-4.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from advisor.search_spaces.workloads import _recipes
+from advisor.search_spaces.workloads.synthetic import class_images, to_channels_first
+
+SIDE = 32
+CHANNELS = 3
+CLASSES = 10
+STAGES = ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2))  # width, blocks, stride
+BN_EPS = 1.001e-5
+
+
+def resnet50_torch(classes: int = CLASSES) -> Any:
+    """ResNet-50 (Keras-applications layout) as a ``torch.nn.Module`` (logits out)."""
+    import torch
+    from torch import nn
+
+    class Bottleneck(nn.Module):
+        def __init__(self, in_ch: int, width: int, stride: int, project: bool) -> None:
+            super().__init__()
+            out_ch = 4 * width
+            self.body = nn.Sequential(
+                nn.Conv2d(in_ch, width, 1, stride=stride),
+                nn.BatchNorm2d(width, eps=BN_EPS),
+                nn.ReLU(),
+                nn.Conv2d(width, width, 3, padding=1),
+                nn.BatchNorm2d(width, eps=BN_EPS),
+                nn.ReLU(),
+                nn.Conv2d(width, out_ch, 1),
+                nn.BatchNorm2d(out_ch, eps=BN_EPS),
+            )
+            self.shortcut: nn.Module = (
+                nn.Sequential(
+                    nn.Conv2d(in_ch, out_ch, 1, stride=stride), nn.BatchNorm2d(out_ch, eps=BN_EPS)
+                )
+                if project
+                else nn.Identity()
+            )
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(self.body(x) + self.shortcut(x))
+
+    layers: list[nn.Module] = [
+        nn.Conv2d(CHANNELS, 64, 7, stride=2, padding=3),
+        nn.BatchNorm2d(64, eps=BN_EPS),
+        nn.ReLU(),
+        nn.MaxPool2d(3, stride=2, padding=1),  # inputs are >= 0 after ReLU: same as zero pad
+    ]
+    in_ch = 64
+    for width, blocks, stride in STAGES:
+        for i in range(blocks):
+            layers.append(Bottleneck(in_ch, width, stride if i == 0 else 1, project=i == 0))
+            in_ch = 4 * width
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(in_ch, classes)]
+    return nn.Sequential(*layers)
+
+
+def build_torch(
+    batch_size: int = 128,
+    n_train: int = 50_000,
+    n_val: int = 10_000,
+    seed: int = 0,
+    lr: float = 0.1,
+    momentum: float = 0.9,
+    weight_decay: float = 5e-4,
+    optimizer: str = "momentum",
+    epochs: int = 30,
+    **_ignored: Any,
+) -> Any:
+    """Build the PyTorch resnet50 setup (``TorchSetup``) on generated CIFAR-10 shaped data.
+
+    The learning rate follows a per-epoch cosine from ``lr`` to ``lr / 50`` over ``epochs``.
+    """
+    import torch
+    from advisor.probes.torch_runner import TorchSetup
+    from torch import nn
+
+    torch.manual_seed(seed)
+    start = time.perf_counter()
+    x, y = class_images(n_train, SIDE, SIDE, CHANNELS, CLASSES, seed=seed)
+    vx, vy = class_images(n_val, SIDE, SIDE, CHANNELS, CLASSES, seed=seed + 1)
+    data_s = time.perf_counter() - start
+    train_loader, val_loader = _recipes.torch_loaders(
+        (to_channels_first(x), y), (to_channels_first(vx), vy), batch_size, seed
+    )
+    model = resnet50_torch()
+    opt = _recipes.torch_optimizer(model.parameters(), optimizer, lr, momentum, weight_decay)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
+        opt, T_max=max(1, int(epochs)), eta_min=lr / 50
+    )
+    return TorchSetup(
+        model=model,
+        loss_fn=nn.CrossEntropyLoss(),
+        optimizer=opt,
+        train_loader=train_loader,
+        val_loader=val_loader,
+        scheduler=scheduler,
+        data_s=data_s,
+        data_samples=n_train + n_val,
+    )

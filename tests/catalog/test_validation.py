@@ -1,0 +1,115 @@
+"""Bad catalog data fails on load with the file, the line and the column."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from advisor.providers.catalog import load, snapshots
+
+from advisor.errors import AdvisorError
+
+CopySnapshot = Callable[[str, str], Path]
+
+
+def _edit(path: Path, line: int, old: str, new: str) -> None:
+    lines = path.read_text().splitlines(keepends=True)
+    assert old in lines[line - 1], lines[line - 1]
+    lines[line - 1] = lines[line - 1].replace(old, new, 1)
+    path.write_text("".join(lines))
+
+
+def test_user_snapshot_is_found_and_newest(copy_snapshot: CopySnapshot) -> None:
+    copy_snapshot("2026-11", "2099-01")
+    assert snapshots()[-1] == "2099-01"
+    assert load().snapshot == "2099-01"
+
+
+def test_bad_integer_names_file_line_and_column(copy_snapshot: CopySnapshot) -> None:
+    folder = copy_snapshot("2026-11", "2099-01")
+    lines = (folder / "aws.csv").read_text().splitlines()
+    line = 1 + next(i for i, text in enumerate(lines) if text.startswith("aws,ec2,p3.2xlarge,"))
+    _edit(folder / "aws.csv", line, ",us-east-1,8,", ",us-east-1,x,")
+    with pytest.raises(AdvisorError) as err:
+        load("2099-01")
+    message = str(err.value)
+    assert f"{folder / 'aws.csv'} line {line}: vcpus 'x' is not an integer" in message
+    assert "\n" not in message
+
+
+def test_bad_number_and_bad_date(copy_snapshot: CopySnapshot) -> None:
+    folder = copy_snapshot("2021-02", "2099-01")
+    _edit(folder / "azure.csv", 3, ",1.80,", ",1.8O,")
+    with pytest.raises(
+        AdvisorError, match=r"azure.csv line 3: on_demand_usd_per_h '1.8O' is not a number"
+    ):
+        load("2099-01")
+    _edit(folder / "azure.csv", 3, ",1.8O,", ",1.80,")
+    _edit(folder / "azure.csv", 2, ",2021-02,", ",Feb 2021,")
+    with pytest.raises(
+        AdvisorError, match=r"azure.csv line 2: price_date 'Feb 2021' is not a date"
+    ):
+        load("2099-01")
+
+
+def test_instance_type_rule_violation_is_reported_with_line(copy_snapshot: CopySnapshot) -> None:
+    folder = copy_snapshot("2021-02", "2099-01")
+    # a GPU count without an accelerator name breaks InstanceType's own check
+    _edit(folder / "aws.csv", 5, ",V100,1,16,", ",,1,16,")
+    with pytest.raises(
+        AdvisorError, match=r"aws.csv line 5: accelerator and accelerator_count must agree"
+    ):
+        load("2099-01")
+
+
+def test_unknown_accelerator_and_memory_mismatch(copy_snapshot: CopySnapshot) -> None:
+    folder = copy_snapshot("2021-02", "2099-01")
+    _edit(folder / "gcp.csv", 3, ",V100,1,16,", ",V101,1,16,")
+    with pytest.raises(
+        AdvisorError, match=r"gcp.csv line 3: Unknown accelerator 'V101'. Did you mean V100"
+    ):
+        load("2099-01")
+    _edit(folder / "gcp.csv", 3, ",V101,1,16,", ",V100,1,32,")
+    with pytest.raises(
+        AdvisorError, match=r"gcp.csv line 3: accelerator_memory_gib 32 is not 1 x 16 GiB"
+    ):
+        load("2099-01")
+
+
+def test_duplicate_key_names_both_lines(copy_snapshot: CopySnapshot) -> None:
+    folder = copy_snapshot("2021-02", "2099-01")
+    path = folder / "aws.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join([*lines, lines[4]]))
+    with pytest.raises(
+        AdvisorError,
+        match=r"aws.csv line 14: ec2:p3.2xlarge is listed twice \(first at aws.csv line 5\)",
+    ):
+        load("2099-01")
+
+
+def test_wrong_provider_in_file_and_missing_column(copy_snapshot: CopySnapshot) -> None:
+    folder = copy_snapshot("2021-02", "2099-01")
+    _edit(folder / "azure.csv", 2, "azure,azure-vm,", "aws,azure-vm,")
+    with pytest.raises(AdvisorError, match=r"azure.csv line 2: provider 'aws' in the azure file"):
+        load("2099-01")
+    _edit(folder / "azure.csv", 2, "aws,azure-vm,", "azure,azure-vm,")
+    path = folder / "gcp.csv"
+    path.write_text(path.read_text().replace("spot_usd_per_h,", "spot,", 1))
+    with pytest.raises(AdvisorError, match=r"gcp.csv line 1: missing column\(s\) spot_usd_per_h"):
+        load("2099-01")
+
+
+def test_bad_accelerator_spec_row(copy_snapshot: CopySnapshot) -> None:
+    from advisor.providers.catalog._store import DATA_DIR
+
+    folder = copy_snapshot("2021-02", "2099-01")
+    text = (DATA_DIR / "accelerators.csv").read_text()
+    (folder / "accelerators.csv").write_text(
+        text.replace("V100,NVIDIA,Volta,15.7,", "V100,NVIDIA,Volta,fast,", 1)
+    )
+    with pytest.raises(
+        AdvisorError, match=r"accelerators.csv line 4: fp32_tflops 'fast' is not a number"
+    ):
+        load("2099-01")

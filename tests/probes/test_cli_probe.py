@@ -1,0 +1,100 @@
+"""`advisor probe` and `advisor estimate` through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from advisor.cli.main import cli
+
+HERE = Path(__file__).parent
+
+
+def _env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
+
+
+def test_probe_json_prints_exactly_one_json_line(tmp_path: Path) -> None:
+    out = tmp_path / "probe.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "advisor.cli.main",
+            "probe",
+            "--model",
+            "user_models:build",
+            "--batch-size",
+            "32",
+            "--iterations",
+            "5",
+            "--json",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1
+    data = json.loads(lines[0])
+    assert data["status"] == "ok" and len(data["iteration_s"]) == 5
+    assert json.loads(out.read_text())["batch_size"] == 32
+
+    # estimate from the saved probe, as JSON, with a price and the user's epochs in the sweep
+    result = CliRunner().invoke(
+        cli, ["estimate", "--probe", str(out), "--epochs", "7", "--price", "3.6", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    est = json.loads(result.output)
+    assert sorted(est["sweep"], key=int) == ["5", "7", "10", "20"]
+    main = est["estimate"]
+    assert main["epochs"] == 7 and main["iterations_per_epoch"] == 16
+    assert main["cost_usd"]["value"] == pytest.approx(main["runtime_s"]["value"] * 3.6 / 3600)
+    assert main["runtime_s"]["low"] <= main["runtime_s"]["value"] <= main["runtime_s"]["high"]
+
+    table = CliRunner().invoke(cli, ["estimate", "--probe", str(out), "--no-validation"])
+    assert table.exit_code == 0 and "without validation" in table.output
+
+
+def test_bad_model_name_exits_2_with_one_line() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "advisor.cli.main", "probe", "--model", "fcnn", "--batch-size", "8"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0
+    assert "Unknown model 'fcnn'" in proc.stderr and "fcn" in proc.stderr
+
+
+def test_estimate_needs_probe_or_model(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "advisor.cli.main", "estimate", "--epochs", "3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "--probe" in proc.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json")
+    proc = subprocess.run(
+        [sys.executable, "-m", "advisor.cli.main", "estimate", "--probe", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "Cannot read a probe result" in proc.stderr

@@ -1,0 +1,84 @@
+"""The PyTorch probe and training loop, in process (fast) and FLOP counting."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from advisor.probes.result import ProbeRequest
+
+torch = pytest.importorskip("torch")
+
+from advisor.probes import torch_runner  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def test_probe_in_process_measures_every_phase() -> None:
+    request = ProbeRequest("fcn", batch_size=16, iterations=4, threads=1, validation_batches=2)
+    events: list[tuple[str, int, int]] = []
+    result = torch_runner.probe_in_process(request, on_progress=lambda *e: events.append(e))
+    assert result.ok, result.error
+    assert len(result.iteration_s) == 4 and all(t > 0 for t in result.iteration_s)
+    assert len(result.validation_s) == 2
+    assert result.validation_samples_measured == 32
+    assert result.validation_scale == pytest.approx(212 / 32)
+    assert result.n_train == 40_512 and result.n_val == 212  # the workload's published sizes
+    assert result.init_s > 0 and result.wall_s >= result.init_s - 60  # scaled data part
+    assert result.parameters and result.parameters > 10_000
+    assert result.gradient_bytes == 4 * result.parameters
+    assert result.peak_host_memory_bytes and result.peak_host_memory_bytes > 10 * 2**20
+    assert result.peak_accelerator_memory_bytes is None
+    assert result.samples_per_s and result.samples_per_s > 0
+    assert result.cpu_utilisation is not None and 0 < result.cpu_utilisation <= 1
+    assert result.fingerprint["torch"] == torch.__version__ and result.fingerprint["threads"] == 1
+    assert result.data_s is not None and result.data_samples == 16 * 4 + 32
+    assert events[-1] == ("validation", 2, 2) and ("iterations", 4, 4) in events
+
+
+def test_flops_per_iteration_scale_with_batch_size() -> None:
+    torch_runner.configure(1)
+    small, _, _ = torch_runner.build_setup("simple-cnn", 8, 8, 8)
+    big, _, _ = torch_runner.build_setup("simple-cnn", 16, 16, 8)
+    f8 = torch_runner.flops_per_iteration(small, next(iter(small.train_loader)))
+    f16 = torch_runner.flops_per_iteration(big, next(iter(big.train_loader)))
+    assert f8 > 0
+    assert f16 / f8 == pytest.approx(2.0, rel=0.02)
+    # forward is about 23.9 MFLOP per sample (module docstring); forward+backward ~ 2-3x
+    assert 2.0 * 23.9e6 < f8 / 8 < 3.2 * 23.9e6
+
+
+def test_user_builder_tuple_is_wrapped_and_trained() -> None:
+    setup, real_train, real_val = torch_runner.build_setup("user_models:build", 32, None, None)
+    assert real_train is None and real_val is None
+    assert torch_runner.dataset_size(setup.train_loader) == 512
+    epochs: list[int] = []
+    out = torch_runner.train(setup, 3, on_epoch=lambda e, m: epochs.append(e))
+    assert epochs == [0, 1, 2] and out["epochs_run"] == 3
+    assert out["iterations"] == 3 * 16
+    assert out["val_accuracy"][-1] > 0.8  # linearly separable: learnt in 3 epochs
+    assert out["runtime_s"] >= sum(out["epoch_s"]) * 0.99
+
+
+def test_bad_builder_return_value_is_a_clear_error() -> None:
+    with pytest.raises(TypeError, match="TorchSetup"):
+        torch_runner.as_setup(42, 8)
+
+
+@pytest.mark.slow
+def test_fcn_learns_above_chance_in_a_few_epochs() -> None:
+    torch_runner.configure(2)
+    setup, _, _ = torch_runner.build_setup(
+        "fcn", 32, 1536, 512, hyperparameters={"epochs": 3, "lr": 0.03}
+    )
+    out = torch_runner.train(setup, 3)
+    assert out["val_accuracy"][-1] > 0.75, out["val_accuracy"]  # chance is 0.5
+
+
+@pytest.mark.slow
+def test_simple_cnn_learns_digits() -> None:
+    torch_runner.configure(2)
+    setup, _, _ = torch_runner.build_setup("simple-cnn", 64, 2048, 512)
+    out = torch_runner.train(setup, 2)
+    assert out["val_accuracy"][-1] > 0.6, out["val_accuracy"]

@@ -1,0 +1,53 @@
+"""Example user models for `advisor probe --model user_models:build` (used by the tests).
+
+A user builder gets ``batch_size``, ``n_train``, ``n_val`` (when the advisor sets them),
+``seed`` and hyperparameters, and returns ``(model, loss_fn, optimizer, train_dataset,
+val_dataset)`` or a ``TorchSetup``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.data import TensorDataset
+
+
+def _data(n: int, seed: int) -> TensorDataset:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 8, generator=g)
+    y = (x[:, 0] > 0).long()
+    return TensorDataset(x, y)
+
+
+def build(batch_size: int = 32, seed: int = 0, lr: float = 0.1, **_: Any) -> Any:
+    """A tiny MLP on a linearly separable problem: 512 train / 128 validation samples."""
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    return model, nn.CrossEntropyLoss(), opt, _data(512, seed), _data(128, seed + 1)
+
+
+class _NanLoss(nn.Module):
+    def forward(self, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cross_entropy(out, target) * float("nan")
+
+
+def build_nan(batch_size: int = 32, seed: int = 0, **_: Any) -> Any:
+    """Same model, but the loss is NaN from the first step."""
+    model, _, opt, train, val = build(batch_size, seed)
+    return model, _NanLoss(), opt, train, val
+
+
+def build_crash(**_: Any) -> Any:
+    """A builder that kills its process abruptly (as a segfault in native code would)."""
+    os._exit(3)
+
+
+def build_slow(batch_size: int = 32, seed: int = 0, **_: Any) -> Any:
+    """A builder that hangs (used with a tiny timeout)."""
+    time.sleep(60)
+    return build(batch_size, seed)

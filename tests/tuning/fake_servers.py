@@ -1,0 +1,49 @@
+"""A local HTTP server that records the requests a real SDK client sends and answers JSON."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Responder = Callable[[str, str, Any], tuple[int, Any]]  # (method, path, body) -> (status, json)
+
+
+@contextmanager
+def recording_server(respond: Responder) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Serve on 127.0.0.1:<free port>; yield (base URL, list of recorded requests)."""
+    seen: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def _handle(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            body = json.loads(raw) if raw.strip() else None
+            seen.append(
+                {"method": self.command, "path": self.path, "body": body,
+                 "headers": dict(self.headers)}
+            )  # fmt: skip
+            status, payload = respond(self.command, self.path, body)
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
