@@ -45,6 +45,14 @@ class AzureMLBackend(TuningBackend):
     services: ClassVar[tuple[str, ...]] = ("azure-ml", "azure-vm")
     strategies: ClassVar[tuple[str, ...]] = ("bayesian", "random", "grid")
 
+    @classmethod
+    def _map_type(cls, service: str, instance_type: str) -> str:
+        # The catalog lists Azure sizes by their short names (NC6s_v3); Azure ML wants the
+        # ARM VM size (Standard_NC6s_v3).
+        return (
+            instance_type if instance_type.startswith("Standard_") else f"Standard_{instance_type}"
+        )
+
     def __init__(
         self,
         client: Any = None,

@@ -20,8 +20,18 @@ pytestmark = pytest.mark.slow
     ("provider", "machine", "extra", "needle"),
     [
         ("sagemaker", "sagemaker:ml.p3.2xlarge", [], '"InstanceType": "ml.p3.2xlarge"'),
-        ("vertex", "vertex:n1-standard-8", ["--project", "p1"], '"machineType": "n1-standard-8"'),
-        ("azureml", "azure-ml:Standard_NC6s_v3", ["--compute", "gpu"], '"computeId": "gpu"'),
+        (
+            "vertex",
+            "vertex:n1-standard-8+1xT4",
+            ["--project", "p1"],
+            '"machineType": "n1-standard-8"',
+        ),
+        (
+            "azureml",
+            "azure-ml:NC6s_v3",
+            ["--compute", "gpu"],
+            '"advisor:vm_size": "Standard_NC6s_v3"',
+        ),
     ],
 )
 def test_dry_run_from_a_study(
@@ -50,7 +60,7 @@ def test_dry_run_from_a_study(
 
 
 def test_user_errors_are_one_line_with_exit_2(storage: str, study_factory: Any) -> None:
-    study_factory(storage, machine="vertex:n1-standard-8")
+    study_factory(storage, machine="vertex:n1-standard-8+1xT4")
     env = {**os.environ, "ADVISOR_HOME": os.environ["ADVISOR_HOME"]}
     proc = subprocess.run(
         [sys.executable, "-m", "advisor.cli.main", "submit", "--provider", "sagemaker",
