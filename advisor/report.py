@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from advisor.study import SuggestOutcome
 
 SWEEP_EPOCHS = (5, 10, 20)
-SWEEP_ROWS = 6
+SWEEP_ROWS = 8
 RANKING_ROWS = 50  # rows kept in the report (the study keeps every trial)
 
 
@@ -80,8 +80,10 @@ def _merge_screen(
     extra = [
         _screen_row(outcome, ev) for key, ev in outcome.screen.items() if ev.ok and key not in seen
     ]
-    metric = ("runtime_s", "cost_usd")[key_index]
-    return sorted(rows + extra, key=lambda r: (not r["feasible"], r[metric]["value"]))
+    metric, other = ("runtime_s", "cost_usd")[key_index], ("runtime_s", "cost_usd")[1 - key_index]
+    return sorted(
+        rows + extra, key=lambda r: (not r["feasible"], r[metric]["value"], r[other]["value"])
+    )
 
 
 def _unique_complete(outcome: SuggestOutcome) -> list[FrozenTrial]:
@@ -107,9 +109,9 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     trials = _unique_complete(outcome)
     key_index = 0 if outcome.objective in ("time", "pareto") else 1
 
-    def sort_key(t: FrozenTrial) -> tuple[bool, float]:
+    def sort_key(t: FrozenTrial) -> tuple[bool, float, float]:
         vals = (t.user_attrs["runtime_s"]["value"], t.user_attrs["cost_usd"]["value"])
-        return (not t.user_attrs.get("feasible", True), vals[key_index])
+        return (not t.user_attrs.get("feasible", True), vals[key_index], vals[1 - key_index])
 
     ranked = sorted(trials, key=sort_key)
     feasible = [t for t in ranked if t.user_attrs.get("feasible", True)]
@@ -155,8 +157,9 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         else None,
         "pareto": [_row(t) for t in pareto_front(feasible)],
         "ranking_total": len(ranking),
+        "local": _local_row(ranking),
         "ranking": ranking[:RANKING_ROWS],
-        "epoch_sweep": _epoch_sweep(outcome, feasible[:SWEEP_ROWS]),
+        "epoch_sweep": _epoch_sweep(outcome, pareto_front(feasible)[:SWEEP_ROWS]),
         "notes": [
             "Hyperparameters do not change the time per iteration; the values shown are the "
             "study's samples, and their ranges go to the managed tuning job (advisor submit).",
@@ -165,6 +168,14 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         ],
     }
     return report
+
+
+def _local_row(ranking: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """This machine's best row in the ranking, with its rank (1-based)."""
+    for rank, row in enumerate(ranking, 1):
+        if row["service"] == "local":
+            return dict(row, rank=rank)
+    return None
 
 
 def _label(t: FrozenTrial) -> str:
@@ -280,6 +291,14 @@ def _iv(d: dict[str, float] | None, fmt: str, scale: float = 1.0) -> str:
     return f"{v:{fmt}} ({lo:{fmt}}-{hi:{fmt}})"
 
 
+def _money(d: dict[str, float] | None) -> str:
+    """USD with cents, or three significant digits below 10 cents (0.00412)."""
+    if not d:
+        return "-"
+    small = 0 < abs(d["value"]) < 0.1
+    return _iv(d, ".3g" if small else ".2f")
+
+
 def _runtime_text(d: dict[str, float] | None) -> str:
     if not d:
         return "-"
@@ -303,7 +322,6 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Any:
         ("GPUs", {"justify": "right"}),
         ("capacity", {}),
         ("batch", {"justify": "right"}),
-        ("hyperparameters", {"overflow": "fold"}),
         ("runtime (interval)", {"justify": "right"}),
         ("cost USD (interval)", {"justify": "right"}),
         ("source", {}),
@@ -317,9 +335,8 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Any:
             gpus,
             "spot" if r["spot"] else "on demand",
             str(r["batch_size"]),
-            _hps_text(r["hyperparameters"]),
             _runtime_text(r["runtime_s"]),
-            _iv(r["cost_usd"], ".2f"),
+            _money(r["cost_usd"]),
             r["source"] + ("" if r["feasible"] else " [over limit]"),
         )
     return table
@@ -349,8 +366,14 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
             console.print(
                 f"[bold]{label}:[/] {row['machine']} batch {row['batch_size']} "
                 f"{_hps_text(row['hyperparameters'], 8)} - {_runtime_text(row['runtime_s'])}, "
-                f"USD {_iv(row['cost_usd'], '.2f')}, {row['source']}"
+                f"USD {_money(row['cost_usd'])}, {row['source']}"
             )
+    local = report.get("local")
+    if local:
+        console.print(
+            f"[bold]this machine:[/] rank {local['rank']} of {report['ranking_total']}, batch "
+            f"{local['batch_size']} - {_runtime_text(local['runtime_s'])}, {local['source']}"
+        )
     console.print(_table("Pareto set (time vs cost)", report["pareto"]))
     sweep = report.get("epoch_sweep")
     if sweep:

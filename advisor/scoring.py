@@ -383,6 +383,7 @@ class LocalBackend(Backend):
         snapshot: str | None = None,
         *,
         iterations: int = 8,
+        max_probe_s: float | None = 4.0,
         threads: int | None = None,
         timeout_s: float = 120.0,
         runtime_params: Sequence[str] = (),
@@ -399,6 +400,7 @@ class LocalBackend(Backend):
         self.catalog = catalog
         self.cache = ProbeCache(storage)
         self.iterations = iterations
+        self.max_probe_s = max_probe_s  # time box of a probe's iterations (at least 5 run)
         self.threads = threads or _default_threads()
         self.timeout_s = timeout_s
         self.runtime_params = tuple(runtime_params)
@@ -451,6 +453,7 @@ class LocalBackend(Backend):
             threads=self.threads,
             hyperparameters=rt_hps,
             timeout_s=self.timeout_s,
+            max_seconds=self.max_probe_s,
         )
         probe = run(request)
         self.cache.put(key, probe)

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 OBJECTIVES = ("time", "cost", "pareto")
 DEFAULT_PROBE_BUDGET_SHARE = 0.10
+TIE_SHARE = 0.05  # recommended run: objective values this close to the best count as ties
 DEFAULT_PROBE_BUDGET_USD = 1.0  # when no --budget is given
 BACKEND_ENV = "ADVISOR_BACKEND"
 METRIC_NAMES = {"time": ["runtime_s"], "cost": ["cost_usd"], "pareto": ["runtime_s", "cost_usd"]}
@@ -381,6 +382,7 @@ def run_suggest(
     from advisor.search_spaces.loader import default_space
 
     started = time.perf_counter()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     objective = options.resolved_objective
     workload = workload_info(options)
     space = options.space or default_space(workload.name)
@@ -402,7 +404,6 @@ def run_suggest(
     by_key = {c.key: c for c in candidates}
     machine_keys = list(by_key)
     name = study_name_for(options, workload, space, backend.snapshot)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     directions = ["minimize", "minimize"] if objective == "pareto" else ["minimize"]
     existing = {s.study_name for s in optuna.get_all_study_summaries(storage_obj)}
     study = optuna.create_study(
@@ -627,7 +628,17 @@ def recommended_trial(study: optuna.Study) -> FrozenTrial:
     objective = study.user_attrs.get("objective", "time")
     if objective == "pareto" or len(study.directions) > 1:
         return knee(pareto_front(trials))
-    return min(trials, key=lambda t: (t.values[0], t.number))
+    # Values within TIE_SHARE of the best are a tie (well inside the estimates' intervals);
+    # the other metric decides among them: the cheapest of the fastest, or vice versa.
+    other = "cost_usd" if objective == "time" else "runtime_s"
+    best = min(t.values[0] for t in trials)
+    ties = [t for t in trials if t.values[0] <= best * (1 + TIE_SHARE)]
+    return min(ties, key=lambda t: (_metric(t, other), t.values[0], t.number))
+
+
+def _metric(t: FrozenTrial, name: str) -> float:
+    value = t.user_attrs.get(name) or {}
+    return float(value.get("value", float("inf")))
 
 
 def knee(front: list[FrozenTrial]) -> FrozenTrial:

@@ -135,6 +135,9 @@ class PhaseTimes:
         }
 
 
+MIN_PROBE_ITERATIONS = 5  # a time-boxed probe still times this many (4 steady samples)
+
+
 @dataclass(frozen=True)
 class ProbeRequest:
     """What to probe. Sent as JSON to the child process that runs the probe.
@@ -145,6 +148,9 @@ class ProbeRequest:
     generated validation set); the result scales it to the workload's full ``n_val``.
     ``process_start`` is the wall-clock (``time.time()``) when the child process was
     started, so initialisation includes interpreter start and imports.
+    ``max_seconds`` time-boxes the timed iterations (PyTorch runner): once at least ``MIN_PROBE_ITERATIONS``
+    have run and this many seconds have passed since the first batch was ready, the probe
+    stops early (large batches on slow machines); the result holds the iterations it timed.
     """
 
     workload: str
@@ -158,14 +164,25 @@ class ProbeRequest:
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 300.0
     process_start: float | None = None
+    max_seconds: float | None = None
 
     def __post_init__(self) -> None:
         if self.batch_size <= 0:
             raise ValueError(f"batch_size must be > 0, but got {self.batch_size}")
         if self.iterations < 3:
             raise ValueError(f"iterations must be >= 3, but got {self.iterations}")
+        if self.max_seconds is not None and self.max_seconds <= 0:
+            raise ValueError(f"max_seconds must be > 0, but got {self.max_seconds}")
         if self.threads is not None and self.threads <= 0:
             raise ValueError(f"threads must be > 0, but got {self.threads}")
+
+    def stop_early(self, done: int, elapsed_s: float) -> bool:
+        """Whether a time-boxed probe that has timed ``done`` iterations in ``elapsed_s`` stops."""
+        return (
+            self.max_seconds is not None
+            and done >= MIN_PROBE_ITERATIONS
+            and elapsed_s >= self.max_seconds
+        )
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

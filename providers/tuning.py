@@ -339,23 +339,10 @@ def job_name(workload: str, stamp: str, max_len: int = 32) -> str:
 
 
 def recommended_trial(study: optuna.study.Study) -> optuna.trial.FrozenTrial:
-    """The study's recommended trial: ``advisor.study.recommended_trial`` when available,
-    else the best trial (single objective) or the first Pareto-optimal one."""
-    try:
-        from advisor.study import recommended_trial as pick
-    except ImportError:
-        pass
-    else:
-        return pick(study)
-    complete = [t for t in study.trials if t.state.name == "COMPLETE"]
-    if not complete:
-        raise AdvisorError(
-            f"Study '{study.study_name}' has no finished trial to recommend.",
-            "run `advisor suggest` first, or pass --instance.",
-        )
-    if len(study.directions) == 1:
-        return study.best_trial
-    return study.best_trials[0]
+    """The study's recommended trial (``advisor.study.recommended_trial``)."""
+    from advisor.study import recommended_trial as pick
+
+    return pick(study)
 
 
 def spec_from_study(

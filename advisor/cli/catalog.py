@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
-from typing import Any
 
 import click
 
+from advisor.cli import output
 from advisor.errors import AdvisorError
 
 # Shown when no --service is given: the plain virtual-machine offer of each cloud.
@@ -25,14 +25,6 @@ def _money(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:.3f}".rstrip("0").rstrip(".") if value else "0"
-
-
-def _console(stderr: bool = False) -> Any:
-    from rich.console import Console
-
-    # Piped output keeps one row per line instead of wrapping at 80 columns.
-    probe = Console(stderr=stderr)
-    return Console(stderr=stderr, width=None if probe.is_terminal else 200)
 
 
 @click.group(invoke_without_command=True)
@@ -132,7 +124,7 @@ def catalog(
             _money(r.spot_usd_per_h),
             r.price_date,
         )
-    _console().print(table)
+    output.console().print(table)
     if hidden:
         click.echo(
             f"{len(every) - len(rows)} more rows on managed training services "
@@ -171,7 +163,7 @@ def accelerators(snapshot: str | None, as_json: bool) -> None:
             s.link,
             f"{s.link_gbs:g}",
         )
-    _console().print(table)
+    output.console().print(table)
 
 
 @catalog.command()
@@ -209,7 +201,7 @@ def refresh(provider: str, as_json: bool) -> None:
 
     show = not as_json and sys.stderr.isatty()
     if show:
-        with _console(stderr=True).status(f"reading {provider} prices ..."):
+        with output.console(stderr=True).status(f"reading {provider} prices ..."):
             result = do_refresh(provider)
     else:
         result = do_refresh(provider)

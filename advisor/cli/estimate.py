@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from advisor.cli import output
 from advisor.errors import AdvisorError
 
 
@@ -135,10 +136,9 @@ def estimate(
 
 
 def _render(result: Any, main: Any, sweep: dict[int, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = output.console()
     r = main.runtime
     console.print(
         f"{result.workload}, batch {main.batch_size}, {main.epochs} epochs x "

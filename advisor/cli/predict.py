@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from advisor.cli import output
 from advisor.errors import AdvisorError
 
 
@@ -101,11 +102,10 @@ def _duration(seconds: float) -> str:
 
 
 def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     # Wide enough for the intervals when piped (rich falls back to 80 columns).
-    console = Console() if sys.stdout.isatty() else Console(width=200)
+    console = output.console()
     console.print(header)
     table = Table(show_lines=False)
     for col in (

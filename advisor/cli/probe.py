@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from advisor.cli import output
 from advisor.errors import AdvisorError
 
 
@@ -65,12 +66,11 @@ def _fmt_bytes(n: int | None) -> str:
 
 def render(result: Any) -> None:
     """Print a probe's measured phases as a table."""
-    from rich.console import Console
     from rich.table import Table
 
     from advisor.probes.iteration_model import phase_times, relative_spread
 
-    console = Console()
+    console = output.console()
     if not result.ok:
         console.print(f"probe failed ({result.status}): {result.error}")
         return

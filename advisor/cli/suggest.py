@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from advisor.cli import output
 from advisor.errors import AdvisorError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d)?\s*$", re.IGNORECASE)
@@ -123,9 +124,8 @@ def suggest(
     if as_json:
         click.echo(json.dumps(report, indent=1, default=str))
         return
-    from rich.console import Console
 
-    render(report, Console(), top=top)
+    render(report, output.console(), top=top)
     if plot_file:
         click.echo(f"plot written to {plot_file}")
 

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from advisor import config
+from advisor.cli import output
 from advisor.search_spaces.workloads import Workload, all_workloads, get
 
 _CACHE = "workload_parameters.json"
@@ -74,10 +75,9 @@ def workloads(name: str | None, as_json: bool, count: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows if not name else rows[0], indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = output.console()
     if name:
         for key, value in rows[0].items():
             console.print(f"[bold]{key}[/bold]: {value}", highlight=False)

@@ -82,3 +82,26 @@ def test_simple_cnn_learns_digits() -> None:
     setup, _, _ = torch_runner.build_setup("simple-cnn", 64, 2048, 512)
     out = torch_runner.train(setup, 2)
     assert out["val_accuracy"][-1] > 0.6, out["val_accuracy"]
+
+
+def test_flops_counted_on_a_slice_equal_the_whole_batch_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    torch_runner.configure(1)
+    setup, _, _ = torch_runner.build_setup("fcn", 128, 128, 8)
+    batch = next(iter(setup.train_loader))
+    sliced = torch_runner.flops_per_iteration(setup, batch)  # 32 of 128 samples, scaled x4
+    monkeypatch.setattr(torch_runner, "FLOP_SLICE", 1_000)  # count all 128
+    whole = torch_runner.flops_per_iteration(setup, batch)
+    assert sliced == pytest.approx(whole, rel=1e-6)
+
+
+def test_time_boxed_probe_stops_after_the_minimum_iterations() -> None:
+    request = ProbeRequest(
+        "fcn", batch_size=16, iterations=12, threads=1, validation_batches=1, max_seconds=1e-6
+    )
+    result = torch_runner.probe_in_process(request)
+    assert result.ok, result.error
+    assert len(result.iteration_s) == 5  # MIN_PROBE_ITERATIONS, then the time box applies
+    assert not request.stop_early(4, 10.0) and request.stop_early(5, 1e-6)
+    assert not ProbeRequest("fcn", batch_size=16).stop_early(100, 1e9)  # no time box
