@@ -228,7 +228,15 @@ class AzureMLBackend(TuningBackend):
         j = _call(self.client.jobs.get, job)
         metric = j.objective.primary_metric
         mlflow = require("mlflow", "azure", "Reading Azure ML sweep results")
-        require("azureml.mlflow", "azure", "Reading Azure ML sweep results")
+        try:
+            import azureml.mlflow  # noqa: F401  (registers the azureml:// tracking scheme)
+        except ImportError as exc:
+            # Not in the 'azure' extra: azureml-mlflow pins azure-storage-blob and
+            # mlflow-skinny below what azure-ai-ml and sagemaker need in one environment.
+            raise AdvisorError(
+                "Reading Azure ML sweep results needs the 'azureml-mlflow' package.",
+                "pip install azureml-mlflow (in an environment without the aws extra).",
+            ) from exc
         ws = _call(self.client.workspaces.get, self.client.workspace_name)
         mlflow.set_tracking_uri(ws.mlflow_tracking_uri)
         runs = mlflow.search_runs(

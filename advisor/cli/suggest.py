@@ -25,29 +25,73 @@ def parse_duration(text: str) -> float:
 
 
 @click.command("suggest")
-@click.option("--model", required=True, help="Built-in workload name, or module:function.")
 @click.option(
-    "--framework", type=click.Choice(["torch", "keras"]), default="torch", show_default=True
+    "--model",
+    required=True,
+    help="Built-in workload (see `advisor workloads`) or your own module:function.",
 )
-@click.option("--space", "space_file", type=click.Path(dir_okay=False), help="Space YAML file.")
-@click.option("--budget", type=float, help="Most the training run may cost (USD).")
-@click.option("--deadline", help="Longest the training run may take (2h, 90m, 3600s).")
-@click.option("--objective", type=click.Choice(["time", "cost", "pareto"]))
-@click.option("--probe-budget", type=float, help="Most the search may spend on probes (USD).")
-@click.option("--epochs", type=int, help="Run length (default: epochs to stabilise per batch).")
+@click.option(
+    "--framework",
+    type=click.Choice(["torch", "keras"]),
+    default="torch",
+    show_default=True,
+    help="Framework the probes train with.",
+)
+@click.option(
+    "--space",
+    "space_file",
+    type=click.Path(dir_okay=False),
+    help="Joint search space YAML (machines, batch sizes, hyperparameters); default: the "
+    "workload's own.",
+)
+@click.option(
+    "--budget",
+    type=float,
+    help="Most the training run may cost, USD. Dearer candidates are infeasible; the "
+    "default objective becomes the fastest run within the budget.",
+)
+@click.option(
+    "--deadline",
+    help="Longest the training run may take (2h, 90m, 3600s). Slower candidates are "
+    "infeasible; the default objective becomes the cheapest run within the deadline.",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(["time", "cost", "pareto"]),
+    help="Override the objective; pareto reports the time-cost front.",
+)
+@click.option(
+    "--probe-budget",
+    type=float,
+    help="Most the search may spend on probes, USD, priced at each candidate machine's rate "
+    "(default: 10 % of --budget, else 1).",
+)
+@click.option(
+    "--epochs",
+    type=int,
+    help="Epochs of the run (default: the workload's epochs to stabilise at each batch size).",
+)
 @click.option(
     "--sampler",
     type=click.Choice(["tpe", "gp", "random", "nsga2", "skopt"]),
     default="tpe",
     show_default=True,
+    help="Optuna sampler for the hyperparameters (and machines with --no-screen).",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed.")
 @click.option("--trials", type=int, default=60, show_default=True, help="Most trials to run.")
 @click.option("--timeout", "timeout_", help="Stop the search after this long (e.g. 10m).")
 @click.option("--snapshot", help="Catalog snapshot (default: newest).")
 @click.option("--storage", help="Optuna storage URL (default: SQLite in ADVISOR_HOME).")
 @click.option("--study-name", help="Study name (default: from workload, space and limits).")
-@click.option("--probe-iterations", type=int, default=8, show_default=True)
+@click.option(
+    "--probe-iterations",
+    type=int,
+    default=8,
+    show_default=True,
+    help="Training iterations each local probe times (fewer, but at least 5, once 4 s have "
+    "passed).",
+)
 @click.option("--threads", type=int, help="Threads for local probes (default: all cores).")
 @click.option("--n-train", type=int, help="Training samples (user models).")
 @click.option("--n-val", type=int, help="Validation samples (user models).")

@@ -117,7 +117,7 @@ def test_workload_without_that_framework_is_an_error_result() -> None:
 
 
 def test_callback_phases_with_a_fake_clock() -> None:
-    from advisor.probes.keras_runner import ProbeCallback
+    from advisor.probes.keras import ProbeCallback
 
     ticks = iter([0.0, 5.0, 5.5, 6.5, 10.0, 10.2, 20.0, 23.0, 30.0, 31.0])
     cb = ProbeCallback(clock=lambda: next(ticks))
