@@ -37,7 +37,9 @@ def _row(t: FrozenTrial) -> dict[str, Any]:
         "gpus": inst.get("accelerator_count", 0),
         "spot": bool(ua.get("spot")),
         "batch_size": t.params["batch_size"],
-        "hyperparameters": ua.get("hyperparameters", {}),
+        "hyperparameters": {
+            k: v for k, v in t.params.items() if k not in ("machine", "batch_size")
+        },
         "runtime_s": ua.get("runtime_s"),
         "cost_usd": ua.get("cost_usd"),
         "source": ua.get("source"),

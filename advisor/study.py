@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import time
 import warnings
@@ -307,6 +308,11 @@ class _Planner:
         self.objective = objective
         self.options = options
         self.screen = {k: v for k, v in screen.items() if v.ok}
+        ranks = self._rank_all()  # the screen is fixed: rank and filter it once
+        self._order = sorted(
+            (k for k, v in self.screen.items() if _feasible(options, v, optimistic=True)),
+            key=lambda k: (ranks[k], k),
+        )
 
     def _value(self, ev: Evaluation, optimistic: bool) -> float:
         assert ev.runtime is not None and ev.cost is not None
@@ -321,25 +327,20 @@ class _Planner:
     ) -> tuple[tuple[str, int] | None, str]:
         """The next config to evaluate, or None and why not."""
         feasible_done = [e for e in done.values() if e.ok and _feasible(self.options, e)]
-        open_: list[tuple[float, tuple[str, int]]] = []
+        incumbent = min((self._value(e, False) for e in feasible_done), default=math.inf)
         unaffordable = 0
-        for key, pred in self.screen.items():
-            if key in done or not _feasible(self.options, pred, optimistic=True):
-                continue
-            if not self._could_improve(pred, feasible_done):
+        for key in self._order:  # best first: the first one left is the answer
+            pred = self.screen[key]
+            if key in done or not self._could_improve(pred, feasible_done, incumbent):
                 continue
             base = (split_machine_key(key[0])[0], key[1])
             if base not in charged and pred.probe_cost_usd > left_usd + 1e-12:
                 unaffordable += 1
                 continue
-            open_.append((self._rank(pred), key))
-        if open_:
-            return min(open_)[1], ""
-        if unaffordable:
-            return None, "probe budget spent"
-        return None, "converged"
+            return key, ""
+        return None, "probe budget spent" if unaffordable else "converged"
 
-    def _could_improve(self, pred: Evaluation, best: list[Evaluation]) -> bool:
+    def _could_improve(self, pred: Evaluation, best: list[Evaluation], incumbent: float) -> bool:
         if not best:
             return True
         assert pred.runtime is not None and pred.cost is not None
@@ -350,18 +351,25 @@ class _Planner:
                 or (e.runtime.value, e.cost.value) == point  # type: ignore[union-attr]
                 for e in best
             )
-        incumbent = min(self._value(e, False) for e in best)
         return self._value(pred, True) < incumbent
 
-    def _rank(self, pred: Evaluation) -> float:
+    def _rank_all(self) -> dict[tuple[str, int], float]:
+        """Best-first order: the objective's predicted value; for a Pareto search, points on
+        the predicted front first (by how many predicted points dominate them), then by the
+        product time x cost."""
+        keys = list(self.screen)
         if self.objective != "pareto":
-            return self._value(pred, False)
-        assert pred.runtime is not None and pred.cost is not None
-        # Predicted points on the predicted front first, then by the product (time x cost).
-        points = [(e.runtime.value, e.cost.value) for e in self.screen.values()]  # type: ignore[union-attr]
-        me = (pred.runtime.value, pred.cost.value)
-        dominated_by = sum(_dominates(p, me) for p in points)
-        return dominated_by * 1e30 + me[0] * me[1]
+            return {k: self._value(self.screen[k], False) for k in keys}
+        import numpy as np
+
+        pts = np.array([(e.runtime.value, e.cost.value) for e in self.screen.values()])  # type: ignore[union-attr]
+        if not len(pts):
+            return {}
+        le = (pts[:, None, :] <= pts[None, :, :]).all(axis=2)  # le[i, j]: i is no worse than j
+        eq = (pts[:, None, :] == pts[None, :, :]).all(axis=2)
+        dominated_by = (le & ~eq).sum(axis=0)
+        score = dominated_by * 1e30 + pts[:, 0] * pts[:, 1]
+        return dict(zip(keys, score.tolist(), strict=True))
 
 
 def run_suggest(
@@ -453,8 +461,9 @@ def run_suggest(
         if "machine" not in t.params or "batch_size" not in t.params:
             continue
         base = (split_machine_key(str(t.params["machine"]))[0], int(t.params["batch_size"]))
-        outcome.probe_spent_usd += float(t.user_attrs.get("probe_charge_usd", 0.0))
-        if "probe_charge_usd" in t.user_attrs:
+        probe_cost = t.user_attrs.get("probe_cost")
+        if probe_cost is not None:
+            outcome.probe_spent_usd += float(probe_cost["charged_usd"])
             charged.add(base)
         ev = evaluation_from_trial(t)
         if ev is not None:
@@ -473,6 +482,17 @@ def run_suggest(
             outcome.screen[(cand.key, batch)] = pred
         if progress:
             progress("screen", len(pairs), len(pairs))
+    # The loop samples and records on an in-memory copy of the study; each finished trial is
+    # then written to the storage in one transaction (add_trial) instead of ~25 commits
+    # through a live trial. A trial in progress is therefore never half-written.
+    work = optuna.create_study(
+        directions=directions, sampler=make_sampler(options.sampler, options.seed)
+    )
+    work.add_trials([t for t in study.get_trials(deepcopy=False) if t.state.is_finished()])
+
+    def finish(live: optuna.trial.Trial, *args: Any, **kwargs: Any) -> None:
+        study.add_trial(work.tell(live, *args, **kwargs))
+
     planner = _Planner(objective, options, outcome.screen) if outcome.screen else None
     outcome.guided = planner is not None
     all_configs = {(c.key, b) for c in candidates for b in space.batch_sizes}
@@ -493,14 +513,14 @@ def run_suggest(
                 if nxt is None:
                     stop = why
                     break
-                study.enqueue_trial({"machine": nxt[0], "batch_size": nxt[1]})
+                work.enqueue_trial({"machine": nxt[0], "batch_size": nxt[1]})
             elif all_configs <= set(done):
                 stop = "every machine x batch size evaluated"
                 break
             elif left <= 0:
                 stop = "probe budget spent"
                 break
-            trial = study.ask()
+            trial = work.ask()
             machine, batch, hps = suggest(trial, space, machine_keys)
             cand = by_key[machine]
             base = (split_machine_key(machine)[0], batch)
@@ -511,7 +531,7 @@ def run_suggest(
                     f"its probe would cost USD {pred.probe_cost_usd:.4f}, "
                     f"only USD {max(left, 0):.4f} of the probe budget is left",
                 )
-                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                finish(trial, state=optuna.trial.TrialState.PRUNED)
                 trial = None
                 continue
             ev = backend.evaluate(workload, cand, batch, hps)
@@ -523,20 +543,19 @@ def run_suggest(
             done[(machine, batch)] = ev
             if not ev.ok:
                 trial.set_user_attr("pruned_reason", ev.error or "probe failed")
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                finish(trial, state=optuna.trial.TrialState.FAIL)
             else:
                 for k, v in _constraints(options, ev).items():
                     trial.set_constraint(k, v)
-                trial.set_user_attr("constraints", _constraints(options, ev))
                 trial.set_user_attr("feasible", _feasible(options, ev))
-                study.tell(trial, _objective_values(objective, ev))
+                finish(trial, _objective_values(objective, ev))
             trial = None
         else:
             stop = "trials"
     except KeyboardInterrupt:
         stop = "interrupted (Ctrl-C); finished trials are kept"
         if trial is not None:
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            finish(trial, state=optuna.trial.TrialState.FAIL)
     if progress:
         progress("trials", options.trials, options.trials)
     outcome.stop_reason = stop
@@ -553,22 +572,20 @@ def _record(
     cand: Candidate,
     hps: dict[str, Any],
 ) -> None:
+    # Few, grouped attributes: each one is a separate row (and query) in an RDB storage.
+    # The hyperparameters are the trial's params; the constraints its system attrs.
     attrs: dict[str, Any] = {
         "source": ev.source,
         "price_per_hour": ev.price_per_hour,
         "spot": ev.spot,
-        "catalog_snapshot": snapshot,
-        "instance": cand.instance.to_dict(),
+        "instance": dict(cand.instance.to_dict(), catalog_snapshot=snapshot),
         "epochs": ev.epochs,
-        "probe_charge_usd": charge,
-        "probe_s": ev.probe_s,
+        "probe_cost": {"seconds": ev.probe_s, "charged_usd": charge},
         "estimate": ev.estimate,
         "phases": ev.phases.to_dict() if ev.phases else None,
         "probe": ev.probe.to_dict() if ev.probe else None,
         "runtime_s": ev.runtime.to_dict() if ev.runtime else None,
         "cost_usd": ev.cost.to_dict() if ev.cost else None,
-        "hyperparameters": hps,
-        "new_probe": ev.new_probe,
     }
     for k, v in attrs.items():
         trial.set_user_attr(k, v)
@@ -597,7 +614,7 @@ def evaluation_from_trial(t: FrozenTrial) -> Evaluation | None:
         epochs=int(ua.get("epochs", 0)),
         price_per_hour=float(ua.get("price_per_hour", 0.0)),
         spot=bool(ua.get("spot", False)),
-        probe_s=float(ua.get("probe_s", 0.0)),
+        probe_s=float((ua.get("probe_cost") or {}).get("seconds", 0.0)),
         estimate=dict(ua.get("estimate") or {}),
         phases=phases_from_dict(ua["phases"]) if ua.get("phases") else None,
         error=ua.get("pruned_reason"),

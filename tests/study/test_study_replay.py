@@ -76,14 +76,17 @@ def test_trials_carry_the_agreed_attrs(tmp_path: Path, table: ReplayTable) -> No
         "source",
         "price_per_hour",
         "spot",
-        "catalog_snapshot",
         "instance",
         "epochs",
         "runtime_s",
         "cost_usd",
-        "probe_charge_usd",
+        "probe_cost",
+        "probe",
+        "phases",
     ):
         assert key in t.user_attrs, key
+    assert t.user_attrs["instance"]["catalog_snapshot"] == "test-2021-02"
+    assert t.user_attrs["probe_cost"]["charged_usd"] > 0
     assert set(t.params) >= {"machine", "batch_size", "lr", "momentum", "dropout", "weight_decay"}
 
 

@@ -1,0 +1,73 @@
+"""The study benchmarks run and print what they promise (tiny parameters; no timing checks)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look the module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_study_overhead_reports_every_row(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _load("study_overhead")
+    assert bench.main(["--trials", "5", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["target_ms_per_trial"] == 20.0 and res["trials_asked"] == 5
+    assert res["configurations"] >= 24
+    rows = res["rows"]
+    assert {(r["storage"], r["mode"]) for r in rows} == {
+        (s, m)
+        for s in ("sqlite (file, WAL)", "in memory")
+        for m in ("sampler only", "screen (best-first)")
+    }
+    for r in rows:
+        assert 1 <= r["trials"] <= 5
+        assert r["ms_per_trial"] > 0 and r["total_s"] >= r["loop_s"] > 0
+        assert r["ratio_to_target"] == pytest.approx(r["ms_per_trial"] / 20.0, abs=1e-3)
+        assert isinstance(r["meets_target"], bool)
+    assert bench.main(["--trials", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "ms/trial" in out and "x target" in out and "sqlite" in out
+
+
+def test_search_efficiency_reports_every_sampler_and_mode(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bench = _load("search_efficiency")
+    args = ["--seeds", "2", "--samplers", "tpe,random", "--max-trials", "40"]
+    assert bench.main([*args, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["configurations"] >= 24 and res["target_probes"] == int(0.3 * res["configurations"])
+    opt = res["optimum"]
+    assert opt["cost_usd"] <= res["budget_usd"] < res["fastest_overall"]["cost_usd"]
+    got = {(r["mode"], r["sampler"]) for r in res["results"]}
+    assert got == {
+        ("screen", "tpe"),
+        ("screen", "random"),
+        ("screen+pb", "tpe"),
+        ("sampler only", "tpe"),
+        ("sampler only", "random"),
+    }
+    for r in res["results"]:
+        assert r["seeds"] == 2 and len(r["runs"]) == 2
+        for run in r["runs"]:
+            assert run["probes"] is None or 1 <= run["probes"] <= res["configurations"]
+        assert isinstance(r["target_met"], bool)
+        assert 0.0 <= r["share_of_seeds_within_target"] <= 1.0
+    assert bench.main(args) == 0
+    out = capsys.readouterr().out
+    assert "sampler only" in out and "screen" in out and "median" in out and "p90" in out
