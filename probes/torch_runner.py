@@ -271,12 +271,14 @@ FLOP_SLICE = 32  # samples counted by the FLOP counter; the count is scaled to t
 
 
 def flops_per_iteration(setup: TorchSetup, batch: Any) -> float:
-    """FLOPs of one forward + backward pass on ``batch``, by ``torch.utils.flop_counter``.
+    """FLOPs of one forward + backward pass on ``batch``, by ``torch.utils.flop_counter``
+    (with the fused CPU LSTM kernels it has no formula for: :mod:`torch_rnn_flops`).
 
     The counter is slow, and matmul/convolution FLOPs are linear in the batch, so a batch of
     tensors whose first dimension is the batch is counted on its first ``FLOP_SLICE``
     samples and scaled; anything else is counted whole.
     """
+    from advisor.probes.torch_rnn_flops import rnn_flop_formulas
     from torch.utils.flop_counter import FlopCounterMode
 
     inputs, targets = _split(batch)
@@ -285,7 +287,7 @@ def flops_per_iteration(setup: TorchSetup, batch: Any) -> float:
     if n > FLOP_SLICE and isinstance(targets, torch.Tensor) and len(targets) == n:
         inputs, targets, scale = inputs[:FLOP_SLICE], targets[:FLOP_SLICE], n / FLOP_SLICE
     setup.optimizer.zero_grad(set_to_none=True)
-    with FlopCounterMode(display=False) as counter:
+    with FlopCounterMode(display=False, custom_mapping=rnn_flop_formulas()) as counter:
         loss = setup.loss_fn(setup.model(inputs), targets)
         loss.backward()
     setup.optimizer.zero_grad(set_to_none=True)

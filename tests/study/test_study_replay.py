@@ -163,3 +163,40 @@ def test_probe_cache_lives_in_the_storage(tmp_path: Path) -> None:
     assert ProbeCache(url).get("k") == probe
     ProbeCache(url).put("bad", replace(probe, status="timeout", iteration_s=()))
     assert ProbeCache(url).get("bad") is None  # timeouts are retried, not cached
+
+
+class _InterruptedBackend(ReplayBackend):
+    """Raises KeyboardInterrupt (as Ctrl-C would) when asked for its third configuration."""
+
+    def evaluate(self, *args: Any, **kwargs: Any) -> Any:
+        if len(self.probed) == 2:
+            raise KeyboardInterrupt
+        return super().evaluate(*args, **kwargs)
+
+
+def test_ctrl_c_keeps_finished_trials_and_a_rerun_resumes(
+    tmp_path: Path, table: ReplayTable
+) -> None:
+    opts = SuggestOptions(
+        model="fcn", space=SPACE, storage=f"sqlite:///{tmp_path / 's.db'}", budget_usd=5.0,
+        screen=False,
+    )  # fmt: skip
+    first = run_suggest(opts, backend=_InterruptedBackend(table))
+    assert first.stop_reason.startswith("interrupted")
+    stored = optuna.load_study(study_name=first.study.study_name, storage=opts.storage)
+    states = [t.state for t in stored.trials]
+    assert states.count(optuna.trial.TrialState.COMPLETE) == 2  # both finished trials kept
+    assert states[-1] == optuna.trial.TrialState.FAIL  # the interrupted one, marked
+    again = ReplayBackend(table)
+    second = run_suggest(opts, backend=again)
+    assert second.resumed and second.study.study_name == first.study.study_name
+    finished_before = {
+        (t.params["machine"], t.params["batch_size"])
+        for t in stored.trials
+        if t.state == optuna.trial.TrialState.COMPLETE
+    }
+    new_trials = second.study.trials[len(stored.trials) :]
+    assert new_trials and second.probe_spent_usd >= first.probe_spent_usd
+    for t in new_trials:  # what was already measured is not charged again
+        if (t.params.get("machine"), t.params.get("batch_size")) in finished_before:
+            assert t.user_attrs["probe_cost"]["charged_usd"] == 0.0
