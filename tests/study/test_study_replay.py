@@ -166,10 +166,13 @@ def test_probe_cache_lives_in_the_storage(tmp_path: Path) -> None:
 
 
 class _InterruptedBackend(ReplayBackend):
-    """Raises KeyboardInterrupt (as Ctrl-C would) when asked for its third configuration."""
+    """Raises KeyboardInterrupt (as Ctrl-C would) during its third evaluation."""
+
+    calls = 0
 
     def evaluate(self, *args: Any, **kwargs: Any) -> Any:
-        if len(self.probed) == 2:
+        self.calls += 1
+        if self.calls == 3:
             raise KeyboardInterrupt
         return super().evaluate(*args, **kwargs)
 
@@ -179,7 +182,7 @@ def test_ctrl_c_keeps_finished_trials_and_a_rerun_resumes(
 ) -> None:
     opts = SuggestOptions(
         model="fcn", space=SPACE, storage=f"sqlite:///{tmp_path / 's.db'}", budget_usd=5.0,
-        screen=False,
+        screen=False, probe_budget_usd=100.0, trials=10,
     )  # fmt: skip
     first = run_suggest(opts, backend=_InterruptedBackend(table))
     assert first.stop_reason.startswith("interrupted")
@@ -187,15 +190,16 @@ def test_ctrl_c_keeps_finished_trials_and_a_rerun_resumes(
     states = [t.state for t in stored.trials]
     assert states.count(optuna.trial.TrialState.COMPLETE) == 2  # both finished trials kept
     assert states[-1] == optuna.trial.TrialState.FAIL  # the interrupted one, marked
+    kept = len(states)
     again = ReplayBackend(table)
     second = run_suggest(opts, backend=again)
     assert second.resumed and second.study.study_name == first.study.study_name
     finished_before = {
         (t.params["machine"], t.params["batch_size"])
-        for t in stored.trials
+        for t in stored.trials[:kept]
         if t.state == optuna.trial.TrialState.COMPLETE
     }
-    new_trials = second.study.trials[len(stored.trials) :]
+    new_trials = second.study.trials[kept:]
     assert new_trials and second.probe_spent_usd >= first.probe_spent_usd
     for t in new_trials:  # what was already measured is not charged again
         if (t.params.get("machine"), t.params.get("batch_size")) in finished_before:
