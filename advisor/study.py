@@ -29,7 +29,7 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -632,15 +632,20 @@ def feasible_trials(study: optuna.Study) -> list[FrozenTrial]:
     ]
 
 
-def recommended_trial(study: optuna.Study) -> FrozenTrial:
+def recommended_trial(study: optuna.Study, services: Sequence[str] | None = None) -> FrozenTrial:
     """The trial to train with: fastest (time), cheapest (cost), or for a Pareto study the
-    front's knee (``knee``). Raises AdvisorError if none is feasible.
+    front's knee (``knee``); among machines of ``services`` only, when given (``ec2``,
+    ``vertex`` ...). Raises AdvisorError if none is feasible.
     """
     trials = feasible_trials(study)
+    if services is not None:
+        trials = [t for t in trials if str(t.params.get("machine", "")).split(":")[0] in services]
     if not trials:
+        where = f" on {', '.join(services)}" if services is not None else ""
         raise AdvisorError(
-            f"Study '{study.study_name}' has no feasible finished trial.",
-            "run `advisor suggest` with a larger --budget or --deadline first.",
+            f"Study '{study.study_name}' has no feasible finished trial{where}.",
+            "run `advisor suggest` with a larger --budget or --deadline (and a space that "
+            "includes that cloud) first, or pass --instance.",
         )
     objective = study.user_attrs.get("objective", "time")
     if objective == "pareto" or len(study.directions) > 1:

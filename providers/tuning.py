@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -239,7 +239,7 @@ class TuningBackend(ABC):
         service, itype, _ = split_machine_key(key)
         if service not in cls.services:
             raise AdvisorError(
-                f"Machine '{key}' is not a {cls.name} machine type (service '{service}').",
+                f"Machine '{key}' is not one of {cls.name}'s machine types (service '{service}').",
                 f"pick one with --instance, or submit to the cloud that sells it "
                 f"({_provider_for(service)}).",
             )
@@ -338,11 +338,14 @@ def job_name(workload: str, stamp: str, max_len: int = 32) -> str:
 # -- building a spec from an advisor study ---------------------------------------------------
 
 
-def recommended_trial(study: optuna.study.Study) -> optuna.trial.FrozenTrial:
-    """The study's recommended trial (``advisor.study.recommended_trial``)."""
+def recommended_trial(
+    study: optuna.study.Study, services: Sequence[str] | None = None
+) -> optuna.trial.FrozenTrial:
+    """The study's recommended trial (``advisor.study.recommended_trial``), optionally among
+    the machines of ``services`` only."""
     from advisor.study import recommended_trial as pick
 
-    return pick(study)
+    return pick(study, services)
 
 
 def spec_from_study(
@@ -371,7 +374,24 @@ def spec_from_study(
             "pass a study made by `advisor suggest`, or use --instance with --model.",
         )
     space = space_from_dict(attrs["space"])
+    cls = backend_class(provider)
     trial = recommended_trial(study)
+    notes: list[str] = []
+    if instance is None and split_machine_key(str(trial.params["machine"]))[0] not in cls.services:
+        overall = trial.params["machine"]
+        try:
+            trial = recommended_trial(study, cls.services)
+        except AdvisorError:
+            raise AdvisorError(
+                f"Study '{study.study_name}' recommends {overall} and has no feasible trial on a "
+                f"{cls.name} machine.",
+                f"submit with --provider {_provider_for(split_machine_key(overall)[0])}, or pass "
+                f"--instance with a {cls.name} machine type.",
+            ) from None
+        notes.append(
+            f"the study recommends {overall}, which {cls.name} does not run; this is the study's "
+            f"best {cls.name} machine ({trial.params['machine']})"
+        )
     key = instance or str(trial.params.get("machine", ""))
     batch = trial.params.get("batch_size")
     fixed: dict[str, Any] = {"model": attrs["workload"]}
@@ -383,7 +403,6 @@ def spec_from_study(
         fixed["epochs"] = int(epochs)
     wanted = set(tune) if tune is not None else None
     tuned: list[Param] = []
-    notes: list[str] = []
     for p in space.hyperparameters:
         free = p.name in wanted if wanted is not None else not p.affects_runtime
         if free:
@@ -409,7 +428,7 @@ def spec_from_study(
         catalog=catalog,
         price_per_hour=trial.user_attrs.get("price_per_hour"),
         notes=tuple(notes),
-        backend=backend_class(provider),
+        backend=cls,
         **options,
     )
 

@@ -54,6 +54,7 @@ def make_study(
     name: str = "fcn-study",
     machine: str = "sagemaker:ml.p3.2xlarge",
     params: tuple[Any, ...] = PARAMS,
+    other_machines: tuple[str, ...] = (),
 ) -> Any:
     """An advisor study as `advisor suggest` leaves it: one recommended, finished trial."""
     import optuna
@@ -74,7 +75,7 @@ def make_study(
     }.items():
         study.set_user_attr(key, value)
     dists = {
-        "machine": CategoricalDistribution((machine, "local:local")),
+        "machine": CategoricalDistribution((machine, *other_machines, "local:local")),
         "batch_size": CategoricalDistribution((256, 512, 1024, 2048)),
         **{p.name: param_to_optuna(p) for p in params},
     }

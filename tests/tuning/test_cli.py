@@ -92,3 +92,27 @@ def test_instance_without_model_is_refused() -> None:
     )
     assert result.exit_code != 0
     assert "--model M --batch-size B" in str(result.exception)
+
+
+def test_submit_to_another_cloud_uses_its_best_trial(storage: str, study_factory: Any) -> None:
+    import optuna
+
+    study = study_factory(  # the overall recommendation is on AWS
+        storage, machine="ec2:p3.2xlarge", other_machines=("vertex:n1-standard-8+1xT4",)
+    )
+    first = study.trials[0]
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={**first.params, "machine": "vertex:n1-standard-8+1xT4"},
+            distributions=first.distributions,
+            values=[900.0],  # slower than the ec2 trial, but the best on Vertex
+            user_attrs=first.user_attrs,
+        )
+    )
+    result = CliRunner().invoke(
+        cli, ["submit", "--provider", "vertex", "--study", "fcn-study", "--storage", storage,
+              "--image", "img:1", "--project", "p1", "--dry-run"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "recommends ec2:p3.2xlarge, which vertex does not run" in result.output
+    assert '"machineType": "n1-standard-8"' in result.output
