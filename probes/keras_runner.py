@@ -23,7 +23,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import math
 import platform
-import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from typing import Any
 
 import keras
 import numpy as np
+from advisor.probes.host import cpu_model, peak_rss_bytes
 from advisor.probes.keras import ProbeCallback, ProgressFn
 from advisor.probes.result import ProbeRequest, ProbeResult
 
@@ -138,7 +138,7 @@ def probe_in_process(request: ProbeRequest, on_progress: ProgressFn | None = Non
             status=status,
             error=f"{type(exc).__name__}: {exc}"[:2000],
             wall_s=time.time() - started,
-            peak_host_memory_bytes=_peak_rss(),
+            peak_host_memory_bytes=peak_rss_bytes(),
             fingerprint=_fingerprint(base["threads"]),
         )
 
@@ -264,7 +264,7 @@ def _result(
         ),
         parameters=params,
         gradient_bytes=grad_bytes,
-        peak_host_memory_bytes=_peak_rss(),
+        peak_host_memory_bytes=peak_rss_bytes(),
         samples_per_s=request.batch_size / median if median > 0 else None,
         cpu_utilisation=cpu,
         wall_s=time.time() - started,
@@ -381,27 +381,11 @@ def _resolve(workload: str) -> tuple[Callable[..., Any], int | None, int | None]
     return spec.builder("keras"), spec.n_train, spec.n_val
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _is_oom(exc: BaseException) -> bool:
     if isinstance(exc, MemoryError):
         return True
     text = f"{type(exc).__name__} {exc}"
     return "ResourceExhausted" in text or "OOM" in text or "out of memory" in text.lower()
-
-
-def _peak_rss() -> int:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak if platform.system() == "Darwin" else peak * 1024)
 
 
 def _fingerprint(threads: int) -> dict[str, Any]:
@@ -413,8 +397,8 @@ def _fingerprint(threads: int) -> dict[str, Any]:
         "keras": keras.__version__,
         "python": platform.python_version(),
         "machine": platform.machine(),
-        "cpu_model": _cpu_model(),
-        "device_name": _cpu_model(),
+        "cpu_model": cpu_model(),
+        "device_name": cpu_model(),
         "cpu_count": os.cpu_count(),
         "threads": threads,
         "gpus": len(tf.config.list_physical_devices("GPU")),

@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import os
 import platform
-import resource
 import statistics
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from advisor.probes.host import cpu_model, peak_rss_bytes
 from advisor.probes.result import ProbeRequest, ProbeResult
 from torch.utils.data import DataLoader, Dataset
 
@@ -225,7 +225,7 @@ def validate(
 
 
 def _fingerprint(threads: int, device: torch.device) -> dict[str, Any]:
-    device_name = _cpu_model()
+    device_name = cpu_model()
     if device.type == "cuda":
         device_name = torch.cuda.get_device_name(device)
     return {
@@ -233,29 +233,13 @@ def _fingerprint(threads: int, device: torch.device) -> dict[str, Any]:
         "torch": torch.__version__,
         "python": platform.python_version(),
         "machine": platform.machine(),
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "device_name": device_name,
         "cpu_count": os.cpu_count(),
         "threads": threads,
         "cuda": torch.version.cuda,
         "gpus": torch.cuda.device_count() if torch.cuda.is_available() else 0,
     }
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _peak_rss() -> int:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak if platform.system() == "Darwin" else peak * 1024)
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -318,7 +302,7 @@ def probe_in_process(request: ProbeRequest, on_progress: ProgressFn | None = Non
             status=status,
             error=f"{type(exc).__name__}: {exc}"[:2000],
             wall_s=time.time() - started,
-            peak_host_memory_bytes=_peak_rss(),
+            peak_host_memory_bytes=peak_rss_bytes(),
             fingerprint=_fingerprint(threads, torch.device("cpu")),
         )
 
@@ -427,7 +411,7 @@ def _probe(request: ProbeRequest, started: float, on_progress: ProgressFn | None
         flops_per_iteration=flops,
         parameters=params,
         gradient_bytes=grad_bytes,
-        peak_host_memory_bytes=_peak_rss(),
+        peak_host_memory_bytes=peak_rss_bytes(),
         peak_accelerator_memory_bytes=peak_acc,
         samples_per_s=b / median if median > 0 else None,
         cpu_utilisation=cpu,

@@ -34,29 +34,11 @@ def _load_probe(path: Path) -> Any:
 
 
 def _run_probe(model: str, batch: int, framework: str, threads: int | None, quiet: bool) -> Any:
+    from advisor.cli.probe import run_with_progress
     from advisor.probes.result import ProbeRequest
-    from advisor.probes.runner import run_probe
 
     request = ProbeRequest(workload=model, batch_size=batch, framework=framework, threads=threads)
-    if quiet or not sys.stderr.isatty():
-        return run_probe(request)
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(f"probing {model} at batch {batch}", total=request.iterations)
-
-        def on_progress(phase: str, done: int, total: int) -> None:
-            bar.update(task, description=f"probing {model}: {phase}", completed=done, total=total)
-
-        return run_probe(request, on_progress=on_progress)
+    return run_with_progress(request, show=not quiet and sys.stderr.isatty())
 
 
 def _traced(probe: Any, quiet: bool) -> Any:
