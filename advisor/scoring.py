@@ -442,9 +442,9 @@ class LocalBackend(Backend):
             return cached, False
         if self._on_probe is not None:
             self._on_probe(f"probing {workload.name} at batch {batch_size} on this machine")
-        run = self._run_probe
-        if run is None:
-            from advisor.probes.runner import run_probe as run
+        from advisor.probes.runner import run_probe
+
+        run = self._run_probe or run_probe
         request = ProbeRequest(
             workload=workload.name,
             batch_size=batch_size,
@@ -480,9 +480,9 @@ class LocalBackend(Backend):
             if instance.provider == "local":
                 phases = phase_times(probe, workload.n_train, workload.n_val)
             else:
-                predict = self._predict
-                if predict is None:
-                    from advisor.probes.performance_model import predict_phases as predict
+                from advisor.probes.performance_model import predict_phases
+
+                predict = self._predict or predict_phases
                 phases = predict(probe, instance, self.catalog, batch_size)
             est = estimate(phases, workload.n_train, workload.n_val, epochs, batch_size)
         except (ValueError, ArithmeticError) as exc:

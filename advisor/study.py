@@ -384,6 +384,7 @@ def run_suggest(
     ``options.storage`` or the default SQLite file is used.
     """
     import optuna
+    from optuna.study import StudyDirection
 
     from advisor.samplers import make_sampler
     from advisor.search_spaces.convert import suggest
@@ -412,7 +413,9 @@ def run_suggest(
     by_key = {c.key: c for c in candidates}
     machine_keys = list(by_key)
     name = study_name_for(options, workload, space, backend.snapshot)
-    directions = ["minimize", "minimize"] if objective == "pareto" else ["minimize"]
+    directions: list[StudyDirection] = [StudyDirection.MINIMIZE] * (
+        2 if objective == "pareto" else 1
+    )
     existing = {s.study_name for s in optuna.get_all_study_summaries(storage_obj)}
     study = optuna.create_study(
         study_name=name,

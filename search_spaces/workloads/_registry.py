@@ -115,7 +115,7 @@ def load_callable(path: str) -> Callable[..., Any]:
         ) from exc
     if not callable(fn):
         raise AdvisorError(f"'{path}' is not callable.", "point at a function.")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 def _ensure_builtins() -> None:
