@@ -65,18 +65,37 @@ def parse_cases(text: str) -> list[Case]:
 
 
 def full_run(spec: dict[str, Any]) -> dict[str, Any]:
-    """Build the workload at full size and train it; runs in a child process."""
-    from advisor.probes.torch_runner import build_setup, configure, train
+    """Build the workload at full size and train it (``spec["framework"]``: torch, the
+    default, or keras); runs in a child process."""
+    if spec.get("framework", "torch") == "keras":
+        from advisor.probes.keras_runner import configure as configure_keras
+        from advisor.probes.keras_runner import train
+        from advisor.search_spaces.workloads import get
 
-    configure(spec["threads"], "cpu")
-    setup, _, _ = build_setup(
-        spec["workload"],
-        spec["batch_size"],
-        spec["n_train"],
-        spec["n_val"],
-        seed=0,
-        hyperparameters={"epochs": spec["epochs"]},
-    )
+        configure_keras(spec["threads"], "cpu")
+        setup = get(spec["workload"]).builder("keras")(
+            batch_size=spec["batch_size"],
+            n_train=spec["n_train"],
+            n_val=spec["n_val"],
+            seed=0,
+            epochs=spec["epochs"],
+        )
+    else:
+        from advisor.probes.torch_runner import (
+            build_setup,
+            configure,
+            train,  # type: ignore[assignment]
+        )
+
+        configure(spec["threads"], "cpu")
+        setup, _, _ = build_setup(
+            spec["workload"],
+            spec["batch_size"],
+            spec["n_train"],
+            spec["n_val"],
+            seed=0,
+            hyperparameters={"epochs": spec["epochs"]},
+        )
     result = train(setup, spec["epochs"])
     end = time.time()
     return {
@@ -101,7 +120,7 @@ def spawn_full_run(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
         timeout=timeout,
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"full run failed: {proc.stderr.strip().splitlines()[-1:]}")
+        raise RuntimeError(f"full run failed: {proc.stderr.strip().splitlines()[-3:]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 

@@ -15,9 +15,7 @@ the real runtime, process start to the end of the last epoch (initialisation inc
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,47 +25,8 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 SECTION = "## Iteration-time model vs real full training runs"
 MARK = "### Keras case"
 
-
-def full_run(spec: dict[str, Any]) -> dict[str, Any]:
-    """Build the workload at the benchmark's size and train it; runs in a child process."""
-    from advisor.probes.keras_runner import configure, train
-    from advisor.search_spaces.workloads import get
-
-    configure(spec["threads"], "cpu")
-    setup = get(spec["workload"]).builder("keras")(
-        batch_size=spec["batch_size"],
-        n_train=spec["n_train"],
-        n_val=spec["n_val"],
-        seed=0,
-        epochs=spec["epochs"],
-    )
-    result = train(setup, spec["epochs"])
-    end = time.time()
-    return {
-        "real_s": end - spec["process_start"],
-        "init_s": result["first_batch_wall"] - spec["process_start"],
-        "train_s": result["runtime_s"],
-        "t1": result["first_iteration_s"],
-        "t2_median": result["steady_iteration_s"],
-        "validation_s": result["validation_s"],
-        "epoch_s": result["epoch_s"],
-        "val_accuracy": result["val_accuracy"],
-        "iterations": result["iterations"],
-    }
-
-
-def spawn_full_run(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
-    spec = {**spec, "process_start": time.time()}
-    proc = subprocess.run(
-        [sys.executable, __file__, "--_full-run", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"full run failed: {proc.stderr.strip().splitlines()[-3:]}")
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from iteration_model import spawn_full_run, val_size  # noqa: E402  (the torch benchmark's)
 
 
 def size_for(probe: Any, workload: Any, epochs: int, batch: int, target_s: float) -> int:
@@ -80,11 +39,6 @@ def size_for(probe: Any, workload: Any, epochs: int, batch: int, target_s: float
         if estimate(probe, n, n_val, epochs, batch).runtime.value >= target_s:
             return n
         n += batch * max(1, math.ceil(n / (batch * 10)))  # grow by about 10 % at a time
-
-
-def val_size(workload: Any, n_train: int) -> int:
-    """The workload's published validation/training ratio, at least 212 samples."""
-    return min(workload.n_val, max(212, round(n_train * workload.n_val / workload.n_train)))
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -120,6 +74,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     print(f"running: n_train {n_train}, predicted {est.runtime.value:.0f} s", file=sys.stderr)
     real = spawn_full_run(
         {
+            "framework": "keras",
             "workload": name,
             "batch_size": batch_size,
             "threads": n_threads,
@@ -196,11 +151,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=20, help="probe iterations k")
     parser.add_argument("--target-seconds", type=float, default=120.0)
     parser.add_argument("--write-docs", action="store_true")
-    parser.add_argument("--_full-run", dest="full_run", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.full_run:
-        print(json.dumps(full_run(json.loads(args.full_run))))
-        return
     if args.quick:
         args.epochs, args.iterations, args.target_seconds = 2, 6, 10.0
     started = time.time()
