@@ -122,24 +122,20 @@ def probe_in_process(request: ProbeRequest, on_progress: ProgressFn | None = Non
     ``status`` oom/nan/error and the reason in ``error``; they are not raised.
     """
     started = request.process_start if request.process_start is not None else time.time()
-    base = {
-        "workload": request.workload,
-        "framework": "keras",
-        "batch_size": request.batch_size,
-        "device": request.device,
-        "threads": request.threads or os.cpu_count() or 1,
-    }
     try:
         return _probe(request, started, on_progress)
     except Exception as exc:  # reported, not raised: the caller compares many candidates
         status = "nan" if isinstance(exc, LossDiverged) else "oom" if _is_oom(exc) else "error"
-        return ProbeResult(
-            **base,
-            status=status,
-            error=f"{type(exc).__name__}: {exc}"[:2000],
-            wall_s=time.time() - started,
+        threads = request.threads or os.cpu_count() or 1
+        return ProbeResult.failure(
+            request,
+            status,
+            f"{type(exc).__name__}: {exc}",
+            time.time() - started,
+            framework="keras",
+            threads=threads,
             peak_host_memory_bytes=peak_rss_bytes(),
-            fingerprint=_fingerprint(base["threads"]),
+            fingerprint=_fingerprint(threads),
         )
 
 

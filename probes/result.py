@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -104,6 +105,30 @@ class ProbeResult:
     @classmethod
     def from_json(cls, text: str) -> ProbeResult:
         return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def failure(
+        cls,
+        request: ProbeRequest,
+        status: ProbeStatus,
+        error: str,
+        wall_s: float,
+        framework: str | None = None,
+        threads: int | None = None,
+        **measured: Any,
+    ) -> ProbeResult:
+        """A failed probe of ``request`` (status oom/nan/error/timeout/crash) with its reason."""
+        return cls(
+            workload=request.workload,
+            framework=framework or request.framework,
+            batch_size=request.batch_size,
+            device=request.device,
+            threads=threads or request.threads or os.cpu_count() or 1,
+            status=status,
+            error=error[:2000],
+            wall_s=wall_s,
+            **measured,
+        )
 
 
 @dataclass(frozen=True)

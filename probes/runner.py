@@ -87,13 +87,13 @@ def run_probe(
         reader.join(timeout=5)
     wall = time.time() - start
     if timed_out:
-        return _failed(
+        return ProbeResult.failure(
             request, "timeout", f"the probe ran past its timeout of {request.timeout_s:g} s", wall
         )
     result = _last_result(stdout)
     if result is not None:
         return result
-    return _failed(request, *_classify(proc.returncode, list(stderr)), wall)
+    return ProbeResult.failure(request, *_classify(proc.returncode, list(stderr)), wall)
 
 
 def _read_stdout(proc: subprocess.Popen[str], out: list[str]) -> None:
@@ -145,16 +145,3 @@ def _classify(returncode: int | None, stderr: list[str]) -> tuple[ProbeStatus, s
     if "non-finite" in text.lower() or "LossDiverged" in text:
         return "nan", last
     return "error", f"the probe process exited with code {returncode}: {last}"
-
-
-def _failed(request: ProbeRequest, status: ProbeStatus, error: str, wall: float) -> ProbeResult:
-    return ProbeResult(
-        workload=request.workload,
-        framework=request.framework,
-        batch_size=request.batch_size,
-        device=request.device,
-        threads=request.threads or os.cpu_count() or 1,
-        status=status,
-        error=error[:2000],
-        wall_s=wall,
-    )
