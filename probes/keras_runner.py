@@ -32,6 +32,7 @@ import keras
 import numpy as np
 from advisor.probes.host import cpu_model, peak_rss_bytes
 from advisor.probes.keras import ProbeCallback, ProgressFn
+from advisor.probes.keras_data import as_dataset, sample_count
 from advisor.probes.result import ProbeRequest, ProbeResult
 
 FLOPS_METHOD = (
@@ -162,12 +163,15 @@ def _probe(request: ProbeRequest, started: float, on_progress: ProgressFn | None
         raise ValueError(f"the training data holds {given} samples: fewer than 2 batches of {b}")
     cb = ProbeCallback(on_progress=on_progress, total=steps)
     callbacks = [cb, *setup.callbacks]
-    x, y = _xy(setup.train)
+    # The inputs are converted before fit, as in a real run (part of initialisation).
+    convert_start = time.perf_counter()
+    train_data = as_dataset(setup.train, b, shuffle=True)
+    val_data = None if setup.val is None else as_dataset(setup.val, b, shuffle=False)
+    convert_s = time.perf_counter() - convert_start
     setup.model.fit(
-        x,
-        y,
-        batch_size=None if y is None else b,
+        train_data,
         epochs=1,
+        shuffle=False,  # the dataset shuffles itself
         steps_per_epoch=steps,
         callbacks=callbacks,
         verbose=0,
@@ -176,16 +180,13 @@ def _probe(request: ProbeRequest, started: float, on_progress: ProgressFn | None
         raise LossDiverged(f"loss became {cb.losses[-1]} during the probe")
 
     measured_val = 0
-    if setup.val is not None and n_val > 0:
-        vx, vy = _xy(setup.val)
+    if val_data is not None and n_val > 0:
         given_val = setup.val_samples()
         # numpy validation data is already the slice to run; a dataset is cut at vb batches
-        val_steps = vb if vy is None else None
+        val_steps = None if isinstance(setup.val, tuple | list) else vb
         for p in range(2):
             setup.model.evaluate(
-                vx,
-                vy,
-                batch_size=None if vy is None else b,
+                val_data,
                 steps=val_steps,
                 callbacks=callbacks,
                 verbose=0,
@@ -195,7 +196,7 @@ def _probe(request: ProbeRequest, started: float, on_progress: ProgressFn | None
         measured_val = given_val if given_val is not None else b * (val_steps or 1)
         if val_steps is not None:
             measured_val = min(measured_val, b * val_steps)
-    return _result(request, threads, started, cb, setup, n_train, n_val, measured_val)
+    return _result(request, threads, started, cb, setup, n_train, n_val, measured_val, convert_s)
 
 
 def _result(
@@ -207,16 +208,20 @@ def _result(
     n_train: int,
     n_val: int,
     measured_val: int,
+    convert_s: float,
 ) -> ProbeResult:
     iterations = cb.iteration_s
     init_s = (cb.first_batch_wall or time.time()) - started
     init_note = "measured: process start to the first training batch's begin hook"
     if setup.data_s is not None and setup.data_samples and n_train + n_val > setup.data_samples:
-        extra = setup.data_s * ((n_train + n_val) / setup.data_samples - 1.0)
+        # generation and conversion to the tf.data input both grow with the data
+        prepare_s = setup.data_s + convert_s
+        extra = prepare_s * ((n_train + n_val) / setup.data_samples - 1.0)
         init_s += extra
         init_note = (
-            f"measured, plus data preparation scaled from {setup.data_samples} generated "
-            f"samples ({setup.data_s:.3f} s) to {n_train + n_val} (+{extra:.3f} s)"
+            f"measured, plus data preparation (generation {setup.data_s:.3f} s, conversion to "
+            f"tf.data {convert_s:.3f} s) scaled from {setup.data_samples} generated samples "
+            f"to {n_train + n_val} (+{extra:.3f} s)"
         )
     scale = n_val / measured_val if measured_val else 1.0
     validation: tuple[float, ...] = ()
@@ -350,20 +355,9 @@ def _input_spec(data: Any) -> Any:
     return tf.nest.map_structure(lambda s: tf.TensorSpec([1, *s.shape[1:]], s.dtype), x_spec)
 
 
-def _xy(data: Any) -> tuple[Any, Any]:
-    if isinstance(data, tuple | list):
-        if len(data) != 2:
-            raise ValueError(f"data must be (x, y), but got a sequence of {len(data)}")
-        return data[0], data[1]
-    return data, None  # a tf.data.Dataset yielding (x, y) batches
-
-
 def _samples(data: Any, batch_size: int) -> int | None:
     if isinstance(data, tuple | list):
-        first = data[0]
-        while isinstance(first, dict | tuple | list):
-            first = next(iter(first.values())) if isinstance(first, dict) else first[0]
-        return int(np.shape(first)[0])
+        return sample_count(data[0])
     cardinality = int(data.cardinality())
     return cardinality * batch_size if cardinality >= 0 else None
 
@@ -445,13 +439,13 @@ def train(
     history: list[dict[str, float]] = []
     # after `cb` in the list, so the epoch's duration is known when epoch_end runs
     callbacks.append(keras.callbacks.LambdaCallback(on_epoch_end=epoch_end))
-    x, y = _xy(setup.train)
     setup.model.fit(
-        x,
-        y,
-        batch_size=None if y is None else setup.batch_size,
+        as_dataset(setup.train, setup.batch_size, shuffle=True),
         epochs=epochs,
-        validation_data=setup.val,
+        shuffle=False,  # the dataset shuffles itself
+        validation_data=None
+        if setup.val is None
+        else as_dataset(setup.val, setup.batch_size, shuffle=False),
         callbacks=callbacks,
         verbose=0,
     )

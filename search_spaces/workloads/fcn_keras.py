@@ -11,9 +11,9 @@ import math
 import time
 from typing import Any
 
-import numpy as np
 from advisor.search_spaces.workloads import _recipes
 from advisor.search_spaces.workloads.fcn import CLASSES, SIDE
+from advisor.search_spaces.workloads.synthetic import to_channels_last
 
 
 def fcn_keras(dropout: float = 0.25) -> Any:
@@ -73,19 +73,16 @@ def build_keras(
     start = time.perf_counter()
     x, y = seismic_patches(n_train, SIDE, seed=seed)
     vx, vy = seismic_patches(n_val, SIDE, seed=seed + 1_000_003)
+    x, vx = to_channels_last(x), to_channels_last(vx)
     data_s = time.perf_counter() - start
     model = fcn_keras(dropout)
     _recipes.keras_compile(model, _recipes.keras_optimizer(optimizer, lr, momentum, weight_decay))
     return KerasSetup(
         model=model,
-        train=(_channels_last(x), y),
-        val=(_channels_last(vx), vy),
+        train=(x, y),
+        val=(vx, vy),
         batch_size=batch_size,
         callbacks=(cosine_per_epoch(lr, lr / 10, epochs),),
         data_s=data_s,
         data_samples=n_train + n_val,
     )
-
-
-def _channels_last(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(np.transpose(x, (0, 2, 3, 1)))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import numpy as np
 from advisor.search_spaces.workloads import _recipes
 from advisor.search_spaces.workloads.simple_cnn import CLASSES, SIDE
+from advisor.search_spaces.workloads.synthetic import to_channels_last
 
 
 def simple_cnn_keras(dropout: float = 0.25) -> Any:
@@ -51,18 +51,15 @@ def build_keras(
     start = time.perf_counter()
     x, y = digit_images(n_train, seed=seed, subset="train")
     vx, vy = digit_images(n_val, seed=seed + 1_000_003, subset="val")
+    x, vx = to_channels_last(x), to_channels_last(vx)
     data_s = time.perf_counter() - start
     model = simple_cnn_keras(dropout)
     _recipes.keras_compile(model, _recipes.keras_optimizer(optimizer, lr, momentum, weight_decay))
     return KerasSetup(
         model=model,
-        train=(_channels_last(x), y),
-        val=(_channels_last(vx), vy),
+        train=(x, y),
+        val=(vx, vy),
         batch_size=batch_size,
         data_s=data_s,
         data_samples=n_train + n_val,
     )
-
-
-def _channels_last(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(np.transpose(x, (0, 2, 3, 1)))

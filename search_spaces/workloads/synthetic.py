@@ -5,7 +5,8 @@ randomly scaled and shifted, plus Gaussian noise (CIFAR-10 / X-ray shaped, learn
 Tokens: a Zipf-distributed token stream where each token, with probability ``follow``, is a
 fixed function of the previous one (Penn Treebank shaped, learnable by a language model).
 All arrays are numpy; images are channels-last (N, H, W, C) float32, labels int64. Torch
-builders transpose to (N, C, H, W) with :func:`to_channels_first`.
+builders transpose to (N, C, H, W) with :func:`to_channels_first`; channels-first data goes
+to Keras through :func:`to_channels_last`.
 """
 
 from __future__ import annotations
@@ -77,6 +78,19 @@ def zipf_tokens(
 def to_channels_first(x: np.ndarray) -> np.ndarray:
     """(N, H, W, C) -> contiguous (N, C, H, W)."""
     return np.ascontiguousarray(np.transpose(x, (0, 3, 1, 2)))
+
+
+def to_channels_last(x: np.ndarray) -> np.ndarray:
+    """(N, C, H, W) -> (N, H, W, C) with plain C-order strides.
+
+    ``np.ascontiguousarray`` of the transposed view is not enough for one channel: it keeps
+    the view, whose size-1 axis has a large stride, and TensorFlow converts such an array
+    element by element (4.4 s for 76,288 64x64 patches, against under 1 s for plain strides).
+    """
+    n, c, h, w = x.shape
+    if c == 1:
+        return x.reshape(n, h, w, 1)  # the same memory order
+    return np.transpose(x, (0, 2, 3, 1)).copy()
 
 
 def _resize_nearest(images: np.ndarray, height: int, width: int) -> np.ndarray:
