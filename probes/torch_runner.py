@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from advisor.probes import allocator
 from advisor.probes.host import cpu_model, peak_rss_bytes
 from advisor.probes.result import ProbeRequest, ProbeResult
 from torch.utils.data import DataLoader, Dataset
@@ -89,7 +90,9 @@ class LossDiverged(RuntimeError):
 
 
 def configure(threads: int | None, device: str = "cpu") -> tuple[int, torch.device]:
-    """Set torch's intra-op threads (and flush denormals on CPU); return (threads, device)."""
+    """Set torch's intra-op threads, flush denormals on CPU and keep freed memory for reuse
+    (:func:`advisor.probes.allocator.keep_freed_memory`); return (threads, device)."""
+    allocator.keep_freed_memory()
     n = threads or os.cpu_count() or 1
     torch.set_num_threads(n)
     torch.set_flush_denormal(True)
@@ -237,6 +240,7 @@ def _fingerprint(threads: int, device: torch.device) -> dict[str, Any]:
         "device_name": device_name,
         "cpu_count": os.cpu_count(),
         "threads": threads,
+        "allocator": allocator.describe(),
         "cuda": torch.version.cuda,
         "gpus": torch.cuda.device_count() if torch.cuda.is_available() else 0,
     }
