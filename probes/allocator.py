@@ -2,18 +2,18 @@
 
 PyTorch on CPU frees every activation and gradient at the end of an iteration and allocates
 them again in the next. With glibc's defaults, blocks above the mmap threshold (128 KB at
-first, adapting up to 32 MB) come straight from the kernel and go back to it when freed, so every iteration touches fresh
-pages and pays a page fault per 4 KB. Measured on this 2-core VM (fcn, batch 256, 2 threads):
-186,000 page faults and 287-313 ms per step, against 0 faults and 109-116 ms when freed memory
-is kept for reuse; at batch 64: 43-45 ms against 27-29 ms. How much of a step went to page
-faults also varied from process to process (steady iteration times of identical processes
-spread by 10-26 %), and glibc's adaptive threshold made the first 10-20 iterations slower
-than the rest, which a short probe then took for the steady state.
+first, adapting up to 32 MB) come straight from the kernel and go back to it when freed, so
+every iteration touches fresh pages and pays a page fault per 4 KB. Measured on this 2-core
+VM (fcn, 2 threads): at batch 256, 186,000 page faults and 287-313 ms per step, against 0
+faults and 109-116 ms with freed memory kept for reuse; at batch 64, 43-45 ms against
+27-29 ms. The cost of those faults also differs from process to process, which made
+identical probes disagree (see ``docs/benchmarks.md``, "Probe noise floor").
 
 :func:`keep_freed_memory` sets glibc's own knobs (``mallopt``) so that the heap serves every
 block and keeps what is freed: the effect that jemalloc or tcmalloc give PyTorch when
-preloaded, without a library to install. The probe and the training entry point both call it,
-so what the probe measures is what the run gets.
+preloaded, without a library to install. The PyTorch probe and training run both call it
+(through :func:`advisor.probes.torch_runner.configure`), so what the probe measures is what
+the run gets. TensorFlow keeps its defaults (not measured there).
 """
 
 from __future__ import annotations

@@ -48,7 +48,8 @@ def array_dataset(x: Any, y: Any, batch_size: int, *, shuffle: bool) -> Any:
     batches = batches.map(gather, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
     options = tf.data.Options()
     options.autotune.enabled = False
-    # as Keras does: no graph rewrites, which would serialise (copy) the whole-array tensor
+    # as Keras does: no graph rewrites, which copy the whole-array tensor into every new
+    # iterator (measured: 2.2 s per iterator at 76,288 fcn samples, 0.01 s without)
     options.experimental_optimization.apply_default_optimizations = False
     return batches.with_options(options)
 

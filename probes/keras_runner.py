@@ -61,7 +61,8 @@ class KerasSetup:
     """What a Keras workload builder returns.
 
     ``model`` is a compiled ``keras.Model``. ``train`` and ``val`` are either ``(x, y)`` numpy
-    arrays (batched by ``batch_size``) or already batched ``tf.data.Dataset`` objects; ``val``
+    arrays (batched by ``batch_size`` through :func:`advisor.probes.keras_data.as_dataset`,
+    in the probe and the training run alike) or already batched ``tf.data.Dataset`` objects; ``val``
     may be None (no validation). ``callbacks`` are passed to ``fit``. ``n_train``/``n_val``
     are the real dataset sizes to extrapolate to, when the builder knows them and they differ
     from the data given (user workloads); built-in workloads leave them None. ``data_s`` is

@@ -81,16 +81,8 @@ def to_channels_first(x: np.ndarray) -> np.ndarray:
 
 
 def to_channels_last(x: np.ndarray) -> np.ndarray:
-    """(N, C, H, W) -> (N, H, W, C) with plain C-order strides.
-
-    ``np.ascontiguousarray`` of the transposed view is not enough for one channel: it keeps
-    the view, whose size-1 axis has a large stride, and TensorFlow converts such an array
-    element by element (4.4 s for 76,288 64x64 patches, against under 1 s for plain strides).
-    """
-    n, c, h, w = x.shape
-    if c == 1:
-        return x.reshape(n, h, w, 1)  # the same memory order
-    return np.transpose(x, (0, 2, 3, 1)).copy()
+    """(N, C, H, W) -> contiguous (N, H, W, C)."""
+    return np.ascontiguousarray(np.transpose(x, (0, 2, 3, 1)))
 
 
 def _resize_nearest(images: np.ndarray, height: int, width: int) -> np.ndarray:
