@@ -163,8 +163,10 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "ranking": ranking[:RANKING_ROWS],
         "epoch_sweep": _epoch_sweep(outcome, pareto_front(feasible)[:SWEEP_ROWS]),
         "notes": [
-            "Hyperparameters do not change the time per iteration; the values shown are the "
-            "study's samples, and their ranges go to the managed tuning job (advisor submit).",
+            "Times are probed at one hyperparameter setting and at the start of training; "
+            "the values shown are the study's samples, and their ranges go to the managed "
+            "tuning job (advisor submit). Models whose iterations speed up as they train "
+            "(e.g. fcn, about 15 % on CPU: docs/benchmarks.md) take less than predicted.",
             f"Spot runs include a restart overhead of +{SPOT_RESTART_OVERHEAD:.0%} "
             f"(upper bound +{SPOT_RESTART_OVERHEAD_HIGH:.0%}) for interruptions.",
         ],
