@@ -20,8 +20,9 @@ import numpy as np
 
 def as_dataset(data: Any, batch_size: int, *, shuffle: bool) -> Any:
     """``data`` as a batched ``tf.data.Dataset``: NumPy ``(x, y)`` through
-    :func:`array_dataset`; a ``tf.data.Dataset`` is returned as it is (the user's pipeline)."""
-    if not isinstance(data, tuple | list):
+    :func:`array_dataset`; a ``tf.data.Dataset`` (the user's pipeline) or None (no
+    validation data) is returned as it is."""
+    if data is None or not isinstance(data, tuple | list):
         return data
     if len(data) != 2:
         raise ValueError(f"data must be (x, y), but got a sequence of {len(data)}")

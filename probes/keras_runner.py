@@ -62,10 +62,11 @@ class KerasSetup:
 
     ``model`` is a compiled ``keras.Model``. ``train`` and ``val`` are either ``(x, y)`` numpy
     arrays (batched by ``batch_size`` through :func:`advisor.probes.keras_data.as_dataset`,
-    in the probe and the training run alike) or already batched ``tf.data.Dataset`` objects; ``val``
-    may be None (no validation). ``callbacks`` are passed to ``fit``. ``n_train``/``n_val``
-    are the real dataset sizes to extrapolate to, when the builder knows them and they differ
-    from the data given (user workloads); built-in workloads leave them None. ``data_s`` is
+    in the probe and the training run alike) or already batched ``tf.data.Dataset``
+    objects; ``val`` may be None (no validation). ``callbacks`` are passed to ``fit``.
+    ``n_train``/``n_val`` are the real dataset sizes to extrapolate to, when the builder knows
+    them and they differ from the data given (user workloads); built-in workloads leave them
+    None. ``data_s`` is
     how long the builder took to prepare ``data_samples`` samples, when it knows: the probe
     scales that part of initialisation to the full dataset size (as the PyTorch probe does).
     """
@@ -167,7 +168,7 @@ def _probe(request: ProbeRequest, started: float, on_progress: ProgressFn | None
     # The inputs are converted before fit, as in a real run (part of initialisation).
     convert_start = time.perf_counter()
     train_data = as_dataset(setup.train, b, shuffle=True)
-    val_data = None if setup.val is None else as_dataset(setup.val, b, shuffle=False)
+    val_data = as_dataset(setup.val, b, shuffle=False)
     convert_s = time.perf_counter() - convert_start
     setup.model.fit(
         train_data,
@@ -444,9 +445,7 @@ def train(
         as_dataset(setup.train, setup.batch_size, shuffle=True),
         epochs=epochs,
         shuffle=False,  # the dataset shuffles itself
-        validation_data=None
-        if setup.val is None
-        else as_dataset(setup.val, setup.batch_size, shuffle=False),
+        validation_data=as_dataset(setup.val, setup.batch_size, shuffle=False),
         callbacks=callbacks,
         verbose=0,
     )
