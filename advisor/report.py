@@ -165,13 +165,21 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "notes": [
             "Times are probed at one hyperparameter setting and at the start of training; "
             "the values shown are the study's samples, and their ranges go to the managed "
-            "tuning job (advisor submit). Models whose iterations speed up as they train "
-            "(e.g. fcn, about 15 % on CPU: docs/benchmarks.md) take less than predicted.",
+            "tuning job (advisor submit). A model whose kernels get faster as it trains "
+            "(e.g. max pooling on channels-first CPU tensors: the probe warns) takes less "
+            "than predicted (docs/benchmarks.md).",
             f"Spot runs include a restart overhead of +{SPOT_RESTART_OVERHEAD:.0%} "
             f"(upper bound +{SPOT_RESTART_OVERHEAD_HIGH:.0%}) for interruptions.",
         ],
     }
+    report["notes"] += [f"Probe: {w}." for w in _probe_warnings(trials)]
     return report
+
+
+def _probe_warnings(trials: list[FrozenTrial]) -> list[str]:
+    """The distinct warnings of the probes behind ``trials``."""
+    found = {w for t in trials for w in (t.user_attrs.get("probe") or {}).get("warnings", ())}
+    return sorted(found)
 
 
 def _local_row(ranking: list[dict[str, Any]]) -> dict[str, Any] | None:

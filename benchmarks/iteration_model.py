@@ -165,8 +165,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     cases = parse_cases(args.cases or (QUICK_CASES if args.quick else DEFAULT_CASES))
     target = args.target_seconds if args.target_seconds else (20.0 if args.quick else 150.0)
     share = 1.0 if args.quick else args.max_probe_share
-    probes: dict[Case, Any] = {}
-    for case in cases:
+
+    def probe_case(case: Case) -> Any:
         probe = run_probe(
             ProbeRequest(
                 case.workload,
@@ -180,11 +180,13 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         )
         if not probe.ok:
             raise SystemExit(f"probe {case.label} failed: {probe.status} {probe.error}")
-        probes[case] = probe
         print(
             f"probed {case.label}: t2 {phase_times(probe).t2.value:.4f} s, wall {probe.wall_s:.1f} s",
             file=sys.stderr,
         )
+        return probe
+
+    probes = {case: probe_case(case) for case in cases}  # these size the datasets
     sizes = {}
     for name in sorted({c.workload for c in cases}):
         wl = get(name)
@@ -192,10 +194,13 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         sizes[name] = size_workload(mine, wl, args.epochs, target, share)
     rows = []
     for case in cases:
-        probe = probes[case]
         wl = get(case.workload)
         n_train = sizes[case.workload]
         n_val = val_size(wl, n_train)
+        early = estimate(probes[case], n_train, n_val, args.epochs, case.batch_size)
+        # By default the prediction comes from a probe taken just before the run, as a user
+        # would probe and then train; the sizing probe's prediction is reported alongside.
+        probe = probe_case(case) if args.probe_before_run else probes[case]
         est = estimate(probe, n_train, n_val, args.epochs, case.batch_size)
         print(
             f"running {case.label}: n_train {n_train}, predicted {est.runtime.value:.0f} s",
@@ -213,6 +218,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             timeout=max(600.0, 5 * est.runtime.high),
         )
         err = (est.runtime.value - real["real_s"]) / real["real_s"]
+        early_err = (early.runtime.value - real["real_s"]) / real["real_s"]
         ph = phase_times(probe, n_train, n_val)
         rows.append(
             {
@@ -226,6 +232,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "predicted": est.runtime.to_dict(),
                 "real_s": real["real_s"],
                 "error": err,
+                "sizing_probe_error": early_err,
                 "inside": est.runtime.low <= real["real_s"] <= est.runtime.high,
                 "probe_wall_s": probe.wall_s,
                 "probe_share": probe.wall_s / real["real_s"],
@@ -250,6 +257,7 @@ def format_row(r: dict[str, Any]) -> str:
         f"| {r['case']} | {r['n_train']} / {r['n_val']} | {r['epochs']} | "
         f"{p['value']:.1f} ({p['low']:.1f}-{p['high']:.1f}) | {r['real_s']:.1f} | "
         f"{100 * r['error']:+.1f} | {'yes' if r['inside'] else 'no'} | "
+        f"{100 * r['sizing_probe_error']:+.1f} | "
         f"{r['probe_wall_s']:.1f} ({100 * r['probe_share']:.1f} %) | "
         f"{r['probe']['t2']:.4f} / {r['run']['t2_median']:.4f} | "
         f"{r['probe']['init']:.1f} / {r['run']['init_s']:.1f} |"
@@ -266,23 +274,34 @@ def ranking(rows: list[dict[str, Any]]) -> dict[str, bool]:
     return out
 
 
-def report(rows: list[dict[str, Any]], command: str) -> str:
+def report(rows: list[dict[str, Any]], command: str, probe_before_run: bool = True) -> str:
     errors = [abs(r["error"]) for r in rows]
+    early = [abs(r["sizing_probe_error"]) for r in rows]
+    which = (
+        "a probe taken just before the run"
+        if probe_before_run
+        else "the probe that sized the datasets"
+    )
     lines = [
         f"Command: `{command}`",
         "",
-        "Predicted = iteration-based formula with validation from the probe (t2 = median of "
+        f"Predicted = iteration-based formula with validation from {which} (t2 = median of "
         "iterations 2..k, 90 % interval); real = process start to end of the last epoch of a "
         "real training run in its own process. Probe and run t2 are the median steady "
         "iteration of each; init is process start to first batch ready (probe: data "
-        "preparation scaled to the run's dataset size).",
+        "preparation scaled to the run's dataset size). Sizing-probe error = the error of the "
+        "prediction from the first round of probes, taken before all runs (up to 30 min "
+        "earlier).",
         "",
         "| case | n_train / n_val | epochs | predicted s (interval) | real s | error % | inside | "
-        "probe wall s (% of run) | t2 probe / run s | init probe / run s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "sizing-probe error % | probe wall s (% of run) | t2 probe / run s | "
+        "init probe / run s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
         *[format_row(r) for r in rows],
         "",
-        f"Median |error| {100 * statistics.median(errors):.1f} %, worst {100 * max(errors):.1f} %, "
+        f"Median |error| {100 * statistics.median(errors):.1f} %, worst {100 * max(errors):.1f} % "
+        f"(sizing probes: median {100 * statistics.median(early):.1f} %, worst "
+        f"{100 * max(early):.1f} %), "
         f"inside interval {sum(r['inside'] for r in rows)}/{len(rows)}, "
         f"max probe share {100 * max(r['probe_share'] for r in rows):.1f} %. "
         "Ranking (order of predicted = order of real runtimes): "
@@ -308,6 +327,13 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=10, help="probe iterations k")
     parser.add_argument("--target-seconds", type=float, default=None)
     parser.add_argument("--max-probe-share", type=float, default=0.02)
+    parser.add_argument(
+        "--probe-before-run",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="predict each run from a probe taken just before it (default), not from the "
+        "probe that sized the datasets",
+    )
     parser.add_argument("--write-docs", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--_full-run", dest="full_run", help=argparse.SUPPRESS)
@@ -318,7 +344,7 @@ def main() -> None:
     started = time.time()
     rows = run(args)
     command = "python benchmarks/iteration_model.py " + " ".join(sys.argv[1:])
-    text = report(rows, command.strip())
+    text = report(rows, command.strip(), args.probe_before_run)
     text += f"\n\nBenchmark wall time {time.time() - started:.0f} s."
     print(text)
     if args.json:

@@ -76,6 +76,8 @@ class ProbeResult:
     # other dataset sizes rescale it (None: unknown, not scaled).
     data_s: float | None = None
     data_samples: int = 0
+    # What the probe noticed that may make a real run differ from it (one line each).
+    warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.batch_size <= 0:
@@ -100,6 +102,7 @@ class ProbeResult:
         data = dict(data)
         data["iteration_s"] = tuple(data.get("iteration_s", ()))
         data["validation_s"] = tuple(data.get("validation_s", ()))
+        data["warnings"] = tuple(data.get("warnings", ()))
         return cls(**data)
 
     @classmethod

@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 from advisor.probes import allocator
+from advisor.probes.cpu_layout import NchwPoolingCheck
 from advisor.probes.host import cpu_model, peak_rss_bytes
 from advisor.probes.result import ProbeRequest, ProbeResult
 from torch.utils.data import DataLoader, Dataset
@@ -379,7 +380,8 @@ def _probe(request: ProbeRequest, started: float, on_progress: ProgressFn | None
             f"samples ({setup.data_s:.3f} s) to {n_train + n_val} (+{extra:.3f} s)"
         )
 
-    flops = flops_per_iteration(setup, first_batch)
+    with NchwPoolingCheck() as layout:  # watches the same forward + backward pass
+        flops = flops_per_iteration(setup, first_batch)
     peak_acc = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
     params = sum(p.numel() for p in setup.model.parameters() if p.requires_grad)
     grad_bytes = sum(
@@ -418,6 +420,7 @@ def _probe(request: ProbeRequest, started: float, on_progress: ProgressFn | None
         fingerprint=fingerprint,
         data_s=setup.data_s,
         data_samples=setup.data_samples or 0,
+        warnings=layout.warnings(),
     )
 
 

@@ -230,3 +230,5 @@ def predict(
         f"{getattr(catalog, 'snapshot', snapshot)})"
     )
     _print(rows, tables, header)
+    for warning in probe.warnings:
+        output.console().print(f"warning (probe): {warning}")

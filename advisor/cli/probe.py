@@ -104,6 +104,8 @@ def render(result: Any) -> None:
     for row in rows:
         table.add_row(*row)
     console.print(table)
+    for warning in result.warnings:
+        console.print(f"warning: {warning}")
 
 
 def _val_note(result: Any) -> str:

@@ -88,7 +88,7 @@ def build_torch(
     val = seismic_patches(n_val, SIDE, seed=seed + 1_000_003)
     data_s = time.perf_counter() - start
     train_loader, val_loader = _recipes.torch_loaders(train, val, batch_size, seed)
-    model = fcn_torch(dropout)
+    model = _recipes.channels_last(fcn_torch(dropout))
     opt = _recipes.torch_optimizer(model.parameters(), optimizer, lr, momentum, weight_decay)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
         opt, T_max=max(1, int(epochs)), eta_min=lr / 10

@@ -109,7 +109,7 @@ def build_torch(
     train_loader, val_loader = _recipes.torch_loaders(
         (to_channels_first(x), y), (to_channels_first(vx), vy), batch_size, seed
     )
-    model = googlenet_torch(dropout)
+    model = _recipes.channels_last(googlenet_torch(dropout))
     return TorchSetup(
         model=model,
         loss_fn=nn.CrossEntropyLoss(),

@@ -74,7 +74,7 @@ def build_torch(
     val = digit_images(n_val, seed=seed + 1_000_003, subset="val")
     data_s = time.perf_counter() - start
     train_loader, val_loader = _recipes.torch_loaders(train, val, batch_size, seed)
-    model = simple_cnn_torch(dropout)
+    model = _recipes.channels_last(simple_cnn_torch(dropout))
     return TorchSetup(
         model=model,
         loss_fn=nn.CrossEntropyLoss(),

@@ -73,7 +73,7 @@ def _build(
     train_loader, val_loader = _recipes.torch_loaders(
         (to_channels_first(x), y), (to_channels_first(vx), vy), batch_size, seed
     )
-    model = vgg_torch(variant, dropout)
+    model = _recipes.channels_last(vgg_torch(variant, dropout))
     return TorchSetup(
         model=model,
         loss_fn=nn.CrossEntropyLoss(),

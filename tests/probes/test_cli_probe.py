@@ -98,3 +98,16 @@ def test_estimate_needs_probe_or_model(tmp_path: Path) -> None:
         timeout=60,
     )
     assert proc.returncode == 2 and "Cannot read a probe result" in proc.stderr
+
+
+def test_probe_prints_its_warnings_and_keeps_them_in_json(tmp_path: Path) -> None:
+    out = tmp_path / "probe.json"
+    base = [sys.executable, "-m", "advisor.cli.main", "probe", "--model"]
+    args = ["user_models:build_pooling", "--batch-size", "16", "--iterations", "3"]
+    proc = subprocess.run(
+        [*base, *args, "--out", str(out)], capture_output=True, text=True, env=_env(), timeout=180
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: max pooling runs on channels-first (NCHW) CPU tensors" in proc.stdout
+    saved = json.loads(out.read_text())
+    assert len(saved["warnings"]) == 1 and "channels_last" in saved["warnings"][0]

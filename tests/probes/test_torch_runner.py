@@ -35,6 +35,7 @@ def test_probe_in_process_measures_every_phase() -> None:
     assert result.fingerprint["torch"] == torch.__version__ and result.fingerprint["threads"] == 1
     assert result.data_s is not None and result.data_samples == 16 * 4 + 32
     assert events[-1] == ("validation", 2, 2) and ("iterations", 4, 4) in events
+    assert result.warnings == ()  # fcn pools channels-last: nothing data-dependent
 
 
 def test_flops_per_iteration_scale_with_batch_size() -> None:
@@ -105,3 +106,17 @@ def test_time_boxed_probe_stops_after_the_minimum_iterations() -> None:
     assert len(result.iteration_s) == 5  # MIN_PROBE_ITERATIONS, then the time box applies
     assert not request.stop_early(4, 10.0) and request.stop_early(5, 1e-6)
     assert not ProbeRequest("fcn", batch_size=16).stop_early(100, 1e9)  # no time box
+
+
+def test_probe_warns_when_max_pooling_runs_channels_first_on_cpu() -> None:
+    def probe(**hps: bool) -> tuple[str, ...]:
+        request = ProbeRequest(
+            "user_models:build_pooling", batch_size=16, iterations=3, threads=1, hyperparameters=hps
+        )
+        result = torch_runner.probe_in_process(request)
+        assert result.ok, result.error
+        return result.warnings
+
+    warnings = probe()
+    assert len(warnings) == 1 and "channels_last" in warnings[0] and "NCHW" in warnings[0]
+    assert probe(channels_last=True) == ()

@@ -31,6 +31,23 @@ def build(batch_size: int = 32, seed: int = 0, lr: float = 0.1, **_: Any) -> Any
     return model, nn.CrossEntropyLoss(), opt, _data(512, seed), _data(128, seed + 1)
 
 
+def build_pooling(
+    batch_size: int = 32, seed: int = 0, channels_last: bool = False, **_: Any
+) -> Any:
+    """A small convnet with max pooling on 4x16x16 images, channels-first unless asked."""
+    torch.manual_seed(seed)
+    model = nn.Sequential(
+        nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(512, 2)
+    )
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(256, 4, 16, 16, generator=g)
+    data = TensorDataset(x, (x.mean(dim=(1, 2, 3)) > 0).long())
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    return model, nn.CrossEntropyLoss(), opt, data, data
+
+
 class _NanLoss(nn.Module):
     def forward(self, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return nn.functional.cross_entropy(out, target) * float("nan")
