@@ -170,9 +170,9 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
             "than predicted (docs/benchmarks.md).",
             f"Spot runs include a restart overhead of +{SPOT_RESTART_OVERHEAD:.0%} "
             f"(upper bound +{SPOT_RESTART_OVERHEAD_HIGH:.0%}) for interruptions.",
+            *(f"Probe: {w}." for w in _probe_warnings(trials)),
         ],
     }
-    report["notes"] += [f"Probe: {w}." for w in _probe_warnings(trials)]
     return report
 
 
