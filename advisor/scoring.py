@@ -6,7 +6,7 @@ new probes); subclasses fill in a few private hooks:
 
 - ``LocalBackend``: real probes on this machine (``advisor.probes.runner.run_probe``, cached in
   the study storage), measured phases for the local machine, the performance model
-  (``advisor.probes.performance_model.predict_phases``) for catalog machines, and the
+  (``advisor.probes.perf.model.predict_phases``) for catalog machines, and the
   iteration-time model (``advisor.probes.iteration_model.estimate``) for the run.
 - ``advisor.replay.ReplayBackend``: serves a fixed recorded table; used by tests and the
   search-efficiency benchmark exactly the way the real back end is used.
@@ -372,7 +372,7 @@ class LocalBackend(Backend):
 
     ``run_probe`` and ``predict_phases`` are injectable (tests pass fakes); by default they
     are ``advisor.probes.runner.run_probe`` and
-    ``advisor.probes.performance_model.predict_phases``.
+    ``advisor.probes.perf.model.predict_phases``.
     """
 
     name = "local"
@@ -480,7 +480,7 @@ class LocalBackend(Backend):
             if instance.provider == "local":
                 phases = phase_times(probe, workload.n_train, workload.n_val)
             else:
-                from advisor.probes.performance_model import predict_phases
+                from advisor.probes.perf.model import predict_phases
 
                 predict = self._predict or predict_phases
                 phases = predict(probe, instance, self.catalog, batch_size)

@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from advisor.probes.perf_signature import steady_stats
-from advisor.probes.performance_model import predict
+from advisor.probes.perf.model import predict
+from advisor.probes.perf.signature import steady_stats
 from advisor.probes.result import ProbeRequest, ProbeResult
 from advisor.probes.runner import run_probe
 from advisor.providers.catalog._types import InstanceType

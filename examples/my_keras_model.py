@@ -2,7 +2,7 @@
 `advisor probe --framework keras --model examples.my_keras_model:build`.
 
 A builder takes the same keyword arguments as a PyTorch one and returns an
-``advisor.probes.keras_runner.KerasSetup``: a compiled ``keras.Model`` and ``(x, y)`` arrays
+``advisor.search_spaces.workloads.KerasSetup``: a compiled ``keras.Model`` and ``(x, y)`` arrays
 (or batched ``tf.data.Dataset`` objects) for training and validation.
 """
 
@@ -31,7 +31,7 @@ def build(
 ) -> Any:
     """The same MLP and data as ``examples/my_torch_model.py``, in Keras."""
     import keras
-    from advisor.probes.keras_runner import KerasSetup
+    from advisor.search_spaces.workloads import KerasSetup
 
     keras.utils.set_random_seed(seed)
     model = keras.Sequential(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
+from advisor.search_spaces.workloads.setups import sample_count
 
 
 def as_dataset(data: Any, batch_size: int, *, shuffle: bool) -> Any:
@@ -53,11 +53,3 @@ def array_dataset(x: Any, y: Any, batch_size: int, *, shuffle: bool) -> Any:
     # iterator (measured: 2.2 s per iterator at 76,288 fcn samples, 0.01 s without)
     options.experimental_optimization.apply_default_optimizations = False
     return batches.with_options(options)
-
-
-def sample_count(x: Any) -> int:
-    """Number of samples in ``x``: the first axis of its first array (dicts and tuples of
-    arrays, as multi-input models take, are looked into)."""
-    while isinstance(x, dict | tuple | list):
-        x = next(iter(x.values())) if isinstance(x, dict) else x[0]
-    return int(np.shape(x)[0])

@@ -25,15 +25,15 @@ import math
 import platform
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import keras
 import numpy as np
 from advisor.probes.host import cpu_model, peak_rss_bytes
 from advisor.probes.keras import ProbeCallback, ProgressFn
-from advisor.probes.keras_data import as_dataset, sample_count
+from advisor.probes.keras_data import as_dataset
 from advisor.probes.result import ProbeRequest, ProbeResult
+from advisor.search_spaces.workloads.setups import KerasSetup
 
 FLOPS_METHOD = (
     "TensorFlow op statistics (tf.profiler float_operation) on the forward graph at batch 1, "
@@ -54,46 +54,6 @@ MATMUL_OPS = frozenset(
         "_FusedMatMul",
     }
 )
-
-
-@dataclass(frozen=True)
-class KerasSetup:
-    """What a Keras workload builder returns.
-
-    ``model`` is a compiled ``keras.Model``. ``train`` and ``val`` are either ``(x, y)`` numpy
-    arrays (batched by ``batch_size`` through :func:`advisor.probes.keras_data.as_dataset`,
-    in the probe and the training run alike) or already batched ``tf.data.Dataset``
-    objects; ``val`` may be None (no validation). ``callbacks`` are passed to ``fit``.
-    ``n_train``/``n_val`` are the real dataset sizes to extrapolate to, when the builder knows
-    them and they differ from the data given (user workloads); built-in workloads leave them
-    None. ``data_s`` is
-    how long the builder took to prepare ``data_samples`` samples, when it knows: the probe
-    scales that part of initialisation to the full dataset size (as the PyTorch probe does).
-    """
-
-    model: Any
-    train: Any
-    batch_size: int
-    val: Any = None
-    callbacks: tuple[Any, ...] = ()
-    n_train: int | None = None
-    n_val: int | None = None
-    data_s: float | None = None
-    data_samples: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.batch_size <= 0:
-            raise ValueError(f"batch_size must be > 0, but got {self.batch_size}")
-        if not hasattr(self.model, "fit") or not getattr(self.model, "compiled", True):
-            raise ValueError(f"model must be a compiled keras.Model, but got {self.model!r}")
-
-    def train_samples(self) -> int | None:
-        """Number of training samples given (None when a dataset's size is unknown)."""
-        return _samples(self.train, self.batch_size)
-
-    def val_samples(self) -> int | None:
-        """Number of validation samples given (0 without validation data)."""
-        return 0 if self.val is None else _samples(self.val, self.batch_size)
 
 
 def configure(threads: int | None, device: str = "cpu") -> int:
@@ -355,13 +315,6 @@ def _input_spec(data: Any) -> Any:
         )
     x_spec = data.element_spec[0] if isinstance(data.element_spec, tuple) else data.element_spec
     return tf.nest.map_structure(lambda s: tf.TensorSpec([1, *s.shape[1:]], s.dtype), x_spec)
-
-
-def _samples(data: Any, batch_size: int) -> int | None:
-    if isinstance(data, tuple | list):
-        return sample_count(data[0])
-    cardinality = int(data.cardinality())
-    return cardinality * batch_size if cardinality >= 0 else None
 
 
 def _resolve(workload: str) -> tuple[Callable[..., Any], int | None, int | None]:

@@ -22,7 +22,6 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -30,41 +29,10 @@ from advisor.probes import allocator
 from advisor.probes.cpu_layout import NchwPoolingCheck
 from advisor.probes.host import cpu_model, peak_rss_bytes
 from advisor.probes.result import ProbeRequest, ProbeResult
+from advisor.search_spaces.workloads.setups import TorchSetup
 from torch.utils.data import DataLoader, Dataset
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
-
-
-@dataclass(frozen=True)
-class TorchSetup:
-    """What a PyTorch workload builder returns.
-
-    ``train_loader``/``val_loader`` yield ``(inputs, targets)`` batches (``val_loader`` may be
-    None: no validation). ``scheduler`` (optional) is stepped once per epoch. ``data_s`` is how
-    long the builder took to prepare ``data_samples`` samples (generate or load them), when it
-    knows: the probe scales that part of initialisation to the full dataset size.
-    """
-
-    model: Any
-    loss_fn: Any
-    optimizer: Any
-    train_loader: Any
-    val_loader: Any = None
-    scheduler: Any = None
-    data_s: float | None = None
-    data_samples: int | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.model, torch.nn.Module):
-            raise ValueError(
-                f"model must be a torch.nn.Module, but got {type(self.model).__name__}"
-            )
-        if not isinstance(self.optimizer, torch.optim.Optimizer):
-            raise ValueError(
-                f"optimizer must be a torch.optim.Optimizer, but got {type(self.optimizer).__name__}"
-            )
-        if not callable(self.loss_fn):
-            raise ValueError(f"loss_fn must be callable, but got {self.loss_fn!r}")
 
 
 class StepTimer:

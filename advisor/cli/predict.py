@@ -44,7 +44,7 @@ def _run_probe(model: str, batch: int, framework: str, threads: int | None, quie
 def _traced(probe: Any, quiet: bool) -> Any:
     """Add the traced op count, activation bytes and loader time to a torch probe that lacks
     them (refines the GPU host terms); on failure keep the model's priors and say so."""
-    from advisor.probes.perf_trace import TRACE_KEYS, trace_torch_step, with_trace
+    from advisor.probes.perf.trace import TRACE_KEYS, trace_torch_step, with_trace
 
     if probe.framework != "torch" or all(k in probe.fingerprint for k in TRACE_KEYS):
         return probe
@@ -166,8 +166,8 @@ def predict(
     as_json: bool,
 ) -> None:
     """Predict time and cost of training MODEL on each instance from one local probe."""
-    from advisor.probes.perf_report import forecast, normalised_tables
-    from advisor.probes.perf_signature import steady_stats
+    from advisor.probes.perf.report import forecast, normalised_tables
+    from advisor.probes.perf.signature import steady_stats
     from advisor.search_spaces.workloads import get
 
     if batch_size <= 0:

@@ -8,5 +8,15 @@ from advisor.search_spaces.workloads._registry import (
     names,
     register,
 )
+from advisor.search_spaces.workloads.setups import KerasSetup, TorchSetup
 
-__all__ = ["Workload", "all_workloads", "get", "load_callable", "names", "register"]
+__all__ = [
+    "KerasSetup",
+    "TorchSetup",
+    "Workload",
+    "all_workloads",
+    "get",
+    "load_callable",
+    "names",
+    "register",
+]

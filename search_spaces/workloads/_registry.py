@@ -17,7 +17,7 @@ class Workload:
     ``builders`` maps a framework name ("torch", "keras") to an import path ``module:function``
     of a builder. A builder is called as ``builder(batch_size=..., n_train=..., n_val=...,
     seed=..., **hyperparameters)`` and returns that framework's training setup (see
-    ``advisor.probes.torch_runner.TorchSetup`` and ``advisor.probes.keras_runner``).
+    ``advisor.search_spaces.workloads.setups``: ``TorchSetup`` and ``KerasSetup``).
     ``n_train``/``n_val`` are the real published dataset sizes used for extrapolation;
     the probe generates only as many samples as it needs.
     ``epochs_to_stabilise`` maps batch size to the epochs the model needs (METHOD.md 2.3).

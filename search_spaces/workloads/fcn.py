@@ -77,8 +77,8 @@ def build_torch(
 ) -> Any:
     """Build the PyTorch fcn setup (``TorchSetup``) on ``n_train``/``n_val`` generated patches."""
     import torch
-    from advisor.probes.torch_runner import TorchSetup
     from advisor.search_spaces.workloads.seismic import seismic_patches
+    from advisor.search_spaces.workloads.setups import TorchSetup
     from torch import nn
 
     torch.manual_seed(seed)

@@ -66,8 +66,8 @@ def build_keras(
 ) -> Any:
     """Build the Keras fcn setup (``KerasSetup``) on ``n_train``/``n_val`` generated patches."""
     import keras
-    from advisor.probes.keras_runner import KerasSetup
     from advisor.search_spaces.workloads.seismic import seismic_patches
+    from advisor.search_spaces.workloads.setups import KerasSetup
 
     keras.utils.set_random_seed(seed)
     start = time.perf_counter()

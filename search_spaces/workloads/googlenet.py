@@ -98,7 +98,7 @@ def build_torch(
 ) -> Any:
     """Build the PyTorch googlenet setup (``TorchSetup``) on generated 224x224 images."""
     import torch
-    from advisor.probes.torch_runner import TorchSetup
+    from advisor.search_spaces.workloads.setups import TorchSetup
     from torch import nn
 
     torch.manual_seed(seed)

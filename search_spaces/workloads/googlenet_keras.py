@@ -64,7 +64,7 @@ def build_keras(
 ) -> Any:
     """Build the Keras googlenet setup (``KerasSetup``) on generated 224x224 images."""
     import keras
-    from advisor.probes.keras_runner import KerasSetup
+    from advisor.search_spaces.workloads.setups import KerasSetup
 
     keras.utils.set_random_seed(seed)
     start = time.perf_counter()

@@ -83,7 +83,7 @@ def build_torch(
 ) -> Any:
     """Build the PyTorch lstm setup (``TorchSetup``) on generated Zipfian token sequences."""
     import torch
-    from advisor.probes.torch_runner import TorchSetup
+    from advisor.search_spaces.workloads.setups import TorchSetup
 
     torch.manual_seed(seed)
     start = time.perf_counter()

@@ -40,7 +40,7 @@ def build_keras(
 ) -> Any:
     """Build the Keras lstm setup (``KerasSetup``) on generated Zipfian token sequences."""
     import keras
-    from advisor.probes.keras_runner import KerasSetup
+    from advisor.search_spaces.workloads.setups import KerasSetup
 
     keras.utils.set_random_seed(seed)
     start = time.perf_counter()

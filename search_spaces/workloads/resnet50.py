@@ -89,7 +89,7 @@ def build_torch(
     The learning rate follows a per-epoch cosine from ``lr`` to ``lr / 50`` over ``epochs``.
     """
     import torch
-    from advisor.probes.torch_runner import TorchSetup
+    from advisor.search_spaces.workloads.setups import TorchSetup
     from torch import nn
 
     torch.manual_seed(seed)

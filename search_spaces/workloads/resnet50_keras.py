@@ -40,7 +40,7 @@ def build_keras(
     The learning rate follows a per-step cosine from ``lr`` to ``lr / 50`` over ``epochs``.
     """
     import keras
-    from advisor.probes.keras_runner import KerasSetup
+    from advisor.search_spaces.workloads.setups import KerasSetup
 
     keras.utils.set_random_seed(seed)
     start = time.perf_counter()

@@ -63,8 +63,8 @@ def build_torch(
 ) -> Any:
     """Build the PyTorch simple-cnn setup (``TorchSetup``) on ``n_train``/``n_val`` digits."""
     import torch
-    from advisor.probes.torch_runner import TorchSetup
     from advisor.search_spaces.workloads.digits import digit_images
+    from advisor.search_spaces.workloads.setups import TorchSetup
     from torch import nn
 
     torch.manual_seed(seed)

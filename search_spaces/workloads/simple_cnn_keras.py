@@ -44,8 +44,8 @@ def build_keras(
 ) -> Any:
     """Build the Keras simple-cnn setup (``KerasSetup``) on ``n_train``/``n_val`` digits."""
     import keras
-    from advisor.probes.keras_runner import KerasSetup
     from advisor.search_spaces.workloads.digits import digit_images
+    from advisor.search_spaces.workloads.setups import KerasSetup
 
     keras.utils.set_random_seed(seed)
     start = time.perf_counter()

@@ -61,7 +61,7 @@ def _build(
     optimizer: str,
 ) -> Any:
     import torch
-    from advisor.probes.torch_runner import TorchSetup
+    from advisor.search_spaces.workloads.setups import TorchSetup
     from torch import nn
 
     torch.manual_seed(seed)

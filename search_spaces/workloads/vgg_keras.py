@@ -42,7 +42,7 @@ def _build(
     optimizer: str,
 ) -> Any:
     import keras
-    from advisor.probes.keras_runner import KerasSetup
+    from advisor.search_spaces.workloads.setups import KerasSetup
 
     keras.utils.set_random_seed(seed)
     side = VARIANTS[variant][0]

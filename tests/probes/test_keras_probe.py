@@ -16,7 +16,7 @@ USER_MODEL = '''
 import numpy as np
 import keras
 
-from advisor.probes.keras_runner import KerasSetup
+from advisor.search_spaces.workloads import KerasSetup
 
 
 def build(batch_size=32, seed=0, lr=0.01, poison=False, **_ignored):

@@ -11,9 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from advisor.probes.iteration_model import phase_times
-from advisor.probes.perf_calibration import calibration_factor, record_measurement
-from advisor.probes.perf_cpu import fit_parallel_fraction, local_cpu
-from advisor.probes.performance_model import (
+from advisor.probes.perf.calibration import calibration_factor, record_measurement
+from advisor.probes.perf.cpu import fit_parallel_fraction, local_cpu
+from advisor.probes.perf.model import (
     calibrate_from,
     predict,
     predict_phases,
@@ -207,7 +207,7 @@ def test_missing_flop_count_widens_the_gpu_interval() -> None:
 
 @pytest.mark.slow
 def test_trace_counts_ops_and_activation_bytes_of_a_real_step() -> None:
-    from advisor.probes.perf_trace import trace_torch_step, with_trace
+    from advisor.probes.perf.trace import trace_torch_step, with_trace
 
     trace = trace_torch_step("fcn", 64, loader_batches=2)
     assert 20 <= trace["ops_per_iteration"] <= 1000

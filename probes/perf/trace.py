@@ -4,7 +4,7 @@ With torch's own ``TorchDispatchMode`` it counts the framework ops of a step (fo
 backward, optimizer: what an eager GPU run has to launch one by one) and the bytes of the
 forward outputs per sample (activation memory traffic); it times the DataLoader alone
 (host input pipeline). The results go into a probe's fingerprint under the keys
-``perf_signature.signature`` reads: ``ops_per_iteration``, ``activation_bytes_per_sample``,
+``perf.signature.signature`` reads: ``ops_per_iteration``, ``activation_bytes_per_sample``,
 ``data_s``. Imports torch: call it only where torch is wanted.
 """
 

@@ -4,12 +4,12 @@ The measurement wins: for the local machine at the probed batch size and thread 
 measured phases are returned unchanged. Otherwise the model predicts, with an interval:
 
 - CPU-only machines (and the local one at another batch/thread count): the local CPU time
-  scaled by thread count (Amdahl) and per-core speed (``perf_cpu``);
+  scaled by thread count (Amdahl) and per-core speed (``perf.cpu``);
 - GPUs and TPUs: a roofline per device with host dispatch, input pipeline and data-parallel
-  all-reduce (``perf_accel``), constants from public figures (``perf_constants``,
+  all-reduce (``perf.accel``), constants from public figures (``perf.constants``,
   docs/calibration.md);
 - then, if real results were recorded for that device class, a measured/predicted
-  correction (``perf_calibration``).
+  correction (``perf.calibration``).
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Protocol
 
-from advisor.probes import perf_accel, perf_cpu
-from advisor.probes.perf_calibration import (
+from advisor.probes.perf import accel as perf_accel
+from advisor.probes.perf import cpu as perf_cpu
+from advisor.probes.perf.calibration import (
     CalibrationFactor,
     calibration_factor,
     record_measurement,
 )
-from advisor.probes.perf_signature import WorkloadSignature, signature
-from advisor.probes.perf_types import Prediction, around
+from advisor.probes.perf.signature import WorkloadSignature, signature
+from advisor.probes.perf.types import Prediction, around
 from advisor.probes.result import Interval, PhaseTimes, ProbeResult
 from advisor.providers.catalog._types import AcceleratorSpec, InstanceType
 
@@ -184,7 +185,7 @@ def calibrate_from(
             f"The measured probe on {machine.key} failed ({measured.status}).",
             "record only successful runs.",
         )
-    from advisor.probes.perf_signature import steady_stats
+    from advisor.probes.perf.signature import steady_stats
 
     predicted = predict(
         local_probe, machine, catalog, measured.batch_size, calibrate=False

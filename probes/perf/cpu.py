@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.probes import perf_constants as C
-from advisor.probes.perf_signature import WorkloadSignature
-from advisor.probes.perf_types import around, combine
+from advisor.probes.perf import constants as C
+from advisor.probes.perf.signature import WorkloadSignature
+from advisor.probes.perf.types import around, combine
 from advisor.probes.result import PhaseTimes
 from advisor.providers.catalog._types import InstanceType
 

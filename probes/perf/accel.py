@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from advisor.probes import perf_constants as C
-from advisor.probes.perf_signature import WorkloadSignature
-from advisor.probes.perf_types import around, combine
+from advisor.probes.perf import constants as C
+from advisor.probes.perf.signature import WorkloadSignature
+from advisor.probes.perf.types import around, combine
 from advisor.probes.result import Interval, PhaseTimes
 from advisor.providers.catalog._types import AcceleratorSpec, InstanceType
 

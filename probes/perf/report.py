@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.probes.iteration_model import DEFAULT_EPOCHS, Estimate, epoch_sweep, normalise
-from advisor.probes.perf_types import Prediction
-from advisor.probes.performance_model import AcceleratorLookup, predict
+from advisor.probes.perf.model import AcceleratorLookup, predict
+from advisor.probes.perf.types import Prediction
 from advisor.probes.result import ProbeResult
 from advisor.providers.catalog._types import InstanceType
 

@@ -7,7 +7,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from advisor.probes import perf_constants as C
+from advisor.probes.perf import constants as C
 from advisor.probes.result import ProbeResult
 
 from advisor.errors import AdvisorError
