@@ -38,6 +38,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "advisor.cli.dashboard:dashboard",
         "Open optuna-dashboard on the advisor's studies.",
     ),
+    # issue #17: the advisor as a shared service
+    "serve": ("advisor.cli.serve:serve", "Serve the advisor over HTTP (tokens, jobs, studies)."),
+    "worker": ("advisor.cli.worker:worker", "Run the service's queued jobs (Redis)."),
+    "token": ("advisor.cli.token:token", "Create, list and revoke service tokens."),
 }
 
 

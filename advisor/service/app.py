@@ -1,0 +1,190 @@
+"""The FastAPI application of ``advisor serve`` (OpenAPI schema at /openapi.json, docs at /docs).
+
+Every endpoint but ``/health`` needs ``Authorization: Bearer TOKEN`` (``advisor token create``).
+Long work (suggestions) is queued as a job and run by a worker; the request returns its id.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from advisor import __version__
+from advisor.errors import AdvisorError
+from advisor.service import api, auth, jobs
+from advisor.service.schemas import PredictRequest, SuggestRequest, check_name
+
+MAX_BODY_BYTES = 1_000_000
+_JOB_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+@dataclass
+class Settings:
+    """What the app needs: the storage URL, how jobs are run, the body size limit."""
+
+    storage: str
+    dispatcher: Any
+    max_body_bytes: int = MAX_BODY_BYTES
+
+
+class BodyLimit:
+    """ASGI middleware: bodies over ``limit`` bytes get 413 (by Content-Length, or counted
+    while streaming when the client sends none)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            await _too_large(self.limit, scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await _too_large(self.limit, scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _too_large(limit: int, scope: Scope, receive: Receive, send: Send) -> None:
+    await JSONResponse(
+        {"detail": f"request body over {limit} bytes; send less (a space file, a probe)"},
+        status_code=413,
+    )(scope, receive, send)
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The service's app over ``settings``."""
+    app = FastAPI(
+        title="advisor",
+        version=__version__,
+        description="Where and how to train a model: machine, batch size, hyperparameters, "
+        "with time and cost. Bearer token from `advisor token create NAME`.",
+    )
+    bearer = HTTPBearer(auto_error=False)
+    storage = settings.storage
+
+    async def caller(
+        creds: HTTPAuthorizationCredentials | None = Depends(bearer),
+    ) -> str:
+        token = creds.credentials if creds is not None else None
+        name = await run_in_threadpool(auth.verify, storage, token)
+        if name is None:
+            raise HTTPException(
+                401,
+                "missing, unknown or revoked token; create one with `advisor token create NAME`",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        return name
+
+    @app.exception_handler(AdvisorError)
+    async def _advisor_error(_req: Request, exc: AdvisorError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_req: Request, exc: RequestValidationError) -> JSONResponse:
+        # The submitted values are not echoed back (they may hold a secret by mistake).
+        errors = [
+            {
+                "field": ".".join(str(p) for p in e.get("loc", ()) if p != "body"),
+                "problem": e["msg"],
+            }
+            for e in exc.errors()
+        ]
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        """Liveness (no token needed)."""
+        return {"status": "ok", "version": __version__}
+
+    @app.post("/v1/suggestions", status_code=202)
+    async def start_suggestion(body: SuggestRequest, who: str = Depends(caller)) -> dict[str, Any]:
+        """Queue a suggestion; poll /v1/jobs/{id} for its progress and report."""
+        request = body.model_dump(exclude_defaults=True)
+        request.setdefault("model", body.model)
+        job_id, created = await run_in_threadpool(jobs.submit, storage, "suggest", request, who)
+        if created:
+            settings.dispatcher.dispatch(job_id)
+        return {"id": job_id, "created": created, "poll": f"/v1/jobs/{job_id}"}
+
+    @app.get("/v1/jobs/{job_id}")
+    async def job(job_id: str, _who: str = Depends(caller)) -> dict[str, Any]:
+        """A job's status, progress, result (the report) or error."""
+        if not _JOB_ID.match(job_id):
+            raise HTTPException(422, "a job id is 32 hexadecimal characters")
+        found = await run_in_threadpool(jobs.get, storage, job_id)
+        if found is None:
+            raise HTTPException(404, f"no job {job_id}")
+        return found
+
+    @app.get("/v1/studies")
+    async def studies(_who: str = Depends(caller)) -> list[dict[str, Any]]:
+        """Studies in the storage."""
+        return await run_in_threadpool(api.list_studies, storage)
+
+    @app.get("/v1/studies/{name}")
+    async def study(name: str, _who: str = Depends(caller)) -> dict[str, Any]:
+        """One study with its trials."""
+        try:
+            check_name(name)
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from exc
+        found = await run_in_threadpool(api.read_study, storage, name)
+        if found is None:
+            raise HTTPException(404, f"no study {name}")
+        return found
+
+    @app.post("/v1/predict")
+    async def predict(body: PredictRequest, _who: str = Depends(caller)) -> dict[str, Any]:
+        """Predict time and cost on catalog machines from an uploaded probe (arithmetic only)."""
+        return await run_in_threadpool(api.predict, body.model_dump())
+
+    @app.get("/v1/catalog")
+    async def catalog(
+        provider: list[str] = Query([]),
+        service: list[str] = Query([]),
+        accelerator: list[str] = Query([]),
+        max_price: float | None = Query(None, gt=0),
+        spot: bool = False,
+        snapshot: str | None = Query(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"),
+        _who: str = Depends(caller),
+    ) -> dict[str, Any]:
+        """Priced catalog rows."""
+        filters = {
+            "providers": provider,
+            "services": service,
+            "accelerators": accelerator,
+            "max_price": max_price,
+            "spot": spot,
+            "snapshot": snapshot,
+        }
+        return await run_in_threadpool(api.catalog_rows, filters)
+
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    return app

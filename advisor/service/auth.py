@@ -1,0 +1,98 @@
+"""Bearer tokens: created once, shown once, stored as SHA-256 hashes, revocable.
+
+A token is 32 random bytes (``secrets.token_urlsafe``) with an ``adv_`` prefix; its SHA-256
+is what the database holds, so a stolen database gives no token. Lookup is by hash, and the
+comparison is constant-time (``hmac.compare_digest``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from advisor.errors import AdvisorError
+from advisor.service import db
+
+PREFIX = "adv_"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+
+
+def token_hash(token: str) -> str:
+    """The SHA-256 hex digest stored for ``token``."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_token(url: str, name: str) -> str:
+    """Create a token called ``name``; return the plain token (shown to the user once)."""
+    if not _NAME.match(name):
+        raise AdvisorError(
+            f"Token name '{name[:80]}' is not allowed.",
+            "use letters, digits, '.', '_', '@' or '-', at most 64 characters.",
+        )
+    token = PREFIX + secrets.token_urlsafe(32)
+    try:
+        with db.engine_for(url).begin() as conn:
+            conn.execute(
+                insert(db.tokens).values(
+                    name=name, hash=token_hash(token), created=datetime.now(timezone.utc)
+                )
+            )
+    except IntegrityError as exc:
+        raise AdvisorError(
+            f"A token named '{name}' exists already.",
+            f"pick another name or revoke it: advisor token revoke {name}",
+        ) from exc
+    return token
+
+
+def revoke_token(url: str, name: str) -> None:
+    """Revoke the token ``name``; requests with it get 401 from then on."""
+    with db.engine_for(url).begin() as conn:
+        done = conn.execute(
+            update(db.tokens)
+            .where(db.tokens.c.name == name, db.tokens.c.revoked.is_(None))
+            .values(revoked=datetime.now(timezone.utc))
+        )
+    if done.rowcount == 0:
+        raise AdvisorError(f"No active token named '{name}'.", "list them: advisor token list")
+
+
+def list_tokens(url: str) -> list[dict[str, Any]]:
+    """Token names with creation and revocation times (never hashes)."""
+    with db.engine_for(url).connect() as conn:
+        rows = conn.execute(
+            select(db.tokens.c.name, db.tokens.c.created, db.tokens.c.revoked).order_by(
+                db.tokens.c.name
+            )
+        ).all()
+    return [
+        {
+            "name": r.name,
+            "created": r.created.isoformat() if r.created else None,
+            "revoked": r.revoked.isoformat() if r.revoked else None,
+        }
+        for r in rows
+    ]
+
+
+def verify(url: str, token: str | None) -> str | None:
+    """The token's name when ``token`` is valid and not revoked, else None."""
+    if not token or not token.startswith(PREFIX) or len(token) > 200:
+        return None
+    digest = token_hash(token)
+    with db.engine_for(url).connect() as conn:
+        row = conn.execute(
+            select(db.tokens.c.name, db.tokens.c.hash, db.tokens.c.revoked).where(
+                db.tokens.c.hash == digest
+            )
+        ).first()
+    if row is None or row.revoked is not None or not hmac.compare_digest(row.hash, digest):
+        return None
+    return str(row.name)

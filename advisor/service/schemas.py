@@ -1,0 +1,101 @@
+"""Request bodies of the HTTP API (pydantic): unknown fields, bad values and oversized text
+are refused with a 422 that names the field."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+MAX_SPACE_CHARS = 64_000
+
+
+def check_name(value: str, what: str = "study name") -> str:
+    """A study (or snapshot) name: letters, digits, '.', '_', '-'; no path, no '..'."""
+    if not NAME_RE.match(value) or ".." in value:
+        raise ValueError(
+            f"the {what} may hold only letters, digits, '.', '_' and '-' (no '/' or '..'), "
+            "at most 128 characters"
+        )
+    return value
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_max_length=MAX_SPACE_CHARS)
+
+
+class SuggestRequest(_Strict):
+    """What ``advisor suggest`` takes, less the storage (the service's own)."""
+
+    model: str = Field(description="Built-in workload name (see `advisor workloads`).")
+    framework: Literal["torch", "keras"] = "torch"
+    space: str | None = Field(None, description="Joint search space as YAML text.")
+    budget_usd: float | None = Field(None, gt=0)
+    deadline_s: float | None = Field(None, gt=0)
+    objective: Literal["time", "cost", "pareto"] | None = None
+    probe_budget_usd: float | None = Field(None, ge=0)
+    epochs: int | None = Field(None, gt=0, le=10_000)
+    sampler: Literal["tpe", "gp", "random", "nsga2", "skopt"] = "tpe"
+    seed: int = 0
+    trials: int = Field(60, gt=0, le=2000)
+    timeout_s: float | None = Field(None, gt=0)
+    snapshot: str | None = None
+    study_name: str | None = None
+    probe_iterations: int = Field(8, ge=3, le=200)
+    threads: int | None = Field(None, gt=0, le=1024)
+    n_train: int | None = Field(None, gt=0)
+    n_val: int | None = Field(None, gt=0)
+    screen: bool = True
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, v: str) -> str:
+        if ":" in v:
+            raise ValueError(
+                "the service runs built-in workloads only (module:function would import code "
+                "on the server); probe your own model locally with `advisor suggest`"
+            )
+        return check_name(v, "model name")
+
+    @field_validator("study_name", "snapshot")
+    @classmethod
+    def _names(cls, v: str | None) -> str | None:
+        return None if v is None else check_name(v)
+
+
+class PredictRequest(_Strict):
+    """A probe (``advisor probe --json``) and the machines to predict."""
+
+    probe: dict[str, Any]
+    instances: list[str] = Field(min_length=1, max_length=200)
+    epochs: int | None = Field(None, gt=0, le=10_000)
+    spot: bool = False
+    snapshot: str | None = None
+
+    @field_validator("snapshot")
+    @classmethod
+    def _snapshot(cls, v: str | None) -> str | None:
+        return None if v is None else check_name(v, "snapshot")
+
+    @field_validator("instances")
+    @classmethod
+    def _instances(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$", name):
+                raise ValueError(f"'{name[:40]}' is not an instance type")
+        return v
+
+
+class CatalogQuery(_Strict):
+    """Catalog filters (all optional)."""
+
+    providers: list[str] = []
+    services: list[str] = []
+    accelerators: list[str] = []
+    min_gpus: int = Field(0, ge=0)
+    max_gpus: int | None = Field(None, ge=0)
+    max_price: float | None = Field(None, gt=0)
+    spot: bool = False
+    snapshot: str | None = None
