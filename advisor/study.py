@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.config import default_storage_url, home
+from advisor.config import default_storage_url, home, storage_driver_url
 from advisor.errors import AdvisorError, unknown_value_error
 from advisor.scoring import (
     Backend,
@@ -189,6 +189,7 @@ def resolve_storage(url: str | None) -> str:
     if url is None:
         home().mkdir(parents=True, exist_ok=True)
         return default_storage_url()
+    url = storage_driver_url(url)  # issue #17: postgresql:// through psycopg 3
     if url.startswith("sqlite:///"):
         path = Path(url.removeprefix("sqlite:///"))
         if str(path) not in ("", ":memory:") and not path.parent.exists():

@@ -1,20 +1,78 @@
-"""`advisor worker`: run queued service jobs from Redis (team setup)."""
+"""`advisor worker`: run the service's queued jobs (Redis), or join one study's trials."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import click
+
+from advisor.errors import AdvisorError
 
 
 @click.command("worker")
-@click.option("--redis", "redis_url", required=True, help="Redis URL of the job queue.")
+@click.option("--redis", "redis_url", help="Redis URL of the job queue (redis://host:6379/0).")
 @click.option("--storage", help="The same storage URL as `advisor serve --storage`.")
 @click.option("--burst", is_flag=True, help="Exit when the queue is empty (tests, cron).")
-def worker(redis_url: str, storage: str | None, burst: bool) -> None:
-    """Run suggestion jobs from the queue; start one or more on each host.
+@click.option(
+    "--join",
+    "join_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Instead of the queue: run trials of one study, given as a suggestion request JSON "
+    "(the body of POST /v1/suggestions, with study_name). Start several, on any host.",
+)
+@click.option("--trials", type=int, default=50, show_default=True, help="Trials with --join.")
+@click.option("--index", type=int, default=0, help="Worker number with --join (sampler seed).")
+@click.option(
+    "--heartbeat", type=int, default=5, show_default=True, help="Trial heartbeat (s), --join."
+)
+@click.option(
+    "--grace",
+    type=int,
+    default=15,
+    show_default=True,
+    help="Seconds without a heartbeat before a trial (or probe claim) counts as dead, --join.",
+)
+def worker(
+    redis_url: str | None,
+    storage: str | None,
+    burst: bool,
+    join_file: Path | None,
+    trials: int,
+    index: int,
+    heartbeat: int,
+    grace: int,
+) -> None:
+    """Run suggestion jobs from the queue (--redis), or trials of one study (--join).
 
     Jobs that probe this host run one at a time per host; a killed worker's job is re-queued
-    by the server once its heartbeat stops, and resumes its study.
+    by the server once its heartbeat stops, and resumes its study. With --join, several
+    workers share the study through its storage: no probe runs twice (a database-enforced
+    claim) and a killed worker's trial is failed by Optuna's heartbeat and retried once.
     """
-    from advisor.service.server import run_worker
+    from advisor.service.server import run_worker, storage_url
 
+    if join_file is not None:
+        from advisor.service.schemas import SuggestRequest
+        from advisor.service.trials import run_trials
+
+        try:
+            request = SuggestRequest.model_validate_json(join_file.read_text())
+        except ValueError as exc:
+            raise AdvisorError(
+                f"{join_file} is not a suggestion request ({str(exc).splitlines()[0]}).",
+                "write the JSON body of POST /v1/suggestions, with study_name.",
+            ) from exc
+        stats = run_trials(
+            storage_url(storage),
+            request.model_dump(exclude_defaults=True),
+            trials,
+            index,
+            heartbeat_s=heartbeat,
+            grace_s=grace,
+        )
+        click.echo(json.dumps(stats.__dict__))
+        return
+    if not redis_url:
+        raise AdvisorError("A worker needs a queue or a study.", "pass --redis URL or --join FILE.")
     run_worker(redis_url, storage, burst)

@@ -85,13 +85,8 @@ def engine_for(url: str) -> Engine:
     with _LOCK:
         if url in _ENGINES:
             return _ENGINES[url]
-        if url.startswith("postgresql"):
-            _require("psycopg", "postgres", "A PostgreSQL storage")
-            if url.startswith("postgresql://"):
-                url_driver = "postgresql+psycopg://" + url.removeprefix("postgresql://")
-            else:
-                url_driver = url
-            engine = create_engine(url_driver, pool_pre_ping=True)
+        if url.startswith(("postgresql", "postgres://")):
+            engine = create_engine(optuna_url(url), pool_pre_ping=True)
         else:
             engine = create_engine(url, connect_args={"timeout": 30})
             event.listen(engine, "connect", _sqlite_pragmas)
@@ -102,10 +97,9 @@ def engine_for(url: str) -> Engine:
 
 def optuna_url(url: str) -> str:
     """The URL Optuna's RDB storage gets: PostgreSQL goes through psycopg 3."""
-    if url.startswith("postgresql://"):
-        _require("psycopg", "postgres", "A PostgreSQL storage")
-        return "postgresql+psycopg://" + url.removeprefix("postgresql://")
-    return url
+    from advisor.config import storage_driver_url
+
+    return storage_driver_url(url)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -113,15 +107,6 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
-
-
-def _require(module: str, extra: str, feature: str) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec(module) is None:
-        from advisor.errors import MissingExtraError
-
-        raise MissingExtraError(module, extra, feature)
 
 
 def ping(url: str) -> None:
