@@ -99,6 +99,12 @@ def parse_duration(text: str) -> float:
 @click.option("--top", type=int, default=15, show_default=True, help="Ranking rows shown.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Write a PNG plot.")
+@click.option(
+    "--server",
+    help="Run on an advisor service (`advisor serve`) at this URL; token from ADVISOR_TOKEN "
+    "or --token.",
+)
+@click.option("--token", envvar="ADVISOR_TOKEN", help="Service token (default: $ADVISOR_TOKEN).")
 def suggest(
     model: str,
     framework: str,
@@ -123,16 +129,24 @@ def suggest(
     top: int,
     as_json: bool,
     plot_file: str | None,
+    server: str | None,
+    token: str | None,
 ) -> None:
     """Recommend where and how to train MODEL: machine, batch size, hyperparameters,
     with time and cost, from an Optuna study scored by cheap probes.
 
     Example: advisor suggest --model fcn --budget 5
     """
-    from advisor.report import build_report, check_feasible, plot, render
+    from advisor.report import build_report, check_feasible
     from advisor.search_spaces.loader import load_space
     from advisor.study import SuggestOptions, run_suggest
 
+    if server:  # issue #17: the same request, run by a service
+        from advisor.service.remote import suggest_remote
+
+        report = suggest_remote(server, token, locals())
+        _show(report, as_json, plot_file, top)
+        return
     space = None
     if space_file:
         space = load_space(space_file, None if ":" in model else model)
@@ -162,6 +176,12 @@ def suggest(
     outcome = _run_with_progress(options) if show_progress else run_suggest(options)
     check_feasible(outcome)
     report = build_report(outcome)
+    _show(report, as_json, plot_file, top)
+
+
+def _show(report: dict[str, Any], as_json: bool, plot_file: str | None, top: int) -> None:
+    from advisor.report import plot, render
+
     if plot_file:
         plot(report, plot_file)
         report["plot"] = plot_file

@@ -6,7 +6,9 @@ Long work (suggestions) is queued as a job and run by a worker; the request retu
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +16,7 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -23,6 +26,7 @@ from advisor.service import api, auth, jobs
 from advisor.service.schemas import PredictRequest, SuggestRequest, check_name
 
 MAX_BODY_BYTES = 1_000_000
+access_log = logging.getLogger("advisor.service.access")
 _JOB_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -78,6 +82,39 @@ async def _too_large(limit: int, scope: Scope, receive: Receive, send: Send) -> 
     )(scope, receive, send)
 
 
+class AccessLog:
+    """ASGI middleware: one log line per request with the route's template
+    (``/v1/studies/{name}``), never the raw path, query or headers, which may carry a secret a
+    user pasted by mistake."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started, status = time.perf_counter(), 0
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = getattr(scope.get("route"), "path", "(no route)")
+            access_log.info(
+                "%s %s %d %.1f ms",
+                scope.get("method"),
+                route,
+                status,
+                1000 * (time.perf_counter() - started),
+            )
+
+
 def create_app(settings: Settings) -> FastAPI:
     """The service's app over ``settings``."""
     app = FastAPI(
@@ -105,6 +142,20 @@ def create_app(settings: Settings) -> FastAPI:
     @app.exception_handler(AdvisorError)
     async def _advisor_error(_req: Request, exc: AdvisorError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    @app.exception_handler(SQLAlchemyError)
+    async def _storage_error(_req: Request, exc: SQLAlchemyError) -> JSONResponse:
+        # Disk full, database restarting: say so (503), without the SQL or the URL.
+        orig = getattr(exc, "orig", None) or exc
+        first = str(orig).strip().splitlines()[0][:120] if str(orig).strip() else ""
+        return JSONResponse(
+            {
+                "detail": f"the study storage failed ({type(orig).__name__}: {first}); "
+                "finished work is kept, try again later"
+            },
+            status_code=503,
+            headers={"Retry-After": "5"},
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_req: Request, exc: RequestValidationError) -> JSONResponse:
@@ -140,7 +191,7 @@ def create_app(settings: Settings) -> FastAPI:
             raise HTTPException(422, "a job id is 32 hexadecimal characters")
         found = await run_in_threadpool(jobs.get, storage, job_id)
         if found is None:
-            raise HTTPException(404, f"no job {job_id}")
+            raise HTTPException(404, "no job with that id")
         return found
 
     @app.get("/v1/studies")
@@ -157,7 +208,7 @@ def create_app(settings: Settings) -> FastAPI:
             raise HTTPException(422, str(exc)) from exc
         found = await run_in_threadpool(api.read_study, storage, name)
         if found is None:
-            raise HTTPException(404, f"no study {name}")
+            raise HTTPException(404, "no study by that name")
         return found
 
     @app.post("/v1/predict")
@@ -187,4 +238,5 @@ def create_app(settings: Settings) -> FastAPI:
         return await run_in_threadpool(api.catalog_rows, filters)
 
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(AccessLog)
     return app

@@ -57,7 +57,12 @@ class SuggestRequest(_Strict):
                 "the service runs built-in workloads only (module:function would import code "
                 "on the server); probe your own model locally with `advisor suggest`"
             )
-        return check_name(v, "model name")
+        from advisor.search_spaces.workloads import names
+
+        known = names()
+        if v not in known:  # the value is not echoed: it may be anything a user pasted
+            raise ValueError(f"not a built-in workload; use one of: {', '.join(sorted(known))}")
+        return v
 
     @field_validator("study_name", "snapshot")
     @classmethod

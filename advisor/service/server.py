@@ -46,7 +46,7 @@ def run_server(
     mode = "redis queue" if redis_url else f"{workers} in-process workers"
     log.info("advisor serve on http://%s:%d (%s; storage %s)", host, port, mode, _safe(url))
     try:
-        uvicorn.run(app, host=host, port=port, log_level="info")
+        uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
     finally:
         reaper.stopped.set()
         dispatcher.close()

@@ -258,3 +258,19 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
     yield f"redis://127.0.0.1:{port}/0"
     proc.terminate()
     proc.wait(10)
+
+
+@pytest.fixture
+def make_server(tmp_path: Path) -> Iterator[Any]:
+    """Start real `advisor serve` processes; stopped at the end of the test."""
+    started: list[Server] = []
+
+    def make(storage: str, *extra: str, env: dict[str, str] | None = None) -> Server:
+        srv = Server(tmp_path, storage, *extra, env=env)
+        started.append(srv)
+        return srv
+
+    yield make
+    for srv in started:
+        if srv.proc.poll() is None:
+            srv.stop()

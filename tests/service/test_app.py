@@ -117,10 +117,13 @@ def test_identical_requests_share_one_active_job(client: Any, token: str) -> Non
 
 
 def test_user_error_in_a_job_is_a_clear_failed_status(client: Any, token: str) -> None:
-    r = client.post("/v1/suggestions", json={"model": "no-such-net"}, headers=_h(token))
+    space = (
+        "workload: fcn\nbatch_sizes: [256, 512]\nhyperparameters:\n  lr: {type: float, low: 1}\n"
+    )
+    r = client.post("/v1/suggestions", json={"model": "fcn", "space": space}, headers=_h(token))
     job = wait_job(client, r.json()["id"], token)
     assert job["status"] == "failed"
-    assert "no-such-net" in job["error"] and "To fix" in job["error"]
+    assert "lr" in job["error"] and "To fix" in job["error"], job["error"]
 
 
 @pytest.mark.parametrize(
@@ -131,6 +134,7 @@ def test_user_error_in_a_job_is_a_clear_failed_status(client: Any, token: str) -
         ({"model": "fcn", "trials": 10**9}, "trials", "less than or equal"),
         ({"model": "fcn", "colour": "red"}, "colour", "Extra inputs"),
         ({"model": "os:system"}, "model", "built-in workloads only"),
+        ({"model": "no-such-net"}, "model", "use one of: "),
         ({"model": "fcn", "study_name": "../../etc/passwd"}, "study_name", "no '/' or '..'"),
         ({"model": "fcn", "sampler": "magic"}, "sampler", "'tpe'"),
     ],

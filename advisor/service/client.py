@@ -1,0 +1,117 @@
+"""Python client of ``advisor serve`` (httpx): the same requests ``advisor suggest`` makes.
+
+from advisor.service.client import Client
+report = Client("http://advisor:8765", token).suggest({"model": "fcn", "budget_usd": 5})
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from advisor.errors import AdvisorError
+
+TOKEN_ENV = "ADVISOR_TOKEN"
+
+
+class Client:
+    """Talks to one advisor service; errors come back as one-line ``AdvisorError``."""
+
+    def __init__(self, url: str, token: str | None = None, timeout_s: float = 30.0) -> None:
+        import httpx
+
+        token = token or os.environ.get(TOKEN_ENV)
+        if not token:
+            raise AdvisorError(
+                "The service needs a token.",
+                f"ask its admin for one (advisor token create NAME) and set {TOKEN_ENV}.",
+            )
+        self.url = url.rstrip("/")
+        self.http = httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=timeout_s,
+        )
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        import httpx
+
+        try:
+            r = self.http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise AdvisorError(
+                f"Cannot reach the advisor service at {self.url} ({type(exc).__name__}).",
+                "check --server and that `advisor serve` runs there.",
+            ) from exc
+        if r.status_code == 401:
+            raise AdvisorError(
+                "The service refused the token (missing, unknown or revoked).",
+                f"set {TOKEN_ENV} to a valid token (advisor token create NAME on the server).",
+            )
+        if r.status_code == 422:
+            detail = r.json().get("detail")
+            if isinstance(detail, list):
+                detail = "; ".join(f"{d.get('field')}: {d.get('problem')}" for d in detail)
+            raise AdvisorError(f"The service refused the request: {detail}.", "fix those fields.")
+        if r.status_code >= 400:
+            try:
+                detail = r.json().get("detail")
+            except ValueError:
+                detail = r.text[:200]
+            raise AdvisorError(f"The service answered {r.status_code}: {detail}", None)
+        return r.json()
+
+    def start_suggestion(self, body: dict[str, Any]) -> str:
+        """Queue a suggestion; return its job id."""
+        return str(self._call("POST", "/v1/suggestions", json=body)["id"])
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        """The job's status, progress and result."""
+        return dict(self._call("GET", f"/v1/jobs/{job_id}"))
+
+    def wait(
+        self,
+        job_id: str,
+        poll_s: float = 0.5,
+        timeout_s: float | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Poll until the job ends; its result, or AdvisorError with the job's error."""
+        end = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            job = self.job(job_id)
+            if job["status"] == "done":
+                return dict(job["result"])
+            if job["status"] == "failed":
+                raise AdvisorError(f"The service's job failed: {job['error']}", None)
+            p = job.get("progress")
+            if progress and p:
+                progress(p["phase"], int(p["done"]), int(p["total"]))
+            if end is not None and time.monotonic() > end:
+                raise AdvisorError(
+                    f"Job {job_id} is still {job['status']} after {timeout_s:.0f} s.",
+                    f"poll it later: GET {self.url}/v1/jobs/{job_id}",
+                )
+            time.sleep(poll_s)
+
+    def suggest(self, body: dict[str, Any], **wait: Any) -> dict[str, Any]:
+        """Start a suggestion and wait for its report."""
+        return self.wait(self.start_suggestion(body), **wait)
+
+    def studies(self) -> list[dict[str, Any]]:
+        """The service's studies."""
+        return list(self._call("GET", "/v1/studies"))
+
+    def study(self, name: str) -> dict[str, Any]:
+        """One study with its trials."""
+        return dict(self._call("GET", f"/v1/studies/{name}"))
+
+    def catalog(self, **filters: Any) -> dict[str, Any]:
+        """Catalog rows (provider, service, accelerator, max_price, spot, snapshot)."""
+        return dict(self._call("GET", "/v1/catalog", params=filters))
+
+    def predict(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Predict machines from an uploaded probe."""
+        return dict(self._call("POST", "/v1/predict", json=body))

@@ -1,0 +1,54 @@
+"""``advisor suggest --server URL``: turn the command's options into the service's request."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from advisor.errors import AdvisorError
+
+
+def suggest_remote(server: str, token: str | None, opts: dict[str, Any]) -> dict[str, Any]:
+    """Send the suggestion to ``server``, wait, return the report (as ``--json`` prints it)."""
+    from advisor.cli.suggest import parse_duration
+    from advisor.service.client import Client
+
+    for name in ("storage", "threads"):
+        if opts.get(name) is not None:
+            raise AdvisorError(
+                f"--{name} has no meaning with --server (the service has its own).",
+                f"drop --{name}.",
+            )
+    body: dict[str, Any] = {
+        "model": opts["model"],
+        "framework": opts["framework"],
+        "budget_usd": opts["budget"],
+        "deadline_s": parse_duration(opts["deadline"]) if opts["deadline"] else None,
+        "objective": opts["objective"],
+        "probe_budget_usd": opts["probe_budget"],
+        "epochs": opts["epochs"],
+        "sampler": opts["sampler"],
+        "seed": opts["seed"],
+        "trials": opts["trials"],
+        "timeout_s": parse_duration(opts["timeout_"]) if opts["timeout_"] else None,
+        "snapshot": opts["snapshot"],
+        "study_name": opts["study_name"],
+        "probe_iterations": opts["probe_iterations"],
+        "n_train": opts["n_train"],
+        "n_val": opts["n_val"],
+        "screen": not opts["no_screen"],
+    }
+    if opts.get("space_file"):
+        try:
+            body["space"] = Path(opts["space_file"]).read_text()
+        except OSError as exc:
+            raise AdvisorError(
+                f"Cannot read {opts['space_file']} ({exc}).", "fix --space."
+            ) from exc
+    body = {k: v for k, v in body.items() if v is not None}
+    client = Client(server, token)
+    job_id = client.start_suggestion(body)
+    if not opts.get("as_json") and sys.stderr.isatty():
+        print(f"job {job_id} on {server}", file=sys.stderr)
+    return client.wait(job_id)
