@@ -78,10 +78,28 @@ def execute_job(storage: str, job_id: str) -> str:
         return "failed"
     except Exception as exc:
         log.exception("job %s failed", job_id)
-        jobs.finish(storage, job_id, None, f"internal error ({type(exc).__name__}); see the log")
+        try:
+            jobs.finish(storage, job_id, None, _error_line(exc))
+        except Exception as again:  # the storage cannot be written: the reaper re-queues it
+            log.error("job %s: cannot record its failure (%s)", job_id, type(again).__name__)
+            return "lost"
         return "failed"
     finally:
         stop.set()
+
+
+def _error_line(exc: BaseException) -> str:
+    """One line for a job that failed on something other than the user's input."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    if isinstance(exc, SQLAlchemyError):
+        orig = getattr(exc, "orig", None) or exc
+        first = (str(orig).strip().splitlines() or [""])[0][:120]
+        return (
+            f"the study storage failed ({type(orig).__name__}: {first}); finished trials are "
+            "kept: free the disk or restart the database, then submit again"
+        )
+    return f"internal error ({type(exc).__name__}); see the service's log"
 
 
 def execute_queued(job_id: str) -> str:

@@ -1,0 +1,96 @@
+"""A SQLite store whose disk fills up (a 3 MiB tmpfs): requests get a clear 503 or the job a
+clear error, no finished trial is lost, and the service recovers once space is freed."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from advisor.service import api, auth, jobs
+from advisor.service.app import Settings, create_app
+from advisor.service.dispatch import ThreadDispatcher, execute_job
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip()})")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(folder: Path) -> Path:
+    filler = folder / "filler"
+    with filler.open("wb") as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def _wait(url: str, job_id: str, timeout: float = 60) -> dict[str, Any]:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        job = jobs.get(url, job_id)
+        assert job is not None
+        if job["status"] in ("done", "failed"):
+            return job
+        time.sleep(0.1)
+    return job
+
+
+def test_sqlite_disk_full_is_a_clear_error_and_recovers(small_disk: Path, replay: Path) -> None:
+    url = f"sqlite:///{small_disk / 'studies.db'}"
+    token = auth.create_token(url, "ci")
+    h = {"Authorization": f"Bearer {token}"}
+    dispatcher = ThreadDispatcher(url, threads=1)
+    with TestClient(create_app(Settings(url, dispatcher))) as client:
+        first = client.post("/v1/suggestions", json={"model": "fcn", "budget_usd": 50}, headers=h)
+        report = _wait(url, first.json()["id"])["result"]
+        kept = {t["number"]: t["values"] for t in api.read_study(url, report["study"])["trials"]}
+        filler = _fill(small_disk)
+        r = client.post(
+            "/v1/suggestions", json={"model": "fcn", "budget_usd": 40, "seed": 7}, headers=h
+        )
+        if r.status_code == 503:  # the job record itself could not be written
+            assert "disk is full" in r.json()["detail"] and "try again" in r.json()["detail"]
+            retry_body = {"model": "fcn", "budget_usd": 40, "seed": 7}
+        else:  # the record fitted in the WAL; the study then ran out of space
+            assert r.status_code == 202
+            job = _wait(url, r.json()["id"])
+            assert job["status"] != "done"
+            if job["status"] == "failed":
+                assert "disk is full" in job["error"], job["error"]
+            retry_body = None
+        filler.unlink()
+        # Recovery: finished trials are intact, and new work runs again.
+        after = {t["number"]: t["values"] for t in api.read_study(url, report["study"])["trials"]}
+        assert after == kept
+        if retry_body is not None:
+            r = client.post("/v1/suggestions", json=retry_body, headers=h)
+            assert r.status_code == 202
+            assert _wait(url, r.json()["id"])["status"] == "done"
+        else:
+            job_id = r.json()["id"]
+            if jobs.get(url, job_id)["status"] == "running":  # its failure could not be written
+                jobs.requeue_stale(url, 0)
+                execute_job(url, job_id)
+            again = client.post(
+                "/v1/suggestions", json={"model": "fcn", "budget_usd": 30}, headers=h
+            )
+            assert _wait(url, again.json()["id"])["status"] == "done"
+    dispatcher.close()
