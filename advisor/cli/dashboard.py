@@ -25,6 +25,9 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
                 f"No study storage at {url} yet.",
                 "run `advisor suggest` first, or pass --storage URL.",
             )
-    click.echo(f"optuna-dashboard on http://{host}:{port}/ for {url} (Ctrl-C stops it)", err=True)
+    from sqlalchemy.engine import make_url  # issue #17: never print a database password
+
+    shown = make_url(url).render_as_string(hide_password=True)
+    click.echo(f"optuna-dashboard on http://{host}:{port}/ for {shown} (Ctrl-C stops it)", err=True)
     # run_server uses the standard library's wsgiref server (no gunicorn control socket).
     dash.run_server(url, host=host, port=port)

@@ -165,3 +165,46 @@ def test_postgres_restart_mid_study_is_ridden_out(
     time.sleep(4)  # let any trial caught by the restart go stale, then a worker cleans up
     _stats(_worker(req, pg_url, 1, 2))
     assert all(t.state.name != "RUNNING" for t in _trials(pg_url, "restart-fcn"))
+
+
+def test_dashboard_reads_the_same_postgresql_storage(
+    tmp_path: Path, pg_url: str, replay: Path, make_server: Any
+) -> None:
+    pytest.importorskip("optuna_dashboard")
+    import socket
+
+    import httpx
+
+    _init(pg_url)
+    _stats(_worker(_req(tmp_path, "dash-fcn"), pg_url, 3, 0))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = (tmp_path / "dashboard.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "advisor.cli.main",
+            "dashboard",
+            "--storage",
+            pg_url,
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/api/studies", timeout=5)
+                break
+            except httpx.TransportError:
+                time.sleep(0.3)
+        names = [s["study_name"] for s in r.json()["study_summaries"]]
+        assert names == ["dash-fcn"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
