@@ -26,6 +26,21 @@ def uses_local_probes() -> bool:
     return not os.environ.get(BACKEND_ENV)
 
 
+def study_identity(request: dict[str, Any]) -> dict[str, Any]:
+    """What names a suggestion's study (as ``advisor.study.study_name_for`` hashes it):
+    requests equal here run the same study, so only one may be queued or running."""
+    if request.get("study_name"):
+        return {"study_name": request["study_name"]}
+    objective = request.get("objective") or (
+        "time" if request.get("budget_usd") else "cost" if request.get("deadline_s") else "pareto"
+    )
+    keys = (
+        *("model", "framework", "space", "budget_usd", "deadline_s", "epochs", "snapshot"),
+        *("probe_iterations", "n_train", "n_val"),
+    )
+    return {"objective": objective, **{k: request.get(k) for k in keys}}
+
+
 def _options(request: dict[str, Any], storage: str, seed_offset: int = 0) -> Any:
     from advisor.search_spaces.loader import load_space
     from advisor.study import SuggestOptions

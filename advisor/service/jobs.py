@@ -25,8 +25,12 @@ MAX_ATTEMPTS = 3
 
 
 def dedupe_key(kind: str, request: dict[str, Any]) -> str:
-    """Requests that would run the same study get the same key."""
-    canon = json.dumps({"kind": kind, "request": request}, sort_keys=True, default=str)
+    """Requests that would run the same study get the same key (seed, sampler, trials and
+    timeout do not name a study: two such jobs at once would duplicate its trials)."""
+    from advisor.service.api import study_identity
+
+    ident = study_identity(request) if kind == "suggest" else request
+    canon = json.dumps({"kind": kind, "study": ident}, sort_keys=True, default=str)
     return hashlib.sha256(canon.encode()).hexdigest()
 
 

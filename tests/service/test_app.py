@@ -108,6 +108,14 @@ def test_suggestion_runs_as_a_job_and_returns_the_report(client: Any, token: str
 
 
 def test_identical_requests_share_one_active_job(client: Any, token: str) -> None:
+    ids = {
+        client.post(
+            "/v1/suggestions", json={"model": "fcn", "budget_usd": 40, "seed": s}, headers=_h(token)
+        ).json()["id"]
+        for s in (3, 4, 5)  # the seed does not name the study: one job at a time per study
+    }
+    assert len(ids) == 1
+    wait_job(client, ids.pop(), token)
     body = {"model": "fcn", "budget_usd": 40, "seed": 3}
     ids = {
         client.post("/v1/suggestions", json=body, headers=_h(token)).json()["id"] for _ in range(3)

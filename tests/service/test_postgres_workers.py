@@ -94,17 +94,17 @@ def test_three_workers_share_one_study_without_duplicates(
 ) -> None:
     _init(pg_url)
     req = _req(tmp_path, "team-fcn")
-    procs = [_worker(req, pg_url, 12, i) for i in range(3)]
+    procs = [_worker(req, pg_url, 8, i) for i in range(3)]
     stats = [_stats(p) for p in procs]
     trials = _trials(pg_url, "team-fcn")
     states = [t.state.name for t in trials]
-    assert len(trials) == 36 and "RUNNING" not in states and "WAITING" not in states
-    assert sorted(t.number for t in trials) == list(range(36))
+    assert len(trials) == 24 and "RUNNING" not in states and "WAITING" not in states
+    assert sorted(t.number for t in trials) == list(range(24))
     claims = _claims(pg_url, "team-fcn")
     # Every probe ran once: one claim per key (the primary key), each run by exactly one worker.
     assert sum(s["probes_run"] for s in stats) == len(claims)
     assert all(c.result is not None for c in claims)
-    assert sum(s["probes_reused"] for s in stats) == 36 - len(claims)
+    assert sum(s["probes_reused"] for s in stats) == 24 - len(claims)
 
 
 @pytest.mark.slow
@@ -149,9 +149,9 @@ def test_postgres_restart_mid_study_is_ridden_out(
 ) -> None:
     _init(pg_url)
     req = _req(tmp_path, "restart-fcn")
-    procs = [_worker(req, pg_url, 15, i, sleep=0.2) for i in range(2)]
+    procs = [_worker(req, pg_url, 8, i, sleep=0.2) for i in range(2)]
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(_trials(pg_url, "restart-fcn")) < 6:
+    while time.monotonic() < deadline and len(_trials(pg_url, "restart-fcn")) < 4:
         time.sleep(0.1)
     before = {t.number: t.values for t in _trials(pg_url, "restart-fcn") if t.state.is_finished()}
     postgres.stop("fast")
@@ -161,7 +161,7 @@ def test_postgres_restart_mid_study_is_ridden_out(
     after = {t.number: t for t in _trials(pg_url, "restart-fcn")}
     for number, values in before.items():
         assert after[number].values == values
-    assert sum(s["trials"] for s in stats) == 30
+    assert sum(s["trials"] for s in stats) == 16
     time.sleep(4)  # let any trial caught by the restart go stale, then a worker cleans up
     _stats(_worker(req, pg_url, 1, 2))
     assert all(t.state.name != "RUNNING" for t in _trials(pg_url, "restart-fcn"))

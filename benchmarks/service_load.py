@@ -1,0 +1,237 @@
+"""Load benchmark of the shared service (issue #17), loopback only, replay back end.
+
+A. ``--workers`` ``advisor worker --join`` processes x ``--trials`` trials on one study in a
+   real PostgreSQL (started here in a temporary folder): wall time, trials/s, and the checks
+   0 lost (every trial finished, none RUNNING), 0 duplicated (trial numbers unique, each
+   probe claimed once and run by exactly one worker).
+B. ``--clients`` concurrent HTTP clients x ``--requests`` requests against ``advisor serve``
+   (SQLite, in-process job threads): every request answered, p50/p95 latency per endpoint,
+   requests/s, and no duplicated (machine, batch) trial in any study.
+
+    python benchmarks/service_load.py --out docs/service_load.json
+
+Needs PostgreSQL's binaries (apt-get install postgresql), the service extras and psycopg.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "service"))
+
+from conftest import Postgres, Server, replay_table  # noqa: E402
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
+
+
+def workers_on_one_study(tmp: Path, n_workers: int, n_trials: int) -> dict[str, Any]:
+    import optuna
+    from sqlalchemy import select
+
+    from advisor.config import storage_driver_url
+    from advisor.service import db
+    from advisor.service.trials import rdb_storage
+
+    pg_root = Path(tempfile.mkdtemp(prefix="advisor-pg-"))
+    pg = Postgres(pg_root)
+    try:
+        url = pg.url
+        db.engine_for(url)
+        rdb_storage(url)
+        req = tmp / "req.json"
+        req.write_text(json.dumps({"model": "fcn", "budget_usd": 50, "study_name": "load"}))
+        started = time.perf_counter()
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "advisor.cli.main",
+                    "worker",
+                    "--join",
+                    str(req),
+                    "--storage",
+                    url,
+                    "--trials",
+                    str(n_trials),
+                    "--index",
+                    str(i),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+            for i in range(n_workers)
+        ]
+        stats = [json.loads(p.communicate()[0].decode().strip().splitlines()[-1]) for p in procs]
+        wall = time.perf_counter() - started
+        study = optuna.load_study(study_name="load", storage=storage_driver_url(url))
+        trials = study.get_trials(deepcopy=False)
+        with db.engine_for(url).connect() as conn:
+            claims = list(conn.execute(select(db.probe_claims)))
+        states = Counter(t.state.name for t in trials)
+        return {
+            "workers": n_workers,
+            "trials_per_worker": n_trials,
+            "sampler": "tpe",
+            "wall_s": round(wall, 1),
+            "trials_per_s": round(len(trials) / wall, 2),
+            "trials": len(trials),
+            "states": dict(states),
+            "lost": n_workers * n_trials - sum(states[s] for s in ("COMPLETE", "PRUNED", "FAIL")),
+            "running_left": states.get("RUNNING", 0),
+            "duplicate_numbers": len(trials) - len({t.number for t in trials}),
+            "probe_claims": len(claims),
+            "probes_run": sum(s["probes_run"] for s in stats),
+            "probes_reused": sum(s["probes_reused"] for s in stats),
+        }
+    finally:
+        pg.stop("immediate")
+        import shutil
+
+        shutil.rmtree(pg_root, ignore_errors=True)
+
+
+async def _client(
+    i: int, url: str, token: str, n: int, lat: dict[str, list[float]], codes: Counter[int]
+) -> None:
+    import httpx
+
+    h = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=url, headers=h, timeout=120) as c:
+        job_id = None
+        for k in range(n):
+            if k == 0:
+                kind = "POST /v1/suggestions"
+                body = {"model": "fcn", "budget_usd": [20, 30, 40, 50, 60][i % 5], "seed": i}
+                call = c.post("/v1/suggestions", json=body)
+            elif k % 3 == 1 and job_id:
+                kind, call = "GET /v1/jobs/{id}", c.get(f"/v1/jobs/{job_id}")
+            elif k % 3 == 2:
+                kind, call = "GET /v1/studies", c.get("/v1/studies")
+            else:
+                kind = "GET /v1/catalog"
+                call = c.get("/v1/catalog", params={"provider": "aws", "snapshot": "2021-02"})
+            t0 = time.perf_counter()
+            r = await call
+            lat.setdefault(kind, []).append(1000 * (time.perf_counter() - t0))
+            codes[r.status_code] += 1
+            if k == 0:
+                job_id = r.json()["id"]
+
+
+def clients_on_server(tmp: Path, n_clients: int, n_requests: int) -> dict[str, Any]:
+    import httpx
+    import optuna
+
+    from advisor.service import auth
+
+    home = tmp / "home"
+    home.mkdir()
+    os.environ["ADVISOR_HOME"] = str(home)
+    url = f"sqlite:///{home / 'studies.db'}"
+    token = auth.create_token(url, "load")
+    srv = Server(tmp, url)
+    lat: dict[str, list[float]] = {}
+    codes: Counter[int] = Counter()
+    try:
+        started = time.perf_counter()
+
+        async def main() -> None:
+            await asyncio.gather(
+                *(_client(i, srv.url, token, n_requests, lat, codes) for i in range(n_clients))
+            )
+
+        asyncio.run(main())
+        wall = time.perf_counter() - started
+        h = {"Authorization": f"Bearer {token}"}
+        end = time.monotonic() + 300
+        while time.monotonic() < end:  # let the queued suggestions finish
+            from sqlalchemy import select
+
+            from advisor.service import db
+
+            with db.engine_for(url).connect() as conn:
+                statuses = Counter(r.status for r in conn.execute(select(db.jobs.c.status)))
+            if not (statuses["queued"] or statuses["running"]):
+                break
+            time.sleep(0.5)
+        dup = 0
+        for s in httpx.get(f"{srv.url}/v1/studies", headers=h).json():
+            study = optuna.load_study(study_name=s["name"], storage=url)
+            done = [
+                (t.params["machine"], t.params["batch_size"])
+                for t in study.get_trials(deepcopy=False)
+                if t.state.name == "COMPLETE"
+            ]
+            dup += len(done) - len(set(done))
+    finally:
+        srv.stop()
+    every = [x for xs in lat.values() for x in xs]
+    return {
+        "clients": n_clients,
+        "requests_per_client": n_requests,
+        "answered": sum(codes.values()),
+        "status_codes": {str(k): v for k, v in sorted(codes.items())},
+        "wall_s": round(wall, 2),
+        "requests_per_s": round(len(every) / wall, 1),
+        "p50_ms": round(statistics.median(every), 1),
+        "p95_ms": round(_pct(every, 0.95), 1),
+        "per_endpoint": {
+            k: {
+                "n": len(v),
+                "p50_ms": round(statistics.median(v), 1),
+                "p95_ms": round(_pct(v, 0.95), 1),
+            }
+            for k, v in sorted(lat.items())
+        },
+        "jobs": dict(statuses),
+        "duplicated_machine_batch_trials": dup,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--requests", type=int, default=10)
+    ap.add_argument("--skip", choices=["workers", "clients"], action="append", default=[])
+    ap.add_argument("--out", type=Path)
+    a = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="advisor-load-"))
+    table = tmp / "table.json"
+    replay_table().save(table)
+    os.environ["ADVISOR_BACKEND"] = f"replay:{table}"
+    os.environ["ADVISOR_HOME"] = str(tmp / "home0")
+    out: dict[str, Any] = {
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    if "clients" not in a.skip:
+        out["http"] = clients_on_server(tmp, a.clients, a.requests)
+        print(json.dumps(out["http"], indent=1), flush=True)
+    if "workers" not in a.skip:
+        out["workers"] = workers_on_one_study(tmp, a.workers, a.trials)
+        print(json.dumps(out["workers"], indent=1), flush=True)
+    if a.out:
+        a.out.write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
