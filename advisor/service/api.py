@@ -8,6 +8,7 @@ rename there (``advisor.study`` -> ``advisor.suggest``, ``advisor.cli.predict``'
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -180,10 +181,25 @@ def read_study(storage: str, name: str) -> dict[str, Any] | None:
     }
 
 
+_STORAGES: dict[str, Any] = {}
+_STORAGES_LOCK = threading.Lock()
+
+
 def _optuna_storage(storage: str) -> Any:
+    """One Optuna storage per URL per process: creating one checks (and on a new database
+    creates) Optuna's schema, which concurrent requests must not race on."""
     from advisor.study import open_storage
 
-    return open_storage(db.optuna_url(storage))
+    with _STORAGES_LOCK:
+        if storage not in _STORAGES:
+            _STORAGES[storage] = open_storage(db.optuna_url(storage))
+        return _STORAGES[storage]
+
+
+def prepare_storage(storage: str) -> None:
+    """Create Optuna's schema and the service's tables now, before concurrent use."""
+    db.engine_for(storage)
+    _optuna_storage(storage)
 
 
 def redacted(url: str) -> str:

@@ -125,6 +125,7 @@ def create_app(settings: Settings) -> FastAPI:
     )
     bearer = HTTPBearer(auto_error=False)
     storage = settings.storage
+    api.prepare_storage(storage)
 
     async def caller(
         creds: HTTPAuthorizationCredentials | None = Depends(bearer),

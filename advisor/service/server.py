@@ -12,10 +12,12 @@ log = logging.getLogger("advisor.service")
 
 def storage_url(storage: str | None) -> str:
     """``--storage`` or the default SQLite file (its folder created); checked reachable."""
+    from advisor.service.api import prepare_storage
     from advisor.study import resolve_storage
 
     url = resolve_storage(storage)
     db.ping(url)
+    prepare_storage(url)
     return url
 
 
