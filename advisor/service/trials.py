@@ -133,6 +133,7 @@ def run_trials(
     outages = 0
     while stats.trials < n_trials:
         try:
+            fail_orphans(storage, rdb, study, grace_s)
             study.optimize(objective, n_trials=n_trials - stats.trials, gc_after_trial=False)
         except Exception as exc:  # the database restarted or is unreachable: wait, go on
             if not _storage_error(exc):
@@ -146,6 +147,45 @@ def run_trials(
             log.warning("storage unreachable (%s); retrying in %.0f s", type(exc).__name__, 2.0)
             time.sleep(2.0)
     return stats
+
+
+def fail_orphans(storage: str, rdb: Any, study: Any, grace_s: float) -> list[int]:
+    """Fail (and queue a retry of) RUNNING trials older than ``grace_s`` that never got a
+    heartbeat row: a trial created while the database was going down. Optuna's own
+    ``fail_stale_trials`` only sees trials with a heartbeat, so these would stay RUNNING
+    forever. Reads Optuna's ``trials`` and ``trial_heartbeats`` tables (stable since v2)."""
+    import datetime
+
+    from optuna.exceptions import UpdateFinishedTrialError
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
+    from optuna.trial import TrialState
+    from sqlalchemy import text
+
+    cutoff = datetime.datetime.now() - datetime.timedelta(seconds=grace_s)
+    with db.engine_for(storage).connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT t.trial_id FROM trials t LEFT JOIN trial_heartbeats h "
+                "ON h.trial_id = t.trial_id WHERE t.study_id = :sid AND t.state = 'RUNNING' "
+                "AND h.trial_id IS NULL AND t.datetime_start < :cutoff"
+            ),
+            {"sid": rdb.get_study_id_from_name(study.study_name), "cutoff": cutoff},
+        ).all()
+    failed = []
+    retry = RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)
+    for (trial_id,) in rows:
+        try:  # another worker sweeping the same orphan: only one of us fails (and retries) it
+            changed = rdb.set_trial_state_values(trial_id, state=TrialState.FAIL)
+        except UpdateFinishedTrialError:
+            continue
+        if changed:
+            frozen = rdb.get_trial(trial_id)
+            log.warning(
+                "trial %d had no heartbeat (created during an outage): failed", frozen.number
+            )
+            retry(study, frozen)
+            failed.append(frozen.number)
+    return failed
 
 
 def _storage_error(exc: BaseException | None) -> bool:
