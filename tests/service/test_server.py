@@ -187,7 +187,11 @@ def test_redis_queue_workers_and_a_sigkilled_worker(
     try:
         done = wait_job(srv.url, token, job_id, timeout=120)
     finally:
-        os.killpg(rescuer.pid, signal.SIGTERM)
+        for p in [
+            *psutil.Process(rescuer.pid).children(recursive=True),
+            psutil.Process(rescuer.pid),
+        ]:
+            p.send_signal(signal.SIGKILL)
         rescuer.wait(20)
         srv.stop()
     assert done["status"] == "done", done["error"]
