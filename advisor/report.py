@@ -196,7 +196,8 @@ def _label(t: FrozenTrial) -> str:
 
 def _epoch_sweep(outcome: SuggestOutcome, trials: list[FrozenTrial]) -> dict[str, Any] | None:
     """Runtime and cost for 5/10/20 (+ the run's own) epochs, each column over its best."""
-    from advisor.scoring import phases_from_dict, with_spot
+    from advisor.probes.result import PhaseTimes
+    from advisor.scoring import with_spot
 
     rows = [t for t in trials if t.user_attrs.get("phases")]
     if not rows:
@@ -212,7 +213,7 @@ def _epoch_sweep(outcome: SuggestOutcome, trials: list[FrozenTrial]) -> dict[str
     for t in rows:
         ua = t.user_attrs
         sweep = epoch_sweep(
-            phases_from_dict(ua["phases"]), wl.n_train, wl.n_val, t.params["batch_size"], epochs
+            PhaseTimes.from_dict(ua["phases"]), wl.n_train, wl.n_val, t.params["batch_size"], epochs
         )
         label = _label(t)
         runtime[label] = {}

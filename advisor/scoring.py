@@ -173,23 +173,6 @@ def with_spot(runtime: Interval, spot: bool) -> Interval:
     )
 
 
-def phases_from_dict(data: dict[str, Any]) -> PhaseTimes:
-    """Rebuild PhaseTimes from ``PhaseTimes.to_dict()``."""
-
-    def iv(d: dict[str, float]) -> Interval:
-        return Interval(d["value"], d["low"], d["high"])
-
-    return PhaseTimes(
-        init=iv(data["init"]),
-        t1=iv(data["t1"]),
-        t2=iv(data["t2"]),
-        v1=iv(data["v1"]),
-        v2=iv(data["v2"]),
-        source=data.get("source", "measured"),
-        note=data.get("note", ""),
-    )
-
-
 def matches(instance: InstanceType, machines: MachineFilter) -> bool:
     """Whether an instance passes a space's machine filter (the catalog's own filter aside)."""
     m = machines

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.config import default_storage_url, home
 from advisor.errors import AdvisorError, unknown_value_error
+from advisor.records import TrialRecord
 from advisor.scoring import (
     Backend,
     Candidate,
@@ -461,16 +462,13 @@ def run_suggest(
     done: dict[tuple[str, int], Evaluation] = {}
     charged: set[tuple[str, int]] = set()
     for t in study.get_trials(deepcopy=False):
-        if "machine" not in t.params or "batch_size" not in t.params:
+        rec = TrialRecord.from_trial(t)
+        if rec is None:
             continue
-        base = (split_machine_key(str(t.params["machine"]))[0], int(t.params["batch_size"]))
-        probe_cost = t.user_attrs.get("probe_cost")
-        if probe_cost is not None:
-            outcome.probe_spent_usd += float(probe_cost["charged_usd"])
-            charged.add(base)
-        ev = evaluation_from_trial(t)
-        if ev is not None:
-            done[(str(t.params["machine"]), int(t.params["batch_size"]))] = ev
+        if rec.source != "managed":
+            outcome.probe_spent_usd += rec.probe_charged_usd
+            charged.add((split_machine_key(rec.machine)[0], rec.batch_size))
+        done[(rec.machine, rec.batch_size)] = rec.to_evaluation()
 
     # Screen every (machine, batch) cheaply; order the search by it when available.
     if options.screen:
@@ -542,15 +540,21 @@ def run_suggest(
             charged.add(base)
             outcome.probe_spent_usd += charge
             outcome.new_trials += 1
-            _record(trial, ev, charge, backend.snapshot, cand, hps)
+            record = TrialRecord.from_evaluation(
+                ev,
+                instance=dict(cand.instance.to_dict(), catalog_snapshot=backend.snapshot),
+                charged_usd=charge,
+                feasible=_feasible(options, ev) if ev.ok else None,
+            )
+            # Few, grouped attributes: each one is a row (and query) in an RDB storage.
+            for k, v in record.to_attrs().items():
+                trial.set_user_attr(k, v)
             done[(machine, batch)] = ev
             if not ev.ok:
-                trial.set_user_attr("pruned_reason", ev.error or "probe failed")
                 finish(trial, state=optuna.trial.TrialState.FAIL)
             else:
                 for k, v in _constraints(options, ev).items():
                     trial.set_constraint(k, v)
-                trial.set_user_attr("feasible", _feasible(options, ev))
                 finish(trial, _objective_values(objective, ev))
             trial = None
         else:
@@ -567,61 +571,10 @@ def run_suggest(
     return outcome
 
 
-def _record(
-    trial: optuna.trial.Trial,
-    ev: Evaluation,
-    charge: float,
-    snapshot: str,
-    cand: Candidate,
-    hps: dict[str, Any],
-) -> None:
-    # Few, grouped attributes: each one is a separate row (and query) in an RDB storage.
-    # The hyperparameters are the trial's params; the constraints its system attrs.
-    attrs: dict[str, Any] = {
-        "source": ev.source,
-        "price_per_hour": ev.price_per_hour,
-        "spot": ev.spot,
-        "instance": dict(cand.instance.to_dict(), catalog_snapshot=snapshot),
-        "epochs": ev.epochs,
-        "probe_cost": {"seconds": ev.probe_s, "charged_usd": charge},
-        "estimate": ev.estimate,
-        "phases": ev.phases.to_dict() if ev.phases else None,
-        "probe": ev.probe.to_dict() if ev.probe else None,
-        "runtime_s": ev.runtime.to_dict() if ev.runtime else None,
-        "cost_usd": ev.cost.to_dict() if ev.cost else None,
-    }
-    for k, v in attrs.items():
-        trial.set_user_attr(k, v)
-
-
 def evaluation_from_trial(t: FrozenTrial) -> Evaluation | None:
     """Rebuild the Evaluation a finished trial recorded (None for trials without one)."""
-    from advisor.probes.result import Interval
-    from advisor.scoring import phases_from_dict
-
-    ua = t.user_attrs
-    if "source" not in ua or "machine" not in t.params:
-        return None
-
-    def iv(d: dict[str, float] | None) -> Interval | None:
-        return None if d is None else Interval(d["value"], d["low"], d["high"])
-
-    runtime, cost = iv(ua.get("runtime_s")), iv(ua.get("cost_usd"))
-    return Evaluation(
-        machine=str(t.params["machine"]),
-        batch_size=int(t.params["batch_size"]),
-        status="ok" if runtime is not None and cost is not None else "failed",
-        runtime=runtime,
-        cost=cost,
-        source=str(ua["source"]),
-        epochs=int(ua.get("epochs", 0)),
-        price_per_hour=float(ua.get("price_per_hour", 0.0)),
-        spot=bool(ua.get("spot", False)),
-        probe_s=float((ua.get("probe_cost") or {}).get("seconds", 0.0)),
-        estimate=dict(ua.get("estimate") or {}),
-        phases=phases_from_dict(ua["phases"]) if ua.get("phases") else None,
-        error=ua.get("pruned_reason"),
-    )
+    rec = TrialRecord.from_trial(t)
+    return None if rec is None else rec.to_evaluation()
 
 
 def feasible_trials(study: optuna.Study) -> list[FrozenTrial]:
@@ -631,8 +584,13 @@ def feasible_trials(study: optuna.Study) -> list[FrozenTrial]:
     return [
         t
         for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-        if t.user_attrs.get("feasible", True)
+        if _is_feasible(t)
     ]
+
+
+def _is_feasible(t: FrozenTrial) -> bool:
+    rec = TrialRecord.from_trial(t)
+    return rec is None or rec.feasible is not False
 
 
 def recommended_trial(study: optuna.Study, services: Sequence[str] | None = None) -> FrozenTrial:
@@ -662,8 +620,9 @@ def recommended_trial(study: optuna.Study, services: Sequence[str] | None = None
 
 
 def _metric(t: FrozenTrial, name: str) -> float:
-    value = t.user_attrs.get(name) or {}
-    return float(value.get("value", float("inf")))
+    rec = TrialRecord.from_trial(t)
+    iv = None if rec is None else (rec.runtime if name == "runtime_s" else rec.cost)
+    return float("inf") if iv is None else iv.value
 
 
 def knee(front: list[FrozenTrial]) -> FrozenTrial:
@@ -681,9 +640,9 @@ def pareto_front(trials: list[FrozenTrial]) -> list[FrozenTrial]:
     """Trials not dominated in (runtime, cost); one per (machine, batch)."""
     points = []
     for t in trials:
-        rt, cost = t.user_attrs.get("runtime_s"), t.user_attrs.get("cost_usd")
-        if rt and cost:
-            points.append(((rt["value"], cost["value"]), t))
+        rec = TrialRecord.from_trial(t)
+        if rec is not None and rec.runtime is not None and rec.cost is not None:
+            points.append(((rec.runtime.value, rec.cost.value), t))
     front = [t for p, t in points if not any(_dominates(q, p) for q, _ in points)]
     seen: set[tuple[Any, Any]] = set()
     out = []

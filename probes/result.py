@@ -36,6 +36,13 @@ class Interval:
     def to_dict(self) -> dict[str, float]:
         return {"value": self.value, "low": self.low, "high": self.high}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | float | int) -> Interval:
+        """The inverse of ``to_dict``; a bare number is an exact interval."""
+        if isinstance(data, dict):
+            return cls(float(data["value"]), float(data["low"]), float(data["high"]))
+        return cls.exact(float(data))
+
 
 @dataclass(frozen=True)
 class ProbeResult:
@@ -161,6 +168,19 @@ class PhaseTimes:
             "source": self.source,
             "note": self.note,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PhaseTimes:
+        """The inverse of ``to_dict``."""
+        return cls(
+            init=Interval.from_dict(data["init"]),
+            t1=Interval.from_dict(data["t1"]),
+            t2=Interval.from_dict(data["t2"]),
+            v1=Interval.from_dict(data["v1"]),
+            v2=Interval.from_dict(data["v2"]),
+            source=data.get("source", "measured"),
+            note=data.get("note", ""),
+        )
 
 
 MIN_PROBE_ITERATIONS = 5  # a time-boxed probe still times this many (4 steady samples)
