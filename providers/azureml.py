@@ -198,13 +198,12 @@ class AzureMLBackend(TuningBackend):
             f"workspace {c.workspace_name}"
         )
 
-    def submit(self, spec: TuningSpec) -> Any:
+    def _submit_refusals(self, spec: TuningSpec) -> Iterable[tuple[str, str]]:
         if not self.compute:
-            raise AdvisorError(
+            yield (
                 f"Azure ML needs a compute cluster to run the sweep on (VM size {spec.instance_type}).",
                 "create one with that VM size and pass --compute NAME.",
             )
-        return super().submit(spec)
 
     def _submit(self, spec: TuningSpec, request: dict[str, Any]) -> str:
         job = _call(self.client.jobs.create_or_update, self.sweep(spec), skip_validation=True)

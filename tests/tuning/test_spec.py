@@ -7,16 +7,11 @@ from typing import Any
 
 import pytest
 from advisor.providers import registry
-from advisor.providers.tuning import (
-    METRIC_LINE,
-    job_name,
-    metric_regex,
-    spec_from_study,
-    split_machine_key,
-)
+from advisor.providers.tuning import METRIC_LINE, job_name, metric_regex, split_machine_key
 from advisor.search_spaces.space import FloatParam
 
 from advisor.errors import AdvisorError
+from advisor.tuning_jobs import spec_from_study
 
 
 def test_spec_rejects_bad_values_with_the_values_in_the_message(make_spec: Any) -> None:
