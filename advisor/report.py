@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
-from advisor.scoring import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH, Evaluation
+from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
+from advisor.scoring import Evaluation
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -197,7 +198,6 @@ def _label(t: FrozenTrial) -> str:
 def _epoch_sweep(outcome: SuggestOutcome, trials: list[FrozenTrial]) -> dict[str, Any] | None:
     """Runtime and cost for 5/10/20 (+ the run's own) epochs, each column over its best."""
     from advisor.probes.result import PhaseTimes
-    from advisor.scoring import with_spot
 
     rows = [t for t in trials if t.user_attrs.get("phases")]
     if not rows:
@@ -213,15 +213,13 @@ def _epoch_sweep(outcome: SuggestOutcome, trials: list[FrozenTrial]) -> dict[str
     for t in rows:
         ua = t.user_attrs
         sweep = epoch_sweep(
-            PhaseTimes.from_dict(ua["phases"]), wl.n_train, wl.n_val, t.params["batch_size"], epochs
-        )
+            PhaseTimes.from_dict(ua["phases"]), wl.n_train, wl.n_val, t.params["batch_size"],
+            epochs, float(ua.get("price_per_hour", 0.0)), spot=bool(ua.get("spot")),
+            service=(ua.get("instance") or {}).get("service"),
+        )  # fmt: skip
         label = _label(t)
-        runtime[label] = {}
-        cost[label] = {}
-        for ep, est in sweep.items():
-            rt = with_spot(est.runtime, bool(ua.get("spot"))).value
-            runtime[label][ep] = rt
-            cost[label][ep] = rt * float(ua.get("price_per_hour", 0.0)) / 3600.0
+        runtime[label] = {ep: est.runtime.value for ep, est in sweep.items()}
+        cost[label] = {ep: est.cost.value for ep, est in sweep.items() if est.cost is not None}
     return {
         "epochs": epochs,
         "runtime_s": runtime,

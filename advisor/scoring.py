@@ -14,9 +14,9 @@ new probes); subclasses fill in a few private hooks:
 Iteration time depends on (workload, batch size, hardware), not on the learning rate or
 dropout: probes are cached by that key (plus hyperparameters flagged ``affects_runtime``).
 
-Spot capacity: a run on spot/preemptible capacity pays interruptions (checkpoint, lost work,
-restart). We add ``SPOT_RESTART_OVERHEAD`` (10 %) to the expected runtime and widen the upper
-bound by ``SPOT_RESTART_OVERHEAD_HIGH`` (30 %); the cost uses the spot price.
+Prices: ``Backend._finish`` prices every run through the one pricing path
+(``advisor.providers.pricing``: list price on demand or spot, the spot restart overhead, the
+service's billing rule), the same path ``advisor predict`` and the report use.
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ if TYPE_CHECKING:
     from optuna.storages import BaseStorage
 
 SPOT_SUFFIX = ":spot"
-SPOT_RESTART_OVERHEAD = 0.10
-SPOT_RESTART_OVERHEAD_HIGH = 0.30
 PROBE_CACHE_STUDY = "advisor-probe-cache"
 
 
@@ -148,7 +146,9 @@ class Evaluation:
     @property
     def probe_cost_usd(self) -> float:
         """What one probe of this candidate costs at its price (the probe-budget charge)."""
-        return self.probe_s * self.price_per_hour / 3600.0
+        from advisor.providers.pricing import usd
+
+        return usd(self.probe_s, self.price_per_hour)
 
 
 def probe_duration_s(phases: PhaseTimes, iterations: int) -> float:
@@ -159,17 +159,6 @@ def probe_duration_s(phases: PhaseTimes, iterations: int) -> float:
         + max(iterations - 1, 0) * phases.t2.value
         + phases.v1.value
         + phases.v2.value
-    )
-
-
-def with_spot(runtime: Interval, spot: bool) -> Interval:
-    """Add the spot restart overhead (expected +10 %, upper bound +30 %)."""
-    if not spot:
-        return runtime
-    return Interval(
-        runtime.value * (1 + SPOT_RESTART_OVERHEAD),
-        runtime.low,
-        runtime.high * (1 + SPOT_RESTART_OVERHEAD_HIGH),
     )
 
 
@@ -244,17 +233,16 @@ class Backend(ABC):
         return self._finish(candidate, batch_size, rt)
 
     def _finish(self, candidate: Candidate, batch_size: int, rt: RunTime) -> Evaluation:
+        from advisor.probes.iteration_model import priced
+
         price = candidate.price_per_hour
         runtime = cost = None
-        if rt.runtime is not None:
-            runtime = with_spot(rt.runtime, candidate.spot)
-            cost = runtime.scale(price / 3600.0)
         estimate = dict(rt.estimate)
-        if candidate.spot and runtime is not None:
-            estimate["spot_restart_overhead"] = {
-                "expected": SPOT_RESTART_OVERHEAD,
-                "high": SPOT_RESTART_OVERHEAD_HIGH,
-            }
+        if rt.runtime is not None:
+            runtime, cost, notes = priced(
+                rt.runtime, price, spot=candidate.spot, service=candidate.instance.service
+            )
+            estimate.update(notes)
         return Evaluation(
             machine=candidate.key,
             batch_size=batch_size,

@@ -62,7 +62,10 @@ def forecast(
         price = machine.price(spot)
         pred = predict(probe, machine, catalog, batch_size, strategy=strategy)
         counts = sorted({*sweep_epochs, epochs})
-        sweep = epoch_sweep(pred.phases, n_train, n_val, batch_size, counts, price)
+        sweep = epoch_sweep(
+            pred.phases, n_train, n_val, batch_size, counts, price,
+            spot=spot, service=machine.service,
+        )  # fmt: skip
         rows.append(Forecast(machine, price, pred, sweep[epochs], sweep))
     rows.sort(key=lambda f: f.estimate.runtime.value)
     return rows
