@@ -28,7 +28,7 @@ from typing import Any
 
 from advisor.errors import AdvisorError
 from advisor.probes.result import Interval, PhaseTimes
-from advisor.providers.catalog._types import InstanceType
+from advisor.providers.catalog import InstanceType
 from advisor.scoring import Backend, RunTime, WorkloadInfo, matches
 from advisor.search_spaces.space import MachineFilter
 
@@ -207,8 +207,11 @@ class ReplayBackend(Backend):
 
 
 def backend_from_spec(spec: str) -> Backend:
-    """Build a back end from ``ADVISOR_BACKEND``-style text: ``replay:PATH.json``."""
+    """Build a back end from ``advisor suggest --backend`` text: ``replay:PATH.json``."""
     kind, _, arg = spec.partition(":")
     if kind == "replay" and arg:
         return ReplayBackend(ReplayTable.load(arg))
-    raise AdvisorError(f"Unknown back end '{spec}'.", "use replay:PATH.json or unset it.")
+    raise AdvisorError(
+        f"Unknown back end '{spec}'.",
+        "use --backend replay:PATH.json, or leave it out for local probes.",
+    )

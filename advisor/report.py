@@ -1,9 +1,9 @@
 """What `advisor suggest` shows: ranking, best by time and cost, Pareto set, epoch sweep.
 
 ``build_report(outcome)`` returns one JSON-able dict (printed as is by ``--json``);
-``render(report, console)`` draws it with rich; ``plot(report, path)`` writes the
-cost-vs-runtime PNG. ``check_feasible`` raises the "nothing fits" error with the cheapest
-(or fastest) option and the fix.
+``advisor.report_render`` draws it (``render``) and plots it (``plot``).
+``check_feasible`` raises the "nothing fits" error with the cheapest (or fastest) option and
+the fix.
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
+from advisor.options import METRIC_NAMES, is_feasible
 from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
+from advisor.records import TrialRecord
 from advisor.scoring import Evaluation
+from advisor.selection import feasible_trials, pareto_front, recommended_trial
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
-    from rich.console import Console
 
     from advisor.study import SuggestOutcome
 
@@ -26,33 +28,32 @@ RANKING_ROWS = 50  # rows kept in the report (the study keeps every trial)
 
 
 def _row(t: FrozenTrial) -> dict[str, Any]:
-    ua = t.user_attrs
-    inst = ua.get("instance") or {}
+    rec = TrialRecord.from_trial(t)
+    assert rec is not None, f"trial {t.number} has no advisor record"
+    inst = rec.instance or {}
     return {
         "trial": t.number,
-        "machine": t.params["machine"],
+        "machine": rec.machine,
         "provider": inst.get("provider"),
         "service": inst.get("service"),
         "instance_type": inst.get("instance_type"),
         "accelerator": inst.get("accelerator"),
         "gpus": inst.get("accelerator_count", 0),
-        "spot": bool(ua.get("spot")),
-        "batch_size": t.params["batch_size"],
+        "spot": rec.spot,
+        "batch_size": rec.batch_size,
         "hyperparameters": {
             k: v for k, v in t.params.items() if k not in ("machine", "batch_size")
         },
-        "runtime_s": ua.get("runtime_s"),
-        "cost_usd": ua.get("cost_usd"),
-        "source": ua.get("source"),
-        "feasible": bool(ua.get("feasible", True)),
-        "epochs": ua.get("epochs"),
-        "price_per_hour": ua.get("price_per_hour"),
+        "runtime_s": rec.runtime.to_dict() if rec.runtime else None,
+        "cost_usd": rec.cost.to_dict() if rec.cost else None,
+        "source": rec.source,
+        "feasible": rec.feasible is not False,
+        "epochs": rec.epochs,
+        "price_per_hour": rec.price_per_hour,
     }
 
 
 def _screen_row(outcome: SuggestOutcome, ev: Evaluation) -> dict[str, Any]:
-    from advisor.study import _feasible
-
     cand = {c.key: c for c in outcome.candidates}[ev.machine]
     inst = cand.instance
     return {
@@ -69,7 +70,7 @@ def _screen_row(outcome: SuggestOutcome, ev: Evaluation) -> dict[str, Any]:
         "runtime_s": ev.runtime.to_dict() if ev.runtime else None,
         "cost_usd": ev.cost.to_dict() if ev.cost else None,
         "source": f"{ev.source}, screen only",
-        "feasible": _feasible(outcome.options, ev),
+        "feasible": is_feasible(outcome.options, ev),
         "epochs": ev.epochs,
         "price_per_hour": ev.price_per_hour,
     }
@@ -89,16 +90,20 @@ def _merge_screen(
     )
 
 
-def _unique_complete(outcome: SuggestOutcome) -> list[FrozenTrial]:
+def _unique_complete(outcome: SuggestOutcome) -> list[tuple[FrozenTrial, TrialRecord]]:
+    """Finished trials with a run time and cost, one per (machine, batch), with records."""
     import optuna
 
-    seen: set[tuple[Any, Any]] = set()
+    seen: set[tuple[str, int]] = set()
     out = []
     for t in outcome.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
-        key = (t.params.get("machine"), t.params.get("batch_size"))
-        if key not in seen and t.user_attrs.get("runtime_s"):
+        rec = TrialRecord.from_trial(t)
+        if rec is None or not rec.ok:
+            continue
+        key = (rec.machine, rec.batch_size)
+        if key not in seen:
             seen.add(key)
-            out.append(t)
+            out.append((t, rec))
     return out
 
 
@@ -106,18 +111,23 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     """Everything the user sees, as one JSON-able document."""
     import optuna
 
-    from advisor.study import METRIC_NAMES, pareto_front, recommended_trial
-
     study = outcome.study
-    trials = _unique_complete(outcome)
+    pairs = _unique_complete(outcome)
     key_index = 0 if outcome.objective in ("time", "pareto") else 1
 
-    def sort_key(t: FrozenTrial) -> tuple[bool, float, float]:
-        vals = (t.user_attrs["runtime_s"]["value"], t.user_attrs["cost_usd"]["value"])
-        return (not t.user_attrs.get("feasible", True), vals[key_index], vals[1 - key_index])
+    def values(rec: TrialRecord) -> tuple[float, float]:
+        assert rec.runtime is not None and rec.cost is not None
+        return rec.runtime.value, rec.cost.value
 
-    ranked = sorted(trials, key=sort_key)
-    feasible = [t for t in ranked if t.user_attrs.get("feasible", True)]
+    def sort_key(pair: tuple[FrozenTrial, TrialRecord]) -> tuple[bool, float, float]:
+        vals = values(pair[1])
+        return (pair[1].feasible is False, vals[key_index], vals[1 - key_index])
+
+    ranked_pairs = sorted(pairs, key=sort_key)
+    trials = [t for t, _ in pairs]
+    ranked = [t for t, _ in ranked_pairs]
+    feasible_pairs = [(t, r) for t, r in ranked_pairs if r.feasible is not False]
+    feasible = [t for t, _ in feasible_pairs]
     ranking = _merge_screen(outcome, [_row(t) for t in ranked], key_index)
     states = [t.state for t in study.get_trials(deepcopy=False)]
     recommended = None
@@ -152,10 +162,10 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
             "spent_usd": round(outcome.probe_spent_usd, 6),
         },
         "recommended": recommended,
-        "best_by_time": _row(min(feasible, key=lambda t: t.user_attrs["runtime_s"]["value"]))
+        "best_by_time": _row(min(feasible_pairs, key=lambda p: values(p[1])[0])[0])
         if feasible
         else None,
-        "best_by_cost": _row(min(feasible, key=lambda t: t.user_attrs["cost_usd"]["value"]))
+        "best_by_cost": _row(min(feasible_pairs, key=lambda p: values(p[1])[1])[0])
         if feasible
         else None,
         "pareto": [_row(t) for t in pareto_front(feasible)],
@@ -179,7 +189,8 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
 
 def _probe_warnings(trials: list[FrozenTrial]) -> list[str]:
     """The distinct warnings of the probes behind ``trials``."""
-    found = {w for t in trials for w in (t.user_attrs.get("probe") or {}).get("warnings", ())}
+    records = [TrialRecord.from_trial(t) for t in trials]
+    found = {w for r in records if r is not None for w in (r.probe or {}).get("warnings", ())}
     return sorted(found)
 
 
@@ -197,25 +208,23 @@ def _label(t: FrozenTrial) -> str:
 
 def _epoch_sweep(outcome: SuggestOutcome, trials: list[FrozenTrial]) -> dict[str, Any] | None:
     """Runtime and cost for 5/10/20 (+ the run's own) epochs, each column over its best."""
-    from advisor.probes.result import PhaseTimes
 
-    rows = [t for t in trials if t.user_attrs.get("phases")]
+    rows = [(t, r) for t in trials if (r := TrialRecord.from_trial(t)) and r.phases]
     if not rows:
         return None
     try:
         from advisor.probes.iteration_model import epoch_sweep, normalise
     except ImportError:
         return None
-    epochs = sorted({*SWEEP_EPOCHS, *(int(t.user_attrs.get("epochs", 10)) for t in rows)})
+    epochs = sorted({*SWEEP_EPOCHS, *(r.epochs or 10 for _, r in rows)})
     runtime: dict[str, dict[int, float]] = {}
     cost: dict[str, dict[int, float]] = {}
     wl = outcome.workload
-    for t in rows:
-        ua = t.user_attrs
+    for t, r in rows:
+        assert r.phases is not None
         sweep = epoch_sweep(
-            PhaseTimes.from_dict(ua["phases"]), wl.n_train, wl.n_val, t.params["batch_size"],
-            epochs, float(ua.get("price_per_hour", 0.0)), spot=bool(ua.get("spot")),
-            service=(ua.get("instance") or {}).get("service"),
+            r.phases, wl.n_train, wl.n_val, r.batch_size, epochs, r.price_per_hour or 0.0,
+            spot=r.spot, service=(r.instance or {}).get("service"),
         )  # fmt: skip
         label = _label(t)
         runtime[label] = {ep: est.runtime.value for ep, est in sweep.items()}
@@ -240,16 +249,14 @@ def _normalise_safe(table: dict[str, dict[int, float]], normalise: Any) -> dict[
 
 def check_feasible(outcome: SuggestOutcome) -> None:
     """Raise "no candidate fits" with the cheapest/fastest option seen and how to fix it."""
-    from advisor.study import evaluation_from_trial, feasible_trials
-
     if feasible_trials(outcome.study):
         return
     opts = outcome.options
     evs: list[Evaluation] = []
     for t in outcome.study.get_trials(deepcopy=False):
-        ev = evaluation_from_trial(t)
-        if ev is not None and ev.ok:
-            evs.append(ev)
+        rec = TrialRecord.from_trial(t)
+        if rec is not None and rec.ok:
+            evs.append(rec.to_evaluation())
     kind = "estimated"
     if not evs:
         evs = [e for e in outcome.screen.values() if e.ok]
@@ -268,15 +275,15 @@ def check_feasible(outcome: SuggestOutcome) -> None:
         best, what = cheapest, "cheapest"
     if opts.deadline_s is not None:
         fastest = min(evs, key=lambda e: e.runtime.value)  # type: ignore[union-attr]
-        limits.append(f"a deadline of {_duration(opts.deadline_s)}")
-        fixes.append(f"extend --deadline to at least {_duration(fastest.runtime.value)}")  # type: ignore[union-attr]
+        limits.append(f"a deadline of {duration_text(opts.deadline_s)}")
+        fixes.append(f"extend --deadline to at least {duration_text(fastest.runtime.value)}")  # type: ignore[union-attr]
         if opts.budget_usd is None:
             best, what = fastest, "fastest"
     assert best.runtime is not None and best.cost is not None
     raise AdvisorError(
         f"No candidate fits {' and '.join(limits)}. The {what} option is {best.machine} at batch "
         f"{best.batch_size}: USD {best.cost.value:.2f} ({best.cost.low:.2f}-{best.cost.high:.2f}) "
-        f"in {_duration(best.runtime.value)}, {kind}.",
+        f"in {duration_text(best.runtime.value)}, {kind}.",
         " or ".join(fixes) + ".",
     )
 
@@ -287,182 +294,9 @@ def _ceil(x: float) -> str:
     return f"{math.ceil(x * 100) / 100:.2f}"
 
 
-def _duration(s: float) -> str:
+def duration_text(s: float) -> str:
     if s >= 3600:
         return f"{s / 3600:.2f} h"
     if s >= 60:
         return f"{s / 60:.1f} min"
     return f"{s:.0f} s"
-
-
-def _iv(d: dict[str, float] | None, fmt: str, scale: float = 1.0) -> str:
-    if not d:
-        return "-"
-    v, lo, hi = d["value"] * scale, d["low"] * scale, d["high"] * scale
-    return f"{v:{fmt}} ({lo:{fmt}}-{hi:{fmt}})"
-
-
-def _money(d: dict[str, float] | None) -> str:
-    """USD with cents, or three significant digits below 10 cents (0.00412)."""
-    if not d:
-        return "-"
-    small = 0 < abs(d["value"]) < 0.1
-    return _iv(d, ".3g" if small else ".2f")
-
-
-def _runtime_text(d: dict[str, float] | None) -> str:
-    if not d:
-        return "-"
-    return f"{_duration(d['value'])} ({_duration(d['low'])}-{_duration(d['high'])})"
-
-
-def _hps_text(hps: dict[str, Any], limit: int = 4) -> str:
-    parts = []
-    for k, v in list(hps.items())[:limit]:
-        parts.append(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}")
-    return " ".join(parts)
-
-
-def _table(title: str, rows: list[dict[str, Any]]) -> Any:
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
-    for col, kw in (
-        ("#", {"justify": "right"}),
-        ("machine", {"no_wrap": True}),
-        ("GPUs", {"justify": "right"}),
-        ("capacity", {}),
-        ("batch", {"justify": "right"}),
-        ("runtime (interval)", {"justify": "right"}),
-        ("cost USD (interval)", {"justify": "right"}),
-        ("source", {}),
-    ):
-        table.add_column(col, **kw)
-    for i, r in enumerate(rows, 1):
-        gpus = f"{r['gpus']}x {r['accelerator']}" if r["gpus"] else "cpu"
-        table.add_row(
-            str(i),
-            r["machine"].removesuffix(":spot"),
-            gpus,
-            "spot" if r["spot"] else "on demand",
-            str(r["batch_size"]),
-            _runtime_text(r["runtime_s"]),
-            _money(r["cost_usd"]),
-            r["source"] + ("" if r["feasible"] else " [over limit]"),
-        )
-    return table
-
-
-def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
-    """Draw the report with rich."""
-    from rich.table import Table
-
-    console.print(
-        f"[bold]{report['workload']}[/] ({report['framework']}), objective "
-        f"[bold]{report['objective']}[/]"
-        + (f", budget USD {report['budget_usd']:g}" if report["budget_usd"] else "")
-        + (f", deadline {_duration(report['deadline_s'])}" if report["deadline_s"] else "")
-        + f", epochs: {report['epochs']}, catalog {report['catalog_snapshot']}"
-    )
-    console.print(
-        _table(f"Ranking (top {top} of {report['ranking_total']})", report["ranking"][:top])
-    )
-    picks = [
-        ("recommended", report["recommended"]),
-        ("fastest", report["best_by_time"]),
-        ("cheapest", report["best_by_cost"]),
-    ]
-    for label, row in picks:
-        if row:
-            console.print(
-                f"[bold]{label}:[/] {row['machine']} batch {row['batch_size']} "
-                f"{_hps_text(row['hyperparameters'], 8)} - {_runtime_text(row['runtime_s'])}, "
-                f"USD {_money(row['cost_usd'])}, {row['source']}"
-            )
-    local = report.get("local")
-    if local:
-        console.print(
-            f"[bold]this machine:[/] rank {local['rank']} of {report['ranking_total']}, batch "
-            f"{local['batch_size']} - {_runtime_text(local['runtime_s'])}, {local['source']}"
-        )
-    console.print(_table("Pareto set (time vs cost)", report["pareto"]))
-    sweep = report.get("epoch_sweep")
-    if sweep:
-        table = Table(
-            title="Epoch sweep: runtime / cost relative to the best machine per column",
-            title_justify="left",
-        )
-        table.add_column("candidate")
-        for ep in sweep["epochs"]:
-            table.add_column(f"{ep} ep", justify="right")
-        for label, row in sweep["runtime_normalised"].items():
-            costs = sweep["cost_normalised"].get(label, {})
-            table.add_row(
-                label,
-                *[
-                    f"{row[ep]:.2f}x / {costs[ep]:.2f}x" if ep in costs else f"{row[ep]:.2f}x / -"
-                    for ep in sweep["epochs"]
-                ],
-            )
-        console.print(table)
-    t, p = report["trials"], report["probes"]
-    console.print(
-        f"study {report['study']} ({'resumed' if report['resumed'] else 'new'}) in "
-        f"{report['storage']}: {t['total']} trials ({t['new']} new, {t['failed']} failed, "
-        f"{t['pruned']} pruned); {p['new']} new probes; probe budget spent USD "
-        f"{p['spent_usd']:.4f} of {p['budget_usd']:.2f}; stopped: {report['stop_reason']}; "
-        f"{report['wall_s']:.1f} s"
-    )
-    for note in report["notes"]:
-        console.print(f"[dim]{note}[/]")
-
-
-def plot(report: dict[str, Any], path: str) -> None:
-    """Cost vs runtime scatter with interval error bars and the Pareto front (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = [r for r in report["ranking"] if r["runtime_s"] and r["cost_usd"]]
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    for group, colour in (("on demand", "tab:blue"), ("spot", "tab:orange")):
-        pts = [r for r in rows if r["spot"] == (group == "spot")]
-        if not pts:
-            continue
-        x = [r["runtime_s"]["value"] / 3600 for r in pts]
-        y = [r["cost_usd"]["value"] for r in pts]
-        xerr = [
-            [(r["runtime_s"]["value"] - r["runtime_s"]["low"]) / 3600 for r in pts],
-            [(r["runtime_s"]["high"] - r["runtime_s"]["value"]) / 3600 for r in pts],
-        ]
-        yerr = [
-            [r["cost_usd"]["value"] - r["cost_usd"]["low"] for r in pts],
-            [r["cost_usd"]["high"] - r["cost_usd"]["value"] for r in pts],
-        ]
-        ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o", color=colour, alpha=0.6, label=group)
-    front = sorted(report["pareto"], key=lambda r: r["runtime_s"]["value"])
-    if front:
-        ax.plot(
-            [r["runtime_s"]["value"] / 3600 for r in front],
-            [r["cost_usd"]["value"] for r in front],
-            "k--",
-            label="Pareto front",
-        )
-        for r in front:
-            ax.annotate(
-                f"{r['machine'].split(':')[1]} b{r['batch_size']}",
-                (r["runtime_s"]["value"] / 3600, r["cost_usd"]["value"]),
-                fontsize=7,
-            )
-    if report.get("budget_usd"):
-        ax.axhline(report["budget_usd"], color="red", lw=0.8, label="budget")
-    if report.get("deadline_s"):
-        ax.axvline(report["deadline_s"] / 3600, color="purple", lw=0.8, label="deadline")
-    ax.set_xlabel("estimated runtime (h)")
-    ax.set_ylabel("estimated cost (USD)")
-    ax.set_title(f"{report['workload']}: cost vs runtime ({report['study']})", fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

@@ -99,6 +99,12 @@ def parse_duration(text: str) -> float:
 @click.option("--top", type=int, default=15, show_default=True, help="Ranking rows shown.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Write a PNG plot.")
+@click.option(
+    "--backend",
+    "backend_spec",
+    hidden=True,
+    help="Scoring back end for tests and benchmarks: replay:TABLE.json (default: local probes).",
+)
 def suggest(
     model: str,
     framework: str,
@@ -123,16 +129,20 @@ def suggest(
     top: int,
     as_json: bool,
     plot_file: str | None,
+    backend_spec: str | None,
 ) -> None:
     """Recommend where and how to train MODEL: machine, batch size, hyperparameters,
     with time and cost, from an Optuna study scored by cheap probes.
 
     Example: advisor suggest --model fcn --budget 5
     """
-    from advisor.report import build_report, check_feasible, plot, render
+    from advisor.replay import backend_from_spec
+    from advisor.report import build_report, check_feasible
+    from advisor.report_render import plot, render
     from advisor.search_spaces.loader import load_space
     from advisor.study import SuggestOptions, run_suggest
 
+    backend = backend_from_spec(backend_spec) if backend_spec else None
     space = None
     if space_file:
         space = load_space(space_file, None if ":" in model else model)
@@ -159,7 +169,10 @@ def suggest(
         screen=not no_screen,
     )
     show_progress = not as_json and sys.stderr.isatty()
-    outcome = _run_with_progress(options) if show_progress else run_suggest(options)
+    if show_progress:
+        outcome = _run_with_progress(options, backend)
+    else:
+        outcome = run_suggest(options, backend)
     check_feasible(outcome)
     report = build_report(outcome)
     if plot_file:
@@ -174,7 +187,7 @@ def suggest(
         click.echo(f"plot written to {plot_file}")
 
 
-def _run_with_progress(options: Any) -> Any:
+def _run_with_progress(options: Any, backend: Any) -> Any:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -196,4 +209,4 @@ def _run_with_progress(options: Any) -> Any:
                 tasks[phase] = bar.add_task(labels.get(phase, phase), total=total)
             bar.update(tasks[phase], completed=done, total=total)
 
-        return run_suggest(options, progress=hook)
+        return run_suggest(options, backend, progress=hook)

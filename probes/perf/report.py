@@ -11,7 +11,7 @@ from advisor.probes.iteration_model import DEFAULT_EPOCHS, Estimate, epoch_sweep
 from advisor.probes.perf.model import AcceleratorLookup, predict
 from advisor.probes.perf.types import Prediction
 from advisor.probes.result import ProbeResult
-from advisor.providers.catalog._types import InstanceType
+from advisor.providers.catalog import InstanceType
 
 from advisor.errors import AdvisorError
 

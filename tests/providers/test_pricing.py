@@ -17,7 +17,8 @@ from advisor.providers.catalog import InstanceType
 from click.testing import CliRunner
 
 from advisor.cli.main import cli
-from advisor.scoring import Candidate, LocalBackend, WorkloadInfo
+from advisor.local_backend import LocalBackend
+from advisor.scoring import Candidate, WorkloadInfo
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "probes"))
 from test_performance_model_fixtures import FakeCatalog, gpu_machine, probe
