@@ -66,6 +66,7 @@ __all__ = [  # the loop, plus the names this module had before the split (kept i
     "resolve_storage",
     "run_suggest",
     "study_name_for",
+    "suggest",
     "workload_info",
 ]
 
@@ -312,3 +313,29 @@ def evaluation_from_trial(t: FrozenTrial) -> Evaluation | None:
     """Rebuild the Evaluation a finished trial recorded (None for trials without one)."""
     rec = TrialRecord.from_trial(t)
     return None if rec is None else rec.to_evaluation()
+
+
+def suggest(
+    options: SuggestOptions | None = None,
+    *,
+    backend: Backend | None = None,
+    progress: Progress | None = None,
+    storage: Any = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """``advisor suggest`` as a function: run (or resume) the study and return the report
+    (the JSON document ``advisor suggest --json`` prints).
+
+    Pass ``SuggestOptions`` or its fields (``advisor.suggest(model="fcn", budget_usd=5)``);
+    ``backend`` replaces the local probes (e.g. ``advisor.replay.ReplayBackend``). Raises
+    AdvisorError when no candidate fits the budget or deadline.
+    """
+    from advisor.report import build_report, check_feasible
+
+    if options is None:
+        options = SuggestOptions(**fields)
+    elif fields:
+        raise TypeError("pass SuggestOptions or its fields, not both")
+    outcome = run_suggest(options, backend, progress=progress, storage=storage)
+    check_feasible(outcome)
+    return build_report(outcome)
