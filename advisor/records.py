@@ -286,6 +286,17 @@ def _float_or_none(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
+def is_managed(trial: FrozenTrial) -> bool:
+    """Whether a trial was imported from a managed tuning job (with or without machine params)."""
+    return trial.user_attrs.get(SOURCE) == "managed"
+
+
+def managed_job(trial: FrozenTrial) -> str | None:
+    """The managed training job a trial was imported from (None for other trials)."""
+    job = trial.user_attrs.get(MANAGED_JOB)
+    return None if job is None else str(job)
+
+
 def record_of(trial: FrozenTrial) -> TrialRecord | None:
     """``TrialRecord.from_trial`` as a function (for ``map``/comprehensions)."""
     return TrialRecord.from_trial(trial)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
 from advisor.planner import dominates
-from advisor.records import TrialRecord
+from advisor.records import TrialRecord, is_managed
 
 if TYPE_CHECKING:
     import optuna
@@ -29,9 +29,9 @@ def feasible_trials(study: optuna.Study) -> list[FrozenTrial]:
 
 
 def _is_feasible(t: FrozenTrial) -> bool:
-    rec = TrialRecord.from_trial(t)
-    if t.user_attrs.get("source") == "managed":  # imported tuning results are not candidates
+    if is_managed(t):  # imported tuning results are measurements, not candidates
         return False
+    rec = TrialRecord.from_trial(t)
     return rec is None or rec.feasible is not False
 
 

@@ -169,3 +169,10 @@ def test_interval_and_phases_from_dict_invert_to_dict() -> None:
     assert Interval.from_dict(iv.to_dict()) == iv
     assert Interval.from_dict(3) == Interval.exact(3.0)
     assert PhaseTimes.from_dict(PHASES.to_dict()) == PHASES
+
+
+def test_managed_helpers(tmp_path: Path) -> None:
+    trial = _stored(tmp_path, MANAGED)
+    assert records.is_managed(trial) and records.managed_job(trial) == "advisor-fcn-0001-003-abc"
+    other = optuna.trial.create_trial(value=1.0, user_attrs=EVALUATED.to_attrs())
+    assert not records.is_managed(other) and records.managed_job(other) is None
