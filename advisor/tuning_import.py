@@ -79,6 +79,9 @@ def import_results(
             epochs=_epochs(study),
             runtime=runtime,
             cost=cost,
+            # A measurement, not a candidate: the study's selection (``feasible_trials``)
+            # skips it, so an imported job never becomes the recommendation by itself.
+            feasible=False,
             managed=ManagedRun(
                 provider=backend.name,
                 tuning_job=job,

@@ -9,6 +9,7 @@ for users who prefer that path.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, ClassVar
@@ -268,6 +269,7 @@ class SageMakerBackend(TuningBackend):
                     runtime_s=float(runtime) if runtime is not None else None,
                     billable_s=_float_or_none(detail.get("BillableTimeInSeconds")),
                     instance_type=(detail.get("ResourceConfig") or {}).get("InstanceType"),
+                    spot=bool(detail.get("EnableManagedSpotTraining", False)),
                 )
             )
         return out
@@ -286,6 +288,9 @@ class SageMakerBackend(TuningBackend):
             code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
             if code not in ("", "NotImplemented", "InternalFailure", "500"):
                 raise aws_error(exc) from exc
+        # SageMaker names a tuning job's training jobs <tuning job>-<3 digits>-<8 hex digits>:
+        # a job of another tuning job whose name merely starts the same does not match.
+        _ours = re.compile(re.escape(job) + r"-\d{3}-[0-9a-f]{8}")
         found = []
         for page in self.client.get_paginator("list_training_jobs").paginate(NameContains=job):
             for s in page["TrainingJobSummaries"]:
@@ -293,7 +298,7 @@ class SageMakerBackend(TuningBackend):
                     self.client.describe_training_job, TrainingJobName=s["TrainingJobName"]
                 )
                 owner = detail.get("TuningJobArn")
-                if owner == arn or (owner is None and s["TrainingJobName"].startswith(f"{job}-")):
+                if owner == arn or (owner is None and _ours.fullmatch(s["TrainingJobName"])):
                     found.append({"TrainingJobName": s["TrainingJobName"]})
         return found
 
