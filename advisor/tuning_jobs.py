@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.errors import AdvisorError
 from advisor.providers.tuning import (
     DEFAULT_METRIC,
+    REPORTED_METRICS,
     Submission,
     TuningBackend,
     TuningSpec,
@@ -141,7 +142,23 @@ def plan_job(
             spec = dataclasses.replace(spec, alternative_instance_types=alts)
     except ValueError as exc:
         raise AdvisorError(f"Invalid tuning job: {exc}.", "change the values named.") from exc
+    check_metric(spec.objective_metric, spec.goal)
     return spec
+
+
+def check_metric(metric: str, goal: str) -> None:
+    """Refuse an objective ``advisor.train`` never reports, or one optimised the wrong way."""
+    if metric not in REPORTED_METRICS:
+        raise AdvisorError(
+            f"advisor.train does not report '{metric}', so no trial would ever report it.",
+            f"use --metric {' or '.join(REPORTED_METRICS)}.",
+        )
+    if REPORTED_METRICS[metric] != goal:
+        raise AdvisorError(
+            f"{metric} is better when it is {'larger' if goal == 'minimize' else 'smaller'}, "
+            f"but --goal {goal} was given.",
+            f"pass --goal {REPORTED_METRICS[metric]}.",
+        )
 
 
 def _key(backend: TuningBackend, instance: str) -> str:
@@ -404,6 +421,7 @@ __all__ = [
     "DEFAULT_METRIC",
     "PROVIDERS",
     "ImportSummary",
+    "check_metric",
     "import_job",
     "job_status",
     "load_study",

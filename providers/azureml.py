@@ -85,11 +85,15 @@ class AzureMLBackend(TuningBackend):
                 "pass a single --instance (or submit one sweep per VM size).",
             )
         if spec.strategy == "bayesian":
-            bad = [p.name for p in spec.hyperparameters if _distribution_kind(p) == "loguniform"]
+            bad = [
+                p.name
+                for p in spec.hyperparameters
+                if _distribution_kind(p) in ("loguniform", "qloguniform")
+            ]
             if bad:
                 yield (
                     "Azure ML Bayesian sampling accepts only choice, uniform and quniform, "
-                    f"but {bad} need loguniform.",
+                    f"but {bad} need loguniform or qloguniform (log-scaled ranges).",
                     "use --strategy random (Azure's loguniform), or make them linear in the space.",
                 )
             if spec.early_stopping:
@@ -275,9 +279,9 @@ def _distribution_kind(p: Param) -> str:
     if isinstance(p, CategoricalParam):
         return "choice"
     if isinstance(p, IntParam):
-        if int_choices(p) is not None:
-            return "choice"
-        return "qloguniform" if p.log else "quniform"
+        if p.log:  # log-scaled like SageMaker's and Vertex's integer log ranges
+            return "qloguniform"
+        return "choice" if int_choices(p) is not None else "quniform"
     return "loguniform" if p.log else "uniform"
 
 

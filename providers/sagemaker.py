@@ -129,8 +129,7 @@ class SageMakerBackend(TuningBackend):
             config["StrategyConfig"] = {
                 "HyperbandStrategyConfig": {"MinResource": 1, "MaxResource": spec.epochs}
             }
-        static = {k: str(v) for k, v in spec.fixed.items()}
-        static["metric"] = spec.objective_metric
+        static = spec.static_values()
         stopping: dict[str, Any] = {"MaxRuntimeInSeconds": spec.max_runtime_s}
         definition: dict[str, Any] = {
             "StaticHyperParameters": static,
@@ -315,8 +314,7 @@ class SageMakerBackend(TuningBackend):
         train = require("sagemaker.train", "aws", "The SageMaker SDK tuner")
         configs = require("sagemaker.train.configs", "aws", "The SageMaker SDK tuner")
         tuner_mod = require("sagemaker.train.tuner", "aws", "The SageMaker SDK tuner")
-        static = {k: str(v) for k, v in spec.fixed.items()}
-        static["metric"] = spec.objective_metric
+        static = spec.static_values()
         trainer = train.ModelTrainer(
             training_image=spec.image,
             role=self.role or PLACEHOLDER_ROLE,

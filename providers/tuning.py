@@ -30,6 +30,14 @@ TrialStatus = Literal["completed", "failed", "stopped", "running", "pending"]
 
 ENTRY_POINT: tuple[str, ...] = ("python", "-m", "advisor.train")
 DEFAULT_METRIC = "val_accuracy"
+# What ``advisor.train`` reports after every epoch (val_accuracy for classifiers only), and
+# whether a smaller value is better.
+REPORTED_METRICS: dict[str, str] = {
+    "val_accuracy": "maximize",
+    "val_loss": "minimize",
+    "train_loss": "minimize",
+    "epoch_s": "minimize",
+}
 # What ``advisor.train`` prints after each epoch; SageMaker's metric regex reads it.
 METRIC_LINE = "advisor-metric: {name}={value:.6g};"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -123,12 +131,26 @@ class TuningSpec:
         value = self.fixed.get("epochs")
         return int(value) if value is not None else None
 
+    @property
+    def device(self) -> str:
+        """The ``--device`` every trial gets: ``cuda`` on a GPU machine, ``tpu`` on a TPU one,
+        else ``cpu`` (``advisor.train`` refuses a device it does not find)."""
+        if self.accelerator is None:
+            return "cpu"
+        return "tpu" if self.accelerator.upper().startswith("TPU") else "cuda"
+
+    def static_values(self) -> dict[str, str]:
+        """Every fixed value of the entry point as strings: ``fixed``, the metric, the device."""
+        out = {k: str(v) for k, v in self.fixed.items()}
+        out["metric"] = self.objective_metric
+        out["device"] = self.device
+        return out
+
     def entry_args(self) -> list[str]:
         """The fixed command-line arguments of the entry point (``--batch-size 512`` ...)."""
         args: list[str] = []
-        for name, value in self.fixed.items():
-            args += [f"--{name.replace('_', '-')}", str(value)]
-        args += ["--metric", self.objective_metric]
+        for name, value in self.static_values().items():
+            args += [f"--{name.replace('_', '-')}", value]
         return args
 
     def to_dict(self) -> dict[str, Any]:

@@ -121,6 +121,15 @@ class VertexBackend(TuningBackend):
                 )
         if spec.early_stopping and spec.strategy == "grid":
             yield ("Vertex automated early stopping does not apply to grid search.", "drop it.")
+        if spec.device == "tpu":
+            yield (
+                f"{spec.instance_type} is a TPU machine: advisor.train trains PyTorch on CUDA GPUs "
+                "or the CPU, the advisor image has no PyTorch/XLA, and Vertex runs TPU v2/v3 "
+                "only as machine type cloud-tpu with 8 cores.",
+                "pick a GPU machine type (e.g. --instance a2-highgpu-1g or g2-standard-8), or "
+                "build an image on a PyTorch/XLA base and submit the job yourself.",
+            )
+            return
         if spec.accelerator is not None:
             accelerator_enum(spec.accelerator)  # raises a clear error when unknown
         if spec.output is not None and not spec.output.startswith("gs://"):

@@ -28,7 +28,8 @@ def test_spec_rejects_bad_values_with_the_values_in_the_message(make_spec: Any) 
 def test_entry_args_carry_fixed_values_and_metric(make_spec: Any) -> None:
     args = make_spec().entry_args()
     assert args == ["--model", "fcn", "--batch-size", "512", "--epochs", "14",
-                    "--metric", "val_accuracy"]  # fmt: skip
+                    "--metric", "val_accuracy", "--device", "cuda"]  # fmt: skip
+    assert make_spec(accelerator=None, accelerator_count=0).entry_args()[-2:] == ["--device", "cpu"]
 
 
 def test_metric_regex_reads_the_printed_line() -> None:
