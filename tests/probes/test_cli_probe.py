@@ -111,3 +111,24 @@ def test_probe_prints_its_warnings_and_keeps_them_in_json(tmp_path: Path) -> Non
     assert "warning: max pooling runs on channels-first (NCHW) CPU tensors" in proc.stdout
     saved = json.loads(out.read_text())
     assert len(saved["warnings"]) == 1 and "channels_last" in saved["warnings"][0]
+
+
+def test_failed_probe_prints_its_status_and_one_line_reason() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "advisor.cli.main",
+            "probe",
+            "--model",
+            "user_models:build_sigkill",
+            "--batch-size",
+            "8",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=180,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "probe failed (killed): killed by signal 9 (SIGKILL)" in proc.stdout
