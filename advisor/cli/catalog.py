@@ -170,8 +170,8 @@ def accelerators(snapshot: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 def snapshots(as_json: bool) -> None:
     """List the available price snapshots (shipped and refreshed), oldest first."""
-    from advisor.providers.catalog._store import snapshot_dir
-    from advisor.providers.catalog._store import snapshots as names
+    from advisor.providers.catalog import snapshot_dir
+    from advisor.providers.catalog import snapshots as names
 
     found = [{"snapshot": n, "path": str(snapshot_dir(n)[1])} for n in names()]
     if as_json:

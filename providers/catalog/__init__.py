@@ -8,7 +8,7 @@ studies' prices. Rows are validated on load. Refreshing lives in
 
 from advisor.providers.catalog._catalog import Catalog, accelerator_aliases
 from advisor.providers.catalog._local import local_machine
-from advisor.providers.catalog._store import load, snapshots
+from advisor.providers.catalog._store import load, snapshot_dir, snapshots
 from advisor.providers.catalog._types import AcceleratorSpec, InstanceType
 
 __all__ = [
@@ -18,5 +18,6 @@ __all__ = [
     "accelerator_aliases",
     "load",
     "local_machine",
+    "snapshot_dir",
     "snapshots",
 ]
