@@ -68,15 +68,16 @@ def run_probe(
     start = time.time()
     request = dataclasses.replace(request, process_start=start)
     oom_kills_before = oom_kill_count()
-    proc = subprocess.Popen(
-        [python, "-m", "advisor.probes.child"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    proc: subprocess.Popen[str] | None = None
     try:
+        proc = subprocess.Popen(
+            [python, "-m", "advisor.probes.child"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
         stdout: list[str] = []
         stderr: deque[str] = deque(maxlen=_STDERR_TAIL)
         readers = [
@@ -99,7 +100,7 @@ def run_probe(
         for reader in readers:
             reader.join(timeout=0 if timed_out else 5)
     finally:
-        if proc.poll() is None:  # timed out, interrupted, or an error here
+        if proc is not None and proc.poll() is None:  # timed out, interrupted, or an error
             proc.kill()
             proc.wait()
     wall = time.time() - start
