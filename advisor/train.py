@@ -32,7 +32,7 @@ from typing import Any
 from advisor.errors import AdvisorError
 from advisor.providers.tuning import DEFAULT_METRIC, METRIC_LINE
 
-SAGEMAKER_HYPERPARAMETERS = Path("/opt/ml/input/config/hyperparameters.json")
+SAGEMAKER_HYPERPARAMETERS = "input/config/hyperparameters.json"  # under /opt/ml
 HYPERTUNE_FILE = "/tmp/hypertune/output.metrics"
 _RESERVED = {
     "model", "batch_size", "epochs", "n_train", "n_val", "threads", "device", "metric",
@@ -63,13 +63,15 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, d
     parser.add_argument(
         "--metric", default=None, help=f"objective metric (default {DEFAULT_METRIC})"
     )
-    parser.add_argument("--hyperparameters-file", type=Path, default=SAGEMAKER_HYPERPARAMETERS)
+    parser.add_argument("--hyperparameters-file", type=Path, default=None)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["train"]:  # SageMaker starts the container as `<entrypoint> train`
         argv = argv[1:]
     args, rest = parser.parse_known_args(argv)
     hps = _pairs(rest, parser)
-    from_file = _read_sagemaker(args.hyperparameters_file)
+    from advisor.train_checkpoint import opt_ml
+
+    from_file = _read_sagemaker(args.hyperparameters_file or opt_ml() / SAGEMAKER_HYPERPARAMETERS)
     for key in _RESERVED:
         if getattr(args, key, None) is None and key in from_file:
             setattr(args, key, from_file[key])
@@ -217,7 +219,9 @@ def _mlflow(out: Callable[[str], None]) -> Any:
     if uri.startswith("azureml:"):
         import importlib.util
 
-        if importlib.util.find_spec("azureml.mlflow") is None:
+        if importlib.util.find_spec("azureml") is None or (
+            importlib.util.find_spec("azureml.mlflow") is None
+        ):
             out(
                 "advisor-train: warning: azureml:// tracking needs azureml-mlflow (in the "
                 "advisor image); metrics are not sent to MLflow"
