@@ -135,6 +135,13 @@ class Evaluation:
     new_probe: bool = False
     error: str | None = None
 
+    def __post_init__(self) -> None:
+        if (self.status == "ok") != (self.runtime is not None and self.cost is not None):
+            raise ValueError(
+                f"{self.machine} b{self.batch_size}: a finished evaluation (status ok) has a "
+                f"runtime and a cost, a failed one neither; got status={self.status!r}"
+            )
+
     @property
     def ok(self) -> bool:
         return self.status == "ok"

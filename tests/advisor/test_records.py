@@ -3,6 +3,7 @@ old studies (the keys as stored so far) still load."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,8 @@ def test_a_finished_evaluation_has_runtime_and_cost() -> None:
         TrialRecord("local:local", 256, "measured", 0.0, False, 10, Interval.exact(1.0), None)
     with pytest.raises(ValueError, match="source"):
         TrialRecord("local:local", 256, "guessed", 0.0, False, 10, None, None)
+    with pytest.raises(ValueError, match="runtime and a cost"):
+        dataclasses.replace(EVALUATED.to_evaluation(), cost=None)
 
 
 def test_evaluation_round_trip() -> None:
