@@ -47,9 +47,9 @@ def test_device_choice() -> None:
     assert "DistributedDataParallel" in plan.describe()
     assert choose_device("cuda", 1, False).distributed is False
     assert choose_device("tpu", 0, True).kind == "xla"
-    with pytest.raises(AdvisorError, match="sees no CUDA GPU.*--device cpu"):
+    with pytest.raises(AdvisorError, match=r"sees no CUDA GPU.*--device cpu"):
         choose_device("cuda", 0, False)
-    with pytest.raises(AdvisorError, match="torch_xla.*GPU machine type"):
+    with pytest.raises(AdvisorError, match=r"torch_xla.*GPU machine type"):
         choose_device("tpu", 0, False)
 
 
