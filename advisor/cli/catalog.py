@@ -50,6 +50,12 @@ def _money(value: float | None) -> str:
 @click.option("--max-price", type=float, default=None, help="At most this USD/h.")
 @click.option("--spot", is_flag=True, help="Only machines with spot capacity; price is spot.")
 @click.option("--snapshot", default=None, help="Price snapshot (default: the newest).")
+@click.option(
+    "--region",
+    default=None,
+    help="Prices of this region only (e.g. us-east-1, westus3). Default: each machine type "
+    "from the cheapest region that sells it (the region column says which).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
 @click.pass_context
 def catalog(
@@ -62,6 +68,7 @@ def catalog(
     max_price: float | None,
     spot: bool,
     snapshot: str | None,
+    region: str | None,
     as_json: bool,
 ) -> None:
     """List and filter the priced instance catalog (USD per hour).
@@ -72,9 +79,9 @@ def catalog(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from advisor.providers.catalog import load
+    from advisor.providers.catalog import load, stale_warning
 
-    cat = load(snapshot)
+    cat = load(snapshot, region=region)
     wanted = _split(services)
     every = cat.filter(
         providers=_split(providers),
@@ -90,6 +97,9 @@ def catalog(
     rows.sort(key=lambda r: (r.provider, r.service, r.price(spot), r.instance_type))
     if as_json:
         click.echo(json.dumps([dict(r.to_dict(), key=r.key) for r in rows], indent=2))
+        warning = stale_warning(cat.snapshot, rows)
+        if warning:
+            click.echo(f"Warning: {warning}", err=True)
         return
     from rich.table import Table
 
@@ -107,6 +117,7 @@ def catalog(
         ("acc mem GiB", "right"),
         ("on-demand", "right"),
         ("spot", "right"),
+        ("region", "left"),
         ("date", "left"),
     ):
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
@@ -122,6 +133,7 @@ def catalog(
             f"{r.accelerator_memory_gib:g}" if r.accelerator else "-",
             _money(r.on_demand_usd_per_h),
             _money(r.spot_usd_per_h),
+            r.region,
             r.price_date,
         )
     output.console().print(table)
@@ -132,6 +144,9 @@ def catalog(
         )
     if not rows:
         click.echo("No machine type matches these filters.", err=True)
+    warning = stale_warning(cat.snapshot, rows)
+    if warning:
+        click.echo(f"Warning: {warning}", err=True)
 
 
 @catalog.command()
