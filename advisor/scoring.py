@@ -422,6 +422,9 @@ class LocalBackend(Backend):
             max_price=machines.max_price,
         )
         rest = replace(machines, accelerators=())
+        expand = getattr(self.catalog, "matching_keys", None)  # issue #15: native names match
+        if machines.instance_types and expand is not None:
+            rest = replace(rest, instance_types=expand(machines.instance_types))
         out = [i for i in found if i.provider != "local" and matches(i, rest)]
         if machines.include_local:
             from advisor.providers.catalog import local_machine

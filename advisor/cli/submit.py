@@ -61,6 +61,11 @@ def make_backend(provider: str, **opts: Any) -> Any:
     multiple=True,
     help="Machine type or catalog key (repeat for SageMaker fallbacks); overrides the study's.",
 )
+@click.option(
+    "--accelerator",
+    help="With --instance: the GPUs attached to a GCP VM type (T4, T4:2, nvidia-tesla-v100), "
+    "e.g. --instance n1-standard-8 --accelerator T4.",
+)
 @click.option("--model", help="Workload to train (with --instance, without --study).")
 @click.option("--batch-size", type=int, help="Batch size (with --instance, without --study).")
 @click.option("--epochs", type=int, help="Epochs per trial (default: the study's estimate).")
@@ -107,6 +112,7 @@ def submit(
     study_name: str | None,
     storage: str | None,
     instances: tuple[str, ...],
+    accelerator: str | None,
     model: str | None,
     batch_size: int | None,
     epochs: int | None,
@@ -139,6 +145,7 @@ def submit(
     if image is None and not dry_run:
         raise AdvisorError("Submitting needs the container image.", "pass --image URI.")
     backend = make_backend(provider, **provider_opts)
+    instances = _native_names(backend, instances, accelerator)  # issue #15
     options: dict[str, Any] = {
         "strategy": strategy or "bayesian",
         "max_trials": max_trials,
@@ -280,6 +287,37 @@ def _load_study(name: str, storage: str | None) -> Any:
         from advisor.errors import unknown_value_error
 
         raise unknown_value_error("study", name, known) from exc
+
+
+def _native_names(backend: Any, names: tuple[str, ...], accelerator: str | None) -> tuple[str, ...]:
+    """Each --instance as a catalog key of ``backend``'s services (issue #15).
+
+    The providers' own names resolve (``Standard_NC6s_v3``, ``ml.p3.2xlarge``,
+    ``n1-standard-8`` with ``--accelerator T4``); a name the catalog does not know is passed on
+    unchanged (the service may still run it), unless ``--accelerator`` was needed to place it.
+    """
+    if accelerator and not names:
+        raise AdvisorError("--accelerator applies to --instance.", "pass --instance too.")
+    if not names:
+        return names
+    from advisor.providers.catalog import load
+
+    catalog = load()
+    out = []
+    for name in names:
+        spot = ":spot" if name.lower().endswith(":spot") else ""
+        try:
+            try:
+                row = catalog.resolve(name, accelerator, backend.services[:1])
+            except AdvisorError:
+                row = catalog.resolve(name, accelerator, backend.services)
+        except AdvisorError:
+            if accelerator:
+                raise
+            out.append(name)
+            continue
+        out.append(row.key + spot)
+    return tuple(out)
 
 
 def _key(backend: Any, instance: str) -> str:

@@ -104,6 +104,21 @@ class Catalog:
 
         return resolve(self, name, accelerator, services)
 
+    def matching_keys(self, names: Iterable[str]) -> tuple[str, ...]:
+        """``names`` plus the catalog keys they stand for in any spelling (never raises).
+
+        For a space's ``instance_types``: ``Standard_NC6s_v3`` adds both Azure services' keys,
+        ``n1-standard-8`` every GPU-attached variant; unknown names stay as they are.
+        """
+        from advisor.providers.catalog._names import matching_keys
+
+        out: list[str] = []
+        for name in names:
+            for key in (name, *matching_keys(self, name)):
+                if key not in out:
+                    out.append(key)
+        return tuple(out)
+
     # --- lookups -----------------------------------------------------------------------
     def get(self, instance_type_or_key: str) -> InstanceType:
         """The row for ``service:type`` or a bare type when unique (``:spot`` is ignored).

@@ -76,15 +76,11 @@ def _split(name: str) -> tuple[str, str]:
     return "", text
 
 
-def resolve(
-    catalog: Catalog, name: str, accelerator: str | None = None, services: Sequence[str] = ()
-) -> InstanceType:
-    """The one row ``name`` (and ``accelerator``) stand for; see the module docstring."""
+def _find(
+    catalog: Catalog, name: str, accelerator: str | None, services: Sequence[str]
+) -> tuple[list[InstanceType], list[InstanceType], set[str]]:
+    """(matching rows of the first spelling tier that has any, rows searched, spellings)."""
     service, itype = _split(name)
-    if itype.lower() == "local" and service in ("", "local"):
-        from advisor.providers.catalog._local import local_machine
-
-        return local_machine()
     wanted_services = {service} if service else {s.lower() for s in services}
     rows = [r for r in catalog.instances if not wanted_services or r.service in wanted_services]
     tiers = _spellings(itype, wanted_services)
@@ -98,12 +94,48 @@ def resolve(
             ]
         else:
             found = [r for r in rows if r.instance_type.lower() in spellings]
-        if len(found) == 1:
-            return found[0]
         if found:
-            _ambiguous(catalog, name, accelerator, found)
-    _unknown(catalog, name, accelerator, rows, tiers[0] | tiers[1])
+            return found, rows, tiers[0] | tiers[1]
+    if not accelerator and "+" in itype:  # "n1-standard-8+T4": the VM and its accelerator inline
+        base, _, inline = itype.partition("+")
+        prefix = f"{service}:" if service else ""
+        found, _, _ = _find(catalog, prefix + base, inline, services)
+        if found:
+            return found, rows, tiers[0] | tiers[1]
+    return [], rows, tiers[0] | tiers[1]
+
+
+def _variants(rows: Iterable[InstanceType], spellings: set[str]) -> list[str]:
+    """Keys of the GPU-attached variants of a bare VM type (``n1-standard-8`` -> ``...+1xT4``)."""
+    return sorted({r.key for r in rows if "+" in r.instance_type and _type_matches(r, spellings)})
+
+
+def resolve(
+    catalog: Catalog, name: str, accelerator: str | None = None, services: Sequence[str] = ()
+) -> InstanceType:
+    """The one row ``name`` (and ``accelerator``) stand for; see the module docstring."""
+    service, itype = _split(name)
+    if itype.lower() == "local" and service in ("", "local"):
+        from advisor.providers.catalog._local import local_machine
+
+        return local_machine()
+    found, rows, spellings = _find(catalog, name, accelerator, services)
+    if len(found) == 1:
+        return found[0]
+    if found:
+        _ambiguous(catalog, name, accelerator, found)
+    _unknown(catalog, name, accelerator, rows, spellings)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def matching_keys(catalog: Catalog, name: str) -> list[str]:
+    """Catalog keys a space's ``instance_types`` entry stands for (none when unknown).
+
+    Unlike ``resolve`` this never raises: a name sold by two services matches both, a bare
+    GCP VM type (``n1-standard-8``) matches each of its GPU-attached variants.
+    """
+    found, rows, spellings = _find(catalog, name, None, ())
+    return [r.key for r in found] or _variants(rows, spellings)
 
 
 def _ambiguous(
