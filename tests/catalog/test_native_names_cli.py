@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 from advisor.providers.catalog import load
+from advisor.search_spaces.space import MachineFilter
 from click.testing import CliRunner
 
 from advisor.cli.main import cli
 from advisor.scoring import matches
-from advisor.search_spaces.space import MachineFilter
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "probes"))
-from test_performance_model_fixtures import probe  # noqa: E402
+from test_performance_model_fixtures import probe
 
 TRACE = {"ops_per_iteration": 100, "activation_bytes_per_sample": 1.2e6, "data_s": 0.004}
 
@@ -101,8 +101,9 @@ def test_space_instance_types_match_native_names() -> None:
 
 
 def test_a_spaces_native_instance_types_become_candidates(tmp_path: Path) -> None:
-    from advisor.scoring import LocalBackend
     from advisor.search_spaces.space import JointSpace
+
+    from advisor.scoring import LocalBackend
 
     backend = LocalBackend(f"sqlite:///{tmp_path / 's.db'}", catalog=load("2026-11"))
     wanted = MachineFilter(instance_types=("Standard_NC6s_v3",), include_local=False)
