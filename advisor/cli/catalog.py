@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 import click
 
@@ -229,6 +230,41 @@ def refresh(provider: str, as_json: bool) -> None:
     )
     for note in result.notes:
         click.echo(f"  note: {note}")
+
+
+@catalog.command("import-skypilot")
+@click.argument("folder", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--region",
+    "regions",
+    multiple=True,
+    help="Import only these regions (repeatable or comma-separated). Default: every region.",
+)
+@click.option("--name", default=None, help="Snapshot name (default: today's date).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def import_skypilot(
+    folder: Path | None, regions: tuple[str, ...], name: str | None, as_json: bool
+) -> None:
+    """Turn SkyPilot's catalog files into a dated snapshot (no credentials, no network).
+
+    FOLDER holds aws/, gcp/, azure/ with vms.csv (default: the newest version under
+    ~/.sky/catalogs). Virtual-machine rows are repriced in every region SkyPilot lists
+    (spot: the lowest zone price in the region; GCP GPU VMs: VM plus accelerator row);
+    managed-service rows keep their prices. The new snapshot becomes the newest.
+    """
+    from advisor.providers.catalog.skypilot import import_skypilot as do_import
+
+    result = do_import(folder, regions=_split(regions), name=name)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    click.echo(
+        f"Wrote snapshot {result.snapshot} ({result.path}): {result.priced} rows priced from "
+        f"SkyPilot's catalog in {result.regions} regions, {result.kept} kept from "
+        f"{result.base_snapshot}."
+    )
+    for cloud, path in sorted(result.files.items()):
+        click.echo(f"  {cloud}: {path}")
 
 
 __all__ = ["AdvisorError", "catalog"]
