@@ -147,6 +147,19 @@ class Catalog:
                 f"'{name}' is sold by several services in snapshot {self.snapshot}: {keys}.",
                 "name one as service:type.",
             )
+        elsewhere = sorted(
+            {
+                r.region
+                for r in self.regional
+                if name.lower() in (r.key.lower(), r.instance_type.lower())
+            }
+        )
+        if elsewhere:
+            raise AdvisorError(
+                f"'{name}' is not priced in region '{self.region}' in snapshot {self.snapshot} "
+                f"(it is in {', '.join(elsewhere)}).",
+                "pick one of those regions, or leave --region out for the cheapest.",
+            )
         names = {i.instance_type for i in self.instances} | set(by_key)
         near = close_matches(name, names, n=5)
         hint = f" Close matches: {', '.join(near)}." if near else ""

@@ -44,7 +44,11 @@ def test_region_filter_keeps_that_regions_rows_only() -> None:
     assert cat.region_note(cat.get("azure-vm:NC24ads_A100_v4")) == (
         "southcentralus (asked for with --region)"
     )
-    with pytest.raises(AdvisorError, match=r"Unknown instance type 'p3\.2xlarge'"):
+    with pytest.raises(
+        AdvisorError,
+        match=r"'p3\.2xlarge' is not priced in region "
+        r"'southcentralus' in snapshot 2026-11 \(it is in us-east-1\)",
+    ):
         cat.get("p3.2xlarge")
 
 
