@@ -144,6 +144,8 @@ class LocalBackend(Backend):
             max_price=machines.max_price,
         )
         rest = replace(machines, accelerators=())
+        if machines.instance_types:  # native names (ml.p3.2xlarge, Standard_NC6s_v3) match too
+            rest = replace(rest, instance_types=self.catalog.matching_keys(machines.instance_types))
         out = [i for i in found if i.provider != "local" and matches(i, rest)]
         if machines.include_local:
             from advisor.providers.catalog import local_machine

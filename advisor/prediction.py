@@ -102,8 +102,12 @@ def resolve_machines(
     for name in (n.strip() for n in names):
         if not name:
             continue
+        # catalog keys and the providers' own names (Standard_NC6s_v3, ml.p3.2xlarge,
+        # n1-standard-8+T4) both resolve
         machines.append(
-            catalog_mod.local_machine() if name in ("local", "local:local") else catalog.get(name)
+            catalog_mod.local_machine()
+            if name in ("local", "local:local")
+            else catalog.resolve(name)
         )
     if not machines:
         raise AdvisorError("No instances given.", "pass --instances p3.2xlarge,p2.xlarge,...")

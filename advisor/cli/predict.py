@@ -86,7 +86,13 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
 @click.command()
 @click.option("--model", "-m", required=True, help="Workload name, e.g. fcn, simple-cnn.")
 @click.option("--batch-size", "-b", type=int, required=True, help="Global batch size.")
-@click.option("--instances", "-i", required=True, help="Comma-separated instance types.")
+@click.option(
+    "--instances",
+    "-i",
+    required=True,
+    help="Comma-separated instance types: catalog keys or the providers' own names "
+    "(Standard_NC6s_v3, ml.p3.2xlarge, compute-engine:n1-standard-8+T4).",
+)
 @click.option("--snapshot", default=None, help="Catalog snapshot (default: newest).")
 @click.option("--epochs", type=int, default=None, help="Epochs (default: the workload's).")
 @click.option("--spot", is_flag=True, help="Price with spot/preemptible capacity.")

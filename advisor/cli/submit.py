@@ -42,6 +42,11 @@ def _provider_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     multiple=True,
     help="Machine type or catalog key (repeat for SageMaker fallbacks); overrides the study's.",
 )
+@click.option(
+    "--accelerator",
+    help="With --instance: the GPUs attached to a GCP VM type (T4, T4:2, nvidia-tesla-v100), "
+    "e.g. --instance n1-standard-8 --accelerator T4.",
+)
 @click.option("--model", help="Workload to train (with --instance, without --study).")
 @click.option("--batch-size", type=int, help="Batch size (with --instance, without --study).")
 @click.option("--epochs", type=int, help="Epochs per trial (default: the study's estimate).")
@@ -88,6 +93,7 @@ def submit(
     study_name: str | None,
     storage: str | None,
     instances: tuple[str, ...],
+    accelerator: str | None,
     model: str | None,
     batch_size: int | None,
     epochs: int | None,
@@ -120,6 +126,7 @@ def submit(
     if image is None and not dry_run:
         raise AdvisorError("Submitting needs the container image.", "pass --image URI.")
     backend = make_backend(provider, **provider_opts)
+    instances = _native_names(backend, instances, accelerator)  # catalog keys or native names
     spec = plan_job(
         backend,
         study=study_name,
@@ -219,3 +226,34 @@ def import_job(
         f"Added {len(summary.trials_added)} of {summary.trials_seen} trials of {job} "
         f"to study '{study_name}'."
     )
+
+
+def _native_names(backend: Any, names: tuple[str, ...], accelerator: str | None) -> tuple[str, ...]:
+    """Each --instance as a catalog key of ``backend``'s services (issue #15).
+
+    The providers' own names resolve (``Standard_NC6s_v3``, ``ml.p3.2xlarge``,
+    ``n1-standard-8`` with ``--accelerator T4``); a name the catalog does not know is passed on
+    unchanged (the service may still run it), unless ``--accelerator`` was needed to place it.
+    """
+    if accelerator and not names:
+        raise AdvisorError("--accelerator applies to --instance.", "pass --instance too.")
+    if not names:
+        return names
+    from advisor.providers.catalog import load
+
+    catalog = load()
+    out = []
+    for name in names:
+        spot = ":spot" if name.lower().endswith(":spot") else ""
+        try:
+            try:
+                row = catalog.resolve(name, accelerator, backend.services[:1])
+            except AdvisorError:
+                row = catalog.resolve(name, accelerator, backend.services)
+        except AdvisorError:
+            if accelerator:
+                raise
+            out.append(name)
+            continue
+        out.append(row.key + spot)
+    return tuple(out)
