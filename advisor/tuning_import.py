@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.errors import AdvisorError
 from advisor.probes.result import Interval
 from advisor.providers.tuning import TrialResult, TuningBackend
-from advisor.records import ManagedRun, TrialRecord
+from advisor.records import ManagedRun, TrialRecord, is_managed, managed_job
 from advisor.search_spaces.space import space_from_dict
 
 if TYPE_CHECKING:
@@ -44,13 +44,7 @@ def import_results(
 
     names = list(study.metric_names or ["runtime_s", "cost_usd"][: len(study.directions)])
     known = _known_distributions(study)
-    done = set()
-    for t in study.get_trials(deepcopy=False):
-        record = TrialRecord.from_trial(t)
-        if record is not None and record.managed is not None:
-            done.add(record.managed.job_name)
-        elif "managed_job" in t.user_attrs:  # a managed trial stored without machine params
-            done.add(t.user_attrs["managed_job"])
+    done = {managed_job(t) for t in study.get_trials(deepcopy=False) if is_managed(t)}
     added = []
     for r in results:
         if r.job_name in done or r.status not in FINISHED:

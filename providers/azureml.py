@@ -126,9 +126,13 @@ class AzureMLBackend(TuningBackend):
         )
         compute = self.compute or PLACEHOLDER_COMPUTE
         experiment = self.experiment or f"advisor-{spec.workload}"
+        # Each trial checkpoints every epoch into its own job output, mounted read-write, so a
+        # trial restarted after losing a spot / low-priority node resumes from it.
+        checkpoints = "--checkpoint-dir ${{outputs.checkpoints}}"
         job = ml.command(
-            command=f"{' '.join(spec.command)} {fixed} {tuned}",
+            command=f"{' '.join(spec.command)} {fixed} {checkpoints} {tuned}",
             inputs={p.name: _default(p) for p in spec.hyperparameters},
+            outputs={"checkpoints": ml.Output(type="uri_folder", mode="rw_mount")},
             environment=environment,
             compute=compute,
             instance_count=spec.instance_count,
@@ -152,6 +156,10 @@ class AzureMLBackend(TuningBackend):
             sweep_job.early_termination = sweep_mod.BanditPolicy(
                 slack_factor=0.1, evaluation_interval=1, delay_evaluation=1
             )
+        if spec.spot:
+            # The job's spot tier (serverless compute); on a named cluster, the cluster's own
+            # tier (AmlCompute tier="low_priority") decides.
+            sweep_job.queue_settings = entities.QueueSettings(job_tier="spot")
         sweep_job.name = spec.job_name
         sweep_job.display_name = spec.job_name
         sweep_job.experiment_name = experiment  # lost through .sweep()

@@ -132,6 +132,13 @@ class VertexBackend(TuningBackend):
             return
         if spec.accelerator is not None:
             accelerator_enum(spec.accelerator)  # raises a clear error when unknown
+        if spec.spot and spec.output is None:
+            yield (
+                "A Vertex spot trial resumes after eviction only from checkpoints, and Vertex "
+                "gives trials a checkpoint folder (AIP_CHECKPOINT_DIR) only under an output "
+                "directory.",
+                "pass --output gs://BUCKET/PATH with --spot.",
+            )
         if spec.output is not None and not spec.output.startswith("gs://"):
             yield (
                 f"Vertex writes output to Cloud Storage, not {spec.output!r}.",

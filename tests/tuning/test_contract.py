@@ -8,6 +8,7 @@ status -> import -> import again (idempotent), with completed, failed, stopped a
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,24 @@ class TestProviderContract:
         backend = registry.get_backend(wire.name, **wire.options)
         request = backend.build_request(self.spec(wire, make_spec))
         wire.validate(request)
+
+    def test_spot_runs_on_spot_capacity_and_resumes_from_checkpoints(
+        self, wire: Any, make_spec: Any
+    ) -> None:
+        backend = registry.get_backend(wire.name, **wire.options)
+        output = {"sagemaker": "s3://bucket/advisor", "vertex": "gs://bucket/advisor"}
+        spec = self.spec(wire, make_spec, spot=True, output=output.get(wire.name))
+        request = backend.build_request(spec)
+        wire.validate(request)
+        wire.check_spot(request)
+
+    def test_trials_train_on_the_machines_gpu(self, wire: Any, make_spec: Any) -> None:
+        backend = registry.get_backend(wire.name, **wire.options)
+        text = json.dumps(backend.build_request(self.spec(wire, make_spec)))
+        # SageMaker: a static hyperparameter; Vertex: container args; Azure: the command.
+        device = {"sagemaker": '"device": "cuda"', "vertex": '"--device", "cuda"',
+                  "azureml": "--device cuda"}[wire.name]  # fmt: skip
+        assert device in text
 
     def test_what_the_service_cannot_do_is_refused_with_the_fix(
         self, wire: Any, make_spec: Any

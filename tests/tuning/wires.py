@@ -58,6 +58,10 @@ class Wire:
         """Check ``request`` with the SDK's own rules (raises when it does not accept it)."""
         raise NotImplementedError
 
+    def check_spot(self, request: dict[str, Any]) -> None:
+        """Assert the request runs trials on spot capacity and lets them resume."""
+        raise NotImplementedError
+
     @contextmanager
     def connected(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TuningBackend]:
         raise NotImplementedError
@@ -82,6 +86,13 @@ class SageMakerWire(Wire):
         ({"strategy": "grid"}, "grid search takes only categorical"),
         ({"instance_type": "ml.g5.3xlarge"}, "InstanceType='ml.g5.3xlarge' is not a valid"),
     ]
+
+    def check_spot(self, request: dict[str, Any]) -> None:
+        d = request["TrainingJobDefinition"]
+        assert d["EnableManagedSpotTraining"] is True
+        stop = d["StoppingCondition"]
+        assert stop["MaxWaitTimeInSeconds"] >= stop["MaxRuntimeInSeconds"]
+        assert d["CheckpointConfig"]["S3Uri"].endswith("/checkpoints")
 
     def validate(self, request: dict[str, Any]) -> None:
         import boto3
@@ -165,6 +176,11 @@ class VertexWire(Wire):
 
     def __init__(self) -> None:
         self.jobs: dict[str, dict[str, Any]] = {}
+
+    def check_spot(self, request: dict[str, Any]) -> None:
+        job = request["trialJobSpec"]
+        assert job["scheduling"]["strategy"] == 4  # Scheduling.Strategy.SPOT
+        assert job["baseOutputDirectory"]["outputUriPrefix"].startswith("gs://")  # checkpoints
 
     def validate(self, request: dict[str, Any]) -> None:
         from google.cloud import aiplatform_v1
@@ -260,6 +276,12 @@ class AzureMLWire(Wire):
         self.jobs: dict[str, dict[str, Any]] = {}
         self.tracking_uri = ""
 
+    def check_spot(self, request: dict[str, Any]) -> None:
+        props = request["properties"]
+        assert props["queueSettings"] == {"jobTier": "Spot"}
+        assert props["trial"]["command"].count("--checkpoint-dir ${{outputs.checkpoints}}") == 1
+        assert props["outputs"]["checkpoints"]["mode"] == "ReadWriteMount"
+
     def validate(self, request: dict[str, Any]) -> None:
         from advisor.providers.azureml import AzureMLBackend
         from azure.ai.ml.entities import Job
@@ -269,10 +291,10 @@ class AzureMLWire(Wire):
         rest_type = type(AzureMLBackend(compute="c").sweep(_any_spec())._to_job()._to_rest_object())
         loaded = Job._from_rest_object(rest_type(request))
         assert isinstance(loaded, SweepJob)
-        assert (
-            loaded._to_rest_object().as_dict()["properties"]["searchSpace"]
-            == (request["properties"]["searchSpace"])
-        )
+        props = request["properties"]
+        assert set(loaded.search_space) == set(props["searchSpace"])
+        assert loaded.objective.primary_metric == props["objective"]["primaryMetric"]
+        assert loaded.limits.max_total_trials == props["limits"]["maxTotalTrials"]
 
     def _respond(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         name = path.split("?")[0].split("/")[-1]
