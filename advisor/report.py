@@ -11,11 +11,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
-from advisor.options import METRIC_NAMES, is_feasible
+from advisor.options import METRIC_NAMES
 from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
 from advisor.records import TrialRecord
+from advisor.report_rows import managed_rows, runtime_params, scored_rows, tuned_ranges
 from advisor.scoring import Evaluation
-from advisor.selection import feasible_trials, pareto_front, recommended_trial
+from advisor.selection import (
+    TIE_SHARE,
+    Point,
+    cheapest,
+    fastest,
+    feasible_trials,
+    pareto_set,
+    rank,
+    recommended,
+    tie_groups,
+)
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -27,120 +38,38 @@ SWEEP_ROWS = 8
 RANKING_ROWS = 50  # rows kept in the report (the study keeps every trial)
 
 
-def _row(t: FrozenTrial) -> dict[str, Any]:
-    rec = TrialRecord.from_trial(t)
-    assert rec is not None, f"trial {t.number} has no advisor record"
-    inst = rec.instance or {}
-    return {
-        "trial": t.number,
-        "machine": rec.machine,
-        "provider": inst.get("provider"),
-        "service": inst.get("service"),
-        "instance_type": inst.get("instance_type"),
-        "accelerator": inst.get("accelerator"),
-        "gpus": inst.get("accelerator_count", 0),
-        "spot": rec.spot,
-        "batch_size": rec.batch_size,
-        "hyperparameters": {
-            k: v for k, v in t.params.items() if k not in ("machine", "batch_size")
-        },
-        "runtime_s": rec.runtime.to_dict() if rec.runtime else None,
-        "cost_usd": rec.cost.to_dict() if rec.cost else None,
-        "source": rec.source,
-        "feasible": rec.feasible is not False,
-        "epochs": rec.epochs,
-        "price_per_hour": rec.price_per_hour,
-    }
-
-
-def _screen_row(outcome: SuggestOutcome, ev: Evaluation) -> dict[str, Any]:
-    cand = {c.key: c for c in outcome.candidates}[ev.machine]
-    inst = cand.instance
-    return {
-        "trial": None,
-        "machine": ev.machine,
-        "provider": inst.provider,
-        "service": inst.service,
-        "instance_type": inst.instance_type,
-        "accelerator": inst.accelerator,
-        "gpus": inst.accelerator_count,
-        "spot": ev.spot,
-        "batch_size": ev.batch_size,
-        "hyperparameters": {},
-        "runtime_s": ev.runtime.to_dict() if ev.runtime else None,
-        "cost_usd": ev.cost.to_dict() if ev.cost else None,
-        "source": f"{ev.source}, screen only",
-        "feasible": is_feasible(outcome.options, ev),
-        "epochs": ev.epochs,
-        "price_per_hour": ev.price_per_hour,
-    }
-
-
-def _merge_screen(
-    outcome: SuggestOutcome, rows: list[dict[str, Any]], key_index: int
-) -> list[dict[str, Any]]:
-    """Trials first-class; screened (predicted, never a trial) candidates ranked among them."""
-    seen = {(r["machine"], r["batch_size"]) for r in rows}
-    extra = [
-        _screen_row(outcome, ev) for key, ev in outcome.screen.items() if ev.ok and key not in seen
-    ]
-    metric, other = ("runtime_s", "cost_usd")[key_index], ("runtime_s", "cost_usd")[1 - key_index]
-    return sorted(
-        rows + extra, key=lambda r: (not r["feasible"], r[metric]["value"], r[other]["value"])
-    )
-
-
-def _unique_complete(outcome: SuggestOutcome) -> list[tuple[FrozenTrial, TrialRecord]]:
-    """Finished trials with a run time and cost, one per (machine, batch), with records."""
-    import optuna
-
-    seen: set[tuple[str, int]] = set()
-    out = []
-    for t in outcome.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
-        rec = TrialRecord.from_trial(t)
-        if rec is None or not rec.ok:
-            continue
-        key = (rec.machine, rec.batch_size)
-        if key not in seen:
-            seen.add(key)
-            out.append((t, rec))
-    return out
+def _point(row: dict[str, Any]) -> Point:
+    return Point(row["runtime_s"]["value"], row["cost_usd"]["value"], row["feasible"], row)
 
 
 def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
-    """Everything the user sees, as one JSON-able document."""
+    """Everything the user sees, as one JSON-able document. The recommendation, ranking,
+    fastest, cheapest and Pareto set all come from one scored set (every trial and every
+    screened candidate) by one rule (``advisor.selection``)."""
     import optuna
 
     study = outcome.study
-    pairs = _unique_complete(outcome)
-    key_index = 0 if outcome.objective in ("time", "pareto") else 1
-
-    def values(rec: TrialRecord) -> tuple[float, float]:
-        assert rec.runtime is not None and rec.cost is not None
-        return rec.runtime.value, rec.cost.value
-
-    def sort_key(pair: tuple[FrozenTrial, TrialRecord]) -> tuple[bool, float, float]:
-        vals = values(pair[1])
-        return (pair[1].feasible is False, vals[key_index], vals[1 - key_index])
-
-    ranked_pairs = sorted(pairs, key=sort_key)
-    trials = [t for t, _ in pairs]
-    ranked = [t for t, _ in ranked_pairs]
-    feasible_pairs = [(t, r) for t, r in ranked_pairs if r.feasible is not False]
-    feasible = [t for t, _ in feasible_pairs]
-    ranking = _merge_screen(outcome, [_row(t) for t in ranked], key_index)
+    objective = outcome.objective
+    points = [_point(r) for r in scored_rows(outcome)]
+    ranked = rank(points, objective)
+    ranking = [p.ref for p in ranked]
+    best = recommended(points, objective)
+    front = pareto_set(points)
+    complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     states = [t.state for t in study.get_trials(deepcopy=False)]
-    recommended = None
-    if feasible:
-        recommended = _row(recommended_trial(study))
+    rec_row = None
+    if best is not None:
+        rec_row = dict(best.ref, reason=_reason(outcome, points, best, front))
+        rec_row["region_note"] = _region_note(outcome, rec_row)
+    fast, cheap = fastest(points), cheapest(points)
     report: dict[str, Any] = {
         "study": study.study_name,
         "storage": outcome.storage_url,
         "resumed": outcome.resumed,
         "workload": outcome.workload.name,
         "framework": outcome.workload.framework,
-        "objective": outcome.objective,
-        "metric_names": METRIC_NAMES[outcome.objective],
+        "objective": objective,
+        "metric_names": METRIC_NAMES[objective],
         "budget_usd": outcome.options.budget_usd,
         "deadline_s": outcome.options.deadline_s,
         "epochs": outcome.options.epochs or "epochs to stabilise per batch size",
@@ -161,30 +90,95 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
             "budget_usd": round(outcome.probe_budget_usd, 6),
             "spent_usd": round(outcome.probe_spent_usd, 6),
         },
-        "recommended": recommended,
-        "best_by_time": _row(min(feasible_pairs, key=lambda p: values(p[1])[0])[0])
-        if feasible
-        else None,
-        "best_by_cost": _row(min(feasible_pairs, key=lambda p: values(p[1])[1])[0])
-        if feasible
-        else None,
-        "pareto": [_row(t) for t in pareto_front(feasible)],
+        "recommended": rec_row,
+        "best_by_time": fast.ref if fast else None,
+        "best_by_cost": cheap.ref if cheap else None,
+        "tie_share": TIE_SHARE,
+        "pareto": [p.ref for p in front],
+        "runtime_hyperparameters": runtime_params(outcome.space),
+        "tuned_ranges": tuned_ranges(outcome.space),
         "ranking_total": len(ranking),
         "local": _local_row(ranking),
         "ranking": ranking[:RANKING_ROWS],
-        "epoch_sweep": _epoch_sweep(outcome, pareto_front(feasible)[:SWEEP_ROWS]),
-        "notes": [
-            "Times are probed at one hyperparameter setting and at the start of training; "
-            "the values shown are the study's samples, and their ranges go to the managed "
-            "tuning job (advisor submit). A model whose kernels get faster as it trains "
-            "(e.g. max pooling on channels-first CPU tensors: the probe warns) takes less "
-            "than predicted (docs/benchmarks.md).",
-            f"Spot runs include a restart overhead of +{SPOT_RESTART_OVERHEAD:.0%} "
-            f"(upper bound +{SPOT_RESTART_OVERHEAD_HIGH:.0%}) for interruptions.",
-            *(f"Probe: {w}." for w in _probe_warnings(trials)),
-        ],
+        "managed": managed_rows(complete),
+        "epoch_sweep": _epoch_sweep(outcome, [p.ref for p in front][:SWEEP_ROWS]),
+        "stale_warning": _stale(outcome),
+        "notes": _notes(outcome, complete),
     }
     return report
+
+
+def _reason(outcome: SuggestOutcome, points: list[Point], best: Point, front: list[Point]) -> str:
+    """One line: why this run ("fastest within USD 5; the cheapest of 9 machines within 5 %
+    of the best time")."""
+    opts, objective = outcome.options, outcome.objective
+    if objective == "pareto":
+        return (
+            f"knee of the time-cost front ({len(front)} points after the {TIE_SHARE:.0%} tie "
+            "rule): closest to both the fastest and the cheapest run"
+        )
+    limit = ""
+    if opts.budget_usd is not None:
+        limit = f" within USD {opts.budget_usd:g}"
+    elif opts.deadline_s is not None:
+        limit = f" within {duration_text(opts.deadline_s)}"
+    what, other = ("fastest", "time") if objective == "time" else ("cheapest", "cost")
+    group = tie_groups([p for p in points if p.feasible], objective)[0]
+    text = f"{what}{limit}"
+    if len(group) > 1:
+        pick = "cheapest" if objective == "time" else "fastest"
+        text += (
+            f"; the {pick} of {len(group)} candidates within {TIE_SHARE:.0%} of the best {other}"
+        )
+    neck = best.ref.get("limiting") or ""
+    if "host-bound" in neck:
+        text = f"{text} (host-bound, so a bigger accelerator does not help)"
+    return text
+
+
+def _region_note(outcome: SuggestOutcome, row: dict[str, Any]) -> str | None:
+    """Where the recommended machine is priced and why (the catalog's region note)."""
+    if row.get("service") == "local":
+        return "this machine"
+    try:
+        from advisor.providers.catalog import load
+
+        cat = load(outcome.snapshot)
+        base = row["machine"].removesuffix(":spot")
+        inst = next(i for i in cat.instances if i.key == base)
+        return cat.region_note(inst)
+    except Exception:  # a replay table's snapshot is no catalog: no note
+        return row.get("region")
+
+
+def _stale(outcome: SuggestOutcome) -> str | None:
+    """The catalog's stale-price warning (with the refresh command), or None."""
+    from advisor.providers.catalog import stale_warning
+
+    try:
+        return stale_warning(outcome.snapshot, [c.instance for c in outcome.candidates])
+    except (ValueError, TypeError):  # a snapshot name that is not a date (replay tables)
+        return None
+
+
+def _notes(outcome: SuggestOutcome, trials: list[FrozenTrial]) -> list[str]:
+    ranges = tuned_ranges(outcome.space)
+    notes = [
+        "Times are probed at the start of training; a model whose kernels get faster as it "
+        "trains (e.g. max pooling on channels-first CPU tensors: the probe warns) takes less "
+        "than predicted (docs/benchmarks.md).",
+        f"Spot runs include a restart overhead of +{SPOT_RESTART_OVERHEAD:.0%} "
+        f"(upper bound +{SPOT_RESTART_OVERHEAD_HIGH:.0%}) for interruptions.",
+    ]
+    if ranges:
+        notes.insert(
+            0,
+            f"{', '.join(ranges)} do not change the run time, so this study does not judge "
+            "them: it hands their ranges to the managed tuning job (advisor submit), and "
+            "their importance in the dashboard means nothing yet.",
+        )
+    notes += [f"Probe: {w}." for w in _probe_warnings(trials)]
+    return notes
 
 
 def _probe_warnings(trials: list[FrozenTrial]) -> list[str]:
@@ -196,37 +190,43 @@ def _probe_warnings(trials: list[FrozenTrial]) -> list[str]:
 
 def _local_row(ranking: list[dict[str, Any]]) -> dict[str, Any] | None:
     """This machine's best row in the ranking, with its rank (1-based)."""
-    for rank, row in enumerate(ranking, 1):
+    for place, row in enumerate(ranking, 1):
         if row["service"] == "local":
-            return dict(row, rank=rank)
+            return dict(row, rank=place)
     return None
 
 
-def _label(t: FrozenTrial) -> str:
-    return f"{t.params['machine']} b{t.params['batch_size']}"
+def _phases(outcome: SuggestOutcome, row: dict[str, Any]) -> Any:
+    """The phase times behind a row: its trial's record, else its screen evaluation."""
+    if row["trial"] is not None:
+        trials = outcome.study.get_trials(deepcopy=False)
+        t = next(t for t in trials if t.number == row["trial"])
+        rec = TrialRecord.from_trial(t)
+        return None if rec is None else rec.phases
+    ev = outcome.screen.get((row["machine"], row["batch_size"]))
+    return None if ev is None else ev.phases
 
 
-def _epoch_sweep(outcome: SuggestOutcome, trials: list[FrozenTrial]) -> dict[str, Any] | None:
-    """Runtime and cost for 5/10/20 (+ the run's own) epochs, each column over its best."""
-
-    rows = [(t, r) for t in trials if (r := TrialRecord.from_trial(t)) and r.phases]
-    if not rows:
+def _epoch_sweep(outcome: SuggestOutcome, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Run time (relative to the best per column) and cost (USD; the local machine costs 0)
+    for 5/10/20 (+ the run's own) epochs of the Pareto set's runs."""
+    with_phases = [(r, ph) for r in rows if (ph := _phases(outcome, r)) is not None]
+    if not with_phases:
         return None
     try:
         from advisor.probes.iteration_model import epoch_sweep, normalise
     except ImportError:
         return None
-    epochs = sorted({*SWEEP_EPOCHS, *(r.epochs or 10 for _, r in rows)})
+    epochs = sorted({*SWEEP_EPOCHS, *(r["epochs"] or 10 for r, _ in with_phases)})
     runtime: dict[str, dict[int, float]] = {}
     cost: dict[str, dict[int, float]] = {}
     wl = outcome.workload
-    for t, r in rows:
-        assert r.phases is not None
+    for r, phases in with_phases:
         sweep = epoch_sweep(
-            r.phases, wl.n_train, wl.n_val, r.batch_size, epochs, r.price_per_hour or 0.0,
-            spot=r.spot, service=(r.instance or {}).get("service"),
+            phases, wl.n_train, wl.n_val, r["batch_size"], epochs, r["price_per_hour"] or 0.0,
+            spot=r["spot"], service=r["service"],
         )  # fmt: skip
-        label = _label(t)
+        label = f"{r['machine']} b{r['batch_size']}"
         runtime[label] = {ep: est.runtime.value for ep, est in sweep.items()}
         cost[label] = {ep: est.cost.value for ep, est in sweep.items() if est.cost is not None}
     return {
@@ -234,17 +234,7 @@ def _epoch_sweep(outcome: SuggestOutcome, trials: list[FrozenTrial]) -> dict[str
         "runtime_s": runtime,
         "cost_usd": cost,
         "runtime_normalised": normalise(runtime),
-        "cost_normalised": _normalise_safe(cost, normalise),
     }
-
-
-def _normalise_safe(table: dict[str, dict[int, float]], normalise: Any) -> dict[str, Any]:
-    """Normalise, but leave a column whose best is 0 (a free local machine) unnormalised."""
-    cols = {ep for row in table.values() for ep in row}
-    if any(min(row[ep] for row in table.values()) <= 0 for ep in cols):
-        return {}
-    out: dict[str, Any] = normalise(table)
-    return out
 
 
 def check_feasible(outcome: SuggestOutcome) -> None:

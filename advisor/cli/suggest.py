@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
 from advisor.cli import output
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, MissingExtraError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d)?\s*$", re.IGNORECASE)
 _UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400}
@@ -79,7 +80,12 @@ def parse_duration(text: str) -> float:
     help="Optuna sampler for the hyperparameters (and machines with --no-screen).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed.")
-@click.option("--trials", type=int, default=60, show_default=True, help="Most trials to run.")
+@click.option(
+    "--trials",
+    type=int,
+    help="Trials to add now (default: until the search stops on its own, at most 60; a re-run "
+    "of a study that has stopped adds none).",
+)
 @click.option("--timeout", "timeout_", help="Stop the search after this long (e.g. 10m).")
 @click.option("--snapshot", help="Catalog snapshot (default: newest).")
 @click.option("--storage", help="Optuna storage URL (default: SQLite in ADVISOR_HOME).")
@@ -98,7 +104,13 @@ def parse_duration(text: str) -> float:
 @click.option("--no-screen", is_flag=True, help="Let the sampler alone choose machines.")
 @click.option("--top", type=int, default=15, show_default=True, help="Ranking rows shown.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Write a PNG plot.")
+@click.option(
+    "--plot",
+    "plot_file",
+    type=click.Path(dir_okay=False),
+    help="Write the cost vs run time plot as PNG here, and an interactive HTML twin next to "
+    "it (same name, .html; needs the plot extra).",
+)
 @click.option(
     "--backend",
     "backend_spec",
@@ -116,7 +128,7 @@ def suggest(
     epochs: int | None,
     sampler: str,
     seed: int,
-    trials: int,
+    trials: int | None,
     timeout_: str | None,
     snapshot: str | None,
     storage: str | None,
@@ -138,7 +150,8 @@ def suggest(
     """
     from advisor.replay import backend_from_spec
     from advisor.report import build_report, check_feasible
-    from advisor.report_render import plot, render
+    from advisor.report_plot import plot, plot_html
+    from advisor.report_render import render
     from advisor.search_spaces.loader import load_space
     from advisor.study import SuggestOptions, run_suggest
 
@@ -178,13 +191,23 @@ def suggest(
     if plot_file:
         plot(report, plot_file)
         report["plot"] = plot_file
+        html = str(Path(plot_file).with_suffix(".html"))
+        try:
+            plot_html(report, html)
+            report["plot_html"] = html
+        except MissingExtraError as exc:
+            report["plot_html"] = None
+            click.echo(f"no HTML plot: {exc}", err=True)
     if as_json:
         click.echo(json.dumps(report, indent=1, default=str))
         return
 
     render(report, output.console(), top=top)
     if plot_file:
-        click.echo(f"plot written to {plot_file}")
+        click.echo(
+            f"plot written to {plot_file}"
+            + (f" and {report['plot_html']}" if report.get("plot_html") else "")
+        )
 
 
 def _run_with_progress(options: Any, backend: Any) -> Any:
