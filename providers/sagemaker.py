@@ -25,7 +25,6 @@ from advisor.providers.tuning import (
 from advisor.search_spaces.space import CategoricalParam, FloatParam, IntParam
 
 from advisor._lazy import require
-from advisor.errors import AdvisorError
 
 STRATEGY = {"bayesian": "Bayesian", "random": "Random", "grid": "Grid", "hyperband": "Hyperband"}
 MAX_PARALLEL = 10  # the default account quota of parallel training jobs per tuning job
@@ -305,50 +304,10 @@ class SageMakerBackend(TuningBackend):
     def sdk_tuner(self, spec: TuningSpec, session: Any = None) -> Any:
         """The same job as a ``sagemaker.train.tuner.HyperparameterTuner`` (SDK v3): call
         ``.tune(wait=False)`` on it to submit through the SDK instead of boto3."""
+        from advisor.providers.sagemaker_sdk import sdk_tuner
+
         self.check(spec)
-        if spec.strategy == "hyperband":
-            raise AdvisorError(
-                "The SDK tuner path here does not set Hyperband's resource config.",
-                "submit Hyperband jobs with `advisor submit` (boto3).",
-            )
-        train = require("sagemaker.train", "aws", "The SageMaker SDK tuner")
-        configs = require("sagemaker.train.configs", "aws", "The SageMaker SDK tuner")
-        tuner_mod = require("sagemaker.train.tuner", "aws", "The SageMaker SDK tuner")
-        static = spec.static_values()
-        trainer = train.ModelTrainer(
-            training_image=spec.image,
-            role=self.role or PLACEHOLDER_ROLE,
-            sagemaker_session=session,
-            compute=configs.Compute(
-                instance_type=spec.instance_type,
-                instance_count=spec.instance_count,
-                volume_size_in_gb=self.volume_gb,
-                enable_managed_spot_training=spec.spot or None,
-            ),
-            stopping_condition=configs.StoppingCondition(
-                max_runtime_in_seconds=spec.max_runtime_s,
-                max_wait_time_in_seconds=2 * spec.max_runtime_s if spec.spot else None,
-            ),
-            output_data_config=configs.OutputDataConfig(
-                s3_output_path=spec.output or PLACEHOLDER_OUTPUT
-            ),
-            hyperparameters=static,
-            base_job_name=spec.job_name,
-        )
-        return tuner_mod.HyperparameterTuner(
-            model_trainer=trainer,
-            objective_metric_name=spec.objective_metric,
-            objective_type=spec.goal.capitalize(),
-            metric_definitions=[
-                {"Name": spec.objective_metric, "Regex": metric_regex(spec.objective_metric)}
-            ],
-            hyperparameter_ranges=sdk_ranges(spec),
-            strategy=STRATEGY[spec.strategy],
-            max_jobs=spec.max_trials,
-            max_parallel_jobs=spec.parallel_trials,
-            early_stopping_type="Auto" if spec.early_stopping else "Off",
-            base_tuning_job_name=spec.job_name,
-        )
+        return sdk_tuner(spec, self.role or PLACEHOLDER_ROLE, self.volume_gb, session)
 
 
 def parameter_ranges(spec: TuningSpec) -> dict[str, list[dict[str, Any]]]:
@@ -376,19 +335,6 @@ def parameter_ranges(spec: TuningSpec) -> dict[str, list[dict[str, Any]]]:
             }
         )
     return {k: v for k, v in ranges.items() if v}
-
-
-def sdk_ranges(spec: TuningSpec) -> dict[str, Any]:
-    """The spec's ranges as ``sagemaker.core.parameter`` objects."""
-    par = require("sagemaker.core.parameter", "aws", "The SageMaker SDK tuner")
-    out: dict[str, Any] = {}
-    for p in spec.hyperparameters:
-        if isinstance(p, CategoricalParam):
-            out[p.name] = par.CategoricalParameter([str(c) for c in p.choices])
-        else:
-            cls = par.ContinuousParameter if isinstance(p, FloatParam) else par.IntegerParameter
-            out[p.name] = cls(p.low, p.high, scaling_type="Logarithmic" if p.log else "Linear")
-    return out
 
 
 def _params_of(ranges: dict[str, Any]) -> dict[str, Any]:
