@@ -31,9 +31,42 @@ def trace_torch_step(
 ) -> dict[str, float]:
     """Ops per training step and forward activation bytes per sample (at ``trace_batch``),
     and the median DataLoader time per batch of ``batch_size`` over ``loader_batches``."""
-    torch = require("torch", "torch", "Tracing a training step")
+    require("torch", "torch", "Tracing a training step")
     from advisor.probes.torch_runner import build_setup
+
+    setup, _, _ = build_setup(workload, trace_batch, 2 * trace_batch, None, 0, hyperparameters)
+    inputs, targets = next(iter(setup.train_loader))
+    counted = trace_module(setup.model, setup.loss_fn, setup.optimizer, inputs, targets)
+
+    big, _, _ = build_setup(
+        workload, batch_size, batch_size * loader_batches, None, 0, hyperparameters
+    )
+    times, it = [], iter(big.train_loader)
+    for _ in range(loader_batches):
+        start = time.perf_counter()
+        try:
+            next(it)
+        except StopIteration:
+            break
+        times.append(time.perf_counter() - start)
+    result = {
+        "ops_per_iteration": counted["ops_per_iteration"],
+        "activation_bytes_per_sample": counted["activation_bytes_per_sample"],
+    }
+    if times:
+        result["data_s"] = statistics.median(times)
+    return result
+
+
+def trace_module(
+    model: Any, loss_fn: Any, optimizer: Any, inputs: Any, targets: Any
+) -> dict[str, float]:
+    """Count one training step of ``model`` on ``inputs``: framework ops (forward, backward,
+    optimizer), bytes of new forward outputs per sample, and FLOPs per sample (torch's
+    ``FlopCounterMode``: matmuls and convolutions, forward + backward)."""
+    torch = require("torch", "torch", "Tracing a training step")
     from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import FlopCounterMode
 
     class Counter(TorchDispatchMode):
         def __init__(self) -> None:
@@ -58,36 +91,20 @@ def trace_torch_step(
                         self.bytes += t.numel() * t.element_size()
             return out
 
-    setup, _, _ = build_setup(workload, trace_batch, 2 * trace_batch, None, 0, hyperparameters)
-    inputs, targets = next(iter(setup.train_loader))
-    setup.model.train()
-    with Counter() as counter:
-        setup.optimizer.zero_grad(set_to_none=True)
-        loss = setup.loss_fn(setup.model(inputs), targets)
+    model.train()
+    with FlopCounterMode(display=False) as flops, Counter() as counter:
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(inputs), targets)
         counter.forward = False
         loss.backward()
-        setup.optimizer.step()
+        optimizer.step()
         float(loss.detach())
     n = int(inputs.shape[0])
-
-    big, _, _ = build_setup(
-        workload, batch_size, batch_size * loader_batches, None, 0, hyperparameters
-    )
-    times, it = [], iter(big.train_loader)
-    for _ in range(loader_batches):
-        start = time.perf_counter()
-        try:
-            next(it)
-        except StopIteration:
-            break
-        times.append(time.perf_counter() - start)
-    result = {
+    return {
         "ops_per_iteration": float(counter.ops),
         "activation_bytes_per_sample": counter.bytes / n,
+        "flops_per_sample": float(flops.get_total_flops()) / n,
     }
-    if times:
-        result["data_s"] = statistics.median(times)
-    return result
 
 
 def with_trace(probe: ProbeResult, trace: dict[str, float]) -> ProbeResult:
