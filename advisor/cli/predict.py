@@ -106,10 +106,11 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
             _iv(pred.phases.t2.scale(1000), "{:.1f}"),
             f"{_duration(rt.value)} [{_duration(rt.low)}-{_duration(rt.high)}]",
             _iv(est.cost, "{:.2f}") if est.cost is not None else "-",
-            pred.source,
+            pred.source + (f" x{pred.calibration:.2f}" if pred.calibration_points else ""),
             pred.bottleneck or "-",
         )
     console.print(table)
+    _print_limits_and_calibration(rows)
     console.print(
         "[interval] in brackets; modelled = predicted from the local probe "
         "(docs/calibration.md), measured = this machine; limit = what bounds the step."
@@ -127,6 +128,24 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
         for key, row in norm.items():
             t.add_row(key, *(f"{row[c]:.2f}" if c in row else "-" for c in cols))
         console.print(t)
+
+
+def _print_limits_and_calibration(rows: list[Any]) -> None:
+    """Name the host-bound machines (the GPU's speed does not decide their time) and show
+    each calibration with its evidence (advisor calibration lists them all)."""
+    from advisor.probes.perf.accel import LIMITS, host_bound
+
+    console = output.console()
+    floor = [f.machine.key for f in rows if host_bound(f.prediction.bottleneck)]
+    if floor:
+        limits = sorted({f.prediction.bottleneck for f in rows if f.machine.key in floor})
+        console.print(
+            f"{'; '.join(LIMITS[k] for k in limits)}: {', '.join(floor)}. Their times rest on "
+            "the host floor's priors (per-op launch, input pipeline); the interval carries them."
+        )
+    for f in rows:
+        if f.prediction.calibration_points:
+            console.print(f"{f.machine.key}: {f.prediction.calibration_evidence}")
 
 
 @click.command()

@@ -16,6 +16,7 @@ from advisor.probes.perf.model import (
     predict_phases,
     predict_phases_for_batch,
     record_measurement,
+    record_run,
 )
 
 __all__ = [
@@ -27,4 +28,5 @@ __all__ = [
     "predict_phases",
     "predict_phases_for_batch",
     "record_measurement",
+    "record_run",
 ]
