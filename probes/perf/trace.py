@@ -29,11 +29,13 @@ def trace_torch_step(
     hyperparameters: dict[str, Any] | None = None,
 ) -> dict[str, float]:
     """Ops per training step and forward activation bytes per sample (at ``trace_batch``),
-    and the fastest DataLoader time per batch of ``batch_size`` over ``loader_batches``.
+    and the DataLoader's CPU time per batch of ``batch_size``, the fastest of
+    ``loader_batches``.
 
-    The fastest, not the median: the loader runs on this (shared, possibly busy) CPU, and
-    other processes only ever add time; the minimum is the contention-free estimate, so a
-    busy local CPU does not move the GPU machines' input term (docs/benchmarks.md).
+    CPU time (``time.process_time``) and the fastest batch, not the wall-clock median: the
+    loader runs on this shared, possibly busy CPU, where waiting for a core only ever adds
+    wall time. So a busy local CPU does not move the GPU machines' input term (measured
+    run-to-run spread in docs/benchmarks.md).
     """
     require("torch", "torch", "Tracing a training step")
     from advisor.probes.torch_runner import build_setup
@@ -47,12 +49,12 @@ def trace_torch_step(
     )
     times, it = [], iter(big.train_loader)
     for _ in range(loader_batches):
-        start = time.perf_counter()
+        start = time.process_time()  # CPU seconds: waiting for a busy CPU does not count
         try:
             next(it)
         except StopIteration:
             break
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     result = {
         "ops_per_iteration": counted["ops_per_iteration"],
         "activation_bytes_per_sample": counted["activation_bytes_per_sample"],
