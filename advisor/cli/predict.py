@@ -112,7 +112,7 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     console.print(table)
     _print_limits_and_calibration(rows)
     console.print(
-        "[interval] in brackets; modelled = predicted from the local probe "
+        "\\[interval] in brackets; modelled = predicted from the local probe "
         "(docs/calibration.md), measured = this machine; limit = what bounds the step."
     )
     fastest = rows[0]
@@ -133,16 +133,16 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
 def _print_limits_and_calibration(rows: list[Any]) -> None:
     """Name the host-bound machines (the GPU's speed does not decide their time) and show
     each calibration with its evidence (advisor calibration lists them all)."""
-    from advisor.probes.perf.accel import LIMITS, host_bound
+    from advisor.probes.perf.accel import LIMITS
 
     console = output.console()
-    floor = [f.machine.key for f in rows if host_bound(f.prediction.bottleneck)]
-    if floor:
-        limits = sorted({f.prediction.bottleneck for f in rows if f.machine.key in floor})
-        console.print(
-            f"{'; '.join(LIMITS[k] for k in limits)}: {', '.join(floor)}. Their times rest on "
-            "the host floor's priors (per-op launch, input pipeline); the interval carries them."
-        )
+    for limit in ("dispatch", "input"):
+        floor = [f.machine.key for f in rows if f.prediction.bottleneck == limit]
+        if floor:
+            console.print(
+                f"{LIMITS[limit]}: {', '.join(floor)} (the host floor's priors decide these "
+                "times; the interval carries them)."
+            )
     for f in rows:
         if f.prediction.calibration_points:
             console.print(f"{f.machine.key}: {f.prediction.calibration_evidence}")
