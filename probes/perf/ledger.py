@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from advisor.config import default_storage_url
@@ -69,8 +70,6 @@ def _study(storage: str | None, create: bool) -> Any:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     url = storage or default_storage_url()
     if url.startswith("sqlite:///"):
-        from pathlib import Path
-
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     if not create:
         try:
@@ -96,16 +95,41 @@ def append(record: CalibrationRecord, storage: str | None = None) -> Calibration
         user_attrs={"ledger": asdict(record)},
     )
     study.add_trial(trial)
+    _CACHE.pop(storage or default_storage_url(), None)
     return record
+
+
+# url -> (stamp, records): predictions ask for the ledger once per candidate machine, so it is
+# read once per change of the storage (SQLite: the database and WAL files' mtimes; other
+# RDBs: every CACHE_TTL_S seconds), not once per call.
+_CACHE: dict[str, tuple[tuple[float, ...], list[CalibrationRecord]]] = {}
+CACHE_TTL_S = 10.0
+
+
+def _stamp(url: str) -> tuple[float, ...]:
+    if url.startswith("sqlite:///"):
+        path = Path(url.removeprefix("sqlite:///"))
+        files = (path, path.with_name(path.name + "-wal"))
+        return tuple(f.stat().st_mtime_ns if f.exists() else -1.0 for f in files)
+    return (float(int(time.time() // CACHE_TTL_S)),)
 
 
 def records(storage: str | None = None) -> list[CalibrationRecord]:
     """Every record in the ledger, oldest first (none if there is no ledger yet)."""
-    from advisor.config import home
+    url = storage or default_storage_url()
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        return []  # do not create a database just to read it
+    stamp = _stamp(url)
+    cached = _CACHE.get(url)
+    if cached is not None and cached[0] == stamp:
+        return list(cached[1])
+    found = _read(url)
+    _CACHE[url] = (stamp, found)
+    return list(found)
 
-    if storage is None and not (home() / "studies.db").exists():
-        return []  # do not create the default database just to read it
-    study = _study(storage, create=False)
+
+def _read(url: str) -> list[CalibrationRecord]:
+    study = _study(url, create=False)
     if study is None:
         return []
     names = {f.name for f in fields(CalibrationRecord)}
