@@ -66,3 +66,42 @@ def test_predict_report_names_host_bound_machines(
     out = CliRunner().invoke(cli, [*args, "--json"])
     rows = json.loads(out.output)["machines"]
     assert {r["prediction"]["bottleneck"] for r in rows} == {"input"}
+
+
+def test_predict_json_shows_startup_overheads_as_their_own_term(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from advisor.providers.catalog import load
+
+    machines = {"ml.g5.xlarge": load().get("ml.g5.xlarge"), "p3.2xlarge": load().get("p3.2xlarge")}
+    monkeypatch.setattr(
+        "advisor.cli.predict._machines",
+        lambda names, snapshot: (load(), [machines[n] for n in names.split(",")]),
+    )
+    path = tmp_path / "probe.json"
+    path.write_text(TINY.to_json())
+    args = [
+        "predict",
+        "-m",
+        "fcn",
+        "-b",
+        "512",
+        "-i",
+        "ml.g5.xlarge,p3.2xlarge",
+        "--probe",
+        str(path),
+    ]
+    out = CliRunner().invoke(cli, [*args, "--json"])
+    assert out.exit_code == 0, out.output
+    rows = {r["machine"].split(":")[-1]: r for r in json.loads(out.output)["machines"]}
+    sm, ec2 = rows["ml.g5.xlarge"]["overheads"], rows["p3.2xlarge"]["overheads"]
+    assert [t["phase"] for t in sm["terms"]] == ["provisioning", "image pull + container start"]
+    assert [t["phase"] for t in ec2["terms"]] == ["VM boot"]
+    for r in rows.values():
+        over, est = r["overheads"], r["estimate"]
+        # The job costs at least the training, and takes the start-up on top of it.
+        assert over["job_cost_usd"]["value"] >= est["cost_usd"]["value"]
+        assert over["job_wall_s"]["value"] > est["runtime_s"]["value"]
+    assert ec2["job_billed_s"]["value"] >= 60  # EC2's one-minute minimum
+    table = CliRunner().invoke(cli, args)
+    assert "start-up s" in table.output and "job cost USD" in table.output
