@@ -2,9 +2,10 @@
 
 The front is :mod:`advisor.probes.perf.model` (re-exported here); the other modules are its
 parts: ``signature`` (what is taken from a probe), ``cpu`` (CPU targets), ``accel`` (GPUs and
-TPUs), ``calibration`` (measured-vs-predicted corrections), ``constants`` (every constant, with
-its source in docs/calibration.md), ``trace`` (op counts of one step), ``report`` (forecasts
-for ``advisor predict``), ``types`` (the prediction value).
+TPUs), ``calibration`` (measured-vs-predicted corrections), ``ledger`` (the measured runs, kept
+in the Optuna storage), ``constants`` (every constant, with its source in
+docs/calibration.md), ``trace`` (op counts of one step), ``report`` (forecasts for
+``advisor predict``), ``types`` (the prediction value).
 """
 
 from advisor.probes.perf.model import (
