@@ -225,6 +225,11 @@ def record_run(
     ``machine``: a remote probe, an imported tuning trial's runtime divided by its
     iterations, a local run) to the ledger, next to the model's uncalibrated prediction
     from ``local_probe``. Later predictions for that device class are corrected by it."""
+    if machine.provider == "local":
+        raise AdvisorError(
+            "The local machine needs no calibration: its probes are measurements.",
+            "record runs measured on catalog machines (cloud instances).",
+        )
     if measured_t2 <= 0 or batch_size <= 0:
         raise AdvisorError(
             f"A measured run needs a positive step time and batch, but got "

@@ -112,3 +112,12 @@ def test_empty_ledger_says_so_and_bad_measurement_is_a_user_error(tmp_path: Path
         main(["calibration", "record", "-i", "p3.2xlarge", "--probe", str(path),
               "-b", "512", "--measured-step-s", "-1"])  # fmt: skip
     assert exc.value.code == 2
+
+
+def test_the_local_machine_is_not_calibrated() -> None:
+    from advisor.providers.catalog import local_machine
+
+    from advisor.errors import AdvisorError
+
+    with pytest.raises(AdvisorError):
+        record_run(probe(), local_machine(), FakeCatalog(), 512, 0.1, "test")
