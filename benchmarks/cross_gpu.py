@@ -39,8 +39,7 @@ from unittest import mock
 from advisor.probes.perf import accel
 from advisor.probes.perf import constants as C
 from advisor.probes.perf.signature import WorkloadSignature
-from advisor.providers.catalog import load
-from advisor.providers.catalog._types import AcceleratorSpec, InstanceType
+from advisor.providers.catalog import AcceleratorSpec, InstanceType, load
 
 DATA = Path("/work/shared/data/gpu-throughput")
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from advisor.providers.catalog._types import InstanceType
+from advisor.providers.catalog import InstanceType
 
 from advisor.errors import AdvisorError
 
