@@ -28,15 +28,9 @@ from typing import Any
 
 from advisor.errors import AdvisorError
 from advisor.probes.result import Interval, PhaseTimes
-from advisor.providers.catalog._types import InstanceType
-from advisor.scoring import Backend, RunTime, WorkloadInfo, matches, phases_from_dict
+from advisor.providers.catalog import InstanceType
+from advisor.scoring import Backend, RunTime, WorkloadInfo, matches
 from advisor.search_spaces.space import MachineFilter
-
-
-def _interval(value: Any) -> Interval:
-    if isinstance(value, dict):
-        return Interval(float(value["value"]), float(value["low"]), float(value["high"]))
-    return Interval.exact(float(value))
 
 
 @dataclass(frozen=True)
@@ -62,9 +56,11 @@ class ReplayEntry:
         return cls(
             machine=str(d["machine"]),
             batch_size=int(d["batch_size"]),
-            runtime=_interval(d["runtime_s"]) if d.get("runtime_s") is not None else None,
-            predicted=_interval(d["predicted_s"]) if d.get("predicted_s") is not None else None,
-            phases=phases_from_dict(d["phases"]) if d.get("phases") else None,
+            runtime=Interval.from_dict(d["runtime_s"]) if d.get("runtime_s") is not None else None,
+            predicted=Interval.from_dict(d["predicted_s"])
+            if d.get("predicted_s") is not None
+            else None,
+            phases=PhaseTimes.from_dict(d["phases"]) if d.get("phases") else None,
             probe_s=float(d.get("probe_s", 60.0)),
             error=d.get("error"),
         )
@@ -211,8 +207,11 @@ class ReplayBackend(Backend):
 
 
 def backend_from_spec(spec: str) -> Backend:
-    """Build a back end from ``ADVISOR_BACKEND``-style text: ``replay:PATH.json``."""
+    """Build a back end from ``advisor suggest --backend`` text: ``replay:PATH.json``."""
     kind, _, arg = spec.partition(":")
     if kind == "replay" and arg:
         return ReplayBackend(ReplayTable.load(arg))
-    raise AdvisorError(f"Unknown back end '{spec}'.", "use replay:PATH.json or unset it.")
+    raise AdvisorError(
+        f"Unknown back end '{spec}'.",
+        "use --backend replay:PATH.json, or leave it out for local probes.",
+    )

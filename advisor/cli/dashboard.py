@@ -13,7 +13,7 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
     """Serve optuna-dashboard on the studies (Ctrl-C stops it)."""
     from advisor._lazy import require
     from advisor.errors import AdvisorError
-    from advisor.study import resolve_storage
+    from advisor.storage import resolve_storage
 
     dash = require("optuna_dashboard", "dashboard", "advisor dashboard")
     url = resolve_storage(storage)

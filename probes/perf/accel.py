@@ -25,7 +25,7 @@ from advisor.probes.perf import constants as C
 from advisor.probes.perf.signature import WorkloadSignature
 from advisor.probes.perf.types import around, combine
 from advisor.probes.result import Interval, PhaseTimes
-from advisor.providers.catalog._types import AcceleratorSpec, InstanceType
+from advisor.providers.catalog import AcceleratorSpec, InstanceType
 
 STRATEGIES = ("ddp", "dp")
 

@@ -28,7 +28,7 @@ from advisor.probes.perf.calibration import (
 from advisor.probes.perf.signature import WorkloadSignature, signature, workload_signature
 from advisor.probes.perf.types import Prediction, around
 from advisor.probes.result import Interval, PhaseTimes, ProbeResult
-from advisor.providers.catalog._types import AcceleratorSpec, InstanceType
+from advisor.providers.catalog import AcceleratorSpec, InstanceType
 
 from advisor.errors import AdvisorError
 

@@ -11,7 +11,7 @@ from advisor.probes.iteration_model import DEFAULT_EPOCHS, Estimate, epoch_sweep
 from advisor.probes.perf.model import AcceleratorLookup, predict
 from advisor.probes.perf.types import Prediction
 from advisor.probes.result import ProbeResult
-from advisor.providers.catalog._types import InstanceType
+from advisor.providers.catalog import InstanceType
 from advisor.providers.overheads import RunOverheads, Span, run_overheads
 
 from advisor.errors import AdvisorError
@@ -112,7 +112,10 @@ def forecast(
         price = machine.price(spot)
         pred = predict(probe, machine, catalog, batch_size, strategy=strategy)
         counts = sorted({*sweep_epochs, epochs})
-        sweep = epoch_sweep(pred.phases, n_train, n_val, batch_size, counts, price)
+        sweep = epoch_sweep(
+            pred.phases, n_train, n_val, batch_size, counts, price,
+            spot=spot, service=machine.service,
+        )  # fmt: skip
         rows.append(Forecast(machine, price, pred, sweep[epochs], sweep, run_overheads(machine)))
     rows.sort(key=lambda f: f.estimate.runtime.value)
     return rows
