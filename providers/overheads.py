@@ -5,16 +5,16 @@ A managed job (SageMaker training job, Vertex AI CustomJob, Azure ML command job
 provisions an instance, pulls the container image (or boots the VM), downloads the data, and
 only then trains; the bill counts some of those phases and rounds the billed time to the
 service's increment with its minimum. For a 20-second training run these terms dominate, so
-``run_overheads`` returns them as their own terms for the report, and ``billed_seconds`` applies
-the granularity. The pricing path (``providers/pricing.py``) calls ``run_overheads``.
+``run_overheads`` returns them as their own terms for the report, and ``RunOverheads.billed_run`` applies
+the service's billing rule, which lives with the rest of pricing in ``providers/pricing.py``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from advisor.providers.catalog import InstanceType
+from advisor.providers.pricing import BillingRule, billing_rule, usd
 
 from advisor.errors import AdvisorError
 
@@ -50,16 +50,6 @@ class Overhead:
     source: str
 
 
-@dataclass(frozen=True)
-class Billing:
-    """Billing granularity: time is rounded up to ``increment_s`` with ``minimum_s``."""
-
-    increment_s: float
-    minimum_s: float
-    status: str
-    source: str
-
-
 _SM_BILL = (
     "SageMaker API reference, DescribeTrainingJob TrainingStartTime/TrainingEndTime: billed "
     "from the start on the training instances (after provisioning) to the end, which includes "
@@ -67,70 +57,43 @@ _SM_BILL = (
     "the time it takes to download the training data and to the size of the training "
     "container'); BillableTimeInSeconds is whole seconds"
 )
-_EC2_BILL = (
-    "AWS EC2 On-Demand pricing page: Linux instances are billed per second with a minimum of "
-    "60 seconds"
-)
-_GCE_BILL = (
-    "Google Compute Engine pricing docs: vCPUs, GPUs and memory are billed per second with a "
-    "1-minute minimum"
-)
 _PRIOR_START = (
     "prior: typical start-up reported by users and vendors' blogs (instance provisioning "
     "1-5 min for managed jobs; not read out from a document)"
 )
 
-# (provider, service) -> (overheads, billing)
-SERVICES: dict[tuple[str, str], tuple[tuple[Overhead, ...], Billing]] = {
+# (provider, service) -> the phases before training (billing: providers.pricing.BILLING)
+SERVICES: dict[tuple[str, str], tuple[Overhead, ...]] = {
     ("aws", "sagemaker"): (
-        (
-            Overhead("provisioning", Span(90, 45, 300), False, PRIOR, _PRIOR_START),
-            Overhead(
-                "image pull + container start", Span(60, 20, 180), True, PRIOR,
-                f"prior for a ~5-10 GB framework image; billed per {_SM_BILL}",
-            ),
+        Overhead("provisioning", Span(90, 45, 300), False, PRIOR, _PRIOR_START),
+        Overhead(
+            "image pull + container start", Span(60, 20, 180), True, PRIOR,
+            f"prior for a ~5-10 GB framework image; billed per {_SM_BILL}",
         ),
-        Billing(1, 1, DOCUMENTED, _SM_BILL),
     ),
     ("gcp", "vertex"): (
-        (
-            Overhead("provisioning", Span(120, 60, 420), False, PRIOR, _PRIOR_START),
-            Overhead(
-                "image pull + container start", Span(60, 20, 180), True, PRIOR,
-                "prior; whether Vertex bills the pull is not documented here: counted as billed",
-            ),
-        ),
-        Billing(
-            30, 30, PRIOR,
-            "prior: Vertex AI custom training is billed in 30-second increments (best "
-            "knowledge of the Vertex AI pricing page, not re-read for this snapshot)",
+        Overhead("provisioning", Span(120, 60, 420), False, PRIOR, _PRIOR_START),
+        Overhead(
+            "image pull + container start", Span(60, 20, 180), True, PRIOR,
+            "prior; whether Vertex bills the pull is not documented here: counted as billed",
         ),
     ),
     ("azure", "azure-ml"): (
-        (
-            Overhead(
-                "provisioning", Span(180, 60, 600), False, PRIOR,
-                f"{_PRIOR_START}; an Azure ML compute cluster scaled to 0 nodes allocates one "
-                "first",
-            ),
-            Overhead("image pull + container start", Span(90, 20, 300), True, PRIOR,
-                     "prior; a node bills from allocation, so the pull is billed"),
+        Overhead(
+            "provisioning", Span(180, 60, 600), False, PRIOR,
+            f"{_PRIOR_START}; an Azure ML compute cluster scaled to 0 nodes allocates one first",
         ),
-        Billing(60, 60, PRIOR, "prior: per-minute rounding of the node's VM time"),
+        Overhead("image pull + container start", Span(90, 20, 300), True, PRIOR,
+                 "prior; a node bills from allocation, so the pull is billed"),
     ),
-    ("aws", "ec2"): (
-        (Overhead("VM boot", Span(45, 20, 120), True, PRIOR, "prior: Linux AMI boot to SSH"),),
-        Billing(1, 60, DOCUMENTED, _EC2_BILL),
-    ),
+    ("aws", "ec2"): (Overhead("VM boot", Span(45, 20, 120), True, PRIOR, "prior: Linux AMI boot to SSH"),),
     ("gcp", "compute-engine"): (
-        (Overhead("VM boot", Span(45, 20, 120), True, PRIOR, "prior: Linux image boot to SSH"),),
-        Billing(1, 60, DOCUMENTED, _GCE_BILL),
+        Overhead("VM boot", Span(45, 20, 120), True, PRIOR, "prior: Linux image boot to SSH"),
     ),
     ("azure", "azure-vm"): (
-        (Overhead("VM boot", Span(60, 30, 180), True, PRIOR, "prior: Linux image boot to SSH"),),
-        Billing(60, 60, PRIOR, "prior: per-minute rounding"),
+        Overhead("VM boot", Span(60, 30, 180), True, PRIOR, "prior: Linux image boot to SSH"),
     ),
-    ("local", "local"): ((), Billing(1, 0, DOCUMENTED, "the local machine is not billed")),
+    ("local", "local"): (),
 }  # fmt: skip
 
 # Data download from object storage in the same region (prior: per-instance S3/GCS/Blob
@@ -144,7 +107,7 @@ class RunOverheads:
 
     service: str
     terms: tuple[Overhead, ...]
-    billing: Billing
+    billing: BillingRule
 
     @property
     def wall(self) -> Span:
@@ -159,24 +122,12 @@ class RunOverheads:
     def billed_run(self, train_s: Span) -> Span:
         """Billed seconds of a run whose training takes ``train_s``, granularity applied."""
         total = self.billed + train_s
-        return Span(
-            billed_seconds(total.value, self.billing),
-            billed_seconds(total.low, self.billing),
-            billed_seconds(total.high, self.billing),
-        )
+        return Span(*(self.billing.billed(x) for x in (total.value, total.low, total.high)))
 
     def cost(self, train_s: Span, usd_per_h: float) -> Span:
         """USD of the run at ``usd_per_h``, overheads and granularity included."""
         billed = self.billed_run(train_s)
-        return Span(*(s * usd_per_h / 3600 for s in (billed.value, billed.low, billed.high)))
-
-
-def billed_seconds(seconds: float, billing: Billing) -> float:
-    """``seconds`` rounded up to the billing increment, at least the minimum."""
-    if seconds < 0:
-        raise ValueError(f"seconds must be >= 0, but got {seconds}")
-    rounded = math.ceil(seconds / billing.increment_s - 1e-9) * billing.increment_s
-    return max(billing.minimum_s, rounded)
+        return Span(*(usd(x, usd_per_h) for x in (billed.value, billed.low, billed.high)))
 
 
 def run_overheads(machine: InstanceType, data_bytes: float = 0.0) -> RunOverheads:
@@ -190,7 +141,7 @@ def run_overheads(machine: InstanceType, data_bytes: float = 0.0) -> RunOverhead
         )
     if data_bytes < 0:
         raise AdvisorError(f"data_bytes must be >= 0, but got {data_bytes}.", "pass a size.")
-    terms, billing = SERVICES[key]
+    terms = SERVICES[key]
     if data_bytes > 0 and machine.provider != "local":
         rate = DOWNLOAD_BYTES_PER_S
         span = Span(data_bytes / rate.value, data_bytes / rate.high, data_bytes / rate.low)
@@ -198,4 +149,4 @@ def run_overheads(machine: InstanceType, data_bytes: float = 0.0) -> RunOverhead
             *terms,
             Overhead("data download", span, True, PRIOR, "prior: 200 MB/s (50-1000) same-region"),
         )
-    return RunOverheads(machine.service, terms, billing)
+    return RunOverheads(machine.service, terms, billing_rule(machine.service))

@@ -142,12 +142,12 @@ def record(
     storage: str | None,
 ) -> None:
     """Add a measured run on INSTANCE to the ledger next to the model's prediction for it."""
-    from advisor.cli.predict import _load_probe, _machines
+    from advisor.prediction import load_probe, resolve_machines
     from advisor.probes.perf.model import record_run
 
-    catalog, machines = _machines(instance, snapshot)
+    catalog, machines = resolve_machines(instance, snapshot)
     if len(machines) != 1:
         raise AdvisorError("Pass exactly one --instance.", "e.g. --instance p3.2xlarge")
-    probe = _load_probe(probe_file)
+    probe = load_probe(probe_file)
     rec = record_run(probe, machines[0], catalog, batch_size, measured_step_s, origin, storage)
     click.echo(f"Recorded {rec.describe()}.")

@@ -10,26 +10,27 @@ from advisor.providers.overheads import (
     DOCUMENTED,
     PRIOR,
     SERVICES,
-    Billing,
     Span,
-    billed_seconds,
     run_overheads,
 )
+from advisor.providers.pricing import BILLING, BillingRule
 
 from advisor.errors import AdvisorError
 
 
 def test_billing_rounds_up_to_the_increment_with_a_minimum() -> None:
-    per_second_min_minute = Billing(1, 60, DOCUMENTED, "x")
-    assert billed_seconds(20.2, per_second_min_minute) == 60
-    assert billed_seconds(61.2, per_second_min_minute) == 62
-    thirty = Billing(30, 30, PRIOR, "x")
-    assert billed_seconds(31, thirty) == 60
-    assert billed_seconds(60, thirty) == 60
+    per_second_min_minute = BillingRule(1, 60, "x")
+    assert per_second_min_minute.billed(20.2) == 60
+    assert per_second_min_minute.billed(61.2) == pytest.approx(61.2)  # below 1 s: not rounded
+    thirty = BillingRule(30, 30, "prior: x")
+    assert thirty.billed(31) == 60
+    assert thirty.billed(60) == 60
+    assert thirty.status == PRIOR and per_second_min_minute.status == DOCUMENTED
 
 
 def test_every_figure_has_a_source_and_a_status() -> None:
-    for (provider, service), (terms, billing) in SERVICES.items():
+    for (provider, service), terms in SERVICES.items():
+        billing = BILLING[service]
         assert billing.status in (DOCUMENTED, PRIOR) and billing.source, (provider, service)
         for t in terms:
             assert t.status in (DOCUMENTED, PRIOR) and t.source, (provider, service, t.phase)
