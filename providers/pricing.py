@@ -36,6 +36,11 @@ class BillingRule:
     minimum_s: float
     source: str
 
+    @property
+    def status(self) -> str:
+        """``prior`` when the rule is not read out from a document, else ``documented``."""
+        return "prior" if self.source.startswith("prior") else "documented"
+
     def billed(self, seconds: float) -> float:
         """The seconds billed for a run of ``seconds``."""
         if seconds <= 0:

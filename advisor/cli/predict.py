@@ -46,7 +46,7 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     table = Table(show_lines=False)
     for col in (
         "#", "machine", "GPUs", "b/GPU", "t2 ms", "runtime h:mm:ss", "cost USD", "source",
-        "limit",
+        "limit", "start-up s", "job cost USD",
     ):  # fmt: skip
         table.add_column(col)
     for i, f in enumerate(rows, 1):
@@ -60,13 +60,19 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
             _iv(pred.phases.t2.scale(1000), "{:.1f}"),
             f"{_duration(rt.value)} [{_duration(rt.low)}-{_duration(rt.high)}]",
             _iv(est.cost, "{:.2f}") if est.cost is not None else "-",
-            pred.source,
+            pred.source + (f" x{pred.calibration:.2f}" if pred.calibration_points else ""),
             pred.bottleneck or "-",
+            _span(_startup(f), "{:.0f}"),
+            _span(f.job_cost_usd, "{:.2f}"),
         )
     console.print(table)
+    _print_limits_and_calibration(rows)
     console.print(
-        "[interval] in brackets; modelled = predicted from the local probe "
-        "(docs/calibration.md), measured = this machine; limit = what bounds the step."
+        "\\[interval] in brackets; modelled = predicted from the local probe "
+        "(docs/calibration.md), measured = this machine; limit = what bounds the step; "
+        "start-up = provisioning, image pull or VM boot before training (priors unless "
+        "documented, providers/overheads.py); job cost = billed start-up + training, rounded "
+        "to the service's billing increment and minimum."
     )
     fastest = rows[0]
     cheapest = min(rows, key=lambda f: f.estimate.cost.value if f.estimate.cost else 0.0)
@@ -81,6 +87,32 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
         for key, row in norm.items():
             t.add_row(key, *(f"{row[c]:.2f}" if c in row else "-" for c in cols))
         console.print(t)
+
+
+def _startup(f: Any) -> Any:
+    return None if f.overheads is None else f.overheads.wall
+
+
+def _span(span: Any, fmt: str) -> str:
+    return "-" if span is None else _iv(span, fmt)
+
+
+def _print_limits_and_calibration(rows: list[Any]) -> None:
+    """Name the host-bound machines (the GPU's speed does not decide their time) and show
+    each calibration with its evidence (advisor calibration lists them all)."""
+    from advisor.probes.perf.accel import LIMITS
+
+    console = output.console()
+    for limit in ("dispatch", "input"):
+        floor = [f.machine.key for f in rows if f.prediction.bottleneck == limit]
+        if floor:
+            console.print(
+                f"{LIMITS[limit]}: {', '.join(floor)} (the host floor's priors decide these "
+                "times; the interval carries them)."
+            )
+    for f in rows:
+        if f.prediction.calibration_points:
+            console.print(f"{f.machine.key}: {f.prediction.calibration_evidence}")
 
 
 @click.command()
