@@ -143,7 +143,10 @@ class TestProviderContract:
         assert attrs["provider"] == wire.name and attrs["tuning_job"] == sub.job_id
         assert attrs["managed_metric"] == {"name": "val_accuracy", "value": pytest.approx(0.91)}
         assert attrs["instance_type"] == wire.machine
-        assert attrs["price_per_hour"] and attrs["price_per_hour"] > 0  # the machine that ran
+        from advisor.providers.catalog import load
+
+        # Priced at the on-demand rate of the machine that ran, on this service.
+        assert attrs["price_per_hour"] == load().get(wire.catalog_key).on_demand_usd_per_h
         if managed_run is not None:
             assert managed_run.provider == wire.name
         stopped = next(t for t in managed if t.state.name == "PRUNED")

@@ -49,6 +49,7 @@ class Outcome:
 class Wire:
     name: str
     machine: str  # the service's machine type (tests use it as --instance)
+    catalog_key: str  # its catalog row (the managed service's price)
     options: ClassVar[dict[str, Any]]
     refusals: ClassVar[list[tuple[dict[str, Any], str]]]
     image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/advisor:1"
@@ -79,6 +80,7 @@ class Wire:
 class SageMakerWire(Wire):
     name = "sagemaker"
     machine = "ml.g5.2xlarge"
+    catalog_key = "sagemaker:ml.g5.2xlarge"
     options: ClassVar[dict[str, Any]] = {"role": ROLE, "region": "us-east-1"}
     counts_trials = False
     refusals: ClassVar[list[tuple[dict[str, Any], str]]] = [
@@ -167,6 +169,7 @@ class SageMakerWire(Wire):
 class VertexWire(Wire):
     name = "vertex"
     machine = "g2-standard-8"
+    catalog_key = "vertex:g2-standard-8"
     options: ClassVar[dict[str, Any]] = {"project": "p1", "location": "us-central1"}
     refusals: ClassVar[list[tuple[dict[str, Any], str]]] = [
         ({"strategy": "hyperband"}, "does not offer the 'hyperband'"),
@@ -264,6 +267,7 @@ class FakeToken:
 class AzureMLWire(Wire):
     name = "azureml"
     machine = "Standard_NV36ads_A10_v5"
+    catalog_key = "azure-ml:NV36ads_A10_v5"
     options: ClassVar[dict[str, Any]] = {"compute": "gpu-a10"}
     image = "azureml:advisor-env:3"  # an inline image is registered first (another wire call)
     refusals: ClassVar[list[tuple[dict[str, Any], str]]] = [
