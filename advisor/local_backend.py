@@ -13,14 +13,18 @@ from __future__ import annotations
 import json
 import os
 import platform
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from advisor.probe_failures import TRANSIENT_FAILURES
 from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
 from advisor.providers.catalog import InstanceType
 from advisor.scoring import Backend, RunTime, WorkloadInfo, matches, probe_duration_s
 from advisor.search_spaces.space import MachineFilter
+from advisor.study_sync import file_lock
 
 if TYPE_CHECKING:
     from optuna.storages import BaseStorage
@@ -28,12 +32,23 @@ if TYPE_CHECKING:
 PROBE_CACHE_STUDY = "advisor-probe-cache"
 
 
+# Which failures are reused. Every probe result is cached under its key with its status and
+# one-line reason, so a failing configuration is tried once:
+# - oom and nan are properties of the configuration on this machine (memory, numerics): kept
+#   for good, like a timing.
+# - error, timeout and killed come from the code (a bug the user may fix between runs), a busy
+#   machine or a signal: they are reused within one study run -- by this process and by any
+#   process that started before the failure was written -- and retried by the next run
+#   (``get(key, since=run start)``). So a model that raises is probed once per batch size per
+#   run, not once per machine x batch pair, and a fixed model is picked up on the next run.
+
+
 class ProbeCache:
     """Probe results kept in the study storage (works with any Optuna storage URL).
 
     They live as user attributes of a dedicated study named ``advisor-probe-cache``: key ->
-    ``ProbeResult.to_dict()``. A failed probe is cached when the failure is a property of the
-    configuration (out of memory, NaN loss); crashes and timeouts are retried next time.
+    ``ProbeResult.to_dict()``; a failure is stored as ``{"probe": ..., "at": unix time}`` so
+    that transient failures can be told apart by age (see ``TRANSIENT_FAILURES``).
     """
 
     def __init__(self, storage: str | BaseStorage) -> None:
@@ -44,23 +59,32 @@ class ProbeCache:
             study_name=PROBE_CACHE_STUDY, storage=self._storage, load_if_exists=True
         )
         self._study_id = study._study_id
-        self._memo: dict[str, ProbeResult] = {}
+        self._memo: dict[str, tuple[ProbeResult, float]] = {}
 
-    def get(self, key: str) -> ProbeResult | None:
-        if key in self._memo:
-            return self._memo[key]
-        attrs = self._storage.get_study_user_attrs(self._study_id)
-        if key not in attrs:
+    def get(self, key: str, since: float | None = None) -> ProbeResult | None:
+        """The cached probe; a transient failure only when written at or after ``since``."""
+        if key not in self._memo:
+            attrs = self._storage.get_study_user_attrs(self._study_id)
+            if key not in attrs:
+                return None
+            value = attrs[key]
+            if isinstance(value, dict) and "probe" in value:
+                self._memo[key] = (ProbeResult.from_dict(value["probe"]), float(value["at"]))
+            else:
+                self._memo[key] = (ProbeResult.from_dict(value), 0.0)
+        probe, at = self._memo[key]
+        if probe.status in TRANSIENT_FAILURES and (since is None or at < since):
+            del self._memo[key]
             return None
-        probe = ProbeResult.from_dict(attrs[key])
-        self._memo[key] = probe
         return probe
 
     def put(self, key: str, probe: ProbeResult) -> None:
-        if probe.status in ("error", "timeout"):
-            return
-        self._storage.set_study_user_attr(self._study_id, key, probe.to_dict())
-        self._memo[key] = probe
+        import time
+
+        at = time.time()
+        value = probe.to_dict() if probe.ok else {"probe": probe.to_dict(), "at": at}
+        self._storage.set_study_user_attr(self._study_id, key, value)
+        self._memo[key] = (probe, at)
 
     def keys(self) -> list[str]:
         return list(self._storage.get_study_user_attrs(self._study_id))
@@ -121,6 +145,7 @@ class LocalBackend(Backend):
             catalog = catalog_mod.load(snapshot)
         self.catalog = catalog
         self.cache = ProbeCache(storage)
+        self.started_at = time.time()  # transient probe failures from before are retried
         self.iterations = iterations
         self.max_probe_s = max_probe_s  # time box of a probe's iterations (at least 5 run)
         self.threads = threads or _default_threads()
@@ -161,14 +186,38 @@ class LocalBackend(Backend):
         """The local probe for (workload, batch[, runtime hps]): cached, else run now."""
         rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
         key = probe_cache_key(workload, batch_size, self.threads, self.iterations, rt_hps)
-        cached = self.cache.get(key)
+        cached = self.cache.get(key, since=self.started_at)
         if cached is not None:
             return cached, False
+        # One probe per key across cooperating processes on this machine: the second waits
+        # for the first and reads its result from the cache.
+        with file_lock(self._probe_lock(key)):
+            cached = self.cache.get(key, since=self.started_at)
+            if cached is not None:
+                return cached, False
+            return self._run_and_cache(key, workload, batch_size, rt_hps), True
+
+    @staticmethod
+    def _probe_lock(key: str) -> Path:
+        """Per probe key, whatever the storage: two timing probes of one configuration never
+        run at once on this machine."""
+        import hashlib
+
+        from advisor.config import home
+
+        return home() / "locks" / f"probe-{hashlib.sha1(key.encode()).hexdigest()[:16]}.lock"
+
+    def _run_and_cache(
+        self, key: str, workload: WorkloadInfo, batch_size: int, rt_hps: dict[str, Any]
+    ) -> ProbeResult:
         if self._on_probe is not None:
             self._on_probe(f"probing {workload.name} at batch {batch_size} on this machine")
         from advisor.probes.runner import run_probe
 
         run = self._run_probe or run_probe
+        timeout = self.timeout_s
+        if self.deadline is not None:  # --timeout bounds the whole search, probes included
+            timeout = max(1.0, min(timeout, self.deadline - time.monotonic()))
         request = ProbeRequest(
             workload=workload.name,
             batch_size=batch_size,
@@ -176,12 +225,12 @@ class LocalBackend(Backend):
             iterations=self.iterations,
             threads=self.threads,
             hyperparameters=rt_hps,
-            timeout_s=self.timeout_s,
+            timeout_s=timeout,
             max_seconds=self.max_probe_s,
         )
         probe = run(request)
         self.cache.put(key, probe)
-        return probe, True
+        return probe
 
     def _runtime(
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]

@@ -12,6 +12,7 @@ from advisor.search_spaces.space import JointSpace
 OBJECTIVES = ("time", "cost", "pareto")
 DEFAULT_PROBE_BUDGET_SHARE = 0.10
 DEFAULT_PROBE_BUDGET_USD = 1.0  # when no --budget is given
+DEFAULT_TRIALS = 60  # most trials of a run without --trials
 METRIC_NAMES = {"time": ["runtime_s"], "cost": ["cost_usd"], "pareto": ["runtime_s", "cost_usd"]}
 
 
@@ -29,7 +30,11 @@ class SuggestOptions:
     epochs: int | None = None
     sampler: str = "tpe"
     seed: int = 0
-    trials: int = 60
+    # None: run until the search stops on its own (at most DEFAULT_TRIALS), and a re-run of a
+    # study that has stopped adds nothing (same command, same answer). N: add up to N trials
+    # now; on a re-run, beyond the planner's stop (the sampler then explores configurations
+    # whose probe is already paid for).
+    trials: int | None = None
     timeout_s: float | None = None
     snapshot: str | None = None
     storage: str | None = None
@@ -52,7 +57,7 @@ class SuggestOptions:
             )
         if self.objective is not None and self.objective not in OBJECTIVES:
             raise unknown_value_error("objective", self.objective, OBJECTIVES)
-        if self.trials <= 0:
+        if self.trials is not None and self.trials <= 0:
             raise AdvisorError(f"--trials must be > 0, got {self.trials}.", "give at least 1.")
         if self.epochs is not None and self.epochs <= 0:
             raise AdvisorError(f"--epochs must be > 0, got {self.epochs}.", "give at least 1.")

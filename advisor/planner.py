@@ -19,6 +19,16 @@ def dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] <= b[0] and a[1] <= b[1] and a != b
 
 
+def affordable(
+    key: tuple[str, int], pred: Evaluation, charged: set[tuple[str, int]], left_usd: float
+) -> bool:
+    """Whether evaluating ``key`` fits the probe budget: its probe is already paid for (same
+    machine and batch, on demand or spot), free (this machine), or costs at most what is left."""
+    base = (split_machine_key(key[0])[0], key[1])
+    cost = pred.probe_cost_usd
+    return base in charged or cost <= 0 or cost <= left_usd + 1e-12
+
+
 class Planner:
     """Best-first choice of (machine, batch) from the screen, with an optimistic stop rule."""
 
@@ -34,6 +44,11 @@ class Planner:
             key=lambda k: (ranks[k], k),
         )
 
+    @property
+    def order(self) -> list[tuple[str, int]]:
+        """The screened configs that could meet the limits, best first."""
+        return list(self._order)
+
     def _value(self, ev: Evaluation, optimistic: bool) -> float:
         assert ev.runtime is not None and ev.cost is not None
         iv = ev.runtime if self.objective == "time" else ev.cost
@@ -44,17 +59,21 @@ class Planner:
         done: dict[tuple[str, int], Evaluation],
         charged: set[tuple[str, int]],
         left_usd: float,
+        busy: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset(),
     ) -> tuple[tuple[str, int] | None, str]:
-        """The next config to evaluate, or None and why not."""
+        """The next config to evaluate, or None and why not. ``busy``: configs another
+        process is evaluating now (skipped, not counted as done). A probe already paid for
+        (its machine and batch in ``charged``) or free (this machine: price 0) always fits."""
         feasible_done = [e for e in done.values() if e.ok and is_feasible(self.options, e)]
         incumbent = min((self._value(e, False) for e in feasible_done), default=math.inf)
         unaffordable = 0
         for key in self._order:  # best first: the first one left is the answer
             pred = self.screen[key]
-            if key in done or not self._could_improve(pred, feasible_done, incumbent):
+            if key in done or key in busy:
                 continue
-            base = (split_machine_key(key[0])[0], key[1])
-            if base not in charged and pred.probe_cost_usd > left_usd + 1e-12:
+            if not self._could_improve(pred, feasible_done, incumbent):
+                continue
+            if not affordable(key, pred, charged, left_usd):
                 unaffordable += 1
                 continue
             return key, ""

@@ -5,6 +5,7 @@ A table is JSON::
 
     {"snapshot": "replay-2026-11", "source": "how the numbers were obtained",
      "epochs": 10,
+     "delay_s": 0.0,   # optional: seconds each evaluation takes (emulates a probe in tests)
      "instances": [InstanceType.to_dict(), ...],
      "entries": [{"machine": "ec2:p3.2xlarge", "batch_size": 512,
                   "runtime_s": {"value": 620, "low": 600, "high": 650},   # or a number
@@ -21,6 +22,7 @@ Every distinct (machine, batch size) served counts as one probe.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +88,7 @@ class ReplayTable:
     snapshot: str = "replay"
     source: str = ""
     epochs: int = 10
+    delay_s: float = 0.0
     _index: dict[tuple[str, int], ReplayEntry] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -105,6 +108,7 @@ class ReplayTable:
             "snapshot": self.snapshot,
             "source": self.source,
             "epochs": self.epochs,
+            "delay_s": self.delay_s,
             "instances": [i.to_dict() for i in self.instances],
             "entries": [e.to_dict() for e in self.entries],
         }
@@ -117,6 +121,7 @@ class ReplayTable:
             snapshot=str(d.get("snapshot", "replay")),
             source=str(d.get("source", "")),
             epochs=int(d.get("epochs", 10)),
+            delay_s=float(d.get("delay_s", 0.0)),
         )
 
     def save(self, path: str | Path) -> None:
@@ -162,6 +167,8 @@ class ReplayBackend(Backend):
     ) -> RunTime:
         epochs = workload.epochs_for(batch_size)
         entry = self.table.entry(instance.key, batch_size)
+        if self.table.delay_s > 0:
+            time.sleep(self.table.delay_s)
         new = (instance.key, batch_size) not in self.probed
         if new:
             self.probed.append((instance.key, batch_size))

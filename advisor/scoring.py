@@ -201,6 +201,9 @@ class Backend(ABC):
     def __init__(self) -> None:
         self.new_probes = 0
         self.evaluations = 0
+        # time.monotonic() by which the search must end (--timeout): a back end that runs
+        # probes shortens their time-outs to it.
+        self.deadline: float | None = None
 
     @property
     def snapshot(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from advisor.scoring import WorkloadInfo
 
 _SQLITE_HOOK: list[Any] = []
+SQLITE_BUSY_TIMEOUT_S = 60.0
+CREATE_ATTEMPTS = 5  # retries for storages the file lock does not cover (other hosts)
 
 
 def resolve_storage(url: str | None) -> str:
@@ -58,12 +61,30 @@ def study_name_for(
 def open_storage(url: str) -> Any:
     """The Optuna storage for ``url``. SQLite files use WAL with synchronous=NORMAL: each
     commit then skips an fsync (a trial writes ~20 attributes), and optuna-dashboard can read
-    while a study runs. A power cut may lose the last trials, never corrupt the file."""
-    import optuna
+    while a study runs. A power cut may lose the last trials, never corrupt the file.
 
+    Several processes may start on a new storage at once: the tables are created under the
+    storage's file lock (``advisor.study_sync.storage_lock``), and a SQLite writer waits up to
+    60 s for another's transaction instead of failing with "database is locked"."""
+    import optuna
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    from advisor.study_sync import storage_lock
+
+    engine_kwargs: dict[str, Any] | None = None
     if url.startswith("sqlite:"):
         _sqlite_pragmas_on_connect()
-    return optuna.storages.get_storage(url)
+        engine_kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
+    for attempt in range(CREATE_ATTEMPTS):
+        try:
+            with storage_lock(url):
+                rdb = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+            return optuna.storages.get_storage(rdb)
+        except (IntegrityError, OperationalError):  # another host created it meanwhile
+            if attempt == CREATE_ATTEMPTS - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _sqlite_pragmas_on_connect() -> None:

@@ -14,8 +14,17 @@
    bound (interval low end) could still beat the best result so far and whose probe fits the
    probe budget; the sampler chooses the hyperparameters. Without a screen the sampler
    chooses everything. The study stops when no candidate can improve (converged), the probe
-   budget is spent, ``--trials`` or ``--timeout`` is reached, or on Ctrl-C (finished trials
-   are kept).
+   budget is spent, ``--trials`` or ``--timeout`` (which bounds the screen too) is reached,
+   or on Ctrl-C (finished trials are kept, the trial in progress is marked FAIL and retried
+   by the next run). The loop itself is ``advisor.study_loop.TrialLoop``.
+4. Failed probes are results: each batch size whose local probe failed is written once as a
+   FAIL trial with its reason, and summarised in ``SuggestOutcome.probe_failures``; when every
+   probe failed the run ends with one line saying why.
+5. Re-running the same command resumes the study: a study that had stopped on its own
+   (converged, budget spent, trial limit) gets no new trials, so the answer is the same;
+   ``--trials N`` adds N on purpose. Several processes may share one study: they see each
+   other's trials, never evaluate a configuration another is evaluating, and spend the probe
+   budget once (``advisor.study_sync``).
 
 Each trial is charged its probe once per (machine, batch): the predicted probe duration on that
 machine times its price, whether the probe ran locally, was modelled or replayed.
@@ -26,25 +35,26 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
 from advisor.options import (
+    DEFAULT_TRIALS,
     METRIC_NAMES,
     OBJECTIVES,
     SuggestOptions,
-    constraints,
-    is_feasible,
-    objective_values,
     workload_info,
 )
-from advisor.planner import Planner
+from advisor.probe_failures import failed_probes, summary
 from advisor.records import TrialRecord
-from advisor.scoring import Backend, Candidate, Evaluation, WorkloadInfo, split_machine_key
+from advisor.scoring import Backend, Candidate, Evaluation, WorkloadInfo
 from advisor.search_spaces.space import JointSpace, space_to_dict
 from advisor.selection import feasible_trials, knee, pareto_front, recommended_trial
 from advisor.storage import open_storage, resolve_storage, study_name_for
+from advisor.study_loop import TrialLoop
+from advisor.study_state import StudyState
+from advisor.study_sync import file_lock, lock_path, sigint_deferred
 
 if TYPE_CHECKING:
     import optuna
@@ -94,6 +104,9 @@ class SuggestOutcome:
     stop_reason: str = ""
     wall_s: float = 0.0
     snapshot: str = ""
+    # Failed local probes, one entry per status: {status, batch_sizes, reason, text}; the
+    # report shows each ``text`` ("3 of 12 batch sizes ran out of memory on this machine").
+    probe_failures: list[dict[str, Any]] = field(default_factory=list)
 
 
 def local_backend(
@@ -123,13 +136,12 @@ def run_suggest(
     ``options.storage`` or the default SQLite file is used.
     """
     import optuna
-    from optuna.study import StudyDirection
 
     from advisor.samplers import make_sampler
-    from advisor.search_spaces.convert import suggest
     from advisor.search_spaces.loader import default_space
 
     started = time.perf_counter()
+    deadline = None if options.timeout_s is None else time.monotonic() + options.timeout_s
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     objective = options.resolved_objective
     workload = workload_info(options)
@@ -139,50 +151,22 @@ def run_suggest(
             f"The space is for '{space.workload}' but the model is '{workload.name}'.",
             f"use --model {space.workload} or a space written for {workload.name}.",
         )
+    if isinstance(storage, str):  # a URL: as --storage
+        options, storage = replace(options, storage=storage), None
     url = resolve_storage(options.storage) if storage is None else "(in memory)"
+    lock_url = url if storage is None else None  # a storage object is this process's own
     storage_obj = storage if storage is not None else open_storage(url)
     if backend is None:
-        backend = local_backend(options, url if storage is None else storage_obj, space)
+        backend = local_backend(options, storage_obj, space)
+    backend.deadline = deadline
     candidates = backend.candidates(space)
     if not candidates:
         raise AdvisorError(
             "No machine matches the space's machine filter.",
             "widen 'machines' in the space file (providers, accelerators, max_price, max_gpus).",
         )
-    by_key = {c.key: c for c in candidates}
-    machine_keys = list(by_key)
     name = study_name_for(options, workload, space, backend.snapshot)
-    directions: list[StudyDirection] = [StudyDirection.MINIMIZE] * (
-        2 if objective == "pareto" else 1
-    )
-    existing = {s.study_name for s in optuna.get_all_study_summaries(storage_obj)}
-    study = optuna.create_study(
-        study_name=name,
-        storage=storage_obj,
-        directions=directions,
-        sampler=make_sampler(options.sampler, options.seed),
-        load_if_exists=True,
-    )
-    resumed = name in existing
-    if not resumed:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study.set_metric_names(METRIC_NAMES[objective])
-        for key, value in {
-            "workload": workload.name,
-            "framework": workload.framework,
-            "space": space_to_dict(space),
-            "catalog_snapshot": backend.snapshot,
-            "budget_usd": options.budget_usd,
-            "deadline_s": options.deadline_s,
-            "objective": objective,
-            "epochs": options.epochs,
-            "n_train": workload.n_train,
-            "n_val": workload.n_val,
-            "backend": backend.name,
-        }.items():
-            study.set_user_attr(key, value)
-
+    study, resumed = _open_study(options, storage_obj, lock_url, name, workload, space, backend)
     outcome = SuggestOutcome(
         study=study,
         storage_url=url,
@@ -195,118 +179,132 @@ def run_suggest(
         probe_budget_usd=options.resolved_probe_budget,
         snapshot=backend.snapshot,
     )
-
-    # What this study already knows (resume): evaluated configs and the probe money spent.
-    done: dict[tuple[str, int], Evaluation] = {}
-    charged: set[tuple[str, int]] = set()
-    for t in study.get_trials(deepcopy=False):
-        rec = TrialRecord.from_trial(t)
-        if rec is None:
-            continue
-        if rec.source != "managed":
-            outcome.probe_spent_usd += rec.probe_charged_usd
-            charged.add((split_machine_key(rec.machine)[0], rec.batch_size))
-        done[(rec.machine, rec.batch_size)] = rec.to_evaluation()
-
-    # Screen every (machine, batch) cheaply; order the search by it when available.
-    if options.screen:
-        pairs = [(c, b) for b in space.batch_sizes for c in candidates]
-        for i, (cand, batch) in enumerate(pairs):
-            if progress:
-                progress("screen", i, len(pairs))
-            pred = backend.screen(workload, cand, batch, {})
-            if pred is None:
-                outcome.screen = {}
-                break
-            outcome.screen[(cand.key, batch)] = pred
-        if progress:
-            progress("screen", len(pairs), len(pairs))
-    # The loop samples and records on an in-memory copy of the study; each finished trial is
-    # then written to the storage in one transaction (add_trial) instead of ~25 commits
-    # through a live trial. A trial in progress is therefore never half-written.
-    work = optuna.create_study(
-        directions=directions, sampler=make_sampler(options.sampler, options.seed)
-    )
-    work.add_trials([t for t in study.get_trials(deepcopy=False) if t.state.is_finished()])
-
-    def finish(live: optuna.trial.Trial, *args: Any, **kwargs: Any) -> None:
-        study.add_trial(work.tell(live, *args, **kwargs))
-
-    planner = Planner(objective, options, outcome.screen) if outcome.screen else None
-    outcome.guided = planner is not None
-    all_configs = {(c.key, b) for c in candidates for b in space.batch_sizes}
-
-    deadline = None if options.timeout_s is None else started + options.timeout_s
-    trial: optuna.trial.Trial | None = None
-    stop = "trials"
+    directions = study.directions
+    state = StudyState(study, make_sampler(options.sampler, options.seed), list(directions))
+    last_run = study.user_attrs.get("last_run") or {}
+    # A study that stopped on its own is done: the same command gives the same answer,
+    # unless earlier transient probe failures are to be retried (a fixed model).
+    stopped_before = resumed and bool(last_run.get("final")) and not state.retrying
     try:
-        for i in range(options.trials):
-            if progress:
-                progress("trials", i, options.trials)
-            if deadline is not None and time.perf_counter() > deadline:
-                stop = "timeout"
-                break
-            left = outcome.probe_budget_usd - outcome.probe_spent_usd
-            if planner is not None:
-                nxt, why = planner.next(done, charged, left)
-                if nxt is None:
-                    stop = why
-                    break
-                work.enqueue_trial({"machine": nxt[0], "batch_size": nxt[1]})
-            elif all_configs <= set(done):
-                stop = "every machine x batch size evaluated"
-                break
-            elif left <= 0:
-                stop = "probe budget spent"
-                break
-            trial = work.ask()
-            machine, batch, hps = suggest(trial, space, machine_keys)
-            cand = by_key[machine]
-            base = (split_machine_key(machine)[0], batch)
-            pred = outcome.screen.get((machine, batch))
-            if base not in charged and pred is not None and pred.probe_cost_usd > left + 1e-12:
-                trial.set_user_attr(
-                    "pruned_reason",
-                    f"its probe would cost USD {pred.probe_cost_usd:.4f}, "
-                    f"only USD {max(left, 0):.4f} of the probe budget is left",
+        stop = _screen(outcome, backend, progress, deadline)
+        if stop is None:
+            search = TrialLoop(outcome, backend, storage_obj, state, lock_url, progress, deadline)
+            if stopped_before and options.trials is None:
+                stop = (
+                    f"resumed: the study had already stopped ({last_run.get('stop')}) after "
+                    f"{state.finished} trials; no new trials (--trials N adds N)"
                 )
-                finish(trial, state=optuna.trial.TrialState.PRUNED)
-                trial = None
-                continue
-            ev = backend.evaluate(workload, cand, batch, hps)
-            charge = 0.0 if base in charged else ev.probe_cost_usd
-            charged.add(base)
-            outcome.probe_spent_usd += charge
-            outcome.new_trials += 1
-            record = TrialRecord.from_evaluation(
-                ev,
-                instance=dict(cand.instance.to_dict(), catalog_snapshot=backend.snapshot),
-                charged_usd=charge,
-                feasible=is_feasible(options, ev) if ev.ok else None,
-            )
-            # Few, grouped attributes: each one is a row (and query) in an RDB storage.
-            for k, v in record.to_attrs().items():
-                trial.set_user_attr(k, v)
-            done[(machine, batch)] = ev
-            if not ev.ok:
-                finish(trial, state=optuna.trial.TrialState.FAIL)
             else:
-                for k, v in constraints(options, ev).items():
-                    trial.set_constraint(k, v)
-                finish(trial, objective_values(objective, ev))
-            trial = None
-        else:
-            stop = "trials"
+                n = options.trials if options.trials is not None else DEFAULT_TRIALS
+                stop = search.run(n, extend=stopped_before)
     except KeyboardInterrupt:
         stop = "interrupted (Ctrl-C); finished trials are kept"
-        if trial is not None:
-            finish(trial, state=optuna.trial.TrialState.FAIL)
+    with sigint_deferred():
+        state.refresh()
+        final = not stop.startswith(("interrupted", "timeout", "resumed"))
+        if not stop.startswith("resumed"):
+            study.set_user_attr("last_run", {"stop": stop, "final": final})
     if progress:
-        progress("trials", options.trials, options.trials)
+        progress("trials", 1, 1)
     outcome.stop_reason = stop
     outcome.new_probes = backend.new_probes
+    outcome.probe_spent_usd = state.spent_usd
+    failures = dict(state.failures)
+    for batch, failed in failed_probes(outcome.screen.values()).items():
+        failures.setdefault(batch, failed)
+    outcome.probe_failures = summary(failures, space.batch_sizes)
     outcome.wall_s = time.perf_counter() - started
+    if failures and not stop.startswith("interrupted"):
+        _refuse_if_nothing_ran(outcome)
     return outcome
+
+
+def _open_study(
+    options: SuggestOptions,
+    storage: Any,
+    lock_url: str | None,
+    name: str,
+    workload: WorkloadInfo,
+    space: JointSpace,
+    backend: Backend,
+) -> tuple[optuna.Study, bool]:
+    """Create or load the study under the storage lock (processes may start together)."""
+    import optuna
+    from optuna.study import StudyDirection
+
+    from advisor.samplers import make_sampler
+
+    objective = options.resolved_objective
+    directions = [StudyDirection.MINIMIZE] * (2 if objective == "pareto" else 1)
+    with file_lock(lock_path(lock_url) if lock_url else None), sigint_deferred():
+        existing = {s.study_name for s in optuna.get_all_study_summaries(storage)}
+        study = optuna.create_study(
+            study_name=name,
+            storage=storage,
+            directions=directions,
+            sampler=make_sampler(options.sampler, options.seed),
+            load_if_exists=True,
+        )
+        resumed = name in existing
+        if not resumed:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                study.set_metric_names(METRIC_NAMES[objective])
+            for key, value in {
+                "workload": workload.name,
+                "framework": workload.framework,
+                "space": space_to_dict(space),
+                "catalog_snapshot": backend.snapshot,
+                "budget_usd": options.budget_usd,
+                "deadline_s": options.deadline_s,
+                "objective": objective,
+                "epochs": options.epochs,
+                "n_train": workload.n_train,
+                "n_val": workload.n_val,
+                "backend": backend.name,
+            }.items():
+                study.set_user_attr(key, value)
+    return study, resumed
+
+
+def _screen(
+    outcome: SuggestOutcome, backend: Backend, progress: Progress | None, deadline: float | None
+) -> str | None:
+    """Predict every (machine, batch) cheaply into ``outcome.screen``; a stop reason when
+    --timeout ran out meanwhile (the partial screen is kept), else None."""
+    if not outcome.options.screen:
+        return None
+    pairs = [(c, b) for b in outcome.space.batch_sizes for c in outcome.candidates]
+    for i, (cand, batch) in enumerate(pairs):
+        if progress:
+            progress("screen", i, len(pairs))
+        if deadline is not None and time.monotonic() > deadline:
+            outcome.guided = bool(outcome.screen)
+            return "timeout (during screening)"
+        pred = backend.screen(outcome.workload, cand, batch, {})
+        if pred is None:
+            outcome.screen = {}
+            break
+        outcome.screen[(cand.key, batch)] = pred
+    if progress:
+        progress("screen", len(pairs), len(pairs))
+    return None
+
+
+def _refuse_if_nothing_ran(outcome: SuggestOutcome) -> None:
+    """Every probe failed and nothing finished: say why in one line instead of a report."""
+    import optuna
+
+    complete = outcome.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    if complete or any(ev.ok for ev in outcome.screen.values()):
+        return
+    lines = "; ".join(f["text"] for f in outcome.probe_failures)
+    raise AdvisorError(
+        f"Every probe of {outcome.workload.name} failed, so nothing can be recommended: {lines}.",
+        f"run `advisor probe --model {outcome.workload.name} --batch-size "
+        f"{outcome.probe_failures[0]['batch_sizes'][0]}` to see the failure, fix it and re-run "
+        "(failed probes other than out-of-memory and NaN are retried on the next run).",
+    )
 
 
 def evaluation_from_trial(t: FrozenTrial) -> Evaluation | None:
@@ -338,4 +336,16 @@ def suggest(
         raise TypeError("pass SuggestOptions or its fields, not both")
     outcome = run_suggest(options, backend, progress=progress, storage=storage)
     check_feasible(outcome)
-    return build_report(outcome)
+    report = build_report(outcome)
+    with_probe_failures(report, outcome)
+    return report
+
+
+def with_probe_failures(report: dict[str, Any], outcome: SuggestOutcome) -> None:
+    """Add the failed-probe summary to a report (``probe_failures`` and one note each),
+    unless the report builder already did."""
+    report.setdefault("probe_failures", outcome.probe_failures)
+    notes = report.setdefault("notes", [])
+    for failure in outcome.probe_failures:
+        if failure["text"] not in notes:
+            notes.append(failure["text"])
