@@ -94,7 +94,7 @@ def spawn(worker: Any, plan: DevicePlan, *args: Any) -> None:
     import torch.multiprocessing as mp
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(_free_port()))
+    os.environ.setdefault("MASTER_PORT", str(free_port()))
     mp.spawn(worker, args=(plan, *args), nprocs=plan.count, join=True)
 
 
@@ -132,7 +132,8 @@ def distribute(setup: Any, plan: DevicePlan, rank: int, seed: int) -> Any:
     )
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on this host now (the rendezvous of a local process group)."""
     import socket
 
     with socket.socket() as s:
