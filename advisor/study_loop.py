@@ -19,7 +19,7 @@ from advisor.options import constraints, is_feasible, objective_values
 from advisor.planner import Planner, affordable
 from advisor.probe_failures import failed_probes, first_config
 from advisor.records import TrialRecord
-from advisor.scoring import Backend, Evaluation, split_machine_key
+from advisor.scoring import SPOT_SUFFIX, Backend, Evaluation, split_machine_key
 from advisor.study_state import Config, StudyState
 from advisor.study_sync import Claims, file_lock, lock_path, sigint_deferred
 
@@ -93,10 +93,12 @@ class TrialLoop:
         claimed: Config | None = None
         try:
             with file_lock(self.lock), sigint_deferred():  # Ctrl-C waits for the claim
-                state.refresh()
+                # Claims first, trials second: a process writes its trial before it releases
+                # its claim, so a config is seen either as claimed or as done.
                 busy = self.claims.others()
+                state.refresh()
                 left = o.probe_budget_usd - state.spent_usd - sum(busy.values())
-                chosen = self._choose(set(busy), left, extend)
+                chosen = self._choose(_with_variants(busy), left, extend)
                 if isinstance(chosen, str):
                     return chosen
                 machine, batch, hps = chosen
@@ -223,6 +225,16 @@ class TrialLoop:
             self.o.study.add_trial(frozen)
             self.state.wrote(("", 0), None)
             self.trial = None
+
+
+def _with_variants(busy: dict[Config, float]) -> set[Config]:
+    """Claimed configs with their on-demand/spot twin: both share one probe, so the twin
+    waits until the probe is paid for instead of paying for it a second time."""
+    out: set[Config] = set()
+    for machine, batch in busy:
+        base = split_machine_key(machine)[0]
+        out.update({(base, batch), (base + SPOT_SUFFIX, batch)})
+    return out
 
 
 def _state(name: str) -> Any:

@@ -1,0 +1,90 @@
+"""Several `advisor suggest` processes on one SQLite study: they share the work (no
+configuration evaluated twice, each probe charged once) and start safely on a new file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import optuna
+import pytest
+
+from advisor.records import TrialRecord
+from advisor.study_sync import CLAIM_PREFIX
+
+from .conftest import start, suggest_cmd
+
+
+@pytest.mark.slow
+def test_four_processes_share_one_study(slow_table: Path, space_file: Path, tmp_path: Path) -> None:
+    db = tmp_path / "shared.db"  # a new file: the four also create it together
+    procs = [start(suggest_cmd(slow_table, space_file, db)) for _ in range(4)]
+    results = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, results, strict=True):
+        assert p.returncode == 0, err
+        assert "Traceback" not in err
+        json.loads(out)
+    reports = [json.loads(out) for out, _ in results]
+    assert len({r["study"] for r in reports}) == 1
+    storage = f"sqlite:///{db}"
+    study = optuna.load_study(study_name=reports[0]["study"], storage=storage)
+    records = [(t, TrialRecord.from_trial(t)) for t in study.trials]
+    evaluated = Counter((r.machine, r.batch_size) for _, r in records if r is not None)
+    assert evaluated and max(evaluated.values()) == 1, evaluated  # no config twice
+    # each probe (machine, batch; on demand and spot share it) is charged once
+    charged = Counter(
+        (r.machine.removesuffix(":spot"), r.batch_size)
+        for _, r in records
+        if r is not None and r.probe_charged_usd > 0
+    )
+    assert max(charged.values()) == 1, charged
+    assert sum(r["trials"]["new"] for r in reports) == len(evaluated)
+    assert all(t.state.is_finished() for t in study.trials)
+    rdb = optuna.storages.RDBStorage(storage)
+    attrs = rdb.get_study_system_attrs(rdb.get_study_id_from_name(study.study_name))
+    claims = {k: v for k, v in attrs.items() if k.startswith(CLAIM_PREFIX)}
+    assert claims  # they were used
+    assert all(v is None for v in claims.values())  # every claim released
+    # the work was shared: more than one process evaluated something
+    assert sum(r["trials"]["new"] > 0 for r in reports) >= 2
+    # and the same command once more adds nothing and gives the study's answer
+    again = subprocess.run(
+        suggest_cmd(slow_table, space_file, db), capture_output=True, text=True, timeout=120
+    )
+    assert again.returncode == 0, again.stderr
+    last = json.loads(again.stdout)
+    assert last["resumed"] and last["trials"]["new"] == 0
+    assert last["trials"]["total"] == len(study.trials)
+
+
+def test_twelve_processes_create_one_new_storage_together(tmp_path: Path) -> None:
+    db = tmp_path / "new.db"
+    code = (
+        "import sys, optuna\n"
+        "from advisor.storage import open_storage\n"
+        "from advisor.local_backend import ProbeCache\n"
+        "s = open_storage(sys.argv[1])\n"
+        "ProbeCache(s)\n"
+        "optuna.create_study(study_name='s', storage=s, load_if_exists=True)\n"
+        "print('ok')\n"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, f"sqlite:///{db}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(12)
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    failed = [err for p, (_, err) in zip(procs, outs, strict=True) if p.returncode != 0]
+    assert not failed, failed[0]
+    assert [o.strip() for o, _ in outs] == ["ok"] * 12
+    assert {s.study_name for s in optuna.get_all_study_summaries(f"sqlite:///{db}")} == {
+        "s",
+        "advisor-probe-cache",
+    }
