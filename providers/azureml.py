@@ -21,6 +21,8 @@ from advisor.errors import AdvisorError
 
 SAMPLING = {"bayesian": "bayesian", "random": "random", "grid": "grid"}
 PLACEHOLDER_COMPUTE = "REPLACE-WITH-COMPUTE-CLUSTER"
+# What advisor.train logs as MLflow params besides the tuned hyperparameters.
+_STATIC = ("model", "batch_size", "epochs")
 # MLflow run states of sweep trials (an early-terminated trial is cancelled: KILLED).
 _RUN_STATUS = {
     "FINISHED": "completed",
@@ -249,12 +251,13 @@ class AzureMLBackend(TuningBackend):
                 TrialResult(
                     job_name=info.run_id,
                     status=_RUN_STATUS.get(str(info.status), "pending"),
-                    hyperparameters=dict(run.data.params),
+                    hyperparameters={k: v for k, v in run.data.params.items() if k not in _STATIC},
                     metric_name=metric,
                     metric=float(value) if value is not None else None,
                     runtime_s=runtime,
                     instance_type=tags.get("advisor:vm_size"),
                     spot=spot == "spot",
+                    static={k: v for k, v in run.data.params.items() if k in _STATIC},
                 )
             )
         return out
