@@ -46,7 +46,8 @@ def test_device_choice() -> None:
     assert (plan.kind, plan.count, plan.distributed) == ("cuda", 4, True)
     assert "DistributedDataParallel" in plan.describe()
     assert choose_device("cuda", 1, False).distributed is False
-    assert choose_device("tpu", 0, True).kind == "xla"
+    with pytest.raises(AdvisorError, match=r"does not drive PyTorch/XLA.*--device cuda"):
+        choose_device("tpu", 0, True)
     with pytest.raises(AdvisorError, match=r"sees no CUDA GPU.*--device cpu"):
         choose_device("cuda", 0, False)
     with pytest.raises(AdvisorError, match=r"torch_xla.*GPU machine type"):
