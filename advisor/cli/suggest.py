@@ -148,6 +148,7 @@ def suggest(
 
     Example: advisor suggest --model fcn --budget 5
     """
+    from advisor.dashboard_view import save_study_note
     from advisor.replay import backend_from_spec
     from advisor.report import build_report, check_feasible
     from advisor.report_plot import plot, plot_html
@@ -188,6 +189,7 @@ def suggest(
         outcome = run_suggest(options, backend)
     check_feasible(outcome)
     report = build_report(outcome)
+    save_study_note(outcome.study, report)  # the report as the study's note in the dashboard
     if plot_file:
         plot(report, plot_file)
         report["plot"] = plot_file
