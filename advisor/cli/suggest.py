@@ -212,26 +212,48 @@ def suggest(
         )
 
 
+def progress_label(phase: str, total: int) -> str:
+    """What a progress line says: the study's phases by name, anything else as sent (a back
+    end may report e.g. "probing batch 512 locally" or "probing on ml.g5.xlarge")."""
+    if phase == "screen":
+        return f"screening {total} machine x batch pairs (a local probe per new batch size)"
+    if phase == "trials":
+        return f"trials (up to {total}; a new machine or batch size may probe)"
+    return phase
+
+
 def _run_with_progress(options: Any, backend: Any) -> Any:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.markup import escape
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from advisor.study import run_suggest
 
     tasks: dict[str, Any] = {}
-    labels = {"screen": "screening machines x batch sizes", "trials": "trials"}
     with Progress(
+        SpinnerColumn(),
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
         console=Console(stderr=True),
         transient=True,
     ) as bar:
 
         def hook(phase: str, done: int, total: int) -> None:
+            label = escape(progress_label(phase, total))
             if phase not in tasks:
-                tasks[phase] = bar.add_task(labels.get(phase, phase), total=total)
-            bar.update(tasks[phase], completed=done, total=total)
+                tasks[phase] = bar.add_task(label, total=total)
+            bar.update(tasks[phase], completed=done, total=total, description=label)
 
         return run_suggest(options, backend, progress=hook)
