@@ -225,8 +225,12 @@ class AzureMLBackend(TuningBackend):
     def _status(self, job: str) -> dict[str, Any]:
         j = _call(self.client.jobs.get, job)
         counts: dict[str, int] = {}
-        for run in self._child_runs(job, j.experiment_name):
-            counts[str(run.info.status)] = counts.get(str(run.info.status), 0) + 1
+        try:
+            states = [str(run.info.status) for run in self._child_runs(job, j.experiment_name)]
+        except AdvisorError:  # no MLflow tracking here: the run history lists the trials
+            states = [str(c.status) for c in _call(self.client.jobs.list, parent_job_name=job)]
+        for state in states:
+            counts[state] = counts.get(state, 0) + 1
         return {
             "provider": self.name,
             "job": j.name,
