@@ -64,10 +64,12 @@ def _view(url: str) -> DashboardView:
 
     try:
         base = optuna.storages.RDBStorage(url, skip_compatibility_check=False)
-    except ModuleNotFoundError as exc:
+    except ImportError as exc:  # optuna re-raises the driver's ModuleNotFoundError
+        cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
+        driver = getattr(cause, "name", None) or "database"
         raise AdvisorError(
-            f"The storage {url.split('://')[0]}:// needs the '{exc.name}' driver, which is not "
+            f"The storage {url.split('://')[0]}:// needs the '{driver}' driver, which is not "
             "installed.",
-            "pip install 'advisor[postgres]' (psycopg) for postgresql://, or use a SQLite path.",
+            "pip install 'advisor[postgres]' (psycopg), or use a sqlite:/// path.",
         ) from None
     return DashboardView(base)

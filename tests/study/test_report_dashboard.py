@@ -292,3 +292,21 @@ def test_dashboard_on_a_port_in_use_is_one_line(
     err = capsys.readouterr().err
     assert f"Cannot serve on 127.0.0.1:{port}" in err and "--port" in err
     assert "Traceback" not in err
+
+
+def test_dashboard_on_postgres_without_driver_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("optuna_dashboard")
+    try:
+        import psycopg  # noqa: F401
+
+        pytest.skip("psycopg is installed here, so the driver is not missing")
+    except ImportError:
+        pass
+    with pytest.raises(SystemExit) as info:
+        main(["dashboard", "--storage", "postgresql://user@127.0.0.1:1/advisor", "--port", "0"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "driver, which is not installed" in err and "advisor[postgres]" in err
+    assert "Traceback" not in err
