@@ -1,5 +1,5 @@
 """Ctrl-C (a real SIGINT) to `advisor suggest` at several moments: no traceback, a consistent
-study (every trial finished, every claim released), the report of what finished, and a re-run
+study (every trial finished, no claim left on a configuration not evaluated), the report of what finished, and a re-run
 that resumes. The probe child of a real local probe is stopped too."""
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def _wait(predicate: object, limit_s: float = 120.0) -> None:
 
 
 def _check_consistent(db: Path) -> str | None:
-    """Every trial finished with a readable record, no claim left; the study name."""
+    """Every trial finished with a readable record, no claim left on a configuration without
+    a written trial, every process marked ended; the study name."""
     storage = f"sqlite:///{db}"
     names = [s.study_name for s in optuna.get_all_study_summaries(storage)]
     if not names:
@@ -52,7 +53,16 @@ def _check_consistent(db: Path) -> str | None:
             assert TrialRecord.from_trial(t) is not None
     rdb = optuna.storages.RDBStorage(storage)
     attrs = rdb.get_study_system_attrs(rdb.get_study_id_from_name(name))
-    assert all(v is None for k, v in attrs.items() if k.startswith(CLAIM_PREFIX))
+    done = {
+        f"{r.machine}|{r.batch_size}"
+        for r in (TrialRecord.from_trial(t) for t in study.trials)
+        if r is not None
+    }
+    live = {
+        k.removeprefix(CLAIM_PREFIX) for k, v in attrs.items() if k.startswith(CLAIM_PREFIX) and v
+    }
+    assert live <= done, live - done
+    assert all(v["ended"] for k, v in attrs.items() if k.startswith("peer:"))
     return name
 
 
