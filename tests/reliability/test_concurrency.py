@@ -92,3 +92,43 @@ def test_twelve_processes_create_one_new_storage_together(tmp_path: Path) -> Non
         "s",
         "advisor-probe-cache",
     }
+
+
+PROBE_ONCE = """
+import sys, time
+from advisor.local_backend import LocalBackend
+from advisor.probes.result import ProbeResult
+from advisor.scoring import WorkloadInfo
+
+log = sys.argv[2]
+
+def run_probe(req):
+    with open(log, "a") as f:
+        f.write(f"{req.batch_size}\\n")
+    time.sleep(1.0)  # a probe takes a while: the other process arrives meanwhile
+    return ProbeResult(req.workload, req.framework, req.batch_size, "cpu", req.threads,
+                       init_s=0.5, iteration_s=(0.3, 0.1, 0.1), validation_s=(0.2, 0.2))
+
+backend = LocalBackend(sys.argv[1], run_probe=run_probe, threads=2, catalog=object())
+probe, new = backend.probe(WorkloadInfo("fcn", n_train=1000, n_val=100), 256, {})
+print(probe.iteration_s, new)
+"""
+
+
+def test_two_processes_on_a_cold_home_run_each_probe_once(tmp_path: Path) -> None:
+    log = tmp_path / "probes.log"
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", PROBE_ONCE, url, str(log)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
+    assert log.read_text().split() == ["256"]  # run by one, read from the cache by the other
+    results = sorted(o.strip() for o, _ in outs)
+    assert results == ["(0.3, 0.1, 0.1) False", "(0.3, 0.1, 0.1) True"]
