@@ -101,7 +101,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "local": _local_row(ranking),
         "ranking": ranking[:RANKING_ROWS],
         "points": [_compact(r) for r in ranking],  # every scored candidate, for the plot
-        "managed": managed_rows(complete),
+        "managed": managed_rows(study.get_trials(deepcopy=False)),
         "epoch_sweep": _epoch_sweep(outcome, [p.ref for p in front][:SWEEP_ROWS]),
         "stale_warning": _stale(outcome),
         "notes": _notes(outcome, complete),
