@@ -220,9 +220,8 @@ def test_imported_managed_runs_are_a_table_never_the_recommendation(
 
 
 def test_the_probe_cache_is_no_study(tmp_path: Path) -> None:
-    from advisor.errors import AdvisorError
-
     from advisor import dashboard_view, selection
+    from advisor.errors import AdvisorError
     from advisor.local_backend import PROBE_CACHE_STUDY
 
     # The name is spelt in three places (no import of the local back end where unneeded).
