@@ -166,6 +166,9 @@ def detail_page(t: FrozenTrial) -> str:
     parts.append("<h3>Parameters</h3>")
     parts.append(f"<pre>{html.escape(json.dumps(t.params, indent=2, default=str))}</pre>")
     for key, value in t.user_attrs.items():
+        if key == "estimate" and isinstance(value, dict) and value.get("cost_usd") is None:
+            # The estimate is made before pricing; the trial's cost is the priced one.
+            value = dict(value, cost_usd=t.user_attrs.get("cost_usd"), priced_by="pricing")
         parts.append(f"<h3>{html.escape(key)}</h3>")
         parts.append(f"<pre>{html.escape(json.dumps(value, indent=2, default=str))}</pre>")
     style = (

@@ -161,8 +161,15 @@ def test_view_trial_is_short_and_sortable(tmp_path: Path) -> None:
     page = detail_page(view.base.get_trial(raw._trial_id))
     assert "| run time (s) |" in page and "Probe: ok on cpu" in page and "max pooling" in page
     # Every stored attribute whole (the dashboard cuts attributes at 1,024 characters).
-    for value in raw.user_attrs.values():
-        assert html.escape(json.dumps(value, indent=2, default=str)) in page
+    for key, value in raw.user_attrs.items():
+        if key != "estimate":
+            assert html.escape(json.dumps(value, indent=2, default=str)) in page
+    # The estimate (made before pricing) shows the trial's priced cost, not null.
+    assert raw.user_attrs["estimate"]["cost_usd"] is None
+    priced = dict(
+        raw.user_attrs["estimate"], cost_usd=raw.user_attrs["cost_usd"], priced_by="pricing"
+    )
+    assert html.escape(json.dumps(priced, indent=2)) in page
 
 
 @pytest.mark.slow
