@@ -213,13 +213,13 @@ def suggest(
 
 
 def progress_label(phase: str, total: int) -> str:
-    """What a progress line says: the study's phases by name, anything else as sent (a back
-    end may report e.g. "probing batch 512 locally" or "probing on ml.g5.xlarge")."""
+    """What a progress line says: the study's phases by name, anything else as sent; a phase
+    "KIND:TEXT" (e.g. "probe:probing batch 512 on this machine") shows TEXT on the KIND line."""
     if phase == "screen":
         return f"screening {total} machine x batch pairs (a local probe per new batch size)"
     if phase == "trials":
         return f"trials (up to {total}; a new machine or batch size may probe)"
-    return phase
+    return phase.split(":", 1)[1] if ":" in phase else phase
 
 
 def _run_with_progress(options: Any, backend: Any) -> Any:
@@ -251,9 +251,10 @@ def _run_with_progress(options: Any, backend: Any) -> Any:
     ) as bar:
 
         def hook(phase: str, done: int, total: int) -> None:
-            label = escape(progress_label(phase, total))
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(label, total=total)
-            bar.update(tasks[phase], completed=done, total=total, description=label)
+            # "probe:probing batch 512 on this machine" updates one "probe" line in place.
+            label, key = escape(progress_label(phase, total)), phase.split(":", 1)[0]
+            if key not in tasks:
+                tasks[key] = bar.add_task(label, total=total)
+            bar.update(tasks[key], completed=done, total=total, description=label)
 
         return run_suggest(options, backend, progress=hook)
