@@ -225,9 +225,10 @@ def plot_html(report: dict[str, Any], path: str) -> None:
     rows = _rows(report)
     fig = go.Figure()
     if rows:
-        _, _, floor, c_lo, c_hi = _view(rows)
+        t_lo, t_hi, floor, c_lo, c_hi = _view(rows)
     else:
-        floor, c_lo, c_hi = 0.01, 0.005, 1.0
+        t_lo, t_hi, floor, c_lo, c_hi = 1.0, 3600.0, 0.01, 0.005, 1.0
+    many = len(rows) > 40  # then no interval bars (the hover text has them)
 
     def y(r: dict[str, Any]) -> float:
         return float(r["cost_usd"]["value"]) if r["cost_usd"]["value"] > 0 else floor
@@ -246,12 +247,14 @@ def plot_html(report: dict[str, Any], path: str) -> None:
                 marker={
                     "symbol": [symbols[marker] + ("" if r["feasible"] else "-open") for r in pts],
                     "color": colour,
-                    "size": 9,
+                    "size": 6 if many else 9,
+                    "opacity": 0.6 if many else 0.9,
                 },
                 error_x={
                     "type": "data",
                     "symmetric": False,
                     "thickness": 0.6,
+                    "visible": not many,
                     "array": [r["runtime_s"]["high"] - r["runtime_s"]["value"] for r in pts],
                     "arrayminus": [r["runtime_s"]["value"] - r["runtime_s"]["low"] for r in pts],
                 },
@@ -284,7 +287,7 @@ def plot_html(report: dict[str, Any], path: str) -> None:
         fig.add_hline(y=report["budget_usd"], line_color="red", annotation_text="budget")
     if report.get("deadline_s"):
         fig.add_vline(x=report["deadline_s"], line_color="purple", annotation_text="deadline")
-    ticks = _time_ticks(1, 86400 * 7)
+    ticks = _time_ticks(t_lo, t_hi)
     fig.update_xaxes(
         type="log", title="estimated run time", tickvals=ticks,
         ticktext=[duration_tick(t) for t in ticks],
