@@ -20,18 +20,3 @@ def default_storage_url() -> str:
 def user_catalog_dir() -> Path:
     """Where `advisor catalog refresh` writes new dated snapshots."""
     return home() / "catalog"
-
-
-def storage_driver_url(url: str) -> str:
-    """``postgresql://...`` -> ``postgresql+psycopg://...`` (issue #17): SQLAlchemy's default
-    PostgreSQL driver is psycopg2, while the ``postgres`` extra installs psycopg 3. Needs
-    psycopg; a clear error says which extra to install when it is missing."""
-    if not url.startswith(("postgresql://", "postgres://")):
-        return url
-    import importlib.util
-
-    if importlib.util.find_spec("psycopg") is None:
-        from advisor.errors import MissingExtraError
-
-        raise MissingExtraError("psycopg", "postgres", "A PostgreSQL storage")
-    return "postgresql+psycopg://" + url.split("://", 1)[1]

@@ -40,13 +40,13 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
 
 
-def workers_on_one_study(tmp: Path, n_workers: int, n_trials: int) -> dict[str, Any]:
+def workers_on_one_study(tmp: Path, n_workers: int, n_trials: int, backend: str) -> dict[str, Any]:
     import optuna
     from sqlalchemy import select
 
-    from advisor.config import storage_driver_url
     from advisor.service import db
     from advisor.service.trials import rdb_storage
+    from advisor.storage import storage_driver_url
 
     pg_root = Path(tempfile.mkdtemp(prefix="advisor-pg-"))
     pg = Postgres(pg_root)
@@ -72,6 +72,8 @@ def workers_on_one_study(tmp: Path, n_workers: int, n_trials: int) -> dict[str, 
                     str(n_trials),
                     "--index",
                     str(i),
+                    "--backend",
+                    backend,
                 ],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -135,7 +137,7 @@ async def _client(
                 job_id = r.json()["id"]
 
 
-def clients_on_server(tmp: Path, n_clients: int, n_requests: int) -> dict[str, Any]:
+def clients_on_server(tmp: Path, n_clients: int, n_requests: int, backend: str) -> dict[str, Any]:
     import httpx
     import optuna
 
@@ -146,7 +148,7 @@ def clients_on_server(tmp: Path, n_clients: int, n_requests: int) -> dict[str, A
     os.environ["ADVISOR_HOME"] = str(home)
     url = f"sqlite:///{home / 'studies.db'}"
     token = auth.create_token(url, "load")
-    srv = Server(tmp, url)
+    srv = Server(tmp, url, "--backend", backend)
     lat: dict[str, list[float]] = {}
     codes: Counter[int] = Counter()
     try:
@@ -217,17 +219,17 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="advisor-load-"))
     table = tmp / "table.json"
     replay_table().save(table)
-    os.environ["ADVISOR_BACKEND"] = f"replay:{table}"
+    backend = f"replay:{table}"  # the hidden --backend of advisor serve / worker
     os.environ["ADVISOR_HOME"] = str(tmp / "home0")
     out: dict[str, Any] = {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "date": time.strftime("%Y-%m-%d"),
     }
     if "clients" not in a.skip:
-        out["http"] = clients_on_server(tmp, a.clients, a.requests)
+        out["http"] = clients_on_server(tmp, a.clients, a.requests, backend)
         print(json.dumps(out["http"], indent=1), flush=True)
     if "workers" not in a.skip:
-        out["workers"] = workers_on_one_study(tmp, a.workers, a.trials)
+        out["workers"] = workers_on_one_study(tmp, a.workers, a.trials, backend)
         print(json.dumps(out["workers"], indent=1), flush=True)
     if a.out:
         a.out.write_text(json.dumps(out, indent=1))

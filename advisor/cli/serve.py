@@ -28,6 +28,12 @@ import click
     help="Seconds without a heartbeat after which a running job is re-queued.",
 )
 @click.option("--max-body", type=int, default=1_000_000, show_default=True, help="Bytes.")
+@click.option(
+    "--backend",
+    "backend_spec",
+    hidden=True,
+    help="Scoring back end for tests and benchmarks: replay:TABLE.json (default: local probes).",
+)
 def serve(
     host: str,
     port: int,
@@ -36,6 +42,7 @@ def serve(
     workers: int,
     stale_after: float,
     max_body: int,
+    backend_spec: str | None,
 ) -> None:
     """Serve the advisor over HTTP: suggestions (run as jobs), studies, predict, catalog.
 
@@ -44,4 +51,4 @@ def serve(
     """
     from advisor.service.server import run_server
 
-    run_server(host, port, storage, redis_url, workers, stale_after, max_body)
+    run_server(host, port, storage, redis_url, workers, stale_after, max_body, backend_spec)

@@ -33,6 +33,12 @@ from advisor.errors import AdvisorError
     show_default=True,
     help="Seconds without a heartbeat before a trial (or probe claim) counts as dead, --join.",
 )
+@click.option(
+    "--backend",
+    "backend_spec",
+    hidden=True,
+    help="Scoring back end for tests and benchmarks: replay:TABLE.json (default: local probes).",
+)
 def worker(
     redis_url: str | None,
     storage: str | None,
@@ -42,6 +48,7 @@ def worker(
     index: int,
     heartbeat: int,
     grace: int,
+    backend_spec: str | None,
 ) -> None:
     """Run suggestion jobs from the queue (--redis), or trials of one study (--join).
 
@@ -70,9 +77,10 @@ def worker(
             index,
             heartbeat_s=heartbeat,
             grace_s=grace,
+            backend=backend_spec,
         )
         click.echo(json.dumps(stats.__dict__))
         return
     if not redis_url:
         raise AdvisorError("A worker needs a queue or a study.", "pass --redis URL or --join FILE.")
-    run_worker(redis_url, storage, burst)
+    run_worker(redis_url, storage, burst, backend_spec)

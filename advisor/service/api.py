@@ -1,13 +1,16 @@
 """The service's one adapter to the advisor's Python API.
 
-Everything the service calls in the rest of the advisor goes through this module, so that a
-rename there (``advisor.study`` -> ``advisor.suggest``, ``advisor.cli.predict``'s logic ->
-``advisor.predict``, tuning jobs -> ``advisor.tuning_jobs``) is re-pointed here only.
+Everything the service calls in the rest of the advisor goes through this module
+(``advisor.options``, ``advisor.storage``, ``advisor.study.run_suggest``, ``advisor.records``,
+``advisor.prediction``, ``advisor.tuning_jobs``), so that a rename there is re-pointed here only.
+
+The scoring back end is a parameter, as ``run_suggest``'s: ``None`` is the real one (local
+probes); tests and benchmarks pass ``replay:TABLE.json`` (``advisor.replay.backend_from_spec``)
+through the hidden ``--backend`` option of ``advisor serve`` / ``advisor worker``.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,43 +22,71 @@ from advisor.service import db
 Progress = Callable[[str, int, int], None]
 
 
-def uses_local_probes() -> bool:
+def uses_local_probes(backend: str | None) -> bool:
     """True when suggestions probe this host for real (the default back end): such jobs run
     one at a time per host, because a probe times the CPU."""
-    from advisor.study import BACKEND_ENV
+    return not backend
 
-    return not os.environ.get(BACKEND_ENV)
+
+def resolve_storage(url: str | None) -> str:
+    """``advisor.storage.resolve_storage``: the default SQLite file, or ``url`` checked and
+    mapped to its driver."""
+    from advisor.storage import resolve_storage as resolve
+
+    return resolve(url)
+
+
+def driver_url(url: str) -> str:
+    """``advisor.storage.storage_driver_url``: ``postgresql://`` through psycopg 3 (the one
+    place that maps it, and names the ``postgres`` extra when psycopg is missing)."""
+    from advisor.storage import storage_driver_url
+
+    return storage_driver_url(url)
+
+
+def _backend(spec: str | None) -> Any:
+    """The back end of ``spec`` (``replay:PATH.json``), or None for the real one."""
+    from advisor.replay import backend_from_spec
+
+    return backend_from_spec(spec) if spec else None
 
 
 def study_identity(request: dict[str, Any]) -> dict[str, Any]:
-    """What names a suggestion's study (as ``advisor.study.study_name_for`` hashes it):
-    requests equal here run the same study, so only one may be queued or running."""
-    if request.get("study_name"):
-        return {"study_name": request["study_name"]}
-    objective = request.get("objective") or (
-        "time" if request.get("budget_usd") else "cost" if request.get("deadline_s") else "pareto"
-    )
-    keys = (
-        *("model", "framework", "space", "budget_usd", "deadline_s", "epochs", "snapshot"),
-        *("probe_iterations", "n_train", "n_val"),
-    )
-    return {"objective": objective, **{k: request.get(k) for k in keys}}
+    """What names a suggestion's study: the name ``advisor.storage.study_name_for`` gives it
+    (the same function, so the two cannot drift). Requests equal here run the same study, so
+    only one may be queued or running. Resolving it also checks the request (workload, space)
+    before anything is queued."""
+    from advisor.options import workload_info
+    from advisor.search_spaces.loader import default_space
+    from advisor.storage import study_name_for
+
+    options = _options(request, None)
+    if options.study_name:
+        return {"study": options.study_name}
+    workload = workload_info(options)
+    space = options.space or default_space(workload.name)
+    # The requested snapshot (not yet resolved to a dated one: that needs the back end).
+    return {"study": study_name_for(options, workload, space, options.snapshot or "")}
 
 
-def _options(request: dict[str, Any], storage: str, seed_offset: int = 0) -> Any:
+def _options(request: dict[str, Any], storage: str | None, seed_offset: int = 0) -> Any:
+    from advisor.options import SuggestOptions
     from advisor.search_spaces.loader import load_space
-    from advisor.study import SuggestOptions
 
     req = dict(request)
     space_text = req.pop("space", None)
     model = str(req["model"])
     space = load_space(space_text, None if ":" in model else model) if space_text else None
     req["seed"] = int(req.get("seed", 0)) + seed_offset
-    return SuggestOptions(space=space, storage=db.optuna_url(storage), **req)
+    url = db.optuna_url(storage) if storage else None
+    return SuggestOptions(space=space, storage=url, **req)
 
 
 def suggest(
-    request: dict[str, Any], storage: str, progress: Progress | None = None
+    request: dict[str, Any],
+    storage: str,
+    progress: Progress | None = None,
+    backend: str | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) the study for ``request`` in ``storage``; return the report dict
     (the same document ``advisor suggest --json`` prints)."""
@@ -63,7 +94,7 @@ def suggest(
     from advisor.study import run_suggest
 
     options = _options(request, storage)
-    outcome = run_suggest(options, progress=progress)
+    outcome = run_suggest(options, _backend(backend), progress=progress)
     check_feasible(outcome)
     report = build_report(outcome)
     report["storage"] = redacted(storage)
@@ -71,13 +102,13 @@ def suggest(
 
 
 def predict(request: dict[str, Any]) -> dict[str, Any]:
-    """Predict time and cost on catalog machines from an uploaded probe (no probe runs on
-    the server; the trace refinement of ``advisor predict`` is skipped, so the model's priors
-    stand for the host terms, as the response says)."""
-    from advisor.probes.perf.report import forecast, normalised_tables
+    """Predict time and cost on catalog machines (catalog keys or the providers' own names)
+    from an uploaded probe, with ``advisor.predict``: no probe runs on the server, and the
+    step trace of ``advisor predict`` is not taken here (a probe without one keeps the
+    model's priors for the host terms, as the response says)."""
+    from advisor.prediction import predict as advisor_predict
+    from advisor.probes.perf.trace import TRACE_KEYS
     from advisor.probes.result import ProbeResult
-    from advisor.providers import catalog as catalog_mod
-    from advisor.search_spaces.workloads import get
 
     try:
         probe = ProbeResult.from_dict(request["probe"])
@@ -88,33 +119,92 @@ def predict(request: dict[str, Any]) -> dict[str, Any]:
         ) from exc
     if not probe.ok:
         raise AdvisorError(f"The uploaded probe failed ({probe.status}).", "send a good probe.")
-    workload = get(probe.workload)
-    catalog = catalog_mod.load(request.get("snapshot"))
-    machines = [
-        catalog_mod.local_machine() if n in ("local", "local:local") else catalog.get(n)
-        for n in request["instances"]
-    ]
-    batch = probe.batch_size
-    epochs = request.get("epochs") or workload.epochs_for(batch)
-    n_train = probe.n_train or workload.n_train
-    n_val = probe.n_val if probe.n_train else workload.n_val
-    rows = forecast(
-        probe, machines, catalog, batch, epochs, n_train, n_val, spot=bool(request.get("spot"))
+    prediction = advisor_predict(
+        probe.workload,
+        probe.batch_size,
+        request["instances"],
+        snapshot=request.get("snapshot"),
+        epochs=request.get("epochs"),
+        spot=bool(request.get("spot")),
+        probe=probe,
+        framework=probe.framework,
+        trace=False,
     )
-    tables = normalised_tables(rows)
+    out = prediction.to_dict()
+    out.pop("probe", None)  # the caller's own upload
+    if probe.framework == "torch" and not all(k in probe.fingerprint for k in TRACE_KEYS):
+        out["note"] = "host terms from the performance model's priors (no step trace on the server)"
+    return out
+
+
+# -- managed tuning jobs (advisor.tuning_jobs) ----------------------------------------------
+
+
+def _tuning_backend(request: dict[str, Any]) -> Any:
+    from advisor.tuning_jobs import make_backend
+
+    return make_backend(request["provider"], **(request.get("provider_options") or {}))
+
+
+def plan_tuning(request: dict[str, Any], storage: str) -> dict[str, Any]:
+    """The provider-neutral spec of ``plan_job`` and the exact request the provider would get
+    (what ``advisor submit --dry-run`` prints)."""
+    backend = _tuning_backend(request)
+    spec = _plan(backend, request, storage)
     return {
-        "workload": probe.workload,
-        "batch_size": batch,
-        "epochs": epochs,
-        "snapshot": catalog.snapshot,
-        "machines": [f.to_dict() for f in rows],
-        "fastest": rows[0].machine.key,
-        "normalised": {
-            k: {m: {str(c): v for c, v in row.items()} for m, row in t.items()}
-            for k, t in tables.items()
-        },
-        "note": "host terms from the performance model's priors (no step trace on the server)",
+        "provider": backend.name,
+        "spec": spec.to_dict(),
+        "request": backend.build_request(spec),
+        "notes": list(spec.notes),
     }
+
+
+def _plan(backend: Any, request: dict[str, Any], storage: str) -> Any:
+    from advisor.tuning_jobs import plan_job
+
+    return plan_job(
+        backend,
+        study=request.get("study"),
+        storage=db.optuna_url(storage),
+        instances=request.get("instances") or (),
+        model=request.get("model"),
+        batch_size=request.get("batch_size"),
+        epochs=request.get("epochs"),
+        tune=request.get("tune"),
+        strategy=request.get("strategy"),
+        image=request.get("image"),
+        **(request.get("options") or {}),
+    )
+
+
+def submit_tuning(request: dict[str, Any], storage: str) -> dict[str, Any]:
+    """Plan and submit the job with the server's credentials; ``dry_run`` only plans it."""
+    from advisor.tuning_jobs import submit_job
+
+    if request.get("dry_run"):
+        return {"dry_run": True, **plan_tuning(request, storage)}
+    if not request.get("image"):
+        raise AdvisorError("Submitting needs the container image.", "pass 'image'.")
+    backend = _tuning_backend(request)
+    spec = _plan(backend, request, storage)
+    return {"dry_run": False, **submit_job(spec, backend).to_dict()}
+
+
+def tuning_status(job: str, request: dict[str, Any]) -> dict[str, Any]:
+    """``job_status``: the tuning job's state and trial counts."""
+    from advisor.tuning_jobs import job_status
+
+    return job_status(job, _tuning_backend(request))
+
+
+def import_tuning(job: str, request: dict[str, Any], storage: str) -> dict[str, Any]:
+    """``import_job``: the job's finished trials into the study (importing again adds none)."""
+    from advisor.tuning_jobs import import_job
+
+    summary = import_job(
+        job, _tuning_backend(request), request["study"], storage=db.optuna_url(storage)
+    )
+    return summary.to_dict()
 
 
 def catalog_rows(filters: dict[str, Any]) -> dict[str, Any]:
@@ -188,7 +278,7 @@ _STORAGES_LOCK = threading.Lock()
 def _optuna_storage(storage: str) -> Any:
     """One Optuna storage per URL per process: creating one checks (and on a new database
     creates) Optuna's schema, which concurrent requests must not race on."""
-    from advisor.study import open_storage
+    from advisor.storage import open_storage
 
     with _STORAGES_LOCK:
         if storage not in _STORAGES:
@@ -246,51 +336,40 @@ class StudyParts:
         return self.backend.evaluate(self.workload, cand, batch, hps)
 
     def values(self, ev: Any, trial: Any) -> list[float]:
-        """Objective values; budget/deadline set as Optuna constraints and ``feasible``."""
-        o = self.options
-        constraints = {}
-        if o.budget_usd is not None:
-            constraints["budget"] = ev.cost.value - o.budget_usd
-        if o.deadline_s is not None:
-            constraints["deadline"] = ev.runtime.value - o.deadline_s
-        for k, v in constraints.items():
+        """Objective values; budget/deadline set as Optuna constraints (``advisor.options``)."""
+        from advisor.options import constraints, objective_values
+
+        for k, v in constraints(self.options, ev).items():
             trial.set_constraint(k, v)
-        trial.set_user_attr("feasible", all(v <= 0 for v in constraints.values()))
-        if self.objective == "time":
-            return [ev.runtime.value]
-        if self.objective == "cost":
-            return [ev.cost.value]
-        return [ev.runtime.value, ev.cost.value]
+        return objective_values(self.objective, ev)
 
 
-def study_parts(request: dict[str, Any], storage: str, seed_offset: int = 0) -> StudyParts:
+def study_parts(
+    request: dict[str, Any], storage: str, seed_offset: int = 0, backend: str | None = None
+) -> StudyParts:
     """Resolve ``request`` as ``advisor suggest`` would, for a worker joining its study."""
     from optuna.study import StudyDirection
 
+    from advisor.options import METRIC_NAMES, workload_info
     from advisor.samplers import make_sampler
     from advisor.search_spaces.loader import default_space
     from advisor.search_spaces.space import space_to_dict
-    from advisor.study import (
-        METRIC_NAMES,
-        default_backend,
-        resolve_storage,
-        study_name_for,
-        workload_info,
-    )
+    from advisor.storage import resolve_storage, study_name_for
+    from advisor.study import local_backend
 
     options = _options(request, storage, seed_offset)
     workload = workload_info(options)
     space = options.space or default_space(workload.name)
-    backend = default_backend(options, resolve_storage(options.storage), space)
+    scorer = _backend(backend) or local_backend(options, resolve_storage(options.storage), space)
     objective = options.resolved_objective
     return StudyParts(
-        name=study_name_for(options, workload, space, backend.snapshot),
+        name=study_name_for(options, workload, space, scorer.snapshot),
         options=options,
         objective=objective,
         workload=workload,
         space=space,
-        backend=backend,
-        by_key={c.key: c for c in backend.candidates(space)},
+        backend=scorer,
+        by_key={c.key: c for c in scorer.candidates(space)},
         sampler=make_sampler(options.sampler, options.seed),
         directions=[StudyDirection.MINIMIZE] * (2 if objective == "pareto" else 1),
         metric_names=list(METRIC_NAMES[objective]),
@@ -298,77 +377,46 @@ def study_parts(request: dict[str, Any], storage: str, seed_offset: int = 0) -> 
             "workload": workload.name,
             "framework": workload.framework,
             "space": space_to_dict(space),
-            "catalog_snapshot": backend.snapshot,
+            "catalog_snapshot": scorer.snapshot,
             "budget_usd": options.budget_usd,
             "deadline_s": options.deadline_s,
             "objective": objective,
             "epochs": options.epochs,
             "n_train": workload.n_train,
             "n_val": workload.n_val,
-            "backend": backend.name,
+            "backend": scorer.name,
         },
     )
 
 
 def record_trial(trial: Any, ev: Any, charged: float, parts: StudyParts, cand: Any) -> None:
-    """The trial's attributes, as ``advisor suggest`` records them (so it can resume)."""
-    attrs: dict[str, Any] = {
-        "source": ev.source,
-        "price_per_hour": ev.price_per_hour,
-        "spot": ev.spot,
-        "instance": dict(cand.instance.to_dict(), catalog_snapshot=parts.backend.snapshot),
-        "epochs": ev.epochs,
-        "probe_cost": {"seconds": ev.probe_s, "charged_usd": charged},
-        "estimate": ev.estimate,
-        "phases": ev.phases.to_dict() if ev.phases else None,
-        "probe": ev.probe.to_dict() if ev.probe else None,
-        "runtime_s": ev.runtime.to_dict() if ev.runtime else None,
-        "cost_usd": ev.cost.to_dict() if ev.cost else None,
-    }
-    for k, v in attrs.items():
+    """The trial's attributes through ``advisor.records.TrialRecord``, as ``advisor suggest``
+    writes them (so a later suggestion resumes from them and reports)."""
+    from advisor.options import is_feasible
+    from advisor.records import TrialRecord
+
+    record = TrialRecord.from_evaluation(
+        ev,
+        instance=dict(cand.instance.to_dict(), catalog_snapshot=parts.backend.snapshot),
+        charged_usd=charged,
+        feasible=is_feasible(parts.options, ev) if ev.ok else None,
+    )
+    for k, v in record.to_attrs().items():
         trial.set_user_attr(k, v)
 
 
 def evaluation_to_dict(ev: Any, trial_number: int) -> dict[str, Any]:
-    """An Evaluation as JSON-ready data (a probe claim's result)."""
-    return {
-        "trial": trial_number,
-        "machine": ev.machine,
-        "batch_size": ev.batch_size,
-        "status": ev.status,
-        "runtime": ev.runtime.to_dict() if ev.runtime else None,
-        "cost": ev.cost.to_dict() if ev.cost else None,
-        "source": ev.source,
-        "epochs": ev.epochs,
-        "price_per_hour": ev.price_per_hour,
-        "spot": ev.spot,
-        "probe_s": ev.probe_s,
-        "estimate": ev.estimate,
-        "phases": ev.phases.to_dict() if ev.phases else None,
-        "error": ev.error,
-    }
+    """An Evaluation as JSON-ready data (a probe claim's result), in the trial record's own
+    format (``advisor.records``); the probe itself stays with its trial."""
+    from advisor.records import PROBE, TrialRecord
+
+    attrs = TrialRecord.from_evaluation(ev, instance=None, charged_usd=0.0).to_attrs()
+    attrs.pop(PROBE, None)
+    return {"trial": trial_number, "machine": ev.machine, "batch_size": ev.batch_size, **attrs}
 
 
 def evaluation_from_dict(d: dict[str, Any]) -> Any:
-    """The Evaluation of ``evaluation_to_dict`` (the probe itself stays with its trial)."""
-    from advisor.probes.result import Interval
-    from advisor.scoring import Evaluation, phases_from_dict
+    """The Evaluation of ``evaluation_to_dict``."""
+    from advisor.records import TrialRecord
 
-    def iv(x: dict[str, float] | None) -> Interval | None:
-        return None if x is None else Interval(x["value"], x["low"], x["high"])
-
-    return Evaluation(
-        machine=d["machine"],
-        batch_size=int(d["batch_size"]),
-        status=d["status"],
-        runtime=iv(d["runtime"]),
-        cost=iv(d["cost"]),
-        source=d["source"],
-        epochs=int(d["epochs"]),
-        price_per_hour=float(d["price_per_hour"]),
-        spot=bool(d["spot"]),
-        probe_s=float(d["probe_s"]),
-        estimate=dict(d["estimate"] or {}),
-        phases=phases_from_dict(d["phases"]) if d["phases"] else None,
-        error=d["error"],
-    )
+    return TrialRecord.from_attrs(d["machine"], int(d["batch_size"]), d).to_evaluation()

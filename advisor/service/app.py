@@ -23,11 +23,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from advisor import __version__
 from advisor.errors import AdvisorError
 from advisor.service import api, auth, jobs
-from advisor.service.schemas import PredictRequest, SuggestRequest, check_name
+from advisor.service.schemas import (
+    PredictRequest,
+    SuggestRequest,
+    TuningImportRequest,
+    TuningPlanRequest,
+    TuningSubmitRequest,
+    TuningTarget,
+    check_name,
+)
 
 MAX_BODY_BYTES = 1_000_000
 access_log = logging.getLogger("advisor.service.access")
 _JOB_ID = re.compile(r"^[0-9a-f]{32}$")
+_TUNING_JOB = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,255}$")
 
 
 @dataclass
@@ -238,6 +247,64 @@ def create_app(settings: Settings) -> FastAPI:
         }
         return await run_in_threadpool(api.catalog_rows, filters)
 
+    # -- managed tuning jobs (advisor.tuning_jobs), with the server's cloud credentials ------
+
+    @app.post("/v1/tuning/plan")
+    async def tuning_plan(body: TuningPlanRequest, _who: str = Depends(caller)) -> dict[str, Any]:
+        """The job ``advisor submit`` would send: its spec and the provider's exact request."""
+        return await run_in_threadpool(api.plan_tuning, body.model_dump(), storage)
+
+    @app.post("/v1/tuning/jobs")
+    async def tuning_submit(
+        body: TuningSubmitRequest, _who: str = Depends(caller)
+    ) -> dict[str, Any]:
+        """Submit the job (``dry_run``: return the exact request, send nothing)."""
+        return await run_in_threadpool(api.submit_tuning, body.model_dump(), storage)
+
+    @app.get("/v1/tuning/jobs/{job}")
+    async def tuning_status(
+        job: str,
+        provider: str = Query(..., pattern="^(sagemaker|vertex|azureml)$"),
+        region: str | None = None,
+        project: str | None = None,
+        location: str | None = None,
+        subscription: str | None = None,
+        resource_group: str | None = None,
+        workspace: str | None = None,
+        _who: str = Depends(caller),
+    ) -> dict[str, Any]:
+        """The tuning job's state and trial counts."""
+        given = {
+            "region": region,
+            "project": project,
+            "location": location,
+            "subscription": subscription,
+            "resource_group": resource_group,
+            "workspace": workspace,
+        }
+        target = _tuning_target(job, provider, {k: v for k, v in given.items() if v})
+        return await run_in_threadpool(api.tuning_status, job, target)
+
+    @app.post("/v1/tuning/jobs/{job}/import")
+    async def tuning_import(
+        job: str, body: TuningImportRequest, _who: str = Depends(caller)
+    ) -> dict[str, Any]:
+        """Add the job's finished trials to the study (importing again adds none)."""
+        _tuning_target(job, body.provider, body.provider_options)
+        return await run_in_threadpool(api.import_tuning, job, body.model_dump(), storage)
+
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(AccessLog)
     return app
+
+
+def _tuning_target(job: str, provider: str, options: dict[Any, str]) -> dict[str, Any]:
+    """The provider and its options, checked as a request body is (422 otherwise)."""
+    from pydantic import ValidationError
+
+    if not _TUNING_JOB.match(job):
+        raise HTTPException(422, "a tuning job is a provider's job name or id")
+    try:
+        return TuningTarget(provider=provider, provider_options=options).model_dump()  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise HTTPException(422, str(exc).splitlines()[0]) from exc

@@ -26,6 +26,9 @@ log = logging.getLogger("advisor.service")
 HEARTBEAT_S = 2.0
 QUEUE_NAME = "advisor"
 STORAGE_ENV = "ADVISOR_SERVICE_STORAGE"  # set by `advisor worker` for its jobs
+# The scoring back end of this `advisor worker` process's queued jobs (its hidden --backend,
+# for tests and benchmarks; None: local probes). RQ forks each job's work horse from it.
+_WORKER_BACKEND: list[str | None] = [None]
 
 
 def worker_name() -> str:
@@ -49,8 +52,9 @@ def host_probe_lock() -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def execute_job(storage: str, job_id: str) -> str:
-    """Claim and run one job; return its final status ('skipped' if another worker has it)."""
+def execute_job(storage: str, job_id: str, backend: str | None = None) -> str:
+    """Claim and run one job; return its final status ('skipped' if another worker has it).
+    ``backend`` scores suggestions (``replay:PATH.json``; None: local probes)."""
     job = jobs.claim(storage, job_id, worker_name())
     if job is None:
         return "skipped"
@@ -70,7 +74,7 @@ def execute_job(storage: str, job_id: str) -> str:
     beater = threading.Thread(target=beat, daemon=True)
     beater.start()
     try:
-        result = _run(storage, job, progress)
+        result = _run(storage, job, progress, backend)
         jobs.finish(storage, job_id, result, None)
         return "done"
     except AdvisorError as exc:
@@ -104,28 +108,35 @@ def _error_line(exc: BaseException) -> str:
 
 def execute_queued(job_id: str) -> str:
     """RQ entry point: run the job against this worker's storage (``advisor worker``)."""
-    return execute_job(os.environ[STORAGE_ENV], job_id)
+    return execute_job(os.environ[STORAGE_ENV], job_id, _WORKER_BACKEND[0])
 
 
-def _run(storage: str, job: dict[str, Any], progress: api.Progress) -> dict[str, Any]:
+def set_worker_backend(backend: str | None) -> None:
+    """The back end this worker process's queued jobs score with (``advisor worker``)."""
+    _WORKER_BACKEND[0] = backend
+
+
+def _run(
+    storage: str, job: dict[str, Any], progress: api.Progress, backend: str | None
+) -> dict[str, Any]:
     if job["kind"] == "suggest":
-        if api.uses_local_probes():
+        if api.uses_local_probes(backend):
             with host_probe_lock():
-                return api.suggest(job["request"], storage, progress)
-        return api.suggest(job["request"], storage, progress)
+                return api.suggest(job["request"], storage, progress, backend)
+        return api.suggest(job["request"], storage, progress, backend)
     raise AdvisorError(f"Unknown job kind '{job['kind']}'.", "use one of: suggest.")
 
 
 class ThreadDispatcher:
     """Embedded mode: jobs run in this process's thread pool."""
 
-    def __init__(self, storage: str, threads: int = 2) -> None:
-        self.storage = storage
+    def __init__(self, storage: str, threads: int = 2, backend: str | None = None) -> None:
+        self.storage, self.backend = storage, backend
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="advisor-job")
 
     def dispatch(self, job_id: str) -> None:
         """Run the job soon."""
-        self.pool.submit(execute_job, self.storage, job_id)
+        self.pool.submit(execute_job, self.storage, job_id, self.backend)
 
     def close(self) -> None:
         """Stop taking jobs; running ones finish."""

@@ -88,7 +88,8 @@ class PredictRequest(_Strict):
     @classmethod
     def _instances(cls, v: list[str]) -> list[str]:
         for name in v:
-            if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$", name):
+            # catalog keys and the providers' own names (n1-standard-8+T4) both resolve
+            if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}$", name):
                 raise ValueError(f"'{name[:40]}' is not an instance type")
         return v
 
@@ -104,3 +105,90 @@ class CatalogQuery(_Strict):
     max_price: float | None = Field(None, gt=0)
     spot: bool = False
     snapshot: str | None = None
+
+
+_OPTION_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@=+-]{0,255}$")
+
+
+class TuningTarget(_Strict):
+    """Which managed tuning service, and its own options (``advisor submit``'s --role,
+    --region, --project, --location, --subscription, --resource-group, --workspace,
+    --compute); credentials are the server's own, never sent."""
+
+    provider: Literal["sagemaker", "vertex", "azureml"]
+    provider_options: dict[
+        Literal[
+            "role",
+            "region",
+            "project",
+            "location",
+            "subscription",
+            "resource_group",
+            "workspace",
+            "compute",
+        ],
+        str,
+    ] = {}
+
+    @field_validator("provider_options")
+    @classmethod
+    def _options(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            if not _OPTION_VALUE.match(value):
+                raise ValueError(f"provider option {key} is not a name, ARN or region")
+        return v
+
+
+class TuningPlanRequest(TuningTarget):
+    """``advisor submit``'s job: around a study's recommendation (``study``), or on named
+    machines (``instances``, with ``model`` and ``batch_size``)."""
+
+    study: str | None = None
+    instances: list[str] = Field([], max_length=20)
+    model: str | None = None
+    batch_size: int | None = Field(None, gt=0)
+    epochs: int | None = Field(None, gt=0, le=10_000)
+    tune: list[str] | None = Field(None, max_length=50)
+    strategy: Literal["bayesian", "random", "grid", "hyperband"] | None = None
+    image: str | None = Field(None, max_length=512)
+    options: dict[
+        Literal[
+            "max_trials",
+            "parallel_trials",
+            "early_stopping",
+            "max_runtime_s",
+            "objective_metric",
+            "goal",
+            "output",
+            "job_name",
+            "spot",
+        ],
+        str | int | float | bool,
+    ] = {}
+
+    @field_validator("study")
+    @classmethod
+    def _study(cls, v: str | None) -> str | None:
+        return None if v is None else check_name(v)
+
+    @field_validator("instances")
+    @classmethod
+    def _instances(cls, v: list[str]) -> list[str]:
+        return PredictRequest._instances(v)
+
+
+class TuningSubmitRequest(TuningPlanRequest):
+    """A plan to submit; ``dry_run`` returns the exact request instead (nothing is sent)."""
+
+    dry_run: bool = False
+
+
+class TuningImportRequest(TuningTarget):
+    """Import a finished job's trials into ``study`` (in the service's storage)."""
+
+    study: str
+
+    @field_validator("study")
+    @classmethod
+    def _study(cls, v: str) -> str:
+        return check_name(v)

@@ -12,8 +12,7 @@ log = logging.getLogger("advisor.service")
 
 def storage_url(storage: str | None) -> str:
     """``--storage`` or the default SQLite file (its folder created); checked reachable."""
-    from advisor.service.api import prepare_storage
-    from advisor.study import resolve_storage
+    from advisor.service.api import prepare_storage, resolve_storage
 
     url = resolve_storage(storage)
     db.ping(url)
@@ -29,8 +28,10 @@ def run_server(
     workers: int,
     stale_after: float,
     max_body: int,
+    backend: str | None = None,
 ) -> None:
-    """Serve until interrupted; queued jobs left from before are dispatched at start."""
+    """Serve until interrupted; queued jobs left from before are dispatched at start.
+    ``backend`` scores in-process jobs (tests: ``replay:PATH.json``; None: local probes)."""
     import uvicorn
 
     from advisor.service import jobs
@@ -38,7 +39,9 @@ def run_server(
     from advisor.service.dispatch import Reaper, RQDispatcher, ThreadDispatcher
 
     url = storage_url(storage)
-    dispatcher = RQDispatcher(url, redis_url) if redis_url else ThreadDispatcher(url, workers)
+    dispatcher = (
+        RQDispatcher(url, redis_url) if redis_url else ThreadDispatcher(url, workers, backend)
+    )
     for job_id in jobs.requeue_stale(url, stale_after) + jobs.queued_ids(url):
         dispatcher.dispatch(job_id)
     reaper = Reaper(url, dispatcher, stale_after, max(stale_after / 4, 0.5))
@@ -54,12 +57,16 @@ def run_server(
         dispatcher.close()
 
 
-def run_worker(redis_url: str, storage: str | None, burst: bool) -> None:
-    """An RQ worker on the advisor's queue."""
+def run_worker(
+    redis_url: str, storage: str | None, burst: bool, backend: str | None = None
+) -> None:
+    """An RQ worker on the advisor's queue; ``backend`` scores its jobs (None: local probes)."""
     from redis import Redis
     from rq import Queue, Worker
 
-    from advisor.service.dispatch import QUEUE_NAME, STORAGE_ENV
+    from advisor.service.dispatch import QUEUE_NAME, STORAGE_ENV, set_worker_backend
+
+    set_worker_backend(backend)
 
     os.environ[STORAGE_ENV] = storage_url(storage)  # checked reachable; jobs read it
     conn = Redis.from_url(redis_url)

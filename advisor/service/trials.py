@@ -84,14 +84,16 @@ def run_trials(
     heartbeat_s: int = HEARTBEAT_S,
     grace_s: int = GRACE_S,
     stale_s: float | None = None,
+    backend: str | None = None,
 ) -> WorkerStats:
-    """Join the study of ``request`` (its ``study_name`` is required) and run ``n_trials``."""
+    """Join the study of ``request`` (its ``study_name`` is required) and run ``n_trials``;
+    ``backend`` scores them (``replay:PATH.json``; None: local probes, as ``advisor suggest``)."""
     import optuna
 
     if not request.get("study_name"):
         raise AdvisorError("Joining a study needs its name.", "pass study_name in the request.")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    parts = api.study_parts(request, storage, seed_offset=worker_index)
+    parts = api.study_parts(request, storage, seed_offset=worker_index, backend=backend)
     rdb = rdb_storage(storage, heartbeat_s, grace_s)
     study = optuna.create_study(
         study_name=parts.name,
@@ -125,8 +127,7 @@ def run_trials(
             trial.set_user_attr("probe_of_trial", ev_dict["trial"])
         api.record_trial(trial, ev, charged, parts, cand)
         stats.trials += 1
-        if not ev.ok:
-            trial.set_user_attr("pruned_reason", ev.error or "probe failed")
+        if not ev.ok:  # the record holds the reason (pruned_reason)
             raise optuna.TrialPruned(ev.error or "probe failed")
         return parts.values(ev, trial)
 

@@ -72,12 +72,12 @@ def replay_table(probe_s: float = 30.0) -> ReplayTable:
 
 
 @pytest.fixture
-def replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """ADVISOR_BACKEND=replay:TABLE for this test (and the processes it starts)."""
+def replay(tmp_path: Path) -> str:
+    """The back end spec ``replay:TABLE.json`` for this test: passed explicitly to the
+    dispatcher, ``advisor serve --backend`` and ``advisor worker --backend``."""
     path = tmp_path / "table.json"
     replay_table().save(path)
-    monkeypatch.setenv("ADVISOR_BACKEND", f"replay:{path}")
-    return path
+    return f"replay:{path}"
 
 
 @pytest.fixture

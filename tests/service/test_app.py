@@ -16,8 +16,8 @@ from advisor.service.dispatch import ThreadDispatcher
 
 
 @pytest.fixture
-def client(sqlite_url: str, replay: Path) -> Any:
-    dispatcher = ThreadDispatcher(sqlite_url, threads=2)
+def client(sqlite_url: str, replay: str) -> Any:
+    dispatcher = ThreadDispatcher(sqlite_url, threads=2, backend=replay)
     app = create_app(Settings(sqlite_url, dispatcher, max_body_bytes=20_000))
     with TestClient(app) as c:
         c.storage = sqlite_url  # type: ignore[attr-defined]
@@ -124,14 +124,20 @@ def test_identical_requests_share_one_active_job(client: Any, token: str) -> Non
     wait_job(client, ids.pop(), token)
 
 
-def test_user_error_in_a_job_is_a_clear_failed_status(client: Any, token: str) -> None:
-    space = (
-        "workload: fcn\nbatch_sizes: [256, 512]\nhyperparameters:\n  lr: {type: float, low: 1}\n"
-    )
-    r = client.post("/v1/suggestions", json={"model": "fcn", "space": space}, headers=_h(token))
-    job = wait_job(client, r.json()["id"], token)
-    assert job["status"] == "failed"
-    assert "lr" in job["error"] and "To fix" in job["error"], job["error"]
+BAD_SPACE = (
+    "workload: fcn\nbatch_sizes: [256, 512]\nhyperparameters:\n  lr: {type: float, low: 1}\n"
+)
+
+
+def test_a_bad_space_is_refused_at_the_door(client: Any, token: str) -> None:
+    body = {"model": "fcn", "space": BAD_SPACE}
+    r = client.post("/v1/suggestions", json=body, headers=_h(token))
+    # The request is resolved (workload, space) to name its study before anything is queued;
+    # a named study is checked the same way.
+    assert r.status_code == 400, r.text
+    named = client.post("/v1/suggestions", json={**body, "study_name": "x"}, headers=_h(token))
+    assert named.status_code == 400, named.text
+    assert "lr" in r.json()["detail"] and "To fix" in r.json()["detail"], r.text
 
 
 @pytest.mark.parametrize(

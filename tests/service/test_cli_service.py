@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from advisor.cli.main import cli, main
-from advisor.config import storage_driver_url
 from advisor.service import auth
+from advisor.storage import storage_driver_url
 
 
 def test_token_create_list_revoke(sqlite_url: str) -> None:
@@ -65,6 +65,22 @@ def test_postgresql_urls_go_through_psycopg3() -> None:
     assert storage_driver_url("postgresql://u:p@h/db") == "postgresql+psycopg://u:p@h/db"
     assert storage_driver_url("postgres://h/db") == "postgresql+psycopg://h/db"
     assert storage_driver_url("sqlite:///x.db") == "sqlite:///x.db"
+
+
+def test_a_missing_psycopg_is_one_line_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "psycopg" else real(name, *a)
+    )
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--storage", "postgresql://u@127.0.0.1:1/db"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "driver, which is not installed" in err and "advisor[postgres]" in err
 
 
 def test_help_lists_the_service_commands() -> None:

@@ -53,11 +53,11 @@ def _wait(url: str, job_id: str, timeout: float = 60) -> dict[str, Any]:
     return job
 
 
-def test_sqlite_disk_full_is_a_clear_error_and_recovers(small_disk: Path, replay: Path) -> None:
+def test_sqlite_disk_full_is_a_clear_error_and_recovers(small_disk: Path, replay: str) -> None:
     url = f"sqlite:///{small_disk / 'studies.db'}"
     token = auth.create_token(url, "ci")
     h = {"Authorization": f"Bearer {token}"}
-    dispatcher = ThreadDispatcher(url, threads=1)
+    dispatcher = ThreadDispatcher(url, threads=1, backend=replay)
     with TestClient(create_app(Settings(url, dispatcher))) as client:
         first = client.post("/v1/suggestions", json={"model": "fcn", "budget_usd": 50}, headers=h)
         report = _wait(url, first.json()["id"])["result"]

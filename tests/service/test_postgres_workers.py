@@ -27,7 +27,13 @@ def _req(tmp: Path, name: str) -> Path:
 
 
 def _worker(
-    req: Path, storage: str, trials: int, index: int, sleep: float = 0.0, log: Path | None = None
+    backend: str,
+    req: Path,
+    storage: str,
+    trials: int,
+    index: int,
+    sleep: float = 0.0,
+    log: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     env = {**os.environ, "ADVISOR_TEST_PROBE_SLEEP": str(sleep)}
     cmd = [
@@ -46,6 +52,8 @@ def _worker(
         "1",
         "--grace",
         "3",
+        "--backend",
+        backend,
     ]
     out = log.open("wb") if log else subprocess.PIPE
     return subprocess.Popen(
@@ -65,7 +73,7 @@ def _init(storage: str) -> None:
 def _trials(storage: str, name: str) -> list[Any]:
     import optuna
 
-    from advisor.config import storage_driver_url
+    from advisor.storage import storage_driver_url
 
     try:
         study = optuna.load_study(study_name=name, storage=storage_driver_url(storage))
@@ -90,11 +98,11 @@ def _stats(proc: subprocess.Popen[bytes]) -> dict[str, int]:
 
 
 def test_three_workers_share_one_study_without_duplicates(
-    tmp_path: Path, pg_url: str, replay: Path
+    tmp_path: Path, pg_url: str, replay: str
 ) -> None:
     _init(pg_url)
     req = _req(tmp_path, "team-fcn")
-    procs = [_worker(req, pg_url, 8, i) for i in range(3)]
+    procs = [_worker(replay, req, pg_url, 8, i) for i in range(3)]
     stats = [_stats(p) for p in procs]
     trials = _trials(pg_url, "team-fcn")
     states = [t.state.name for t in trials]
@@ -109,11 +117,11 @@ def test_three_workers_share_one_study_without_duplicates(
 
 @pytest.mark.slow
 def test_sigkill_mid_probe_loses_no_finished_trial_and_is_retried(
-    tmp_path: Path, pg_url: str, replay: Path
+    tmp_path: Path, pg_url: str, replay: str
 ) -> None:
     _init(pg_url)
     req = _req(tmp_path, "kill-fcn")
-    victim = _worker(req, pg_url, 50, 0, sleep=0.4, log=tmp_path / "victim.log")
+    victim = _worker(replay, req, pg_url, 50, 0, sleep=0.4, log=tmp_path / "victim.log")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         done = [t for t in _trials(pg_url, "kill-fcn") if t.state.is_finished()]
@@ -128,7 +136,7 @@ def test_sigkill_mid_probe_loses_no_finished_trial_and_is_retried(
     }
     assert running and len(finished_before) >= 3
     time.sleep(4)  # past the grace period: the killed trial's heartbeat is stale
-    rescuer = _worker(req, pg_url, 8, 1, sleep=0.05)
+    rescuer = _worker(replay, req, pg_url, 8, 1, sleep=0.05)
     _stats(rescuer)
     after = {t.number: t for t in _trials(pg_url, "kill-fcn")}
     for number, values in finished_before.items():  # no finished trial lost or changed
@@ -145,11 +153,11 @@ def test_sigkill_mid_probe_loses_no_finished_trial_and_is_retried(
 
 @pytest.mark.slow
 def test_postgres_restart_mid_study_is_ridden_out(
-    tmp_path: Path, postgres: Any, pg_url: str, replay: Path
+    tmp_path: Path, postgres: Any, pg_url: str, replay: str
 ) -> None:
     _init(pg_url)
     req = _req(tmp_path, "restart-fcn")
-    procs = [_worker(req, pg_url, 8, i, sleep=0.2) for i in range(2)]
+    procs = [_worker(replay, req, pg_url, 8, i, sleep=0.2) for i in range(2)]
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(_trials(pg_url, "restart-fcn")) < 4:
         time.sleep(0.1)
@@ -163,12 +171,12 @@ def test_postgres_restart_mid_study_is_ridden_out(
         assert after[number].values == values
     assert sum(s["trials"] for s in stats) == 16
     time.sleep(4)  # let any trial caught by the restart go stale, then a worker cleans up
-    _stats(_worker(req, pg_url, 1, 2))
+    _stats(_worker(replay, req, pg_url, 1, 2))
     assert all(t.state.name != "RUNNING" for t in _trials(pg_url, "restart-fcn"))
 
 
 def test_dashboard_reads_the_same_postgresql_storage(
-    tmp_path: Path, pg_url: str, replay: Path, make_server: Any
+    tmp_path: Path, pg_url: str, replay: str, make_server: Any
 ) -> None:
     pytest.importorskip("optuna_dashboard")
     import socket
@@ -176,7 +184,7 @@ def test_dashboard_reads_the_same_postgresql_storage(
     import httpx
 
     _init(pg_url)
-    _stats(_worker(_req(tmp_path, "dash-fcn"), pg_url, 3, 0))
+    _stats(_worker(replay, _req(tmp_path, "dash-fcn"), pg_url, 3, 0))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -45,18 +45,18 @@ def wait_job(url: str, token: str, job_id: str, timeout: float = 120) -> dict[st
 
 
 @pytest.fixture
-def server(tmp_path: Path, sqlite_url: str, replay: Path, make_server: Any) -> Any:
-    return make_server(sqlite_url)
+def server(tmp_path: Path, sqlite_url: str, replay: str, make_server: Any) -> Any:
+    return make_server(sqlite_url, "--backend", replay)
 
 
 def test_suggest_server_prints_the_same_report_as_local(
-    server: Any, sqlite_url: str, tmp_path: Path
+    server: Any, sqlite_url: str, tmp_path: Path, replay: str
 ) -> None:
     token = cli("token", "create", "ci", "--storage", sqlite_url).stdout.strip()
     args = ["suggest", "--model", "fcn", "--budget", "50", "--json"]
     remote = json.loads(cli(*args, "--server", server.url, env={"ADVISOR_TOKEN": token}).stdout)
     local_db = tmp_path / "local.db"
-    local = json.loads(cli(*args, "--storage", f"sqlite:///{local_db}").stdout)
+    local = json.loads(cli(*args, "--storage", f"sqlite:///{local_db}", "--backend", replay).stdout)
     for key in ("recommended", "best_by_time", "best_by_cost", "objective", "study", "pareto"):
         assert remote[key] == local[key], key
     assert [r["machine"] for r in remote["ranking"]] == [r["machine"] for r in local["ranking"]]
@@ -92,12 +92,15 @@ def test_client_disconnecting_mid_request_changes_nothing(server: Any, sqlite_ur
 
 
 def test_planted_secret_never_leaves(
-    tmp_path: Path, sqlite_url: str, replay: Path, make_server: Any
+    tmp_path: Path, sqlite_url: str, replay: str, make_server: Any
 ) -> None:
     from advisor.service import auth
 
     srv = make_server(
-        sqlite_url, env={"AWS_SECRET_ACCESS_KEY": SECRET, "AWS_ACCESS_KEY_ID": SECRET}
+        sqlite_url,
+        "--backend",
+        replay,
+        env={"AWS_SECRET_ACCESS_KEY": SECRET, "AWS_ACCESS_KEY_ID": SECRET},
     )
     token = auth.create_token(sqlite_url, "ci")
     good = {"Authorization": f"Bearer {token}"}
@@ -132,7 +135,7 @@ def test_planted_secret_never_leaves(
 
 @pytest.mark.slow
 def test_redis_queue_workers_and_a_sigkilled_worker(
-    tmp_path: Path, pg_url: str, redis_url: str, replay: Path, make_server: Any
+    tmp_path: Path, pg_url: str, redis_url: str, replay: str, make_server: Any
 ) -> None:
     from advisor.service import auth
 
@@ -150,6 +153,8 @@ def test_redis_queue_workers_and_a_sigkilled_worker(
                 redis_url,
                 "--storage",
                 pg_url,
+                "--backend",
+                replay,
             ],
             env={**os.environ, "ADVISOR_TEST_PROBE_SLEEP": str(sleep)},
             stdout=(tmp_path / f"worker-{sleep}.log").open("wb"),
