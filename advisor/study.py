@@ -258,21 +258,29 @@ def _open_study(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 study.set_metric_names(METRIC_NAMES[objective])
-            for key, value in {
-                "workload": workload.name,
-                "framework": workload.framework,
-                "space": space_to_dict(space),
-                "catalog_snapshot": backend.snapshot,
-                "budget_usd": options.budget_usd,
-                "deadline_s": options.deadline_s,
-                "objective": objective,
-                "epochs": options.epochs,
-                "n_train": workload.n_train,
-                "n_val": workload.n_val,
-                "backend": backend.name,
-            }.items():
+            for key, value in study_attrs(options, workload, space, backend).items():
                 study.set_user_attr(key, value)
     return study, resumed
+
+
+def study_attrs(
+    options: SuggestOptions, workload: WorkloadInfo, space: JointSpace, backend: Backend
+) -> dict[str, Any]:
+    """The study's own attributes, written when it is created (the service's workers that
+    join a study write the same)."""
+    return {
+        "workload": workload.name,
+        "framework": workload.framework,
+        "space": space_to_dict(space),
+        "catalog_snapshot": backend.snapshot,
+        "budget_usd": options.budget_usd,
+        "deadline_s": options.deadline_s,
+        "objective": options.resolved_objective,
+        "epochs": options.epochs,
+        "n_train": workload.n_train,
+        "n_val": workload.n_val,
+        "backend": backend.name,
+    }
 
 
 def _screen(

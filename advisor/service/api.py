@@ -353,9 +353,8 @@ def study_parts(
     from advisor.options import METRIC_NAMES, workload_info
     from advisor.samplers import make_sampler
     from advisor.search_spaces.loader import default_space
-    from advisor.search_spaces.space import space_to_dict
     from advisor.storage import resolve_storage, study_name_for
-    from advisor.study import local_backend
+    from advisor.study import local_backend, study_attrs
 
     options = _options(request, storage, seed_offset)
     workload = workload_info(options)
@@ -373,19 +372,7 @@ def study_parts(
         sampler=make_sampler(options.sampler, options.seed),
         directions=[StudyDirection.MINIMIZE] * (2 if objective == "pareto" else 1),
         metric_names=list(METRIC_NAMES[objective]),
-        study_attrs={
-            "workload": workload.name,
-            "framework": workload.framework,
-            "space": space_to_dict(space),
-            "catalog_snapshot": scorer.snapshot,
-            "budget_usd": options.budget_usd,
-            "deadline_s": options.deadline_s,
-            "objective": objective,
-            "epochs": options.epochs,
-            "n_train": workload.n_train,
-            "n_val": workload.n_val,
-            "backend": scorer.name,
-        },
+        study_attrs=study_attrs(options, workload, space, scorer),
     )
 
 
