@@ -123,14 +123,15 @@ def test_sigkill_mid_probe_loses_no_finished_trial_and_is_retried(
     req = _req(tmp_path, "kill-fcn")
     victim = _worker(replay, req, pg_url, 50, 0, sleep=0.4, log=tmp_path / "victim.log")
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline:  # kill it mid-probe: a claim without its result yet
         done = [t for t in _trials(pg_url, "kill-fcn") if t.state.is_finished()]
-        if len(done) >= 3 and any(t.state.name == "RUNNING" for t in _trials(pg_url, "kill-fcn")):
+        if len(done) >= 3 and any(c.result is None for c in _claims(pg_url, "kill-fcn")):
             break
-        time.sleep(0.1)
-    running = [t.number for t in _trials(pg_url, "kill-fcn") if t.state.name == "RUNNING"]
+        time.sleep(0.05)
     victim.send_signal(signal.SIGKILL)
     victim.wait()
+    # Read after the kill (a reused probe finishes its trial at once: no window to race).
+    running = [t.number for t in _trials(pg_url, "kill-fcn") if t.state.name == "RUNNING"]
     finished_before = {
         t.number: t.values for t in _trials(pg_url, "kill-fcn") if t.state.is_finished()
     }
