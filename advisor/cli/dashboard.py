@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import click
 
+from advisor.cli import params as p
+
 
 @click.command("dashboard")
 @click.option("--storage", help="Optuna storage URL (default: the advisor's SQLite file).")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=int, default=8080, show_default=True)
+@click.option("--port", type=p.PORT, default=8080, show_default=True)
 def dashboard(storage: str | None, host: str, port: int) -> None:
     """Serve optuna-dashboard on the studies (Ctrl-C stops it)."""
     from advisor._lazy import require

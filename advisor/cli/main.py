@@ -81,6 +81,11 @@ def main(argv: list[str] | None = None) -> Any:
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
+    except click.UsageError as exc:  # one line: what is wrong and where to read more
+        command = exc.ctx.command_path if exc.ctx is not None else "advisor"
+        message = " ".join(exc.format_message().split())
+        click.echo(f"Error: {message} (see `{command} --help`)", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

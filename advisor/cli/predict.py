@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from advisor.cli import output
+from advisor.cli import params as p
 from advisor.errors import AdvisorError
 
 
@@ -131,10 +132,10 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
 
 @click.command()
 @click.option("--model", "-m", required=True, help="Workload name, e.g. fcn, simple-cnn.")
-@click.option("--batch-size", "-b", type=int, required=True, help="Global batch size.")
+@click.option("--batch-size", "-b", type=p.POSITIVE, required=True, help="Global batch size.")
 @click.option("--instances", "-i", required=True, help="Comma-separated instance types.")
 @click.option("--snapshot", default=None, help="Catalog snapshot (default: newest).")
-@click.option("--epochs", type=int, default=None, help="Epochs (default: the workload's).")
+@click.option("--epochs", type=p.POSITIVE, default=None, help="Epochs (default: the workload's).")
 @click.option("--spot", is_flag=True, help="Price with spot/preemptible capacity.")
 @click.option(
     "--probe",
@@ -142,7 +143,7 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Use a saved probe JSON instead of probing now.",
 )
-@click.option("--threads", type=int, default=None, help="CPU threads for the local probe.")
+@click.option("--threads", type=p.THREADS, default=None, help="CPU threads for the local probe.")
 @click.option("--framework", default="torch", show_default=True, help="torch or keras.")
 @click.option(
     "--strategy",

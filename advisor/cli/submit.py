@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from advisor.cli import params as p
 from advisor.errors import AdvisorError
 
 PROVIDERS = ("sagemaker", "vertex", "azureml")
@@ -62,8 +63,10 @@ def make_backend(provider: str, **opts: Any) -> Any:
     help="Machine type or catalog key (repeat for SageMaker fallbacks); overrides the study's.",
 )
 @click.option("--model", help="Workload to train (with --instance, without --study).")
-@click.option("--batch-size", type=int, help="Batch size (with --instance, without --study).")
-@click.option("--epochs", type=int, help="Epochs per trial (default: the study's estimate).")
+@click.option(
+    "--batch-size", type=p.POSITIVE, help="Batch size (with --instance, without --study)."
+)
+@click.option("--epochs", type=p.POSITIVE, help="Epochs per trial (default: the study's estimate).")
 @click.option(
     "--tune",
     help="Comma-separated hyperparameters to tune (default: all that do not change the runtime).",
@@ -73,12 +76,12 @@ def make_backend(provider: str, **opts: Any) -> Any:
     type=click.Choice(["bayesian", "random", "grid", "hyperband"]),
     help="Search strategy (default: bayesian where the service allows it).",
 )
-@click.option("--max-trials", type=int, default=20, show_default=True)
-@click.option("--parallel", type=int, default=2, show_default=True)
+@click.option("--max-trials", type=p.BoundedInt(1, 10_000), default=20, show_default=True)
+@click.option("--parallel", type=p.BoundedInt(1, 1_000), default=2, show_default=True)
 @click.option("--early-stopping/--no-early-stopping", default=False, show_default=True)
 @click.option(
     "--max-runtime",
-    type=int,
+    type=p.BoundedInt(1, 366 * 86400),
     default=24 * 3600,
     show_default=True,
     help="Seconds each training job may run.",
@@ -98,7 +101,7 @@ def make_backend(provider: str, **opts: Any) -> Any:
 @click.option(
     "--out",
     "out_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=p.WritablePath(),
     help="With --dry-run: write the request to this file.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
