@@ -44,6 +44,7 @@ from advisor.scoring import (
     split_machine_key,
 )
 from advisor.search_spaces.space import JointSpace, space_to_dict
+from advisor.storage_check import check_storage, storage_errors
 
 if TYPE_CHECKING:
     import optuna
@@ -186,6 +187,7 @@ def workload_info(options: SuggestOptions) -> WorkloadInfo:
 
 def resolve_storage(url: str | None) -> str:
     """The storage URL; the default SQLite folder is created, a user's missing folder is an error."""
+    check_storage(url)  # issue #18: scheme, driver, folder and file checked before opening
     if url is None:
         home().mkdir(parents=True, exist_ok=True)
         return default_storage_url()
@@ -229,7 +231,8 @@ def open_storage(url: str) -> Any:
 
     if url.startswith("sqlite:"):
         _sqlite_pragmas_on_connect()
-    return optuna.storages.get_storage(url)
+    with storage_errors(url):  # issue #18: one-line error for what the database says
+        return optuna.storages.get_storage(url)
 
 
 def _sqlite_pragmas_on_connect() -> None:

@@ -15,7 +15,7 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
     """Serve optuna-dashboard on the studies (Ctrl-C stops it)."""
     from advisor._lazy import require
     from advisor.errors import AdvisorError
-    from advisor.study import resolve_storage
+    from advisor.study import open_storage, resolve_storage
 
     dash = require("optuna_dashboard", "dashboard", "advisor dashboard")
     url = resolve_storage(storage)
@@ -27,6 +27,7 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
                 f"No study storage at {url} yet.",
                 "run `advisor suggest` first, or pass --storage URL.",
             )
+    storage_obj = open_storage(url)  # a bad file or server: one line here, not in the server
     click.echo(f"optuna-dashboard on http://{host}:{port}/ for {url} (Ctrl-C stops it)", err=True)
     # run_server uses the standard library's wsgiref server (no gunicorn control socket).
-    dash.run_server(url, host=host, port=port)
+    dash.run_server(storage_obj, host=host, port=port)

@@ -273,15 +273,15 @@ def import_job(
 def _load_study(name: str, storage: str | None) -> Any:
     import optuna
 
-    from advisor.config import default_storage_url
+    from advisor.errors import unknown_value_error
+    from advisor.study import open_storage, resolve_storage
 
-    url = storage or default_storage_url()
+    url = resolve_storage(storage)
+    storage_obj = open_storage(url)
     try:
-        return optuna.load_study(study_name=name, storage=url)
+        return optuna.load_study(study_name=name, storage=storage_obj)
     except KeyError as exc:
-        known = [s.study_name for s in optuna.get_all_study_summaries(url)]
-        from advisor.errors import unknown_value_error
-
+        known = [s.study_name for s in optuna.get_all_study_summaries(storage_obj)]
         raise unknown_value_error("study", name, known) from exc
 
 
