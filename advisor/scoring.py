@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from advisor.probes.result import Interval, PhaseTimes, ProbeRequest, ProbeResult
 from advisor.providers.catalog._types import InstanceType
 from advisor.search_spaces.space import JointSpace, MachineFilter
+from advisor.space_checks import check_instance_types
 
 if TYPE_CHECKING:
     from optuna.storages import BaseStorage
@@ -234,6 +235,7 @@ class Backend(ABC):
 
     def candidates(self, space: JointSpace) -> list[Candidate]:
         """Machines of the space, each on demand and (when allowed and sold) on spot."""
+        check_instance_types(space.machines.instance_types, self._instances(MachineFilter()))
         out: list[Candidate] = []
         for inst in self._instances(space.machines):
             out.append(Candidate(inst))
