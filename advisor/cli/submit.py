@@ -54,7 +54,12 @@ def make_backend(provider: str, **opts: Any) -> Any:
 
 @click.command()
 @_provider_options
-@click.option("--study", "study_name", help="Advisor study whose recommendation to tune around.")
+@click.option(
+    "--study",
+    "study_name",
+    type=p.StudyName(),
+    help="Advisor study whose recommendation to tune around.",
+)
 @click.option("--storage", help="Optuna storage URL (default: the advisor's SQLite file).")
 @click.option(
     "--instance",
@@ -237,7 +242,13 @@ def status(job: str, as_json: bool, provider: str, **provider_opts: Any) -> None
 @click.command("import")
 @click.argument("job")
 @_provider_options
-@click.option("--study", "study_name", required=True, help="Advisor study to add the trials to.")
+@click.option(
+    "--study",
+    "study_name",
+    type=p.StudyName(),
+    required=True,
+    help="Advisor study to add the trials to.",
+)
 @click.option("--storage", help="Optuna storage URL (default: the advisor's SQLite file).")
 @click.option("--json", "as_json", is_flag=True, help="Print the added trials as JSON.")
 def import_job(
@@ -308,6 +319,13 @@ def _spec_without_study(
             "pass --study NAME, or --instance T --model M --batch-size B.",
         )
     space = default_space(model)
+    names = [p.name for p in space.hyperparameters]
+    unknown = sorted(set(tuned or ()) - set(names))
+    if unknown:  # issue #18: an unknown name is refused, not dropped
+        raise AdvisorError(
+            f"--tune names {', '.join(unknown)}, which the {model} space does not have.",
+            f"use some of: {', '.join(names) or '(none)'}.",
+        )
     params = [p for p in space.hyperparameters if tuned is None or p.name in tuned]
     return spec_for_machine(
         provider,
