@@ -260,6 +260,13 @@ def check_feasible(outcome: SuggestOutcome) -> None:
             "No candidate could be evaluated (every probe failed or was unaffordable).",
             "check the probe errors with `advisor probe`, or raise --probe-budget.",
         )
+    if opts.budget_usd is None and opts.deadline_s is None:  # issue #18: no limit, no trial
+        raise AdvisorError(
+            f"No trial finished: the search stopped ({outcome.stop_reason or 'no reason given'}) "
+            f"with USD {outcome.probe_spent_usd:.2f} of a USD {outcome.probe_budget_usd:g} "
+            "probe budget spent.",
+            "raise --probe-budget (or --trials / --timeout).",
+        )
     limits = []
     fixes = []
     if opts.budget_usd is not None:

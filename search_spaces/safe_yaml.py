@@ -32,8 +32,16 @@ class BoundedLoader(yaml.SafeLoader):
     """A SafeLoader whose composer counts aliases and depth and checks tags and expansion."""
 
     def __init__(self, stream: str, origin: str) -> None:
-        super().__init__(stream)
         self.origin = origin
+        try:
+            super().__init__(stream)
+        except yaml.reader.ReaderError as exc:  # control characters PyYAML will not read
+            line = stream[: exc.position].count("\n") + 1
+            raise AdvisorError(
+                f"{origin} line {line}: the character #x{exc.character:04x} is not allowed in "
+                "YAML.",
+                "remove it (a space file is plain text).",
+            ) from exc
         self._aliases = 0
         self._depth = 0
 

@@ -17,7 +17,6 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
     from advisor.errors import AdvisorError
     from advisor.study import open_storage, resolve_storage
 
-    dash = require("optuna_dashboard", "dashboard", "advisor dashboard")
     url = resolve_storage(storage)
     if url.startswith("sqlite:///"):
         from pathlib import Path
@@ -28,6 +27,7 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
                 "run `advisor suggest` first, or pass --storage URL.",
             )
     storage_obj = open_storage(url)  # a bad file or server: one line here, not in the server
+    dash = require("optuna_dashboard", "dashboard", "advisor dashboard")
     click.echo(f"optuna-dashboard on http://{host}:{port}/ for {url} (Ctrl-C stops it)", err=True)
     # run_server uses the standard library's wsgiref server (no gunicorn control socket).
     dash.run_server(storage_obj, host=host, port=port)

@@ -1,0 +1,148 @@
+"""Run the CLI in-process and check the reliability invariant: exit 0, or exit 2 with one line.
+
+``run`` calls ``advisor.cli.main.main`` (the console script's entry point) with stdout and
+stderr captured; any exception other than ``SystemExit`` escapes, so a traceback fails the
+test that caused it. With ``ADVISOR_FUZZ_LOG=FILE`` every checked invocation is logged (one
+JSON line: arguments and exit code): the figures in docs/reliability.md come from that log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from advisor.probes.result import Interval
+from advisor.providers.catalog._types import InstanceType
+
+from advisor.cli.main import main
+from advisor.replay import ReplayEntry, ReplayTable
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+
+def run(*args: str) -> Outcome:
+    """``advisor ARGS`` in this process; stdout and stderr captured."""
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return Outcome(code, out.getvalue(), err.getvalue())
+
+
+def check(outcome: Outcome, args: tuple[str, ...] | list[str] = ()) -> None:
+    """The invariant: exit 0, or exit 2 with exactly one line on stderr starting "Error:", and
+    no traceback anywhere."""
+    where = f"advisor {' '.join(map(repr, args))}"
+    text = outcome.out + outcome.err
+    assert "Traceback" not in text, f"{where}: traceback\n{text}"
+    assert outcome.code in (0, 2), f"{where}: exit {outcome.code}\n{text}"
+    if outcome.code == 2:
+        lines = [line for line in outcome.err.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("Error: "), f"{where}: {outcome.err!r}"
+    if os.environ.get("ADVISOR_FUZZ_LOG"):  # the figures in docs/reliability.md
+        with open(os.environ["ADVISOR_FUZZ_LOG"], "a") as log:
+            log.write(json.dumps({"args": list(args), "code": outcome.code}) + "\n")
+
+
+def replay_table(path: Path) -> Path:
+    """A 2-machine x 2-batch replay table (plausible V100/K80 run times, 10 epochs) saved as
+    JSON, so that a valid `advisor suggest` finishes in well under a second."""
+    insts = (
+        InstanceType(
+            "aws",
+            "ec2",
+            "p2.xlarge",
+            4,
+            61.0,
+            "K80",
+            1,
+            12.0,
+            0.90,
+            0.27,
+            "2021-02-01",
+            "METHOD.md section 5",
+        ),
+        InstanceType(
+            "aws",
+            "ec2",
+            "p3.2xlarge",
+            8,
+            61.0,
+            "V100",
+            1,
+            16.0,
+            3.06,
+            0.92,
+            "2021-02-01",
+            "METHOD.md section 5",
+        ),
+    )
+    runtimes = {
+        ("ec2:p2.xlarge", 256): 3000.0,
+        ("ec2:p2.xlarge", 512): 2800.0,
+        ("ec2:p3.2xlarge", 256): 900.0,
+        ("ec2:p3.2xlarge", 512): 700.0,
+    }
+    entries = tuple(
+        ReplayEntry(
+            m,
+            b,
+            Interval(rt, rt * 0.95, rt * 1.05),
+            predicted=Interval(rt * 1.1, rt * 0.8, rt * 1.4),
+            probe_s=30.0,
+        )
+        for (m, b), rt in runtimes.items()
+    )
+    ReplayTable(insts, entries, snapshot="test-2021-02", epochs=10).save(path)
+    return path
+
+
+@dataclass(frozen=True)
+class Cli:
+    """What the reliability tests need: run, check, and a replay back end's files."""
+
+    table: Path
+    space: Path
+
+    @staticmethod
+    def run(*args: str) -> Outcome:
+        return run(*args)
+
+    @staticmethod
+    def check(outcome: Outcome, args: tuple[str, ...] | list[str] = ()) -> None:
+        check(outcome, args)
+
+    def run_checked(self, *args: str) -> Outcome:
+        outcome = run(*args)
+        check(outcome, args)
+        return outcome
+
+
+SPACE = (
+    "workload: fcn\nbatch_sizes: [256, 512]\nhyperparameters:\n"
+    "  lr: {type: float, low: 0.01, high: 0.3, log: true}\n"
+)
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
+    """The replay back end (no probe runs) and a small valid space file."""
+    table = replay_table(tmp_path / "table.json")
+    monkeypatch.setenv("ADVISOR_BACKEND", f"replay:{table}")
+    monkeypatch.setenv("COLUMNS", "200")
+    space = tmp_path / "space.yaml"
+    space.write_text(SPACE)
+    return Cli(table, space)
