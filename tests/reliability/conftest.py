@@ -12,8 +12,12 @@ import contextlib
 import io
 import json
 import os
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from advisor.probes.result import Interval
@@ -146,3 +150,41 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
     space = tmp_path / "space.yaml"
     space.write_text(SPACE)
     return Cli(table, space)
+
+
+class _Server:
+    """A local HTTP server answering GETs with ``handler(path, query) -> (status, JSON)``."""
+
+    def __init__(self, handler: Callable[[str, str], tuple[int, Any]]) -> None:
+        class _H(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path, _, query = self.path.partition("?")
+                status, body = handler(path, query)
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _H)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def http_server() -> Iterator[Callable[..., _Server]]:
+    """Start local HTTP servers (a price API stand-in); all are stopped after the test."""
+    servers: list[_Server] = []
+
+    def start(handler: Callable[[str, str], tuple[int, Any]]) -> _Server:
+        servers.append(_Server(handler))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.httpd.shutdown()
+        server.httpd.server_close()
