@@ -56,9 +56,14 @@ def check(outcome: Outcome, args: tuple[str, ...] | list[str] = ()) -> None:
     if outcome.code == 2:
         lines = [line for line in outcome.err.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith("Error: "), f"{where}: {outcome.err!r}"
-    if os.environ.get("ADVISOR_FUZZ_LOG"):  # the figures in docs/reliability.md
-        with open(os.environ["ADVISOR_FUZZ_LOG"], "a") as log:
-            log.write(json.dumps({"args": list(args), "code": outcome.code}) + "\n")
+    log(list(args), outcome.code)
+
+
+def log(args: list[str], code: int) -> None:
+    """With ADVISOR_FUZZ_LOG=FILE, append one JSON line (the figures in docs/reliability.md)."""
+    if os.environ.get("ADVISOR_FUZZ_LOG"):
+        with open(os.environ["ADVISOR_FUZZ_LOG"], "a") as out:
+            out.write(json.dumps({"args": args, "code": code}) + "\n")
 
 
 def replay_table(path: Path) -> Path:
@@ -128,6 +133,10 @@ class Cli:
     @staticmethod
     def check(outcome: Outcome, args: tuple[str, ...] | list[str] = ()) -> None:
         check(outcome, args)
+
+    @staticmethod
+    def log(args: list[str], code: int) -> None:
+        log(args, code)
 
     def run_checked(self, *args: str) -> Outcome:
         outcome = run(*args)

@@ -30,7 +30,13 @@ FUZZ = settings(
 MEMORY = "sqlite:///:memory:"
 
 # Text a user might type where a number is expected, valid or not.
+VALID_TEXT = st.one_of(  # values every numeric option takes: the runs that must exit 0
+    st.integers(1, 64).map(str),
+    st.sampled_from(["1", "2", "3", "10", "60", "0.5", "5m", "2h", "3600s", "90m"]),
+)
 NUMBER_TEXT = st.one_of(
+    VALID_TEXT,
+    VALID_TEXT,
     st.integers(-(10**20), 10**20).map(str),
     st.integers(0, 3000).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
@@ -132,7 +138,7 @@ OTHER_COMMANDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 
 @FUZZ
-@given(st.lists(st.tuples(st.sampled_from(SUGGEST_NUMERIC), NUMBER_TEXT), min_size=1, max_size=3))
+@given(st.lists(st.tuples(st.sampled_from(SUGGEST_NUMERIC), NUMBER_TEXT), min_size=1, max_size=2))
 def test_suggest_numeric_options(cli: Any, options: list[tuple[str, str]]) -> None:
     args = [
         "suggest",
@@ -150,7 +156,7 @@ def test_suggest_numeric_options(cli: Any, options: list[tuple[str, str]]) -> No
     cli.run_checked(*args)
 
 
-@FUZZ
+@settings(FUZZ, max_examples=60)
 @given(
     st.sampled_from(sorted(OTHER_COMMANDS)).flatmap(
         lambda c: st.tuples(
@@ -264,7 +270,36 @@ def _yaml(document: dict[str, Any]) -> str:
     return yaml.safe_dump(document, allow_unicode=True, sort_keys=False)
 
 
+FLOAT_PARAM = st.fixed_dictionaries(
+    {"type": st.just("float"), "low": st.floats(-1.0, 3.0), "high": st.floats(-1.0, 3.0)},
+    optional={"log": st.booleans()},
+)
+WELL_FORMED = st.fixed_dictionaries(  # the right shape, values in and out of what fcn takes
+    {
+        "workload": st.just("fcn"),
+        "batch_sizes": st.lists(st.sampled_from([256, 512]), min_size=1, max_size=2, unique=True),
+        "hyperparameters": st.dictionaries(
+            st.sampled_from(["lr", "dropout", "momentum", "weight_decay", "beta1"]),
+            FLOAT_PARAM,
+            max_size=3,
+        ),
+    },
+    optional={
+        "machines": st.fixed_dictionaries(
+            {},
+            optional={
+                "accelerators": st.lists(
+                    st.sampled_from(["V100", "K80", "cpu"]), min_size=1, max_size=2
+                ),
+                "max_price": st.floats(0.1, 50.0),
+                "spot": st.booleans(),
+            },
+        )
+    },
+)
 SPACE_TEXT = st.one_of(
+    st.builds(_yaml, WELL_FORMED),
+    st.builds(_yaml, WELL_FORMED),
     st.builds(_yaml, DOCUMENT),
     st.builds(
         lambda d, t, at: (lambda s: s[:at] + t + s[at:])(_yaml(d)),
@@ -300,12 +335,14 @@ def test_space_files_through_suggest(cli: Any, tmp_path: Path, data: bytes) -> N
 
 @settings(FUZZ, max_examples=200)
 @given(SPACE_TEXT)
-def test_space_text_loads_or_says_why_in_one_line(text: str) -> None:
+def test_space_text_loads_or_says_why_in_one_line(cli: Any, text: str) -> None:
     """The Python API: a JointSpace, or an AdvisorError of one line naming the space."""
     try:
         space = load_space(text, "fcn")
     except AdvisorError as exc:
         message = str(exc)
         assert "\n" not in message and message.startswith(("space", "Space", "The space"))
+        cli.log(["load_space", text], 2)
         return
     assert isinstance(space, JointSpace) and space.workload == "fcn"
+    cli.log(["load_space", text], 0)
