@@ -43,7 +43,12 @@ def _default_epochs(workload: str, batch_size: int) -> int:
     default=None,
     help="A probe result JSON (from `advisor probe --out`).",
 )
-@click.option("--model", default=None, help="Probe this workload now instead of reading --probe.")
+@click.option(
+    "--model",
+    type=p.ModelRef(),
+    default=None,
+    help="Probe this workload now instead of reading --probe.",
+)
 @click.option("--batch-size", type=p.POSITIVE, default=None)
 @click.option("--iterations", type=p.BoundedInt(3, 10_000), default=20, show_default=True)
 @click.option("--threads", type=p.THREADS, default=None)

@@ -173,6 +173,32 @@ class StudyName(click.ParamType):
         return text
 
 
+class ModelRef(click.ParamType):
+    """A built-in workload name, or a user model written ``package.module:function``.
+
+    Only the form is checked here (importing a user's module may load a framework); the name
+    of a built-in workload is checked against the registry where it is used."""
+
+    name = "model"
+    _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value)
+        if ":" not in text:
+            if not text.strip() or text != text.strip():
+                self.fail(
+                    f"{value!r} is not a workload name (see `advisor workloads`).", param, ctx
+                )
+            return text
+        module, _, function = text.partition(":")
+        parts = module.split(".")
+        if not (all(self._IDENT.fullmatch(m) for m in parts) and self._IDENT.fullmatch(function)):
+            self.fail(
+                f"{value!r} is not a user model: write it as package.module:function.", param, ctx
+            )
+        return text
+
+
 # Shared instances: the same limit means the same thing in every command.
 USD = FiniteFloat(0.0, 1e9, low_open=True)  # budgets and prices: > 0
 USD_OR_ZERO = FiniteFloat(0.0, 1e9)  # a probe budget may be 0 (use what is cached)

@@ -131,7 +131,9 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
 
 
 @click.command()
-@click.option("--model", "-m", required=True, help="Workload name, e.g. fcn, simple-cnn.")
+@click.option(
+    "--model", "-m", type=p.ModelRef(), required=True, help="Workload name, e.g. fcn, simple-cnn."
+)
 @click.option("--batch-size", "-b", type=p.POSITIVE, required=True, help="Global batch size.")
 @click.option("--instances", "-i", required=True, help="Comma-separated instance types.")
 @click.option("--snapshot", default=None, help="Catalog snapshot (default: newest).")

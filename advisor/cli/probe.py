@@ -120,7 +120,10 @@ def _val_note(result: Any) -> str:
 
 @click.command("probe")
 @click.option(
-    "--model", required=True, help="Built-in workload (fcn, simple-cnn, ...) or module:function."
+    "--model",
+    type=p.ModelRef(),
+    required=True,
+    help="Built-in workload (fcn, simple-cnn, ...) or module:function.",
 )
 @click.option("--batch-size", type=p.POSITIVE, required=True)
 @click.option(

@@ -28,6 +28,7 @@ def parse_duration(text: str) -> float:
 @click.command("suggest")
 @click.option(
     "--model",
+    type=p.ModelRef(),
     required=True,
     help="Built-in workload (see `advisor workloads`) or your own module:function.",
 )

@@ -175,6 +175,100 @@ def test_other_commands_numeric_options(cli: Any, case: tuple[str, list[tuple[st
     cli.run_checked(*args)
 
 
+WORDS = st.one_of(
+    st.sampled_from(
+        [
+            "fcn",
+            "lstm",
+            "aws",
+            "gcp",
+            "azure",
+            "ec2",
+            "all",
+            "V100",
+            "a100",
+            "cpu",
+            "2021-02",
+            "2026-11",
+            "p3.2xlarge",
+            "ml.p3.2xlarge",
+            "ec2:p3.2xlarge",
+            "n1-standard-8",
+            "lr",
+            "lr,dropout",
+            "val_accuracy",
+            "s3://bucket/out",
+            "my-job",
+            "img:1",
+            "json:loads",
+            "a.b:c",
+            ":",
+            "..",
+            "../x",
+            " ",
+        ]
+    ),
+    st.text(max_size=12).filter(lambda s: "\x00" not in s),
+)
+STRING_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "suggest": (
+        (
+            "suggest",
+            "--space",
+            "{space}",
+            "--storage",
+            MEMORY,
+            "--json",
+            "--trials",
+            "3",
+            "--n-train",
+            "100",
+        ),
+        ("--model", "--snapshot", "--study-name"),
+    ),
+    "catalog": (("catalog", "--json"), ("--provider", "--service", "--accelerator", "--snapshot")),
+    "submit": (
+        (
+            "submit",
+            "--provider",
+            "sagemaker",
+            "--dry-run",
+            "--instance",
+            "ml.p3.2xlarge",
+            "--model",
+            "fcn",
+            "--batch-size",
+            "64",
+        ),
+        ("--instance", "--model", "--job-name", "--output", "--metric", "--tune", "--image"),
+    ),
+    "workloads": (("workloads", "--json"), ()),
+}
+
+
+@settings(FUZZ, max_examples=60)
+@given(
+    st.sampled_from(sorted(STRING_OPTIONS)).flatmap(
+        lambda c: st.tuples(
+            st.just(c),
+            st.lists(
+                st.tuples(st.sampled_from(STRING_OPTIONS[c][1] or ("",)), WORDS),
+                min_size=1,
+                max_size=2,
+            ),
+        )
+    )
+)
+def test_string_options(cli: Any, case: tuple[str, list[tuple[str, str]]]) -> None:
+    command, options = case
+    fixed = [a.replace("{space}", str(cli.space)) for a in STRING_OPTIONS[command][0]]
+    if command == "workloads":  # the argument NAME
+        args = [*fixed, options[0][1]]
+    else:
+        args = [*fixed, *(f"{name}={value}" for name, value in options)]
+    cli.run_checked(*args)
+
+
 # --- the space format -------------------------------------------------------------------
 
 SCALARS = st.one_of(
