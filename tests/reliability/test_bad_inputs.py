@@ -303,6 +303,8 @@ def test_alias_bomb_is_refused_fast(cli: Any, tmp_path: Path, _advisor_home: Pat
             "must be finite",
         ),
         ("workload: fcn\nmachines:\n  instance_types: [p3.2xlarg]\n", "did you mean p3.2xlarge"),
+        ("workload: fcn\nx: &a 1\ny: [" + "*a, " * 150 + "]\n", "more than 100 YAML aliases"),
+        ("workload: fcn\n" + "# padding\n" * 30_000, "larger than 256 KiB"),
     ],
 )
 def test_bad_space_files(cli: Any, tmp_path: Path, text: str | bytes, words: str) -> None:
