@@ -89,9 +89,9 @@ class SuggestOptions:
     def __post_init__(self) -> None:
         for name in ("budget_usd", "deadline_s", "timeout_s"):
             v = getattr(self, name)
-            if v is not None and not v > 0:
+            if v is not None and not 0 < v < math.inf:  # issue #18: NaN and inf refused too
                 raise AdvisorError(f"{name} must be > 0, got {v}.", "give a positive value.")
-        if self.probe_budget_usd is not None and self.probe_budget_usd < 0:
+        if self.probe_budget_usd is not None and not 0 <= self.probe_budget_usd < math.inf:
             raise AdvisorError(
                 f"--probe-budget must be >= 0, got {self.probe_budget_usd}.",
                 "give a positive amount in USD.",

@@ -382,3 +382,24 @@ def test_malformed_price_items_during_refresh(
     line = _error(cli, "catalog", "refresh", "--provider", "azure")
     assert "Azure Retail Prices API" in line
     assert not user_catalog_dir().exists() or not any(user_catalog_dir().iterdir())
+
+
+# --- the Python API ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"probe_budget_usd": float("nan")},
+        {"probe_budget_usd": float("inf")},
+        {"budget_usd": float("inf")},
+        {"deadline_s": float("nan")},
+        {"timeout_s": float("nan")},
+    ],
+)
+def test_suggest_options_refuse_nan_and_inf(limits: dict[str, float]) -> None:
+    from advisor.errors import AdvisorError
+    from advisor.study import SuggestOptions
+
+    with pytest.raises(AdvisorError, match="must be"):
+        SuggestOptions(model="fcn", **limits)
