@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from advisor.errors import AdvisorError, close_matches
 
 
-def check_instance_types(requested: Iterable[str], known: Iterable[Any]) -> None:
+def check_instance_types(
+    requested: Iterable[str],
+    known: Iterable[Any],
+    spellings: Callable[[Iterable[str]], Iterable[str]] | None = None,
+) -> None:
     """Every name in a space's ``machines.instance_types`` must be a catalog instance type
-    (``p3.2xlarge``) or key (``ec2:p3.2xlarge``); an unknown one is refused, not dropped.
+    (``p3.2xlarge``), key (``ec2:p3.2xlarge``) or, with ``spellings`` (the catalog's
+    ``matching_keys``), a provider's own name for one (``Standard_NC6s_v3``); an unknown one
+    is refused, not dropped.
 
     ``known`` are the back end's instances (``InstanceType``-like: ``instance_type``, ``key``).
     """
@@ -20,7 +26,8 @@ def check_instance_types(requested: Iterable[str], known: Iterable[Any]) -> None
     names: set[str] = set()
     for inst in known:
         names.update((inst.instance_type, inst.key))
-    unknown = [w for w in wanted if w not in names]
+    expand = spellings or (lambda ws: tuple(ws))
+    unknown = [w for w in wanted if not set(expand([w])) & names]
     if not unknown:
         return
     hints = []

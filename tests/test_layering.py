@@ -59,9 +59,13 @@ def imports(path: Path) -> list[tuple[int, str, list[str]]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name, []) for a in node.names if a.name.startswith("advisor")]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module == "advisor" or node.module.startswith("advisor."):
-                found.append((node.lineno, node.module, [a.name for a in node.names]))
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and node.module
+            and (node.module == "advisor" or node.module.startswith("advisor."))
+        ):
+            found.append((node.lineno, node.module, [a.name for a in node.names]))
     return found
 
 
@@ -82,10 +86,8 @@ def violations(path: Path) -> list[str]:
     found = []
     for line, target, names in imports(path):
         where = f"{path.relative_to(ROOT)}:{line}"
-        if target == "advisor" and names:  # `from advisor import x`: x is a module or a name
-            targets = [f"advisor.{n}" for n in names]
-        else:
-            targets = [target]
+        # `from advisor import x`: x is a module or a name of the API layer
+        targets = [f"advisor.{n}" for n in names] if target == "advisor" and names else [target]
         for t in targets:
             theirs = ORDER.index(layer_of(t))
             if theirs < mine:
@@ -110,7 +112,9 @@ def test_every_module_is_in_a_layer() -> None:
 
 @pytest.mark.parametrize("folder", sorted(FOLDERS))
 def test_dependencies_point_one_way(folder: str) -> None:
-    found = [v for p in source_files() if p.relative_to(ROOT).parts[0] == folder for v in violations(p)]
+    found = [
+        v for p in source_files() if p.relative_to(ROOT).parts[0] == folder for v in violations(p)
+    ]
     assert not found, "layering broken:\n" + "\n".join(found)
 
 

@@ -15,7 +15,7 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
     """Serve optuna-dashboard on the studies (Ctrl-C stops it)."""
     from advisor._lazy import require
     from advisor.errors import AdvisorError
-    from advisor.study import open_storage, resolve_storage
+    from advisor.storage import open_storage, resolve_storage
 
     url = resolve_storage(storage)
     if url.startswith("sqlite:///"):

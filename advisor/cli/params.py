@@ -157,7 +157,7 @@ class StudyName(click.ParamType):
     name = "name"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from advisor.scoring import PROBE_CACHE_STUDY
+        from advisor.local_backend import PROBE_CACHE_STUDY
 
         text = str(value)
         if not text.strip() or len(text) > 500 or any(ord(c) < 32 for c in text):

@@ -11,7 +11,7 @@ import click
 
 from advisor.cli import output
 from advisor.cli import params as p
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, MissingExtraError
 
 
 def parse_duration(text: str) -> float:
@@ -85,9 +85,8 @@ def parse_duration(text: str) -> float:
 @click.option(
     "--trials",
     type=p.BoundedInt(1, 100_000),
-    default=60,
-    show_default=True,
-    help="Most trials to run.",
+    help="Trials to add now (default: until the search stops on its own, at most 60; a re-run "
+    "of a study that has stopped adds none).",
 )
 @click.option(
     "--timeout", "timeout_", type=p.Duration(), help="Stop the search after this long (e.g. 10m)."
@@ -119,7 +118,19 @@ def parse_duration(text: str) -> float:
     help="Ranking rows shown.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@click.option("--plot", "plot_file", type=p.WritablePath((".png",)), help="Write a PNG plot.")
+@click.option(
+    "--plot",
+    "plot_file",
+    type=p.WritablePath((".png",)),
+    help="Write the cost vs run time plot as PNG here, and an interactive HTML twin next to "
+    "it (same name, .html; needs the plot extra).",
+)
+@click.option(
+    "--backend",
+    "backend_spec",
+    hidden=True,
+    help="Scoring back end for tests and benchmarks: replay:TABLE.json (default: local probes).",
+)
 def suggest(
     model: str,
     framework: str,
@@ -131,7 +142,7 @@ def suggest(
     epochs: int | None,
     sampler: str,
     seed: int,
-    trials: int,
+    trials: int | None,
     timeout_: float | None,
     snapshot: str | None,
     storage: str | None,
@@ -144,16 +155,21 @@ def suggest(
     top: int,
     as_json: bool,
     plot_file: Path | None,
+    backend_spec: str | None,
 ) -> None:
     """Recommend where and how to train MODEL: machine, batch size, hyperparameters,
     with time and cost, from an Optuna study scored by cheap probes.
 
     Example: advisor suggest --model fcn --budget 5
     """
-    from advisor.report import build_report, check_feasible, plot, render
+    from advisor.replay import backend_from_spec
+    from advisor.report import build_report, check_feasible
+    from advisor.report_plot import plot, plot_html
+    from advisor.report_render import render
     from advisor.search_spaces.loader import load_space
     from advisor.study import SuggestOptions, run_suggest
 
+    backend = backend_from_spec(backend_spec) if backend_spec else None
     space = None
     if space_file:
         space = load_space(Path(space_file), None if ":" in model else model)
@@ -180,22 +196,35 @@ def suggest(
         screen=not no_screen,
     )
     show_progress = not as_json and sys.stderr.isatty()
-    outcome = _run_with_progress(options) if show_progress else run_suggest(options)
+    if show_progress:
+        outcome = _run_with_progress(options, backend)
+    else:
+        outcome = run_suggest(options, backend)
     check_feasible(outcome)
     report = build_report(outcome)
     if plot_file:
         plot(report, str(plot_file))
         report["plot"] = str(plot_file)
+        html = str(Path(plot_file).with_suffix(".html"))
+        try:
+            plot_html(report, html)
+            report["plot_html"] = html
+        except MissingExtraError as exc:
+            report["plot_html"] = None
+            click.echo(f"no HTML plot: {exc}", err=True)
     if as_json:
         click.echo(json.dumps(report, indent=1, default=str))
         return
 
     render(report, output.console(), top=top)
     if plot_file:
-        click.echo(f"plot written to {plot_file}")
+        click.echo(
+            f"plot written to {plot_file}"
+            + (f" and {report['plot_html']}" if report.get("plot_html") else "")
+        )
 
 
-def _run_with_progress(options: Any) -> Any:
+def _run_with_progress(options: Any, backend: Any) -> Any:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -217,4 +246,4 @@ def _run_with_progress(options: Any) -> Any:
                 tasks[phase] = bar.add_task(labels.get(phase, phase), total=total)
             bar.update(tasks[phase], completed=done, total=total)
 
-        return run_suggest(options, progress=hook)
+        return run_suggest(options, backend, progress=hook)

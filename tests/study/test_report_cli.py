@@ -1,0 +1,67 @@
+"""What `advisor suggest` prints and plots (replay back end): the reason, the tuning ranges,
+price dates, the plot as PNG and HTML."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advisor.cli.main import main
+
+SPACE = (
+    "workload: fcn\nbatch_sizes: [256, 512]\nhyperparameters:\n"
+    "  lr: {type: float, low: 0.01, high: 0.3, log: true}\n"
+)
+
+
+def _suggest(capsys: pytest.CaptureFixture[str], table_file: Path, *args: str) -> tuple[int, str]:
+    try:
+        main(["suggest", *args, "--backend", f"replay:{table_file}"])
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    return code, capsys.readouterr().out
+
+
+@pytest.fixture
+def space(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("COLUMNS", "220")
+    path = tmp_path / "space.yaml"
+    path.write_text(SPACE)
+    return path
+
+
+def test_report_says_why_and_shows_ranges_and_price_dates(
+    capsys: pytest.CaptureFixture[str], table_file: Path, space: Path, _advisor_home: Path
+) -> None:
+    code, out = _suggest(
+        capsys, table_file, "--model", "fcn", "--budget", "5", "--space", str(space)
+    )
+    assert code == 0
+    words = " ".join(out.split())
+    assert "why: fastest within USD 5" in words
+    assert "tuning ranges" in words and "lr 0.01..0.3 log" in words
+    assert "lr=" not in words  # no sampled learning rate is presented as advice
+    assert "(2021-02-01)" in words  # each price's date (the replay table's)
+    assert "[over limit]" in words  # Rich markup does not swallow bracketed text
+
+
+def test_plot_png_and_html(
+    capsys: pytest.CaptureFixture[str], table_file: Path, space: Path, tmp_path: Path
+) -> None:
+    png = tmp_path / "plot.png"
+    code, out = _suggest(
+        capsys, table_file, "--model", "fcn", "--deadline", "2h", "--space", str(space),
+        "--json", "--plot", str(png),
+    )  # fmt: skip
+    assert code == 0
+    report = json.loads(out)
+    assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size > 20_000
+    html = Path(report["plot_html"])
+    assert html == png.with_suffix(".html")
+    text = html.read_text()
+    # Plotly is inlined (no network at view time) and the recommendation is marked.
+    assert '<script src="http' not in text and "recommended: " in text
+    assert report["recommended"]["machine"].split(":")[1] in text
