@@ -54,7 +54,10 @@ class ProbeCache:
     def __init__(self, storage: str | BaseStorage) -> None:
         import optuna
 
-        self._storage = optuna.storages.get_storage(storage)
+        from advisor.storage import open_storage
+
+        # A URL is opened as the study storage is (created under its lock, SQLite busy wait).
+        self._storage = open_storage(storage) if isinstance(storage, str) else storage
         study = optuna.create_study(
             study_name=PROBE_CACHE_STUDY, storage=self._storage, load_if_exists=True
         )

@@ -114,6 +114,47 @@ def resolve_machines(
     return catalog, machines
 
 
+USER_MODEL_EPOCHS = 10  # a user model's run length without --epochs (as advisor suggest's)
+
+
+def cached_probe(
+    model: str,
+    batch_size: int,
+    framework: str = "torch",
+    threads: int | None = None,
+    storage: str | None = None,
+    iterations: int = 8,
+) -> ProbeResult | None:
+    """The probe ``advisor suggest`` cached for ``model`` at ``batch_size`` on this machine
+    (same thread count and probe length), or None; never creates a storage."""
+    import os
+
+    from advisor.local_backend import ProbeCache, probe_cache_key
+    from advisor.scoring import WorkloadInfo
+    from advisor.storage import resolve_storage
+
+    url = resolve_storage(storage)
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        return None
+    if threads is None:
+        try:
+            threads = max(1, len(os.sched_getaffinity(0)))  # as LocalBackend counts them
+        except AttributeError:  # not on Linux
+            threads = os.cpu_count() or 1
+    key = probe_cache_key(
+        WorkloadInfo(name=model, framework=framework, n_train=1),
+        batch_size,
+        threads,
+        iterations,
+        {},
+    )
+    try:
+        probe = ProbeCache(url).get(key)
+    except Exception:  # an unreadable cache only means probing again
+        return None
+    return probe if probe is not None and probe.ok else None
+
+
 def traced(probe: ProbeResult, note: Note | None = None) -> ProbeResult:
     """Add the traced op count, activation bytes and loader time to a torch probe that lacks
     them (refines the GPU host terms); on failure keep the model's priors and say so."""
@@ -145,19 +186,24 @@ def predict(
     framework: str = "torch",
     strategy: str | None = None,
     note: Note | None = None,
+    n_train: int | None = None,
+    n_val: int | None = None,
 ) -> Prediction:
-    """Predict time and cost of training ``model`` at ``batch_size`` on each instance.
+    """Predict time and cost of training ``model`` (a built-in workload or your own
+    ``module:function``) at ``batch_size`` on each instance.
 
     ``instances`` names catalog machines (or pass ``machines`` with their ``catalog``);
-    ``probe`` is a ProbeResult or a saved probe file, else a probe runs here now. ``spot``
-    prices spot capacity (with the spot restart overhead, as ``advisor suggest`` does).
+    ``probe`` is a ProbeResult or a saved probe file, else the probe ``advisor suggest``
+    cached for it on this machine, else a probe runs here now. ``spot`` prices spot capacity
+    (with the spot restart overhead, as ``advisor suggest`` does). ``n_train``/``n_val``
+    override the dataset sizes (needed for a user model whose probe does not know them).
     """
     from advisor.probes.perf.report import forecast, normalised_tables
     from advisor.search_spaces.workloads import get
 
     if batch_size <= 0:
         raise AdvisorError(f"--batch-size must be > 0, but got {batch_size}.", "pass e.g. 512.")
-    workload = get(model)
+    workload = None if ":" in model else get(model)
     if machines is None:
         if instances is None:
             raise AdvisorError("No instances given.", "pass instances=['p3.2xlarge', ...].")
@@ -168,6 +214,10 @@ def predict(
             f"The probe file is for '{given.workload}', not '{model}'.",
             f"pass --model {given.workload} or another probe file.",
         )
+    if given is None:
+        given = cached_probe(model, batch_size, framework, threads)
+        if given is not None and note is not None:
+            note(f"Using the probe advisor suggest cached for {model} at batch {batch_size}.")
     if given is None:
         from advisor.probes.result import ProbeRequest
         from advisor.probes.runner import run_probe
@@ -183,9 +233,17 @@ def predict(
             "try a smaller batch size or check the workload.",
         )
     measured = traced(given, note)
-    epochs = epochs or workload.epochs_for(batch_size)
-    n_train = measured.n_train or workload.n_train
-    n_val = measured.n_val if measured.n_train else workload.n_val
+    epochs = epochs or (workload.epochs_for(batch_size) if workload else USER_MODEL_EPOCHS)
+    if n_train is None:
+        n_train = measured.n_train or (workload.n_train if workload else 0)
+        if n_val is None:
+            n_val = measured.n_val if measured.n_train else (workload.n_val if workload else 0)
+    if n_train <= 0:
+        raise AdvisorError(
+            f"--model {model} is a user model and its probe does not know the dataset size.",
+            "pass --n-train N (and --n-val N).",
+        )
+    n_val = n_val or 0
     rows = forecast(
         measured,
         machines,

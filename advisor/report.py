@@ -100,12 +100,26 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "ranking_total": len(ranking),
         "local": _local_row(ranking),
         "ranking": ranking[:RANKING_ROWS],
-        "managed": managed_rows(complete),
+        "points": [_compact(r) for r in ranking],  # every scored candidate, for the plot
+        "managed": managed_rows(study.get_trials(deepcopy=False)),
         "epoch_sweep": _epoch_sweep(outcome, [p.ref for p in front][:SWEEP_ROWS]),
         "stale_warning": _stale(outcome),
         "notes": _notes(outcome, complete),
     }
     return report
+
+
+POINT_FIELDS = ("machine", "batch_size", "spot", "service", "feasible", "runtime_s", "cost_usd")
+
+
+def _compact(row: dict[str, Any]) -> list[Any]:
+    """A scored row as [machine, batch, spot, service, feasible, [time v, lo, hi], [cost v,
+    lo, hi]] (``POINT_FIELDS``): the plot needs every point, the JSON stays small."""
+    return [
+        *(row[k] for k in POINT_FIELDS[:5]),
+        *([round(d["value"], 6), round(d["low"], 6), round(d["high"], 6)]
+          for d in (row["runtime_s"], row["cost_usd"])),
+    ]  # fmt: skip
 
 
 def _reason(outcome: SuggestOutcome, points: list[Point], best: Point, front: list[Point]) -> str:

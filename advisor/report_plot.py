@@ -49,7 +49,18 @@ def _cost_ticks(lo: float, hi: float) -> list[float]:
 
 
 def _rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    return [r for r in report["ranking"] if r["runtime_s"] and r["cost_usd"]]
+    """Every scored candidate (the report's compact ``points``; else its ranking rows)."""
+    if "points" not in report:
+        return [r for r in report["ranking"] if r["runtime_s"] and r["cost_usd"]]
+    rows = []
+    for p in report["points"]:
+        row = dict(
+            zip(("machine", "batch_size", "spot", "service", "feasible"), p[:5], strict=True)
+        )
+        for key, (v, lo, hi) in zip(("runtime_s", "cost_usd"), p[5:], strict=True):
+            row[key] = {"value": v, "low": lo, "high": hi}
+        rows.append(row)
+    return rows
 
 
 def _view(rows: list[dict[str, Any]]) -> tuple[float, float, float, float, float]:
@@ -85,7 +96,9 @@ def plot(report: dict[str, Any], path: str) -> None:
     t_lo, t_hi, floor, c_lo, c_hi = _view(rows)
 
     def y(r: dict[str, Any], key: str = "value") -> float:
-        return max(r["cost_usd"][key], floor) if r["cost_usd"]["value"] > 0 else floor
+        return max(r["cost_usd"][key], c_lo) if r["cost_usd"]["value"] > 0 else floor
+
+    many = len(rows) > 40  # then intervals only for the front and the recommendation
 
     for name, test, marker, colour in GROUPS:
         for feasible in (True, False):
@@ -103,10 +116,10 @@ def plot(report: dict[str, Any], path: str) -> None:
                 [max(y(r, "high") - y(r), 0.0) for r in pts],
             ]
             ax.errorbar(
-                xs, ys, xerr=xerr, yerr=yerr, fmt=marker, ms=6, color=colour,
-                mfc=colour if feasible else "white", alpha=0.75 if feasible else 0.5,
-                elinewidth=0.6, capsize=0, zorder=3,
-                label=name if feasible else f"{name}, over the limit",
+                xs, ys, xerr=None if many else xerr, yerr=None if many else yerr, fmt=marker,
+                ms=4 if many else 6, color=colour, mfc=colour if feasible else "white",
+                alpha=(0.45 if many else 0.75) if feasible else 0.4, elinewidth=0.5,
+                capsize=0, zorder=3, label=name if feasible else f"{name}, over the limit",
             )  # fmt: skip
     front = sorted(report["pareto"], key=lambda r: r["runtime_s"]["value"])
     if front:
@@ -114,9 +127,14 @@ def plot(report: dict[str, Any], path: str) -> None:
             [r["runtime_s"]["value"] for r in front], [y(r) for r in front], where="post",
             color="black", lw=1.0, ls="--", zorder=2, label="Pareto front",
         )  # fmt: skip
-        ax.scatter(
-            [r["runtime_s"]["value"] for r in front], [y(r) for r in front], s=110,
-            facecolors="none", edgecolors="black", lw=1.2, zorder=4,
+        ax.errorbar(
+            [r["runtime_s"]["value"] for r in front], [y(r) for r in front],
+            xerr=[[r["runtime_s"]["value"] - r["runtime_s"]["low"] for r in front],
+                  [r["runtime_s"]["high"] - r["runtime_s"]["value"] for r in front]],
+            yerr=[[max(y(r) - y(r, "low"), 0.0) for r in front],
+                  [max(y(r, "high") - y(r), 0.0) for r in front]],
+            fmt="o", ms=10, mfc="none", mec="black", mew=1.2, ecolor="black",
+            elinewidth=0.7, capsize=2, zorder=4,
         )  # fmt: skip
     rec = report.get("recommended")
     if rec:
@@ -207,9 +225,10 @@ def plot_html(report: dict[str, Any], path: str) -> None:
     rows = _rows(report)
     fig = go.Figure()
     if rows:
-        _, _, floor, c_lo, c_hi = _view(rows)
+        t_lo, t_hi, floor, c_lo, c_hi = _view(rows)
     else:
-        floor, c_lo, c_hi = 0.01, 0.005, 1.0
+        t_lo, t_hi, floor, c_lo, c_hi = 1.0, 3600.0, 0.01, 0.005, 1.0
+    many = len(rows) > 40  # then no interval bars (the hover text has them)
 
     def y(r: dict[str, Any]) -> float:
         return float(r["cost_usd"]["value"]) if r["cost_usd"]["value"] > 0 else floor
@@ -228,12 +247,14 @@ def plot_html(report: dict[str, Any], path: str) -> None:
                 marker={
                     "symbol": [symbols[marker] + ("" if r["feasible"] else "-open") for r in pts],
                     "color": colour,
-                    "size": 9,
+                    "size": 6 if many else 9,
+                    "opacity": 0.6 if many else 0.9,
                 },
                 error_x={
                     "type": "data",
                     "symmetric": False,
                     "thickness": 0.6,
+                    "visible": not many,
                     "array": [r["runtime_s"]["high"] - r["runtime_s"]["value"] for r in pts],
                     "arrayminus": [r["runtime_s"]["value"] - r["runtime_s"]["low"] for r in pts],
                 },
@@ -266,7 +287,7 @@ def plot_html(report: dict[str, Any], path: str) -> None:
         fig.add_hline(y=report["budget_usd"], line_color="red", annotation_text="budget")
     if report.get("deadline_s"):
         fig.add_vline(x=report["deadline_s"], line_color="purple", annotation_text="deadline")
-    ticks = _time_ticks(1, 86400 * 7)
+    ticks = _time_ticks(t_lo, t_hi)
     fig.update_xaxes(
         type="log", title="estimated run time", tickvals=ticks,
         ticktext=[duration_tick(t) for t in ticks],
@@ -284,6 +305,6 @@ def _hover(r: dict[str, Any]) -> str:
         f"{r['machine']} batch {r['batch_size']}<br>"
         f"run time {duration_tick(round(rt['value']))} ({duration_tick(round(rt['low']))}-"
         f"{duration_tick(round(rt['high']))})<br>"
-        f"cost USD {c['value']:.3g} ({c['low']:.3g}-{c['high']:.3g})<br>{r['source']}"
+        f"cost USD {c['value']:.3g} ({c['low']:.3g}-{c['high']:.3g})<br>{r.get('source', '')}"
         + ("" if r["feasible"] else "<br>over the limit")
     )

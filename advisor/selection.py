@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 TIE_SHARE = 0.05  # values this close to the best count as ties
+PROBE_CACHE_STUDY = "advisor-probe-cache"  # advisor.local_backend's cache: never a study
 PARETO_MAX = 8  # most points the reported Pareto set keeps (ends and knee always kept)
 
 
@@ -184,6 +185,11 @@ def recommended_trial(study: optuna.Study, services: Sequence[str] | None = None
     machines of ``services`` only, when given (``ec2``, ``vertex`` ...). Raises AdvisorError
     if none is feasible.
     """
+    if study.study_name == PROBE_CACHE_STUDY:
+        raise AdvisorError(
+            f"'{PROBE_CACHE_STUDY}' is the probe cache, not a study.",
+            "pass the study name `advisor suggest` printed (see `advisor dashboard`).",
+        )
     trials = feasible_trials(study)
     if services is not None:
         trials = [t for t in trials if str(t.params.get("machine", "")).split(":")[0] in services]

@@ -214,9 +214,17 @@ def run_suggest(
         failures.setdefault(batch, failed)
     outcome.probe_failures = summary(failures, space.batch_sizes)
     outcome.wall_s = time.perf_counter() - started
+    if stop.startswith("interrupted") and not _complete(study):
+        raise KeyboardInterrupt  # nothing finished to report: the CLI says "Aborted." (130)
     if failures and not stop.startswith("interrupted"):
         _refuse_if_nothing_ran(outcome)
     return outcome
+
+
+def _complete(study: optuna.Study) -> list[FrozenTrial]:
+    import optuna
+
+    return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
 
 
 def _open_study(
@@ -293,10 +301,7 @@ def _screen(
 
 def _refuse_if_nothing_ran(outcome: SuggestOutcome) -> None:
     """Every probe failed and nothing finished: say why in one line instead of a report."""
-    import optuna
-
-    complete = outcome.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-    if complete or any(ev.ok for ev in outcome.screen.values()):
+    if _complete(outcome.study) or any(ev.ok for ev in outcome.screen.values()):
         return
     lines = "; ".join(f["text"] for f in outcome.probe_failures)
     raise AdvisorError(

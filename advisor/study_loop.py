@@ -19,7 +19,7 @@ from advisor.options import constraints, is_feasible, objective_values
 from advisor.planner import Planner, affordable
 from advisor.probe_failures import failed_probes, first_config
 from advisor.records import TrialRecord
-from advisor.scoring import Backend, Evaluation, split_machine_key
+from advisor.scoring import SPOT_SUFFIX, Backend, Evaluation, split_machine_key
 from advisor.study_state import Config, StudyState
 from advisor.study_sync import Claims, file_lock, lock_path, sigint_deferred
 
@@ -65,6 +65,7 @@ class TrialLoop:
         # One FAIL trial per batch size whose local probe failed in the screen.
         failed = failed_probes(outcome.screen.values())
         self.failure_queue = [first_config(outcome.candidates, b) for b in sorted(failed)]
+        self.last_read = 0.0  # when the trials were last read: the first step reads them
         self.trial: optuna.trial.Trial | None = None  # asked, not yet written
         self.work: optuna.Study | None = None
 
@@ -72,6 +73,8 @@ class TrialLoop:
         """At most ``n`` trials; ``extend``: go on past the planner's stop (a re-run asked
         for more trials). Returns why it stopped. Ctrl-C: the trial in progress is written as
         FAIL (interrupted), its claim released, and KeyboardInterrupt re-raised."""
+        with sigint_deferred():
+            self.claims.hello()
         try:
             for i in range(n):
                 if self.progress:
@@ -85,6 +88,9 @@ class TrialLoop:
         except KeyboardInterrupt:
             self._abandon()
             raise
+        finally:
+            with sigint_deferred():
+                self.claims.hello(ended=True)
 
     # -- one step --------------------------------------------------------------------------
 
@@ -93,10 +99,17 @@ class TrialLoop:
         claimed: Config | None = None
         try:
             with file_lock(self.lock), sigint_deferred():  # Ctrl-C waits for the claim
-                state.refresh()
+                # Claims first, trials second: a process writes its trial before its claim
+                # lapses, so a config is seen either as claimed or as done. Alone on the
+                # study (no other process at work since the last read), the trials read
+                # are still current.
                 busy = self.claims.others()
+                if self.claims.peers_seen_at >= self.last_read:
+                    self.last_read = time.time()
+                    state.refresh()
+                busy = {k: v for k, v in busy.items() if k not in state.done}
                 left = o.probe_budget_usd - state.spent_usd - sum(busy.values())
-                chosen = self._choose(set(busy), left, extend)
+                chosen = self._choose(_with_variants(busy), left, extend)
                 if isinstance(chosen, str):
                     return chosen
                 machine, batch, hps = chosen
@@ -107,9 +120,10 @@ class TrialLoop:
                 self.claims.claim((machine, batch), 0.0 if pred is None else pred.probe_cost_usd)
                 claimed = (machine, batch)
             ev = self.backend.evaluate(o.workload, self.by_key[machine], batch, hps)
-            self._write(ev)
+            self._write(ev)  # the written trial overrides the claim
+            claimed = None
         finally:
-            if claimed is not None:
+            if claimed is not None:  # not written (Ctrl-C, an exception): free it for others
                 with sigint_deferred():
                     self.claims.release(claimed)
         return None
@@ -223,6 +237,16 @@ class TrialLoop:
             self.o.study.add_trial(frozen)
             self.state.wrote(("", 0), None)
             self.trial = None
+
+
+def _with_variants(busy: dict[Config, float]) -> set[Config]:
+    """Claimed configs with their on-demand/spot twin: both share one probe, so the twin
+    waits until the probe is paid for instead of paying for it a second time."""
+    out: set[Config] = set()
+    for machine, batch in busy:
+        base = split_machine_key(machine)[0]
+        out.update({(base, batch), (base + SPOT_SUFFIX, batch)})
+    return out
 
 
 def _state(name: str) -> Any:

@@ -1,8 +1,8 @@
 """Which device ``advisor.train`` trains on, and data-parallel training over several GPUs.
 
 ``--device auto`` (the default) takes CUDA when PyTorch sees a GPU, else the CPU; ``cuda``
-insists on a GPU; ``tpu`` needs PyTorch/XLA (``torch_xla``), which the advisor image does not
-include, so it is refused with the fix unless installed. With several visible GPUs, training
+insists on a GPU; ``tpu`` is refused with the fix (the advisor image has no PyTorch/XLA, and
+the shared training loop does not drive XLA devices). With several visible GPUs, training
 runs one process per GPU under ``torch.distributed`` with ``DistributedDataParallel`` and a
 ``DistributedSampler``: the global batch ``B`` is split as ``B / n`` per GPU, as the performance
 model assumes (``advisor.probes.perf.accel``).
@@ -21,7 +21,7 @@ DEVICES = ("auto", "cpu", "cuda", "tpu")
 
 @dataclass(frozen=True)
 class DevicePlan:
-    """Where training runs: ``kind`` (cpu, cuda, xla) on ``count`` devices (``count`` > 1
+    """Where training runs: ``kind`` (cpu, cuda) on ``count`` devices (``count`` > 1
     means one DistributedDataParallel process per GPU), and why."""
 
     kind: str
@@ -53,7 +53,12 @@ def choose_device(requested: str, cuda_count: int, xla: bool) -> DevicePlan:
                 "--device tpu needs PyTorch/XLA (torch_xla), which this image does not include.",
                 "train on a GPU machine type, or build the image from a PyTorch/XLA base.",
             )
-        return DevicePlan("xla", 1, "asked for; PyTorch/XLA")
+        # torch_xla is here, but the shared training loop (advisor.probes.torch_loop) does not
+        # mark XLA steps (xm.mark_step) nor time them: refuse rather than train wrongly.
+        raise AdvisorError(
+            "--device tpu: advisor.train's training loop does not drive PyTorch/XLA yet.",
+            "train on a GPU machine type (--device cuda).",
+        )
     if cuda_count == 0:
         if requested == "cuda":
             raise AdvisorError(
@@ -79,10 +84,6 @@ def torch_device(plan: DevicePlan, rank: int = 0) -> Any:
     """The ``torch.device`` of ``rank`` under ``plan``."""
     import torch
 
-    if plan.kind == "xla":
-        import torch_xla.core.xla_model as xm
-
-        return xm.xla_device()
     if plan.kind == "cuda":
         return torch.device("cuda", rank)
     return torch.device("cpu")
@@ -94,7 +95,7 @@ def spawn(worker: Any, plan: DevicePlan, *args: Any) -> None:
     import torch.multiprocessing as mp
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(_free_port()))
+    os.environ.setdefault("MASTER_PORT", str(free_port()))
     mp.spawn(worker, args=(plan, *args), nprocs=plan.count, join=True)
 
 
@@ -132,7 +133,8 @@ def distribute(setup: Any, plan: DevicePlan, rank: int, seed: int) -> Any:
     )
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on this host now (the rendezvous of a local process group)."""
     import socket
 
     with socket.socket() as s:

@@ -57,8 +57,8 @@ def import_results(
         machines = known.get("machine")
         if key is not None and machines is not None and key in getattr(machines, "choices", ()):
             params["machine"], dists["machine"] = key, machines
-            batch_dist, batch = known.get("batch_size"), _batch_size(study)
-            if batch_dist is not None and batch is not None:
+            batch_dist, batch = known.get("batch_size"), _ran_with(r, "batch_size", study)
+            if batch_dist is not None and batch in getattr(batch_dist, "choices", ()):
                 params["batch_size"], dists["batch_size"] = batch, batch_dist
         runtime = Interval(r.runtime_s, r.runtime_s, r.runtime_s) if r.runtime_s else None
         cost_s = r.billable_s if r.billable_s is not None else r.runtime_s
@@ -66,11 +66,11 @@ def import_results(
         cost = Interval(cost_v, cost_v, cost_v) if cost_v is not None else None
         record = TrialRecord(
             machine=key or f"{backend.name}:{r.instance_type}",
-            batch_size=int(params.get("batch_size") or 0),
+            batch_size=int(_ran_with(r, "batch_size", study) or 0),
             source="managed",
             price_per_hour=price,
             spot=spot,
-            epochs=_epochs(study),
+            epochs=_ran_with(r, "epochs", study),
             runtime=runtime,
             cost=cost,
             # A measurement, not a candidate: the study's selection (``feasible_trials``)
@@ -190,15 +190,15 @@ def _recommended(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
         return None
 
 
-def _batch_size(study: optuna.Study) -> int | None:
+def _ran_with(r: TrialResult, name: str, study: optuna.Study) -> int | None:
+    """The job's own ``batch_size`` / ``epochs`` as the service reports them; the study's
+    recommended trial's when the service does not say."""
+    if name in r.static:
+        return round(float(r.static[name]))
     base = _recommended(study)
-    value = base.params.get("batch_size") if base is not None else None
-    return int(value) if value is not None else None
-
-
-def _epochs(study: optuna.Study) -> int | None:
-    base = _recommended(study)
-    value = base.user_attrs.get("epochs") if base is not None else None
+    if base is None:
+        return None
+    value = base.params.get(name) if name == "batch_size" else base.user_attrs.get(name)
     return int(value) if value is not None else None
 
 

@@ -21,6 +21,8 @@ from advisor.errors import AdvisorError
 
 SAMPLING = {"bayesian": "bayesian", "random": "random", "grid": "grid"}
 PLACEHOLDER_COMPUTE = "REPLACE-WITH-COMPUTE-CLUSTER"
+# What advisor.train logs as MLflow params besides the tuned hyperparameters.
+_STATIC = ("model", "batch_size", "epochs")
 # MLflow run states of sweep trials (an early-terminated trial is cancelled: KILLED).
 _RUN_STATUS = {
     "FINISHED": "completed",
@@ -223,8 +225,12 @@ class AzureMLBackend(TuningBackend):
     def _status(self, job: str) -> dict[str, Any]:
         j = _call(self.client.jobs.get, job)
         counts: dict[str, int] = {}
-        for run in self._child_runs(job, j.experiment_name):
-            counts[str(run.info.status)] = counts.get(str(run.info.status), 0) + 1
+        try:
+            states = [str(run.info.status) for run in self._child_runs(job, j.experiment_name)]
+        except AdvisorError:  # no MLflow tracking here: the run history lists the trials
+            states = [str(c.status) for c in _call(self.client.jobs.list, parent_job_name=job)]
+        for state in states:
+            counts[state] = counts.get(state, 0) + 1
         return {
             "provider": self.name,
             "job": j.name,
@@ -249,12 +255,13 @@ class AzureMLBackend(TuningBackend):
                 TrialResult(
                     job_name=info.run_id,
                     status=_RUN_STATUS.get(str(info.status), "pending"),
-                    hyperparameters=dict(run.data.params),
+                    hyperparameters={k: v for k, v in run.data.params.items() if k not in _STATIC},
                     metric_name=metric,
                     metric=float(value) if value is not None else None,
                     runtime_s=runtime,
                     instance_type=tags.get("advisor:vm_size"),
                     spot=spot == "spot",
+                    static={k: v for k, v in run.data.params.items() if k in _STATIC},
                 )
             )
         return out

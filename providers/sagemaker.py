@@ -268,6 +268,11 @@ class SageMakerBackend(TuningBackend):
                     billable_s=_float_or_none(detail.get("BillableTimeInSeconds")),
                     instance_type=(detail.get("ResourceConfig") or {}).get("InstanceType"),
                     spot=bool(detail.get("EnableManagedSpotTraining", False)),
+                    static={
+                        k: str(v)
+                        for k, v in (detail.get("HyperParameters") or {}).items()
+                        if k not in params and not k.startswith(("_", "sagemaker_"))
+                    },
                 )
             )
         return out

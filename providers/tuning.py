@@ -43,6 +43,16 @@ METRIC_LINE = "advisor-metric: {name}={value:.6g};"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def static_from_args(args: Iterable[str]) -> dict[str, str]:
+    """The ``--name value`` pairs of an entry-point command line (inverse of ``entry_args``)."""
+    out: dict[str, str] = {}
+    items = list(args)
+    for flag, value in zip(items[::2], items[1::2], strict=False):
+        if flag.startswith("--") and not value.startswith("--"):
+            out[flag[2:].replace("-", "_")] = value
+    return out
+
+
 def metric_regex(name: str) -> str:
     """The regex (one capture group) that reads metric ``name`` from ``METRIC_LINE`` output."""
     return rf"advisor-metric: {re.escape(name)}=([-+0-9.eEinfa]+);"
@@ -174,6 +184,7 @@ class TrialResult:
     accelerator: str | None = None  # the service's own accelerator name (Vertex)
     accelerator_count: int = 0
     spot: bool | None = None  # None: the service does not say
+    static: dict[str, str] = field(default_factory=dict)  # fixed values it ran with (batch_size...)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

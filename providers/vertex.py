@@ -12,7 +12,13 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from advisor.providers.tuning import TrialResult, TuningBackend, TuningSpec, coerce
+from advisor.providers.tuning import (
+    TrialResult,
+    TuningBackend,
+    TuningSpec,
+    coerce,
+    static_from_args,
+)
 from advisor.search_spaces.space import FloatParam, IntParam, Param
 
 from advisor._lazy import require
@@ -284,6 +290,8 @@ class VertexBackend(TuningBackend):
         params = {p.parameter_id: p for p in j.study_spec.parameters}
         machine = j.trial_job_spec.worker_pool_specs[0].machine_spec
         spot = j.trial_job_spec.scheduling.strategy.name == "SPOT"
+        container = j.trial_job_spec.worker_pool_specs[0].container_spec
+        static = static_from_args(container.args)
         out = []
         for t in j.trials:
             hps = {}
@@ -309,6 +317,7 @@ class VertexBackend(TuningBackend):
                     else None,
                     accelerator_count=machine.accelerator_count,
                     spot=spot,
+                    static=static,
                     status=_STATE.get(t.state.name, "pending"),
                     hyperparameters=hps,
                     metric_name=metric,

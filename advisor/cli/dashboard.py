@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+from typing import TYPE_CHECKING
+
 import click
 
 from advisor.cli import params as p
+
+if TYPE_CHECKING:
+    from advisor.dashboard_view import DashboardView
 
 
 @click.command("dashboard")
@@ -12,10 +18,14 @@ from advisor.cli import params as p
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=p.PORT, default=8080, show_default=True)
 def dashboard(storage: str | None, host: str, port: int) -> None:
-    """Serve optuna-dashboard on the studies (Ctrl-C stops it)."""
+    """Serve optuna-dashboard on the studies (Ctrl-C stops it). Each trial shows short,
+    sortable attributes (machine, GPUs, capacity, batch, run time, cost, how it was obtained,
+    price and its date) and its full detail as the trial's note; the probe cache is hidden."""
+    import socket
+
     from advisor._lazy import require
     from advisor.errors import AdvisorError
-    from advisor.storage import open_storage, resolve_storage
+    from advisor.storage import resolve_storage
 
     url = resolve_storage(storage)
     if url.startswith("sqlite:///"):
@@ -26,8 +36,44 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
                 f"No study storage at {url} yet.",
                 "run `advisor suggest` first, or pass --storage URL.",
             )
-    storage_obj = open_storage(url)  # a bad file or server: one line here, not in the server
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise AdvisorError(
+                f"Cannot serve on {host}:{port}: {exc.strerror or exc}.",
+                f"pass another --port (e.g. --port {port + 1}) or stop what uses {port}.",
+            ) from None
+    view = _view(url)  # a bad file or server: one line here, before optuna-dashboard loads
     dash = require("optuna_dashboard", "dashboard", "advisor dashboard")
+    from wsgiref.simple_server import make_server
+
+    from advisor.dashboard_view import with_detail_pages
+
+    app = with_detail_pages(dash.wsgi(view), view.base)
     click.echo(f"optuna-dashboard on http://{host}:{port}/ for {url} (Ctrl-C stops it)", err=True)
-    # run_server uses the standard library's wsgiref server (no gunicorn control socket).
-    dash.run_server(storage_obj, host=host, port=port)
+    # The standard library's wsgiref server, as optuna-dashboard's run_server uses.
+    with make_server(host, port, app) as server, contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+
+
+def _view(url: str) -> DashboardView:
+    """The storage behind ``url``, wrapped for the dashboard (advisor.dashboard_view)."""
+    import optuna
+
+    from advisor.dashboard_view import DashboardView
+    from advisor.errors import AdvisorError
+    from advisor.storage_check import storage_errors
+
+    try:
+        with storage_errors(url):
+            base = optuna.storages.RDBStorage(url, skip_compatibility_check=False)
+    except ImportError as exc:  # optuna re-raises the driver's ModuleNotFoundError
+        cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
+        driver = getattr(cause, "name", None) or "database"
+        raise AdvisorError(
+            f"The storage {url.split('://')[0]}:// needs the '{driver}' driver, which is not "
+            "installed.",
+            "pip install 'advisor[postgres]' (psycopg), or use a sqlite:/// path.",
+        ) from None
+    return DashboardView(base)

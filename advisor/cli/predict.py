@@ -118,7 +118,11 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
 
 @click.command()
 @click.option(
-    "--model", "-m", type=p.ModelRef(), required=True, help="Workload name, e.g. fcn, simple-cnn."
+    "--model",
+    "-m",
+    type=p.ModelRef(),
+    required=True,
+    help="Built-in workload (fcn, simple-cnn, ...) or your own module:function.",
 )
 @click.option("--batch-size", "-b", type=p.POSITIVE, required=True, help="Global batch size.")
 @click.option(
@@ -146,6 +150,8 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     show_default=True,
     help="Multi-GPU data parallelism: ddp (process per GPU), dp (one process).",
 )
+@click.option("--n-train", type=int, default=None, help="Training samples (user models).")
+@click.option("--n-val", type=int, default=None, help="Validation samples (user models).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def predict(
     model: str,
@@ -158,17 +164,22 @@ def predict(
     threads: int | None,
     framework: str,
     strategy: str,
+    n_train: int | None,
+    n_val: int | None,
     as_json: bool,
 ) -> None:
-    """Predict time and cost of training MODEL on each instance from one local probe."""
-    from advisor.prediction import load_probe
+    """Predict time and cost of training MODEL (a built-in workload or your own
+    module:function) on each instance from one local probe: --probe FILE, else the probe
+    `advisor suggest` cached here, else a new one."""
+    from advisor.prediction import cached_probe, load_probe
     from advisor.prediction import predict as run_predict
     from advisor.probes.perf.signature import steady_stats
     from advisor.search_spaces.workloads import get
 
     if batch_size <= 0:
         raise AdvisorError(f"--batch-size must be > 0, but got {batch_size}.", "pass e.g. 512.")
-    get(model)  # an unknown workload is a one-line error before anything runs
+    if ":" not in model:
+        get(model)  # an unknown workload is a one-line error before anything runs
     catalog, machines = _machines(instances, snapshot)
     probe = load_probe(probe_file) if probe_file else None
     if probe is not None and probe.workload != model:
@@ -176,6 +187,14 @@ def predict(
             f"The probe file is for '{probe.workload}', not '{model}'.",
             f"pass --model {probe.workload} or another probe file.",
         )
+    if probe is None:
+        probe = cached_probe(model, batch_size, framework, threads)
+        if probe is not None and not as_json:
+            click.echo(
+                f"Using the probe advisor suggest cached for {model} at batch {batch_size} "
+                "(pass --probe FILE to use another).",
+                err=True,
+            )
     if probe is None:
         probe = _run_probe(model, batch_size, framework, threads, as_json)
 
@@ -194,6 +213,8 @@ def predict(
         probe=probe,
         strategy=None if strategy == "auto" else strategy,
         note=note,
+        n_train=n_train,
+        n_val=n_val,
     )
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=1))

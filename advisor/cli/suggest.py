@@ -162,6 +162,7 @@ def suggest(
 
     Example: advisor suggest --model fcn --budget 5
     """
+    from advisor.dashboard_view import save_study_note
     from advisor.replay import backend_from_spec
     from advisor.report import build_report, check_feasible
     from advisor.report_plot import plot, plot_html
@@ -202,6 +203,7 @@ def suggest(
         outcome = run_suggest(options, backend)
     check_feasible(outcome)
     report = build_report(outcome)
+    save_study_note(outcome.study, report)  # the report as the study's note in the dashboard
     if plot_file:
         plot(report, str(plot_file))
         report["plot"] = str(plot_file)
@@ -224,26 +226,49 @@ def suggest(
         )
 
 
+def progress_label(phase: str, total: int) -> str:
+    """What a progress line says: the study's phases by name, anything else as sent; a phase
+    "KIND:TEXT" (e.g. "probe:probing batch 512 on this machine") shows TEXT on the KIND line."""
+    if phase == "screen":
+        return f"screening {total} machine x batch pairs (a local probe per new batch size)"
+    if phase == "trials":
+        return f"trials (up to {total}; a new machine or batch size may probe)"
+    return phase.split(":", 1)[1] if ":" in phase else phase
+
+
 def _run_with_progress(options: Any, backend: Any) -> Any:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.markup import escape
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from advisor.study import run_suggest
 
     tasks: dict[str, Any] = {}
-    labels = {"screen": "screening machines x batch sizes", "trials": "trials"}
     with Progress(
+        SpinnerColumn(),
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
         console=Console(stderr=True),
         transient=True,
     ) as bar:
 
         def hook(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(labels.get(phase, phase), total=total)
-            bar.update(tasks[phase], completed=done, total=total)
+            # "probe:probing batch 512 on this machine" updates one "probe" line in place.
+            label, key = escape(progress_label(phase, total)), phase.split(":", 1)[0]
+            if key not in tasks:
+                tasks[key] = bar.add_task(label, total=total)
+            bar.update(tasks[key], completed=done, total=total, description=label)
 
         return run_suggest(options, backend, progress=hook)

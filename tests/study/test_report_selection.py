@@ -4,6 +4,7 @@ the tie rule and the Pareto thinning."""
 
 from __future__ import annotations
 
+import io
 import itertools
 from dataclasses import replace
 from pathlib import Path
@@ -12,9 +13,11 @@ from typing import Any
 import optuna
 import pytest
 from advisor.search_spaces.loader import default_space
+from rich.console import Console
 
 from advisor.replay import ReplayBackend, ReplayTable
 from advisor.report import build_report
+from advisor.report_render import render
 from advisor.selection import (
     PARETO_MAX,
     TIE_SHARE,
@@ -171,3 +174,59 @@ def test_report_lists_tuning_ranges_not_samples(tmp_path: Path, table: ReplayTab
     assert report["recommended"]["hyperparameters"] == {}
     assert any("importance in the dashboard means nothing" in n for n in report["notes"])
     assert optuna.__version__  # the study ran through Optuna's own storage
+
+
+def test_imported_managed_runs_are_a_table_never_the_recommendation(
+    tmp_path: Path, table: ReplayTable
+) -> None:
+    from advisor.probes.result import Interval
+
+    from advisor.records import ManagedRun, TrialRecord
+
+    opts = SuggestOptions(
+        model="fcn", space=SPACE, storage=f"sqlite:///{tmp_path / 's.db'}", budget_usd=5.0
+    )
+    outcome = run_suggest(opts, backend=ReplayBackend(table))
+    first = build_report(outcome)
+    # A managed training job that ran faster and cheaper than anything scored.
+    rec = TrialRecord(
+        machine="ec2:p3.2xlarge", batch_size=512, source="managed", price_per_hour=3.06,
+        spot=False, epochs=10, runtime=Interval.exact(60.0), cost=Interval.exact(0.05),
+        feasible=False,
+        managed=ManagedRun("sagemaker", "tj-1", "tj-1-001", "val_accuracy", 0.93, "completed",
+                           "ml.p3.2xlarge", 70.0),
+    )  # fmt: skip
+    trial = outcome.study.trials[0]
+    outcome.study.add_trial(
+        optuna.trial.create_trial(
+            params={"machine": "ec2:p3.2xlarge", "batch_size": 512},
+            distributions={k: trial.distributions[k] for k in ("machine", "batch_size")},
+            values=[60.0],
+            user_attrs=rec.to_attrs(),
+        )
+    )
+    report = build_report(outcome)
+    assert report["recommended"] == first["recommended"]
+    assert report["best_by_time"] == first["best_by_time"]
+    assert [m["job"] for m in report["managed"]] == ["tj-1-001"]
+    row = report["managed"][0]
+    assert row["metric"] == {"name": "val_accuracy", "value": 0.93}
+    assert row["runtime_s"]["value"] == 60.0 and row["status"] == "completed"
+    assert recommended_trial(outcome.study).number != len(outcome.study.trials) - 1
+    buf = io.StringIO()
+    render(report, Console(file=buf, width=220))
+    text = buf.getvalue()
+    assert "Managed tuning runs" in text and "tj-1-001" in text and "val_accuracy=0.93" in text
+
+
+def test_the_probe_cache_is_no_study(tmp_path: Path) -> None:
+    from advisor import dashboard_view, selection
+    from advisor.errors import AdvisorError
+    from advisor.local_backend import PROBE_CACHE_STUDY
+
+    # The name is spelt in three places (no import of the local back end where unneeded).
+    assert selection.PROBE_CACHE_STUDY == PROBE_CACHE_STUDY
+    assert dashboard_view.HIDDEN_STUDIES == (PROBE_CACHE_STUDY,)
+    study = optuna.create_study(study_name=PROBE_CACHE_STUDY)
+    with pytest.raises(AdvisorError, match="is the probe cache, not a study"):
+        recommended_trial(study)

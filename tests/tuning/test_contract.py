@@ -112,7 +112,8 @@ class TestProviderContract:
         before = _recommended(study).number
         spec = self.spec(wire, make_spec, hyperparameters=ROUND_TRIP_PARAMS,
                          output="s3://bucket/advisor" if wire.name == "sagemaker" else None,
-                         strategy="random", image=wire.image)  # fmt: skip
+                         strategy="random", image=wire.image,
+                         fixed={"model": "fcn", "batch_size": 1024, "epochs": 20})  # fmt: skip
         with wire.connected(tmp_path, monkeypatch) as backend:
             sub = submit_job(spec, backend)
             assert sub.provider == wire.name and sub.job_id
@@ -143,6 +144,9 @@ class TestProviderContract:
         assert attrs["provider"] == wire.name and attrs["tuning_job"] == sub.job_id
         assert attrs["managed_metric"] == {"name": "val_accuracy", "value": pytest.approx(0.91)}
         assert attrs["instance_type"] == wire.machine
+        assert attrs["epochs"] == 20  # what the job ran, not the recommendation's 14
+        if "batch_size" in done.params:
+            assert done.params["batch_size"] == 1024
         from advisor.providers.catalog import load
 
         # Priced at the on-demand rate of the machine that ran, on this service.

@@ -46,7 +46,8 @@ def test_device_choice() -> None:
     assert (plan.kind, plan.count, plan.distributed) == ("cuda", 4, True)
     assert "DistributedDataParallel" in plan.describe()
     assert choose_device("cuda", 1, False).distributed is False
-    assert choose_device("tpu", 0, True).kind == "xla"
+    with pytest.raises(AdvisorError, match=r"does not drive PyTorch/XLA.*--device cuda"):
+        choose_device("tpu", 0, True)
     with pytest.raises(AdvisorError, match=r"sees no CUDA GPU.*--device cpu"):
         choose_device("cuda", 0, False)
     with pytest.raises(AdvisorError, match=r"torch_xla.*GPU machine type"):
@@ -61,16 +62,16 @@ def test_a_gpu_request_on_a_machine_without_one_exits_2_with_one_line(tmp_path: 
 
 
 @pytest.mark.slow
-def test_distributed_wrapping_in_a_one_process_group() -> None:
+def test_distributed_wrapping_in_a_one_process_group(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch.distributed as dist
     from advisor.probes.torch_loop import build_setup
     from torch.nn.parallel import DistributedDataParallel
     from torch.utils.data import DistributedSampler
 
-    from advisor.train_device import DevicePlan, distribute
+    from advisor.train_device import DevicePlan, distribute, free_port
 
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29533")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(free_port()))
     dist.init_process_group("gloo", rank=0, world_size=1)
     try:
         setup, _, _ = build_setup("fcn", 64, 128, 32)
@@ -198,7 +199,9 @@ def _epochs_done(folder: Path) -> int:
 
 
 @pytest.mark.slow
-def test_two_process_data_parallel_training_runs_end_to_end(tmp_path: Path) -> None:
+def test_two_process_data_parallel_training_runs_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The multi-GPU path (one process per device, DDP, sharded sampler, rank 0 reports and
     checkpoints) with two CPU processes over gloo: the same code the CUDA path runs."""
     import multiprocessing
@@ -208,6 +211,8 @@ def test_two_process_data_parallel_training_runs_end_to_end(tmp_path: Path) -> N
 
     args, hps = parse_args([*SMALL, "--epochs", "2", "--device", "cpu", "--lr", "0.05",
                             "--checkpoint-dir", str(tmp_path / "ckpt")])  # fmt: skip
+    for var in ("MASTER_ADDR", "MASTER_PORT"):  # a fresh rendezvous for this run
+        monkeypatch.delenv(var, raising=False)
     queue = multiprocessing.get_context("spawn").SimpleQueue()
     spawn(_rank_main, DevicePlan("cpu", 2, "test: two processes"), args, hps, queue)
     summary = queue.get()

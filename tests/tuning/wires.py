@@ -339,6 +339,8 @@ class AzureMLWire(Wire):
         for parent, t in parents:
             run = client.create_run(exp_id, start_time=start, tags={"mlflow.parentRunId": parent})
             run_id = run.info.run_id
+            for name, value in (("model", "fcn"), ("batch_size", 1024), ("epochs", 20)):
+                client.log_param(run_id, name, value)  # as advisor.train logs them
             client.log_param(run_id, "lr", t.lr)
             client.log_param(run_id, "optimizer", t.optimizer)
             if t.metric is not None:
