@@ -104,6 +104,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "managed": managed_rows(study.get_trials(deepcopy=False)),
         "epoch_sweep": _epoch_sweep(outcome, [p.ref for p in front][:SWEEP_ROWS]),
         "stale_warning": _stale(outcome),
+        "probe_failures": outcome.probe_failures,  # {status, batch_sizes, reason, text}
         "notes": _notes(outcome, complete),
     }
     return report
@@ -192,6 +193,7 @@ def _notes(outcome: SuggestOutcome, trials: list[FrozenTrial]) -> list[str]:
             "their importance in the dashboard means nothing yet.",
         )
     notes += [f"Probe: {w}." for w in _probe_warnings(trials)]
+    notes[:0] = [f"Failed probes: {f['text']}." for f in outcome.probe_failures]
     return notes
 
 
