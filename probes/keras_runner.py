@@ -158,7 +158,12 @@ def _probe(request: ProbeRequest, started: float, on_progress: ProgressFn | None
         measured_val = given_val if given_val is not None else b * (val_steps or 1)
         if val_steps is not None:
             measured_val = min(measured_val, b * val_steps)
-    return _result(request, threads, started, cb, setup, n_train, n_val, measured_val, convert_s)
+    result = _result(request, threads, started, cb, setup, n_train, n_val, measured_val, convert_s)
+    if request.gradient_noise:  # issue #19: gradient noise scale, after the timing
+        from advisor.probes.gradient_noise import keras_noise_for_probe
+
+        result = keras_noise_for_probe(result, setup.model, train_data)
+    return result
 
 
 def _result(

@@ -348,6 +348,13 @@ def _probe(request: ProbeRequest, started: float, on_progress: ProgressFn | None
             f"samples ({setup.data_s:.3f} s) to {n_train + n_val} (+{extra:.3f} s)"
         )
 
+    noise = None  # issue #19: gradient noise scale on the probe's batches, after the timing
+    if request.gradient_noise:
+        from advisor.probes.gradient_noise import torch_gradient_noise
+
+        batches_on_device = (_to(x, device) for x in setup.train_loader)
+        noise = torch_gradient_noise(setup.model, setup.loss_fn, batches_on_device)
+
     with NchwPoolingCheck() as layout:  # watches the same forward + backward pass
         flops = flops_per_iteration(setup, first_batch)
     peak_acc = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
@@ -389,6 +396,7 @@ def _probe(request: ProbeRequest, started: float, on_progress: ProgressFn | None
         data_s=setup.data_s,
         data_samples=setup.data_samples or 0,
         warnings=layout.warnings(),
+        gradient_noise=noise.to_dict() if noise is not None else None,  # issue #19
     )
 
 
