@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.epochs_report import epochs_note, epochs_per_batch, render_epochs
 from advisor.errors import AdvisorError
 from advisor.scoring import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH, Evaluation
 
@@ -119,6 +120,8 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     feasible = [t for t in ranked if t.user_attrs.get("feasible", True)]
     ranking = _merge_screen(outcome, [_row(t) for t in ranked], key_index)
     states = [t.state for t in study.get_trials(deepcopy=False)]
+    epochs_rows = epochs_per_batch(trials, outcome.screen.values())  # issue #19
+    lr_note = epochs_note(epochs_rows)
     recommended = None
     if feasible:
         recommended = _row(recommended_trial(study))
@@ -132,7 +135,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "metric_names": METRIC_NAMES[outcome.objective],
         "budget_usd": outcome.options.budget_usd,
         "deadline_s": outcome.options.deadline_s,
-        "epochs": outcome.options.epochs or "epochs to stabilise per batch size",
+        "epochs": outcome.options.epochs or "per batch size (table below)",
         "catalog_snapshot": outcome.snapshot,
         "candidates": len(outcome.candidates),
         "guided_by_screen": outcome.guided,
@@ -162,6 +165,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "local": _local_row(ranking),
         "ranking": ranking[:RANKING_ROWS],
         "epoch_sweep": _epoch_sweep(outcome, pareto_front(feasible)[:SWEEP_ROWS]),
+        "epochs_per_batch": epochs_rows,  # issue #19
         "notes": [
             "Times are probed at one hyperparameter setting and at the start of training; "
             "the values shown are the study's samples, and their ranges go to the managed "
@@ -171,6 +175,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
             f"Spot runs include a restart overhead of +{SPOT_RESTART_OVERHEAD:.0%} "
             f"(upper bound +{SPOT_RESTART_OVERHEAD_HIGH:.0%}) for interruptions.",
             *(f"Probe: {w}." for w in _probe_warnings(trials)),
+            *([lr_note] if lr_note else []),  # issue #19
         ],
     }
     return report
@@ -386,6 +391,7 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
             f"[bold]this machine:[/] rank {local['rank']} of {report['ranking_total']}, batch "
             f"{local['batch_size']} - {_runtime_text(local['runtime_s'])}, {local['source']}"
         )
+    render_epochs(report.get("epochs_per_batch") or [], console)  # issue #19
     console.print(_table("Pareto set (time vs cost)", report["pareto"]))
     sweep = report.get("epoch_sweep")
     if sweep:

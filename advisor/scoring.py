@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from advisor.probes.epochs_model import EpochsAnchor, EpochsEstimate, predict_epochs
 from advisor.probes.result import Interval, PhaseTimes, ProbeRequest, ProbeResult
 from advisor.providers.catalog._types import InstanceType
 from advisor.search_spaces.space import JointSpace, MachineFilter
@@ -53,6 +54,7 @@ class WorkloadInfo:
     epochs: int | None = None  # the user's --epochs; None: epochs_to_stabilise per batch size
     epochs_to_stabilise: dict[int, int] = field(default_factory=dict)
     default_epochs: int = 10
+    at_batch: int | None = None  # issue #19: --at-batch, the batch size --epochs was seen at
 
     def __post_init__(self) -> None:
         if self.n_train <= 0:
@@ -61,6 +63,39 @@ class WorkloadInfo:
             raise ValueError(f"n_val must be >= 0, but got {self.n_val}")
         if self.epochs is not None and self.epochs <= 0:
             raise ValueError(f"epochs must be > 0, but got {self.epochs}")
+        if self.at_batch is not None and (self.at_batch <= 0 or self.epochs is None):
+            raise ValueError(f"at_batch needs epochs and must be > 0, got {self.at_batch}")
+
+    # -- issue #19: epochs per batch size from the gradient noise scale ----------------------
+    def epochs_anchor(self) -> EpochsAnchor | None:
+        """The known point the epochs model starts from: ``--epochs N --at-batch B``, else the
+        published epochs to stabilise at the smallest published batch size; None when the
+        epochs are one number for every batch size (``--epochs`` alone, or no figures)."""
+        if self.epochs is not None:
+            if self.at_batch is None:
+                return None
+            basis = f"--epochs {self.epochs} --at-batch {self.at_batch}"
+            return EpochsAnchor(self.at_batch, self.epochs, "given", basis)
+        if not self.epochs_to_stabilise:
+            return None
+        ref = min(self.epochs_to_stabilise)
+        basis = "published epochs to stabilise (METHOD.md 2.3)"
+        return EpochsAnchor(ref, self.epochs_to_stabilise[ref], "given", basis)
+
+    def epochs_estimate(self, batch_size: int, noise: Any = None) -> EpochsEstimate:
+        """Epochs at ``batch_size``: the anchor scaled by the noise scale ``noise``
+        (:class:`advisor.probes.gradient_noise.NoiseScale`), or the single given number."""
+        anchor = self.epochs_anchor()
+        published = self.epochs is None and batch_size in self.epochs_to_stabilise
+        if anchor is not None and (noise is not None or not published):
+            return predict_epochs(anchor, batch_size, noise)
+        e = self.epochs_for(batch_size)
+        if published:
+            return EpochsEstimate(
+                batch_size, e, e, e, e, "given", "published epochs to stabilise (METHOD.md 2.3)"
+            )
+        basis = f"--epochs {e}" if self.epochs is not None else "the workload's default"
+        return EpochsEstimate(batch_size, e, e, e, e, "given", f"{basis}, every batch size")
 
     def epochs_for(self, batch_size: int) -> int:
         """The run length: --epochs, else the known epochs-to-stabilise (nearest batch size)."""
@@ -359,7 +394,7 @@ def probe_cache_key(
     hp = json.dumps(runtime_hps, sort_keys=True) if runtime_hps else ""
     return (
         f"{workload.name}|{workload.framework}|b{batch_size}|{machine_fingerprint(threads)}"
-        f"|k{iterations}|{hp}"
+        f"|k{iterations}|{hp}|gns"  # issue #19: probes that carry the gradient noise scale
     )
 
 
@@ -464,8 +499,9 @@ class LocalBackend(Backend):
     ) -> RunTime:
         from advisor.probes.iteration_model import estimate, phase_times
 
-        epochs = workload.epochs_for(batch_size)
         probe, new = self.probe(workload, batch_size, hps)
+        epochs_est, new_ref = self._epochs(workload, batch_size, hps)  # issue #19
+        epochs, new = epochs_est.epochs, new or new_ref
         if not probe.ok:
             return RunTime(
                 None,
@@ -494,11 +530,24 @@ class LocalBackend(Backend):
             source=phases.source,
             epochs=epochs,
             probe_s=probe_duration_s(phases, self.iterations),
-            estimate=est.to_dict(),
+            estimate={**est.to_dict(), "epochs_model": epochs_est.to_dict()},
             phases=phases,
             probe=probe,
             new_probe=new,
         )
+
+    def _epochs(
+        self, workload: WorkloadInfo, batch_size: int, hps: dict[str, Any]
+    ) -> tuple[EpochsEstimate, bool]:
+        """Issue #19: epochs at ``batch_size`` from the gradient noise scale of one probe, at
+        the anchor's batch size (cached like every probe); returns (estimate, new probe)."""
+        from advisor.probes.gradient_noise import from_probe
+
+        anchor = workload.epochs_anchor()
+        if anchor is None:
+            return workload.epochs_estimate(batch_size), False
+        ref, new = self.probe(workload, anchor.batch_size, hps)
+        return workload.epochs_estimate(batch_size, from_probe(ref) if ref.ok else None), new
 
     def _screen(
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
