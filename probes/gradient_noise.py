@@ -32,6 +32,7 @@ import numpy as np
 CONFIDENCE = 0.9  # the interval's coverage
 BOOTSTRAP = 2000
 NOISE_BATCHES = 8  # batches the probe spends on the measurement
+MIN_NOISE_BATCHES = 3  # a time-boxed measurement still takes this many
 
 
 @dataclass(frozen=True)
@@ -159,13 +160,15 @@ def torch_gradient_noise(
     batches: Iterable[tuple[Any, Any]],
     *,
     max_batches: int = NOISE_BATCHES,
+    max_seconds: float | None = None,
 ) -> NoiseScale | None:
     """Measure ``B_simple`` on a PyTorch model at its current weights (no optimizer step).
 
     Each ``(inputs, targets)`` batch (already on the model's device) is split into two
     halves; each half's gradient is taken with ``loss.backward()`` (two half-size passes,
     the FLOPs of one full pass). The model's ``.grad`` buffers are left cleared.
-    Returns None when fewer than 2 batches of at least 2 samples came.
+    Returns None when fewer than 2 batches of at least 2 samples came. ``max_seconds``
+    time-boxes it (at least ``MIN_NOISE_BATCHES`` batches are measured).
     """
     import torch
 
@@ -185,7 +188,7 @@ def torch_gradient_noise(
 
     model.train()
     for inputs, targets in batches:
-        if len(small_sq) >= max_batches:
+        if len(small_sq) >= max_batches or _time_up(len(small_sq), start, max_seconds):
             break
         half = len(inputs) // 2
         if half < 1:
@@ -211,6 +214,7 @@ def keras_gradient_noise(
     batches: Iterable[tuple[Any, Any]],
     *,
     max_batches: int = NOISE_BATCHES,
+    max_seconds: float | None = None,
 ) -> NoiseScale | None:
     """Measure ``B_simple`` on a Keras model with ``tf.GradientTape`` (no optimizer step).
 
@@ -238,7 +242,7 @@ def keras_gradient_noise(
         )
 
     for inputs, targets in batches:
-        if len(small_sq) >= max_batches:
+        if len(small_sq) >= max_batches or _time_up(len(small_sq), start, max_seconds):
             break
         half = int(inputs.shape[0]) // 2
         if half < 1:
@@ -257,13 +261,24 @@ def keras_gradient_noise(
     )
 
 
+def _time_up(done: int, start: float, max_seconds: float | None) -> bool:
+    """The time box: at least MIN_NOISE_BATCHES, then stop once ``max_seconds`` have passed."""
+    return (
+        max_seconds is not None
+        and done >= MIN_NOISE_BATCHES
+        and time.perf_counter() - start >= max_seconds
+    )
+
+
 def from_probe(probe: Any) -> NoiseScale | None:
     """The noise scale a probe result carries (``ProbeResult.gradient_noise``), if any."""
     data = getattr(probe, "gradient_noise", None)
     return NoiseScale.from_dict(data) if data else None
 
 
-def keras_noise_for_probe(result: Any, model: Any, train_data: Any) -> Any:
+def keras_noise_for_probe(
+    result: Any, model: Any, train_data: Any, max_seconds: float | None = None
+) -> Any:
     """``result`` (a Keras ``ProbeResult``) with the noise scale measured on ``train_data``
     (a batched dataset) added, and its cost added to the probe's wall time."""
     import dataclasses
@@ -274,7 +289,7 @@ def keras_noise_for_probe(result: Any, model: Any, train_data: Any) -> Any:
     loss_fn = keras.losses.get(loss) if isinstance(loss, str) else loss
     if not callable(loss_fn):
         return result
-    noise = keras_gradient_noise(model, loss_fn, iter(train_data))
+    noise = keras_gradient_noise(model, loss_fn, iter(train_data), max_seconds=max_seconds)
     if noise is None:
         return result
     return dataclasses.replace(

@@ -162,7 +162,7 @@ def _probe(request: ProbeRequest, started: float, on_progress: ProgressFn | None
     if request.gradient_noise:  # issue #19: gradient noise scale, after the timing
         from advisor.probes.gradient_noise import keras_noise_for_probe
 
-        result = keras_noise_for_probe(result, setup.model, train_data)
+        result = keras_noise_for_probe(result, setup.model, train_data, request.max_seconds)
     return result
 
 

@@ -353,7 +353,9 @@ def _probe(request: ProbeRequest, started: float, on_progress: ProgressFn | None
         from advisor.probes.gradient_noise import torch_gradient_noise
 
         batches_on_device = (_to(x, device) for x in setup.train_loader)
-        noise = torch_gradient_noise(setup.model, setup.loss_fn, batches_on_device)
+        noise = torch_gradient_noise(
+            setup.model, setup.loss_fn, batches_on_device, max_seconds=request.max_seconds
+        )
 
     with NchwPoolingCheck() as layout:  # watches the same forward + backward pass
         flops = flops_per_iteration(setup, first_batch)

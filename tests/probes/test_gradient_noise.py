@@ -179,3 +179,13 @@ def test_keras_estimator_on_a_model_with_known_gradient_noise() -> None:
     # |G|^2 = d * 0.25 = 8, tr(Sigma) = d sigma^2 = 128: B_simple = 16
     assert est.value == pytest.approx(16.0, rel=0.15)
     assert est.low <= 16 <= est.high
+
+
+def test_torch_estimator_time_box_keeps_three_batches() -> None:
+    torch = pytest.importorskip("torch")
+    from advisor.probes.gradient_noise import MIN_NOISE_BATCHES, torch_gradient_noise
+
+    model = torch.nn.Linear(3, 1)
+    batches = [(torch.randn(8, 3), torch.randn(8, 1)) for _ in range(10)]
+    est = torch_gradient_noise(model, torch.nn.functional.mse_loss, iter(batches), max_seconds=0.0)
+    assert est is not None and est.iterations == MIN_NOISE_BATCHES
