@@ -390,11 +390,12 @@ def probe_cache_key(
     threads: int,
     iterations: int,
     runtime_hps: dict[str, Any],
+    noise: bool = False,
 ) -> str:
     hp = json.dumps(runtime_hps, sort_keys=True) if runtime_hps else ""
     return (
         f"{workload.name}|{workload.framework}|b{batch_size}|{machine_fingerprint(threads)}"
-        f"|k{iterations}|{hp}|gns"  # issue #19: probes that carry the gradient noise scale
+        f"|k{iterations}|{hp}" + ("|gns" if noise else "")  # issue #19: with the noise scale
     )
 
 
@@ -467,11 +468,12 @@ class LocalBackend(Backend):
         return out
 
     def probe(
-        self, workload: WorkloadInfo, batch_size: int, hps: dict[str, Any]
+        self, workload: WorkloadInfo, batch_size: int, hps: dict[str, Any], noise: bool = False
     ) -> tuple[ProbeResult, bool]:
-        """The local probe for (workload, batch[, runtime hps]): cached, else run now."""
+        """The local probe for (workload, batch[, runtime hps]): cached, else run now.
+        ``noise``: also measure the gradient noise scale (issue #19; the reference probe)."""
         rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
-        key = probe_cache_key(workload, batch_size, self.threads, self.iterations, rt_hps)
+        key = probe_cache_key(workload, batch_size, self.threads, self.iterations, rt_hps, noise)
         cached = self.cache.get(key)
         if cached is not None:
             return cached, False
@@ -489,6 +491,7 @@ class LocalBackend(Backend):
             hyperparameters=rt_hps,
             timeout_s=self.timeout_s,
             max_seconds=self.max_probe_s,
+            gradient_noise=noise,
         )
         probe = run(request)
         self.cache.put(key, probe)
@@ -499,8 +502,10 @@ class LocalBackend(Backend):
     ) -> RunTime:
         from advisor.probes.iteration_model import estimate, phase_times
 
-        probe, new = self.probe(workload, batch_size, hps)
-        epochs_est, new_ref = self._epochs(workload, batch_size, hps)  # issue #19
+        anchor = workload.epochs_anchor()  # issue #19: the anchor's probe measures the noise
+        is_ref = anchor is not None and anchor.batch_size == batch_size
+        probe, new = self.probe(workload, batch_size, hps, noise=is_ref)
+        epochs_est, new_ref = self._epochs(workload, batch_size, hps)
         epochs, new = epochs_est.epochs, new or new_ref
         if not probe.ok:
             return RunTime(
@@ -546,7 +551,7 @@ class LocalBackend(Backend):
         anchor = workload.epochs_anchor()
         if anchor is None:
             return workload.epochs_estimate(batch_size), False
-        ref, new = self.probe(workload, anchor.batch_size, hps)
+        ref, new = self.probe(workload, anchor.batch_size, hps, noise=True)
         return workload.epochs_estimate(batch_size, from_probe(ref) if ref.ok else None), new
 
     def _screen(

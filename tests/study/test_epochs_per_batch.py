@@ -45,7 +45,7 @@ class FakeProbes:
             n_train=40_512,
             n_val=212,
             wall_s=3.0,
-            gradient_noise=NOISE.to_dict() if self.with_noise else None,
+            gradient_noise=NOISE.to_dict() if self.with_noise and request.gradient_noise else None,
         )
 
 
