@@ -99,3 +99,16 @@ def test_without_a_noise_scale_the_published_figures_stay(tmp_path: Path) -> Non
 def test_at_batch_needs_epochs() -> None:
     with pytest.raises(AdvisorError, match="--at-batch"):
         SuggestOptions(model="fcn", at_batch=256)
+
+
+def test_cli_at_batch_without_epochs_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from advisor.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["suggest", "--model", "fcn", "--at-batch", "256"])
+    assert exit_info.value.code == 2
+    out, err = capsys.readouterr()
+    assert "--at-batch 256 needs --epochs" in out + err
+    assert "Traceback" not in out + err
