@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from advisor.probes.epochs_model import LR_RULE
+from advisor.records import TrialRecord
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -19,9 +20,11 @@ def epochs_per_batch(
     trials: Iterable[FrozenTrial], screened: Iterable[Evaluation] = ()
 ) -> list[dict[str, Any]]:
     """One row per batch size scored: ``EpochsEstimate.to_dict()`` as the back end recorded it
-    (trials' ``estimate["epochs_model"]``, then screened candidates'), by batch size."""
+    (trials' ``TrialRecord.estimate["epochs_model"]``, then screened candidates'), by batch
+    size."""
     found: dict[int, dict[str, Any]] = {}
-    estimates = [t.user_attrs.get("estimate") or {} for t in trials]
+    records = [TrialRecord.from_trial(t) for t in trials]
+    estimates = [r.estimate for r in records if r is not None]
     estimates += [ev.estimate for ev in screened]
     for est in estimates:
         row = est.get("epochs_model")
@@ -38,7 +41,8 @@ def epochs_note(rows: list[dict[str, Any]]) -> str | None:
 
 
 def render_epochs(rows: list[dict[str, Any]], console: Console) -> None:
-    """Draw the epochs-per-batch-size table."""
+    """Draw the epochs-per-batch-size table (every value escaped: "[x]" stays text)."""
+    from rich.markup import escape
     from rich.table import Table
 
     if not rows:
@@ -51,7 +55,7 @@ def render_epochs(rows: list[dict[str, Any]], console: Console) -> None:
             str(r["batch_size"]),
             str(r["epochs"]),
             f"{r['low']:.1f}-{r['high']:.1f}",
-            r["source"],
-            r["basis"],
+            escape(str(r["source"])),
+            escape(str(r["basis"])),
         )
     console.print(table)

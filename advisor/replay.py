@@ -5,6 +5,7 @@ A table is JSON::
 
     {"snapshot": "replay-2026-11", "source": "how the numbers were obtained",
      "epochs": 10,
+     "delay_s": 0.0,   # optional: seconds each evaluation takes (emulates a probe in tests)
      "instances": [InstanceType.to_dict(), ...],
      "entries": [{"machine": "ec2:p3.2xlarge", "batch_size": 512,
                   "runtime_s": {"value": 620, "low": 600, "high": 650},   # or a number
@@ -21,6 +22,7 @@ Every distinct (machine, batch size) served counts as one probe.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,15 +30,9 @@ from typing import Any
 
 from advisor.errors import AdvisorError
 from advisor.probes.result import Interval, PhaseTimes
-from advisor.providers.catalog._types import InstanceType
-from advisor.scoring import Backend, RunTime, WorkloadInfo, matches, phases_from_dict
+from advisor.providers.catalog import InstanceType
+from advisor.scoring import Backend, RunTime, WorkloadInfo, matches
 from advisor.search_spaces.space import MachineFilter
-
-
-def _interval(value: Any) -> Interval:
-    if isinstance(value, dict):
-        return Interval(float(value["value"]), float(value["low"]), float(value["high"]))
-    return Interval.exact(float(value))
 
 
 @dataclass(frozen=True)
@@ -62,9 +58,11 @@ class ReplayEntry:
         return cls(
             machine=str(d["machine"]),
             batch_size=int(d["batch_size"]),
-            runtime=_interval(d["runtime_s"]) if d.get("runtime_s") is not None else None,
-            predicted=_interval(d["predicted_s"]) if d.get("predicted_s") is not None else None,
-            phases=phases_from_dict(d["phases"]) if d.get("phases") else None,
+            runtime=Interval.from_dict(d["runtime_s"]) if d.get("runtime_s") is not None else None,
+            predicted=Interval.from_dict(d["predicted_s"])
+            if d.get("predicted_s") is not None
+            else None,
+            phases=PhaseTimes.from_dict(d["phases"]) if d.get("phases") else None,
             probe_s=float(d.get("probe_s", 60.0)),
             error=d.get("error"),
         )
@@ -90,6 +88,7 @@ class ReplayTable:
     snapshot: str = "replay"
     source: str = ""
     epochs: int = 10
+    delay_s: float = 0.0
     _index: dict[tuple[str, int], ReplayEntry] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -109,6 +108,7 @@ class ReplayTable:
             "snapshot": self.snapshot,
             "source": self.source,
             "epochs": self.epochs,
+            "delay_s": self.delay_s,
             "instances": [i.to_dict() for i in self.instances],
             "entries": [e.to_dict() for e in self.entries],
         }
@@ -121,6 +121,7 @@ class ReplayTable:
             snapshot=str(d.get("snapshot", "replay")),
             source=str(d.get("source", "")),
             epochs=int(d.get("epochs", 10)),
+            delay_s=float(d.get("delay_s", 0.0)),
         )
 
     def save(self, path: str | Path) -> None:
@@ -166,6 +167,8 @@ class ReplayBackend(Backend):
     ) -> RunTime:
         epochs = workload.epochs_for(batch_size)
         entry = self.table.entry(instance.key, batch_size)
+        if self.table.delay_s > 0:
+            time.sleep(self.table.delay_s)
         new = (instance.key, batch_size) not in self.probed
         if new:
             self.probed.append((instance.key, batch_size))
@@ -211,8 +214,11 @@ class ReplayBackend(Backend):
 
 
 def backend_from_spec(spec: str) -> Backend:
-    """Build a back end from ``ADVISOR_BACKEND``-style text: ``replay:PATH.json``."""
+    """Build a back end from ``advisor suggest --backend`` text: ``replay:PATH.json``."""
     kind, _, arg = spec.partition(":")
     if kind == "replay" and arg:
         return ReplayBackend(ReplayTable.load(arg))
-    raise AdvisorError(f"Unknown back end '{spec}'.", "use replay:PATH.json or unset it.")
+    raise AdvisorError(
+        f"Unknown back end '{spec}'.",
+        "use --backend replay:PATH.json, or leave it out for local probes.",
+    )

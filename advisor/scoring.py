@@ -14,33 +14,27 @@ new probes); subclasses fill in a few private hooks:
 Iteration time depends on (workload, batch size, hardware), not on the learning rate or
 dropout: probes are cached by that key (plus hyperparameters flagged ``affects_runtime``).
 
-Spot capacity: a run on spot/preemptible capacity pays interruptions (checkpoint, lost work,
-restart). We add ``SPOT_RESTART_OVERHEAD`` (10 %) to the expected runtime and widen the upper
-bound by ``SPOT_RESTART_OVERHEAD_HIGH`` (30 %); the cost uses the spot price.
+Prices: ``Backend._finish`` prices every run through the one pricing path
+(``advisor.providers.pricing``: list price on demand or spot, the spot restart overhead, the
+service's billing rule), the same path ``advisor predict`` and the report use.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import platform
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.probes.epochs_model import EpochsAnchor, EpochsEstimate, predict_epochs
-from advisor.probes.result import Interval, PhaseTimes, ProbeRequest, ProbeResult
-from advisor.providers.catalog._types import InstanceType
+from advisor.probes.result import Interval, PhaseTimes, ProbeResult
+from advisor.providers.catalog import InstanceType
 from advisor.search_spaces.space import JointSpace, MachineFilter
 
 if TYPE_CHECKING:
-    from optuna.storages import BaseStorage
+    pass
 
 SPOT_SUFFIX = ":spot"
-SPOT_RESTART_OVERHEAD = 0.10
-SPOT_RESTART_OVERHEAD_HIGH = 0.30
-PROBE_CACHE_STUDY = "advisor-probe-cache"
 
 
 @dataclass(frozen=True)
@@ -176,6 +170,13 @@ class Evaluation:
     new_probe: bool = False
     error: str | None = None
 
+    def __post_init__(self) -> None:
+        if (self.status == "ok") != (self.runtime is not None and self.cost is not None):
+            raise ValueError(
+                f"{self.machine} b{self.batch_size}: a finished evaluation (status ok) has a "
+                f"runtime and a cost, a failed one neither; got status={self.status!r}"
+            )
+
     @property
     def ok(self) -> bool:
         return self.status == "ok"
@@ -183,7 +184,9 @@ class Evaluation:
     @property
     def probe_cost_usd(self) -> float:
         """What one probe of this candidate costs at its price (the probe-budget charge)."""
-        return self.probe_s * self.price_per_hour / 3600.0
+        from advisor.providers.pricing import usd
+
+        return usd(self.probe_s, self.price_per_hour)
 
 
 def probe_duration_s(phases: PhaseTimes, iterations: int) -> float:
@@ -194,34 +197,6 @@ def probe_duration_s(phases: PhaseTimes, iterations: int) -> float:
         + max(iterations - 1, 0) * phases.t2.value
         + phases.v1.value
         + phases.v2.value
-    )
-
-
-def with_spot(runtime: Interval, spot: bool) -> Interval:
-    """Add the spot restart overhead (expected +10 %, upper bound +30 %)."""
-    if not spot:
-        return runtime
-    return Interval(
-        runtime.value * (1 + SPOT_RESTART_OVERHEAD),
-        runtime.low,
-        runtime.high * (1 + SPOT_RESTART_OVERHEAD_HIGH),
-    )
-
-
-def phases_from_dict(data: dict[str, Any]) -> PhaseTimes:
-    """Rebuild PhaseTimes from ``PhaseTimes.to_dict()``."""
-
-    def iv(d: dict[str, float]) -> Interval:
-        return Interval(d["value"], d["low"], d["high"])
-
-    return PhaseTimes(
-        init=iv(data["init"]),
-        t1=iv(data["t1"]),
-        t2=iv(data["t2"]),
-        v1=iv(data["v1"]),
-        v2=iv(data["v2"]),
-        source=data.get("source", "measured"),
-        note=data.get("note", ""),
     )
 
 
@@ -261,6 +236,9 @@ class Backend(ABC):
     def __init__(self) -> None:
         self.new_probes = 0
         self.evaluations = 0
+        # time.monotonic() by which the search must end (--timeout): a back end that runs
+        # probes shortens their time-outs to it.
+        self.deadline: float | None = None
 
     @property
     def snapshot(self) -> str:
@@ -296,17 +274,16 @@ class Backend(ABC):
         return self._finish(candidate, batch_size, rt)
 
     def _finish(self, candidate: Candidate, batch_size: int, rt: RunTime) -> Evaluation:
+        from advisor.probes.iteration_model import priced
+
         price = candidate.price_per_hour
         runtime = cost = None
-        if rt.runtime is not None:
-            runtime = with_spot(rt.runtime, candidate.spot)
-            cost = runtime.scale(price / 3600.0)
         estimate = dict(rt.estimate)
-        if candidate.spot and runtime is not None:
-            estimate["spot_restart_overhead"] = {
-                "expected": SPOT_RESTART_OVERHEAD,
-                "high": SPOT_RESTART_OVERHEAD_HIGH,
-            }
+        if rt.runtime is not None:
+            runtime, cost, notes = priced(
+                rt.runtime, price, spot=candidate.spot, service=candidate.instance.service
+            )
+            estimate.update(notes)
         return Evaluation(
             machine=candidate.key,
             batch_size=batch_size,
@@ -339,235 +316,3 @@ class Backend(ABC):
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
     ) -> RunTime | None:
         return None
-
-
-class ProbeCache:
-    """Probe results kept in the study storage (works with any Optuna storage URL).
-
-    They live as user attributes of a dedicated study named ``advisor-probe-cache``: key ->
-    ``ProbeResult.to_dict()``. A failed probe is cached when the failure is a property of the
-    configuration (out of memory, NaN loss); crashes and timeouts are retried next time.
-    """
-
-    def __init__(self, storage: str | BaseStorage) -> None:
-        import optuna
-
-        self._storage = optuna.storages.get_storage(storage)
-        study = optuna.create_study(
-            study_name=PROBE_CACHE_STUDY, storage=self._storage, load_if_exists=True
-        )
-        self._study_id = study._study_id
-        self._memo: dict[str, ProbeResult] = {}
-
-    def get(self, key: str) -> ProbeResult | None:
-        if key in self._memo:
-            return self._memo[key]
-        attrs = self._storage.get_study_user_attrs(self._study_id)
-        if key not in attrs:
-            return None
-        probe = ProbeResult.from_dict(attrs[key])
-        self._memo[key] = probe
-        return probe
-
-    def put(self, key: str, probe: ProbeResult) -> None:
-        if probe.status in ("error", "timeout"):
-            return
-        self._storage.set_study_user_attr(self._study_id, key, probe.to_dict())
-        self._memo[key] = probe
-
-    def keys(self) -> list[str]:
-        return list(self._storage.get_study_user_attrs(self._study_id))
-
-
-def machine_fingerprint(threads: int) -> str:
-    """Identifies this machine and thread count in probe-cache keys."""
-    return f"{platform.node()}/{platform.machine()}/{os.cpu_count()}cpu/{threads}t"
-
-
-def probe_cache_key(
-    workload: WorkloadInfo,
-    batch_size: int,
-    threads: int,
-    iterations: int,
-    runtime_hps: dict[str, Any],
-    noise: bool = False,
-) -> str:
-    hp = json.dumps(runtime_hps, sort_keys=True) if runtime_hps else ""
-    return (
-        f"{workload.name}|{workload.framework}|b{batch_size}|{machine_fingerprint(threads)}"
-        f"|k{iterations}|{hp}" + ("|gns" if noise else "")  # issue #19: with the noise scale
-    )
-
-
-RunProbe = Callable[[ProbeRequest], ProbeResult]
-PredictPhases = Callable[[ProbeResult, InstanceType, Any, int], PhaseTimes]
-
-
-class LocalBackend(Backend):
-    """Real probes on this machine + the performance model for catalog machines.
-
-    ``run_probe`` and ``predict_phases`` are injectable (tests pass fakes); by default they
-    are ``advisor.probes.runner.run_probe`` and
-    ``advisor.probes.perf.model.predict_phases``.
-    """
-
-    name = "local"
-
-    def __init__(
-        self,
-        storage: str | BaseStorage,
-        snapshot: str | None = None,
-        *,
-        iterations: int = 8,
-        max_probe_s: float | None = 4.0,
-        threads: int | None = None,
-        timeout_s: float = 120.0,
-        runtime_params: Sequence[str] = (),
-        run_probe: RunProbe | None = None,
-        predict_phases: PredictPhases | None = None,
-        catalog: Any = None,
-        on_probe: Callable[[str], None] | None = None,
-    ) -> None:
-        super().__init__()
-        if catalog is None:
-            from advisor.providers import catalog as catalog_mod
-
-            catalog = catalog_mod.load(snapshot)
-        self.catalog = catalog
-        self.cache = ProbeCache(storage)
-        self.iterations = iterations
-        self.max_probe_s = max_probe_s  # time box of a probe's iterations (at least 5 run)
-        self.threads = threads or _default_threads()
-        self.timeout_s = timeout_s
-        self.runtime_params = tuple(runtime_params)
-        self._run_probe = run_probe
-        self._predict = predict_phases
-        self._on_probe = on_probe
-
-    @property
-    def snapshot(self) -> str:
-        return str(self.catalog.snapshot)
-
-    def _instances(self, machines: MachineFilter) -> list[InstanceType]:
-        found = self.catalog.filter(  # the catalog knows accelerator aliases (v100, tpu, cpu)
-            providers=tuple(p for p in machines.providers if p != "local"),
-            services=tuple(s for s in machines.services if s != "local"),
-            accelerators=machines.accelerators,
-            min_gpus=machines.min_gpus,
-            max_gpus=machines.max_gpus,
-            max_price=machines.max_price,
-        )
-        rest = replace(machines, accelerators=())
-        out = [i for i in found if i.provider != "local" and matches(i, rest)]
-        if machines.include_local:
-            from advisor.providers.catalog import local_machine
-
-            local = local_machine()
-            if matches(local, _local_filter(machines)):
-                out.append(local)
-        return out
-
-    def probe(
-        self, workload: WorkloadInfo, batch_size: int, hps: dict[str, Any], noise: bool = False
-    ) -> tuple[ProbeResult, bool]:
-        """The local probe for (workload, batch[, runtime hps]): cached, else run now.
-        ``noise``: also measure the gradient noise scale (issue #19; the reference probe)."""
-        rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
-        key = probe_cache_key(workload, batch_size, self.threads, self.iterations, rt_hps, noise)
-        cached = self.cache.get(key)
-        if cached is not None:
-            return cached, False
-        if self._on_probe is not None:
-            self._on_probe(f"probing {workload.name} at batch {batch_size} on this machine")
-        from advisor.probes.runner import run_probe
-
-        run = self._run_probe or run_probe
-        request = ProbeRequest(
-            workload=workload.name,
-            batch_size=batch_size,
-            framework=workload.framework,
-            iterations=self.iterations,
-            threads=self.threads,
-            hyperparameters=rt_hps,
-            timeout_s=self.timeout_s,
-            max_seconds=self.max_probe_s,
-            gradient_noise=noise,
-        )
-        probe = run(request)
-        self.cache.put(key, probe)
-        return probe, True
-
-    def _runtime(
-        self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
-    ) -> RunTime:
-        from advisor.probes.iteration_model import estimate, phase_times
-
-        anchor = workload.epochs_anchor()  # issue #19: the anchor's probe measures the noise
-        is_ref = anchor is not None and anchor.batch_size == batch_size
-        probe, new = self.probe(workload, batch_size, hps, noise=is_ref)
-        epochs_est, new_ref = self._epochs(workload, batch_size, hps)
-        epochs, new = epochs_est.epochs, new or new_ref
-        if not probe.ok:
-            return RunTime(
-                None,
-                "measured",
-                epochs,
-                probe.wall_s,
-                probe=probe,
-                new_probe=new,
-                error=f"probe {probe.status}: {probe.error or 'no detail'}",
-            )
-        try:
-            if instance.provider == "local":
-                phases = phase_times(probe, workload.n_train, workload.n_val)
-            else:
-                from advisor.probes.perf.model import predict_phases
-
-                predict = self._predict or predict_phases
-                phases = predict(probe, instance, self.catalog, batch_size)
-            est = estimate(phases, workload.n_train, workload.n_val, epochs, batch_size)
-        except (ValueError, ArithmeticError) as exc:
-            return RunTime(
-                None, "modelled", epochs, 0.0, probe=probe, new_probe=new, error=str(exc)
-            )
-        return RunTime(
-            runtime=est.runtime,
-            source=phases.source,
-            epochs=epochs,
-            probe_s=probe_duration_s(phases, self.iterations),
-            estimate={**est.to_dict(), "epochs_model": epochs_est.to_dict()},
-            phases=phases,
-            probe=probe,
-            new_probe=new,
-        )
-
-    def _epochs(
-        self, workload: WorkloadInfo, batch_size: int, hps: dict[str, Any]
-    ) -> tuple[EpochsEstimate, bool]:
-        """Issue #19: epochs at ``batch_size`` from the gradient noise scale of one probe, at
-        the anchor's batch size (cached like every probe); returns (estimate, new probe)."""
-        from advisor.probes.gradient_noise import from_probe
-
-        anchor = workload.epochs_anchor()
-        if anchor is None:
-            return workload.epochs_estimate(batch_size), False
-        ref, new = self.probe(workload, anchor.batch_size, hps, noise=True)
-        return workload.epochs_estimate(batch_size, from_probe(ref) if ref.ok else None), new
-
-    def _screen(
-        self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
-    ) -> RunTime | None:
-        # The model is the cheap part: one local probe per batch size, then arithmetic.
-        return self._runtime(workload, instance, batch_size, hps)
-
-
-def _local_filter(machines: MachineFilter) -> MachineFilter:
-    """The local machine ignores provider/service/price limits (it is always 'yours')."""
-    return MachineFilter(accelerators=machines.accelerators, spot=False)
-
-
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1

@@ -29,13 +29,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from advisor.errors import AdvisorError
 from advisor.providers.tuning import DEFAULT_METRIC, METRIC_LINE
 
-SAGEMAKER_HYPERPARAMETERS = Path("/opt/ml/input/config/hyperparameters.json")
+SAGEMAKER_HYPERPARAMETERS = "input/config/hyperparameters.json"  # under /opt/ml
 HYPERTUNE_FILE = "/tmp/hypertune/output.metrics"
 _RESERVED = {
     "model", "batch_size", "epochs", "n_train", "n_val", "threads", "device", "metric",
-    "seed", "patience", "report",
+    "seed", "patience", "report", "checkpoint_dir",
 }  # fmt: skip
 
 
@@ -50,19 +51,27 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, d
     parser.add_argument("--n-train", "--n_train", dest="n_train", type=_int)
     parser.add_argument("--n-val", "--n_val", dest="n_val", type=_int)
     parser.add_argument("--threads", type=_int)
-    parser.add_argument("--device", default=None)
+    parser.add_argument(
+        "--device", default=None, help="auto (default: CUDA when present), cuda, cpu or tpu"
+    )
+    parser.add_argument(
+        "--checkpoint-dir", "--checkpoint_dir", dest="checkpoint_dir", default=None,
+        help="checkpoint every epoch here and resume from it (default: the service's place)",
+    )  # fmt: skip
     parser.add_argument("--seed", type=_int)
     parser.add_argument("--patience", type=_int)
     parser.add_argument(
         "--metric", default=None, help=f"objective metric (default {DEFAULT_METRIC})"
     )
-    parser.add_argument("--hyperparameters-file", type=Path, default=SAGEMAKER_HYPERPARAMETERS)
+    parser.add_argument("--hyperparameters-file", type=Path, default=None)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["train"]:  # SageMaker starts the container as `<entrypoint> train`
         argv = argv[1:]
     args, rest = parser.parse_known_args(argv)
     hps = _pairs(rest, parser)
-    from_file = _read_sagemaker(args.hyperparameters_file)
+    from advisor.train_checkpoint import opt_ml
+
+    from_file = _read_sagemaker(args.hyperparameters_file or opt_ml() / SAGEMAKER_HYPERPARAMETERS)
     for key in _RESERVED:
         if getattr(args, key, None) is None and key in from_file:
             setattr(args, key, from_file[key])
@@ -74,6 +83,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, d
     args.epochs = _int(args.epochs) if args.epochs is not None else 1
     args.metric = args.metric or DEFAULT_METRIC
     args.seed = _int(args.seed) if args.seed is not None else 0
+    args.device = str(args.device or "auto")
     for key in ("n_train", "n_val", "threads", "patience"):
         value = getattr(args, key)
         setattr(args, key, _int(value) if value is not None else None)
@@ -113,11 +123,17 @@ def _read_sagemaker(path: Path) -> dict[str, Any]:
 def _value(text: Any) -> Any:
     if not isinstance(text, str):
         return text
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        pass
+    else:
+        # Vertex sends a discrete (numeric categorical) value as a double: "64.0" is 64.
+        return int(number) if number.is_integer() and "e" not in text.lower() else number
     return {"true": True, "false": False}.get(text.lower(), text)
 
 
@@ -136,7 +152,12 @@ class Reporter:
         self.out = out or (lambda line: print(line, flush=True))
         self._hypertune = _hypertune()
         self._history: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
-        self._mlflow = _mlflow()
+        self._mlflow = _mlflow(self.out)
+
+    def params(self, values: dict[str, Any]) -> None:
+        """Log the run's parameters to MLflow (Azure ML imports read them back)."""
+        if self._mlflow is not None:
+            self._mlflow.log_params({k: str(v) for k, v in values.items()})
 
     def __call__(self, epoch: int, metrics: dict[str, float]) -> None:
         step = epoch + 1
@@ -184,14 +205,28 @@ def _hypertune() -> Any:
     return hypertune.HyperTune()
 
 
-def _mlflow() -> Any:
-    """MLflow, only when a tracking run is configured (Azure ML sets MLFLOW_RUN_ID)."""
+def _mlflow(out: Callable[[str], None]) -> Any:
+    """MLflow, only when a tracking run is configured (Azure ML sets MLFLOW_RUN_ID and an
+    ``azureml://`` MLFLOW_TRACKING_URI, which needs the ``azureml-mlflow`` plugin)."""
     if not (os.environ.get("MLFLOW_RUN_ID") or os.environ.get("AZUREML_RUN_ID")):
         return None
     try:
         import mlflow
     except ImportError:
+        out("advisor-train: warning: MLflow run configured but mlflow is not installed")
         return None
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if uri.startswith("azureml:"):
+        import importlib.util
+
+        if importlib.util.find_spec("azureml") is None or (
+            importlib.util.find_spec("azureml.mlflow") is None
+        ):
+            out(
+                "advisor-train: warning: azureml:// tracking needs azureml-mlflow (in the "
+                "advisor image); metrics are not sent to MLflow"
+            )
+            return None
     return mlflow
 
 
@@ -201,26 +236,109 @@ def _mlflow() -> Any:
 def run(
     argv: Sequence[str] | None = None, out: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
-    """Train as the command line says and report every epoch; return the training summary."""
-    args, hps = parse_args(argv)
-    from advisor.probes.torch_runner import build_setup, configure, train
+    """Train as the command line says and report every epoch; return the training summary
+    (rank 0's, when training runs on several GPUs)."""
+    from advisor.train_device import detect
 
-    threads, device = configure(args.threads, args.device or "cpu")
-    report = Reporter(args.metric, out)
+    args, hps = parse_args(argv)
+    plan = detect(args.device)
+    if plan.distributed:
+        import multiprocessing
+
+        from advisor.train_device import spawn
+
+        queue = multiprocessing.get_context("spawn").SimpleQueue()
+        spawn(_rank_main, plan, args, hps, queue)
+        summary: dict[str, Any] = queue.get()
+        return summary
+    return _train(0, plan, args, hps, out)
+
+
+def _rank_main(rank: int, plan: Any, args: argparse.Namespace, hps: dict[str, Any], q: Any) -> None:
+    from advisor.train_device import init_rank
+
+    init_rank(rank, plan)
+    result = _train(rank, plan, args, hps, None)
+    if rank == 0:
+        q.put({k: v for k, v in result.items() if isinstance(v, int | float | str | list)})
+
+
+def _train(
+    rank: int,
+    plan: Any,
+    args: argparse.Namespace,
+    hps: dict[str, Any],
+    out: Callable[[str], None] | None,
+) -> dict[str, Any]:
+    from advisor import train_checkpoint as ckpt
+    from advisor.probes.torch_loop import build_setup, configure, train
+    from advisor.train_device import distribute, torch_device
+
+    lead = rank == 0
+    threads, _ = configure(args.threads, "cpu")
+    device = torch_device(plan, rank)
+    report = Reporter(args.metric, out if lead else (lambda line: None))
+    folder = ckpt.checkpoint_dir(args.checkpoint_dir)
     report.out(
-        f"advisor-train: model={args.model} batch_size={args.batch_size} epochs={args.epochs} "
-        f"threads={threads} hyperparameters={json.dumps(hps, sort_keys=True)}"
+        f"advisor-train: device={plan.describe()} model={args.model} "
+        f"batch_size={args.batch_size} epochs={args.epochs} threads={threads} "
+        f"checkpoints={folder or 'none'} hyperparameters={json.dumps(hps, sort_keys=True)}"
     )
+    if lead:
+        report.params({"model": args.model, "batch_size": args.batch_size,
+                       "epochs": args.epochs, **hps})  # fmt: skip
+    builder_args = {**hps, **_epochs_arg(args.model, args.epochs)}
     setup, _, _ = build_setup(
-        args.model, args.batch_size, args.n_train, args.n_val, seed=args.seed, hyperparameters=hps
+        args.model, args.batch_size, args.n_train, args.n_val, seed=args.seed,
+        hyperparameters=builder_args,
+    )  # fmt: skip
+    setup.model.to(device)  # before restoring, so optimizer state lands on the device
+    done, history = ckpt.load(folder, setup)
+    if done:
+        report.out(f"advisor-train: resumed from {folder} after epoch {done}")
+    if plan.distributed:
+        setup = distribute(setup, plan, rank, args.seed)
+    if done >= args.epochs:
+        report.out("advisor-train: every epoch was already done")
+        return {"epochs_run": 0, "resumed_from": done, "runtime_s": 0.0}
+
+    def on_epoch(epoch: int, metrics: dict[str, float]) -> None:
+        sampler: Any = getattr(setup.train_loader, "sampler", None)
+        if hasattr(sampler, "set_epoch"):  # a DistributedSampler reshuffles per epoch
+            sampler.set_epoch(done + epoch + 1)
+        history.append(dict(metrics))
+        report(done + epoch, metrics)
+        if folder is not None and lead:
+            ckpt.save(folder, setup, done + epoch + 1, history)
+
+    result = train(
+        setup, args.epochs - done, on_epoch=on_epoch, device=str(device), patience=args.patience
     )
-    result = train(setup, args.epochs, on_epoch=report, device=str(device), patience=args.patience)
+    result["resumed_from"] = done
     report.out(METRIC_LINE.format(name="runtime_s", value=result["runtime_s"]))
     return result
 
 
+def _epochs_arg(model: str, epochs: int) -> dict[str, int]:
+    """``{"epochs": epochs}`` when the workload's builder takes the number of epochs (its
+    learning-rate schedule spans them), else nothing."""
+    import inspect
+
+    from advisor.search_spaces.workloads import get, load_callable
+
+    builder = load_callable(model) if ":" in model else get(model).builder("torch")
+    params = inspect.signature(builder).parameters
+    takes = "epochs" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    return {"epochs": epochs} if takes else {}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    run(argv)
+    """The entry point: exit 2 with one line for a user error (bad device, bad values)."""
+    try:
+        run(argv)
+    except AdvisorError as exc:
+        print(f"advisor-train: error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -76,12 +76,42 @@ class NoiseScale:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> NoiseScale:
-        data = dict(data)
+    def from_dict(cls, data: Any) -> NoiseScale:
+        """The inverse of :meth:`to_dict`, validated: unknown or missing fields, wrong types
+        or values out of range raise ValueError with a one-line reason."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a noise scale must be an object, but got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown noise scale field(s): {', '.join(map(str, unknown))}")
+        required = ("value", "low", "high", "g2", "trace_sigma", "small_batch", "big_batch")
+        missing = [k for k in (*required, "iterations") if k not in data]
+        if missing:
+            raise ValueError(f"noise scale field(s) missing: {', '.join(missing)}")
+        out = dict(data)
         for key in ("value", "low", "high"):
-            if data.get(key) is None:
-                data[key] = math.inf
-        return cls(**data)
+            if out[key] is None:  # JSON's stand-in for infinity
+                out[key] = math.inf
+        for key in ("value", "low", "high", "g2", "trace_sigma", "confidence", "overhead_s"):
+            if key in out:
+                v = out[key]
+                if isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v):
+                    raise ValueError(f"noise scale field {key} must be a number, but got {v!r}")
+        for key in ("value", "low", "high", "overhead_s"):
+            if key in out and out[key] < 0:
+                raise ValueError(f"noise scale field {key} must be >= 0, but got {out[key]!r}")
+        for key in ("small_batch", "big_batch", "iterations"):
+            v = out[key]
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ValueError(f"noise scale field {key} must be an integer > 0, got {v!r}")
+        if not out["small_batch"] < out["big_batch"]:
+            raise ValueError("noise scale needs small_batch < big_batch")
+        if "confidence" in out and not 0 < out["confidence"] < 1:
+            raise ValueError(f"noise scale confidence must be in (0, 1), got {out['confidence']}")
+        if not isinstance(out.get("method", ""), str):
+            raise ValueError("noise scale field method must be a string")
+        return cls(**out)
 
 
 def per_iteration_estimates(
@@ -277,21 +307,15 @@ def from_probe(probe: Any) -> NoiseScale | None:
 
 
 def keras_noise_for_probe(
-    result: Any, model: Any, train_data: Any, max_seconds: float | None = None
-) -> Any:
-    """``result`` (a Keras ``ProbeResult``) with the noise scale measured on ``train_data``
-    (a batched dataset) added, and its cost added to the probe's wall time."""
-    import dataclasses
-
+    model: Any, train_data: Any, max_seconds: float | None = None
+) -> NoiseScale | None:
+    """The noise scale of a Keras probe's compiled ``model`` (its own loss) measured on
+    ``train_data`` (a batched dataset), time-boxed by ``max_seconds``; None when the loss is
+    not a callable Keras knows or fewer than 2 usable batches came."""
     import keras
 
     loss = model.loss
     loss_fn = keras.losses.get(loss) if isinstance(loss, str) else loss
     if not callable(loss_fn):
-        return result
-    noise = keras_gradient_noise(model, loss_fn, iter(train_data), max_seconds=max_seconds)
-    if noise is None:
-        return result
-    return dataclasses.replace(
-        result, gradient_noise=noise.to_dict(), wall_s=result.wall_s + noise.overhead_s
-    )
+        return None
+    return keras_gradient_noise(model, loss_fn, iter(train_data), max_seconds=max_seconds)

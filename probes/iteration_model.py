@@ -7,7 +7,8 @@ first and second validation passes, ``N_it = ceil(n_train / batch_size)``, ``N_e
   ``T = init + [t1 + (N_it - 1) t2 + v1] + (N_ep - 1) [N_it t2 + v2]``
 - iteration-based, without validation: ``T = init + t1 + (N_ep N_it - 1) t2``
 - epoch-based (two measured epochs): ``T = init + epoch1 + (N_ep - 1) epoch2``
-- cost: ``T * price_per_hour / 3600``
+- cost: ``T * price_per_hour / 3600``, billed and with the spot overhead by
+  ``advisor.providers.pricing`` (the one pricing path, via :func:`priced`)
 
 ``t2`` is the median of iterations 2..k (robust to the odd slow step of a shared machine); its
 interval is a seeded bootstrap (90 %) of that median. A phase measured once (init, t1, v1, v2)
@@ -185,12 +186,26 @@ def _combine(terms: Mapping[str, tuple[float, Interval]]) -> tuple[Interval, dic
     return Interval(value, min(low, value), max(high, value)), breakdown
 
 
-def _cost(runtime: Interval, price_per_hour: float | None) -> Interval | None:
+def priced(
+    runtime: Interval, price_per_hour: float, *, spot: bool = False, service: str | None = None
+) -> tuple[Interval, Interval, dict[str, Any]]:
+    """Run time (with the spot overhead on spot), cost and the pricing notes of a run whose
+    on-demand run time is ``runtime``: the one pricing path (``advisor.providers.pricing``)
+    as Intervals. The study's scorer, the report and ``advisor predict`` all price here."""
+    from advisor.providers.pricing import price_run
+
+    p = price_run(runtime, price_per_hour, spot=spot, service=service)
+    return Interval(*p.runtime), Interval(*p.cost), p.notes()
+
+
+def _cost(
+    runtime: Interval, price_per_hour: float | None, spot: bool, service: str | None
+) -> tuple[Interval, Interval | None, dict[str, Any]]:
     if price_per_hour is None:
-        return None
-    if price_per_hour < 0:
-        raise ValueError(f"price_per_hour must be >= 0, but got {price_per_hour}")
-    return runtime.scale(price_per_hour / 3600.0)
+        if spot:
+            raise ValueError("spot=True needs a price_per_hour (the spot price)")
+        return runtime, None, {}
+    return priced(runtime, price_per_hour, spot=spot, service=service)
 
 
 def estimate(
@@ -201,9 +216,14 @@ def estimate(
     batch_size: int,
     price_per_hour: float | None = None,
     validation: bool = True,
+    *,
+    spot: bool = False,
+    service: str | None = None,
 ) -> Estimate:
     """Runtime (and cost, given a price in USD/h) of ``epochs`` epochs over ``n_train``
-    samples at ``batch_size``, by the iteration-based formula with or without validation."""
+    samples at ``batch_size``, by the iteration-based formula with or without validation.
+    ``spot`` (with the spot price) and ``service`` apply the spot restart overhead and the
+    service's billing rule (``advisor.providers.pricing``)."""
     if isinstance(phases, ProbeResult):
         phases = phase_times(phases, n_train, n_val)
     _check_sizes(n_train, n_val, epochs, batch_size)
@@ -221,9 +241,11 @@ def estimate(
     breakdown["validation"] = breakdown.pop("validation", 0.0) + breakdown.pop(
         "validation_later", 0.0
     )
+    runtime, cost, notes = _cost(runtime, price_per_hour, spot, service)
     return Estimate(
         runtime=runtime,
-        cost=_cost(runtime, price_per_hour),
+        cost=cost,
+        extra=notes,
         breakdown=breakdown,
         source=phases.source,
         epochs=epochs,
@@ -259,9 +281,11 @@ def estimate_from_epochs(
             "later_epochs": (float(epochs - 1), as_interval(epoch2)),
         }
     )
+    runtime, cost, notes = _cost(runtime, price_per_hour, False, None)
     return Estimate(
         runtime=runtime,
-        cost=_cost(runtime, price_per_hour),
+        cost=cost,
+        extra=notes,
         breakdown=breakdown,
         source=source,
         epochs=epochs,
@@ -279,12 +303,25 @@ def epoch_sweep(
     epochs: Iterable[int] = DEFAULT_EPOCHS,
     price_per_hour: float | None = None,
     validation: bool = True,
+    *,
+    spot: bool = False,
+    service: str | None = None,
 ) -> dict[int, Estimate]:
     """The estimate at each epoch count (sorted, duplicates dropped)."""
     if isinstance(phases, ProbeResult):
         phases = phase_times(phases, n_train, n_val)
     return {
-        n: estimate(phases, n_train, n_val, n, batch_size, price_per_hour, validation)
+        n: estimate(
+            phases,
+            n_train,
+            n_val,
+            n,
+            batch_size,
+            price_per_hour,
+            validation,
+            spot=spot,
+            service=service,
+        )
         for n in sorted(set(epochs))
     }
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import os
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal, get_args
 
-ProbeStatus = Literal["ok", "oom", "nan", "timeout", "error"]
+ProbeStatus = Literal["ok", "oom", "nan", "timeout", "killed", "error"]
+PROBE_STATUSES: tuple[str, ...] = get_args(ProbeStatus)
 Source = Literal["measured", "modelled"]
 
 
@@ -36,6 +38,13 @@ class Interval:
     def to_dict(self) -> dict[str, float]:
         return {"value": self.value, "low": self.low, "high": self.high}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | float | int) -> Interval:
+        """The inverse of ``to_dict``; a bare number is an exact interval."""
+        if isinstance(data, dict):
+            return cls(float(data["value"]), float(data["low"]), float(data["high"]))
+        return cls.exact(float(data))
+
 
 @dataclass(frozen=True)
 class ProbeResult:
@@ -45,7 +54,9 @@ class ProbeResult:
     (index 0 is the first, warm-up iteration). ``validation_s`` holds the first and second
     validation passes, already scaled to the full validation set when only a slice of
     ``validation_samples_measured`` samples was run (``validation_scale`` is that factor).
-    A failed probe has ``status != "ok"`` and ``error`` says why; its timings may be empty.
+    A failed probe has ``status != "ok"`` (oom: out of memory; nan: the loss diverged;
+    timeout: it ran past its timeout; killed: a signal ended it; error: anything else) and
+    ``error`` says why in one line (also as :attr:`reason`); its timings may be empty.
     """
 
     workload: str
@@ -94,6 +105,11 @@ class ProbeResult:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def reason(self) -> str:
+        """Why the probe failed, in one line ("" for an ok probe)."""
+        return "" if self.ok else one_line(self.error or self.status)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -102,11 +118,9 @@ class ProbeResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
-        data = dict(data)
-        data["iteration_s"] = tuple(data.get("iteration_s", ()))
-        data["validation_s"] = tuple(data.get("validation_s", ()))
-        data["warnings"] = tuple(data.get("warnings", ()))
-        return cls(**data)
+        """The inverse of :meth:`to_dict`, validated: a corrupt record (unknown or missing
+        fields, negative, NaN or string timings) raises ValueError with a one-line reason."""
+        return cls(**_checked(data))
 
     @classmethod
     def from_json(cls, text: str) -> ProbeResult:
@@ -131,10 +145,87 @@ class ProbeResult:
             device=request.device,
             threads=threads or request.threads or os.cpu_count() or 1,
             status=status,
-            error=error[:2000],
+            error=one_line(error),
             wall_s=wall_s,
             **measured,
         )
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """``text`` on one line (whitespace runs folded), cut to ``limit`` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+_TIMINGS = ("init_s", "wall_s", "data_s")
+_TIMING_LISTS = ("iteration_s", "validation_s")
+_COUNTS = ("validation_samples_measured", "n_train", "n_val", "data_samples")
+_OPTIONAL = (
+    "flops_per_iteration",
+    "parameters",
+    "gradient_bytes",
+    "peak_host_memory_bytes",
+    "peak_accelerator_memory_bytes",
+    "samples_per_s",
+    "cpu_utilisation",
+)
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"probe field {name} must be a finite number, but got {value!r}")
+    if value < 0:
+        raise ValueError(f"probe field {name} must be >= 0, but got {value!r}")
+    return value
+
+
+def _checked(data: Any) -> dict[str, Any]:
+    """``data`` as ProbeResult keyword arguments, after checking every field's type and range."""
+    if not isinstance(data, dict):
+        raise ValueError(f"a probe result must be a JSON object, but got {type(data).__name__}")
+    known = {f.name for f in fields(ProbeResult)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"unknown probe field(s): {', '.join(map(str, unknown))}")
+    missing = [
+        k for k in ("workload", "framework", "batch_size", "device", "threads") if k not in data
+    ]
+    if missing:
+        raise ValueError(f"probe field(s) missing: {', '.join(missing)}")
+    out = dict(data)
+    for key in ("workload", "framework", "device"):
+        if not isinstance(out[key], str):
+            raise ValueError(f"probe field {key} must be a string, but got {out[key]!r}")
+    for key in ("batch_size", "threads"):
+        if isinstance(out[key], bool) or not isinstance(out[key], int) or out[key] <= 0:
+            raise ValueError(f"probe field {key} must be an integer > 0, but got {out[key]!r}")
+    status = out.get("status", "ok")
+    if status not in PROBE_STATUSES:
+        raise ValueError(f"probe status must be one of {', '.join(PROBE_STATUSES)}, got {status!r}")
+    for key in _TIMINGS + _COUNTS + _OPTIONAL:
+        if out.get(key) is not None:
+            _number(key, out[key])
+    for key in _TIMING_LISTS:
+        values = out.get(key, ())
+        if not isinstance(values, list | tuple):
+            raise ValueError(f"probe field {key} must be a list of seconds, but got {values!r}")
+        out[key] = tuple(_number(f"{key}[{i}]", v) for i, v in enumerate(values))
+    if "validation_scale" in out and not _number("validation_scale", out["validation_scale"]) > 0:
+        raise ValueError("probe field validation_scale must be > 0")
+    warnings = out.get("warnings", ())
+    if not isinstance(warnings, list | tuple) or not all(isinstance(w, str) for w in warnings):
+        raise ValueError(f"probe field warnings must be a list of strings, but got {warnings!r}")
+    out["warnings"] = tuple(warnings)
+    if not isinstance(out.get("fingerprint", {}), dict):
+        raise ValueError("probe field fingerprint must be an object")
+    if out.get("gradient_noise") is not None:  # issue #19: a NoiseScale.to_dict()
+        from advisor.probes.gradient_noise import NoiseScale
+
+        try:
+            NoiseScale.from_dict(out["gradient_noise"])
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"probe field gradient_noise: {exc}") from None
+    return out
 
 
 @dataclass(frozen=True)
@@ -165,6 +256,19 @@ class PhaseTimes:
             "note": self.note,
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PhaseTimes:
+        """The inverse of ``to_dict``."""
+        return cls(
+            init=Interval.from_dict(data["init"]),
+            t1=Interval.from_dict(data["t1"]),
+            t2=Interval.from_dict(data["t2"]),
+            v1=Interval.from_dict(data["v1"]),
+            v2=Interval.from_dict(data["v2"]),
+            source=data.get("source", "measured"),
+            note=data.get("note", ""),
+        )
+
 
 MIN_PROBE_ITERATIONS = 5  # a time-boxed probe still times this many (4 steady samples)
 
@@ -179,7 +283,7 @@ class ProbeRequest:
     generated validation set); the result scales it to the workload's full ``n_val``.
     ``process_start`` is the wall-clock (``time.time()``) when the child process was
     started, so initialisation includes interpreter start and imports.
-    ``max_seconds`` time-boxes the timed iterations (PyTorch runner): once at least ``MIN_PROBE_ITERATIONS``
+    ``max_seconds`` time-boxes the timed iterations (every framework): once at least ``MIN_PROBE_ITERATIONS``
     have run and this many seconds have passed since the first batch was ready, the probe
     stops early (large batches on slow machines); the result holds the iterations it timed.
     ``gradient_noise`` also measures the gradient noise scale on a few more batches, untimed

@@ -21,16 +21,15 @@ from advisor.errors import AdvisorError
 
 SAMPLING = {"bayesian": "bayesian", "random": "random", "grid": "grid"}
 PLACEHOLDER_COMPUTE = "REPLACE-WITH-COMPUTE-CLUSTER"
-_STATUS = {
-    "Completed": "completed",
-    "Running": "running",
-    "Failed": "failed",
-    "Canceled": "stopped",
-    "CancelRequested": "stopped",
-    "Queued": "pending",
-    "Preparing": "pending",
-    "Starting": "pending",
-    "NotStarted": "pending",
+# What advisor.train logs as MLflow params besides the tuned hyperparameters.
+_STATIC = ("model", "batch_size", "epochs")
+# MLflow run states of sweep trials (an early-terminated trial is cancelled: KILLED).
+_RUN_STATUS = {
+    "FINISHED": "completed",
+    "FAILED": "failed",
+    "KILLED": "stopped",
+    "RUNNING": "running",
+    "SCHEDULED": "pending",
 }
 
 
@@ -61,6 +60,7 @@ class AzureMLBackend(TuningBackend):
         workspace: str | None = None,
         compute: str | None = None,
         experiment: str | None = None,
+        tracking_uri: str | None = None,
     ) -> None:
         self._client = client
         self.subscription = subscription or os.environ.get("AZURE_SUBSCRIPTION_ID")
@@ -68,6 +68,7 @@ class AzureMLBackend(TuningBackend):
         self.workspace = workspace or os.environ.get("AZUREML_WORKSPACE_NAME")
         self.compute = compute
         self.experiment = experiment
+        self.tracking_uri = tracking_uri  # default: the workspace's MLflow tracking URI
 
     def default_strategy(self, params: Iterable[Param]) -> tuple[str, str | None]:
         log = [p.name for p in params if _distribution_kind(p) in ("loguniform", "qloguniform")]
@@ -86,11 +87,15 @@ class AzureMLBackend(TuningBackend):
                 "pass a single --instance (or submit one sweep per VM size).",
             )
         if spec.strategy == "bayesian":
-            bad = [p.name for p in spec.hyperparameters if _distribution_kind(p) == "loguniform"]
+            bad = [
+                p.name
+                for p in spec.hyperparameters
+                if _distribution_kind(p) in ("loguniform", "qloguniform")
+            ]
             if bad:
                 yield (
                     "Azure ML Bayesian sampling accepts only choice, uniform and quniform, "
-                    f"but {bad} need loguniform.",
+                    f"but {bad} need loguniform or qloguniform (log-scaled ranges).",
                     "use --strategy random (Azure's loguniform), or make them linear in the space.",
                 )
             if spec.early_stopping:
@@ -123,9 +128,13 @@ class AzureMLBackend(TuningBackend):
         )
         compute = self.compute or PLACEHOLDER_COMPUTE
         experiment = self.experiment or f"advisor-{spec.workload}"
+        # Each trial checkpoints every epoch into its own job output, mounted read-write, so a
+        # trial restarted after losing a spot / low-priority node resumes from it.
+        checkpoints = "--checkpoint-dir ${{outputs.checkpoints}}"
         job = ml.command(
-            command=f"{' '.join(spec.command)} {fixed} {tuned}",
+            command=f"{' '.join(spec.command)} {fixed} {checkpoints} {tuned}",
             inputs={p.name: _default(p) for p in spec.hyperparameters},
+            outputs={"checkpoints": ml.Output(type="uri_folder", mode="rw_mount")},
             environment=environment,
             compute=compute,
             instance_count=spec.instance_count,
@@ -149,6 +158,10 @@ class AzureMLBackend(TuningBackend):
             sweep_job.early_termination = sweep_mod.BanditPolicy(
                 slack_factor=0.1, evaluation_interval=1, delay_evaluation=1
             )
+        if spec.spot:
+            # The job's spot tier (serverless compute); on a named cluster, the cluster's own
+            # tier (AmlCompute tier="low_priority") decides.
+            sweep_job.queue_settings = entities.QueueSettings(job_tier="spot")
         sweep_job.name = spec.job_name
         sweep_job.display_name = spec.job_name
         sweep_job.experiment_name = experiment  # lost through .sweep()
@@ -198,13 +211,12 @@ class AzureMLBackend(TuningBackend):
             f"workspace {c.workspace_name}"
         )
 
-    def submit(self, spec: TuningSpec) -> Any:
+    def _submit_refusals(self, spec: TuningSpec) -> Iterable[tuple[str, str]]:
         if not self.compute:
-            raise AdvisorError(
+            yield (
                 f"Azure ML needs a compute cluster to run the sweep on (VM size {spec.instance_type}).",
                 "create one with that VM size and pass --compute NAME.",
             )
-        return super().submit(spec)
 
     def _submit(self, spec: TuningSpec, request: dict[str, Any]) -> str:
         job = _call(self.client.jobs.create_or_update, self.sweep(spec), skip_validation=True)
@@ -213,8 +225,12 @@ class AzureMLBackend(TuningBackend):
     def _status(self, job: str) -> dict[str, Any]:
         j = _call(self.client.jobs.get, job)
         counts: dict[str, int] = {}
-        for child in _call(self.client.jobs.list, parent_job_name=job):
-            counts[child.status] = counts.get(child.status, 0) + 1
+        try:
+            states = [str(run.info.status) for run in self._child_runs(job, j.experiment_name)]
+        except AdvisorError:  # no MLflow tracking here: the run history lists the trials
+            states = [str(c.status) for c in _call(self.client.jobs.list, parent_job_name=job)]
+        for state in states:
+            counts[state] = counts.get(state, 0) + 1
         return {
             "provider": self.name,
             "job": j.name,
@@ -224,54 +240,63 @@ class AzureMLBackend(TuningBackend):
         }
 
     def _results(self, job: str) -> list[TrialResult]:
-        """Trials from the workspace's MLflow tracking (params and the primary metric)."""
+        """Trials from the workspace's MLflow tracking: each child run's params (logged by
+        ``advisor.train``), the primary metric's last value, its run time and state."""
         j = _call(self.client.jobs.get, job)
         metric = j.objective.primary_metric
-        mlflow = require("mlflow", "azure", "Reading Azure ML sweep results")
-        try:
-            import azureml.mlflow  # noqa: F401  (registers the azureml:// tracking scheme)
-        except ImportError as exc:
-            # Not in the 'azure' extra: azureml-mlflow pins azure-storage-blob and
-            # mlflow-skinny below what azure-ai-ml and sagemaker need in one environment.
-            raise AdvisorError(
-                "Reading Azure ML sweep results needs the 'azureml-mlflow' package.",
-                "pip install azureml-mlflow (in an environment without the aws extra).",
-            ) from exc
-        ws = _call(self.client.workspaces.get, self.client.workspace_name)
-        mlflow.set_tracking_uri(ws.mlflow_tracking_uri)
-        runs = mlflow.search_runs(
-            experiment_names=[j.experiment_name],
-            filter_string=f"tags.mlflow.parentRunId = '{job}'",
-            output_format="list",
-        )
+        tags = j.tags or {}
+        spot = (getattr(getattr(j, "queue_settings", None), "job_tier", None) or "").lower()
         out = []
-        for run in runs:
+        for run in self._child_runs(job, j.experiment_name):
             value = run.data.metrics.get(metric)
             info = run.info
             runtime = (info.end_time - info.start_time) / 1000 if info.end_time else None
             out.append(
                 TrialResult(
                     job_name=info.run_id,
-                    status=_STATUS.get(
-                        str(info.status).capitalize(),
-                        "completed" if info.status == "FINISHED" else "failed",
-                    ),
-                    hyperparameters=dict(run.data.params),
+                    status=_RUN_STATUS.get(str(info.status), "pending"),
+                    hyperparameters={k: v for k, v in run.data.params.items() if k not in _STATIC},
                     metric_name=metric,
                     metric=float(value) if value is not None else None,
                     runtime_s=runtime,
+                    instance_type=tags.get("advisor:vm_size"),
+                    spot=spot == "spot",
+                    static={k: v for k, v in run.data.params.items() if k in _STATIC},
                 )
             )
         return out
+
+    def _child_runs(self, job: str, experiment: str) -> list[Any]:
+        """The sweep's trial runs: MLflow runs whose parent run is the sweep job."""
+        mlflow = require("mlflow", "azure", "Reading Azure ML sweep results")
+        uri = self.tracking_uri
+        if uri is None:
+            try:
+                import azureml.mlflow  # noqa: F401  (registers the azureml:// tracking scheme)
+            except ImportError as exc:
+                # Not in the 'azure' extra: azureml-mlflow pins azure-storage-blob and
+                # mlflow-skinny below what azure-ai-ml and sagemaker need in one environment.
+                raise AdvisorError(
+                    "Reading Azure ML sweep trials needs the 'azureml-mlflow' package.",
+                    "pip install azureml-mlflow (in an environment without the aws extra).",
+                ) from exc
+            uri = _call(self.client.workspaces.get, self.client.workspace_name).mlflow_tracking_uri
+        mlflow.set_tracking_uri(uri)
+        runs: list[Any] = mlflow.search_runs(
+            experiment_names=[experiment],
+            filter_string=f"tags.mlflow.parentRunId = '{job}'",
+            output_format="list",
+        )
+        return runs
 
 
 def _distribution_kind(p: Param) -> str:
     if isinstance(p, CategoricalParam):
         return "choice"
     if isinstance(p, IntParam):
-        if int_choices(p) is not None:
-            return "choice"
-        return "qloguniform" if p.log else "quniform"
+        if p.log:  # log-scaled like SageMaker's and Vertex's integer log ranges
+            return "qloguniform"
+        return "choice" if int_choices(p) is not None else "quniform"
     return "loguniform" if p.log else "uniform"
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, ClassVar
 
+from advisor.providers.aws import aws_error, boto3_client, call, validate_request
 from advisor.providers.tuning import (
     TrialResult,
     TuningBackend,
@@ -24,7 +25,6 @@ from advisor.providers.tuning import (
 from advisor.search_spaces.space import CategoricalParam, FloatParam, IntParam
 
 from advisor._lazy import require
-from advisor.errors import AdvisorError
 
 STRATEGY = {"bayesian": "Bayesian", "random": "Random", "grid": "Grid", "hyperband": "Hyperband"}
 MAX_PARALLEL = 10  # the default account quota of parallel training jobs per tuning job
@@ -128,8 +128,7 @@ class SageMakerBackend(TuningBackend):
             config["StrategyConfig"] = {
                 "HyperbandStrategyConfig": {"MinResource": 1, "MaxResource": spec.epochs}
             }
-        static = {k: str(v) for k, v in spec.fixed.items()}
-        static["metric"] = spec.objective_metric
+        static = spec.static_values()
         stopping: dict[str, Any] = {"MaxRuntimeInSeconds": spec.max_runtime_s}
         definition: dict[str, Any] = {
             "StaticHyperParameters": static,
@@ -184,34 +183,36 @@ class SageMakerBackend(TuningBackend):
     @property
     def client(self) -> Any:
         if self._client is None:
-            self._client = _boto3_client("sagemaker", self.region)
+            self._client = boto3_client("sagemaker", self.region)
         return self._client
 
     def identity(self) -> str:
-        sts = self._sts or _boto3_client("sts", self.region)
+        sts = self._sts or boto3_client("sts", self.region)
         self._sts = sts
-        ident = _call(sts.get_caller_identity)
+        ident = call(sts.get_caller_identity)
         region = self.client.meta.region_name
         return f"AWS {ident['Arn']} (account {ident['Account']}, region {region})"
 
-    def submit(self, spec: TuningSpec) -> Any:
+    def _submit_refusals(self, spec: TuningSpec) -> Iterable[tuple[str, str]]:
         if not self.role:
-            raise AdvisorError(
+            yield (
                 "SageMaker needs an execution role for the training jobs.",
                 "pass --role arn:aws:iam::<account>:role/<SageMakerExecutionRole>.",
             )
-        if spec.output is None:
-            account = _call((self._sts or _boto3_client("sts", self.region)).get_caller_identity)
-            bucket = f"sagemaker-{self.client.meta.region_name}-{account['Account']}"
-            spec = dataclasses.replace(spec, output=f"s3://{bucket}/advisor")
-        return super().submit(spec)
+
+    def _complete(self, spec: TuningSpec) -> TuningSpec:
+        if spec.output is not None:
+            return spec
+        account = call((self._sts or boto3_client("sts", self.region)).get_caller_identity)
+        bucket = f"sagemaker-{self.client.meta.region_name}-{account['Account']}"
+        return dataclasses.replace(spec, output=f"s3://{bucket}/advisor")
 
     def _submit(self, spec: TuningSpec, request: dict[str, Any]) -> str:
-        _call(self.client.create_hyper_parameter_tuning_job, **request)
+        call(self.client.create_hyper_parameter_tuning_job, **request)
         return spec.job_name
 
     def _describe(self, job: str) -> dict[str, Any]:
-        out: dict[str, Any] = _call(
+        out: dict[str, Any] = call(
             self.client.describe_hyper_parameter_tuning_job, HyperParameterTuningJobName=job
         )
         return out
@@ -242,7 +243,7 @@ class SageMakerBackend(TuningBackend):
         out = []
         for summary in self._training_jobs(job, tuning["HyperParameterTuningJobArn"]):
             name = summary["TrainingJobName"]
-            detail = _call(self.client.describe_training_job, TrainingJobName=name)
+            detail = call(self.client.describe_training_job, TrainingJobName=name)
             raw = summary.get("TunedHyperParameters") or {
                 k: v for k, v in (detail.get("HyperParameters") or {}).items() if k in params
             }
@@ -266,6 +267,12 @@ class SageMakerBackend(TuningBackend):
                     runtime_s=float(runtime) if runtime is not None else None,
                     billable_s=_float_or_none(detail.get("BillableTimeInSeconds")),
                     instance_type=(detail.get("ResourceConfig") or {}).get("InstanceType"),
+                    spot=bool(detail.get("EnableManagedSpotTraining", False)),
+                    static={
+                        k: str(v)
+                        for k, v in (detail.get("HyperParameters") or {}).items()
+                        if k not in params and not k.startswith(("_", "sagemaker_"))
+                    },
                 )
             )
         return out
@@ -283,15 +290,18 @@ class SageMakerBackend(TuningBackend):
         except (botocore_exc.ClientError, NotImplementedError) as exc:
             code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
             if code not in ("", "NotImplemented", "InternalFailure", "500"):
-                raise _aws_error(exc) from exc
+                raise aws_error(exc) from exc
+        # SageMaker names a tuning job's training jobs <tuning job>-<3 digits>-<8 hex digits>:
+        # a job of another tuning job whose name merely starts the same does not match.
+        _ours = re.compile(re.escape(job) + r"-\d{3}-[0-9a-f]{8}")
         found = []
         for page in self.client.get_paginator("list_training_jobs").paginate(NameContains=job):
             for s in page["TrainingJobSummaries"]:
-                detail = _call(
+                detail = call(
                     self.client.describe_training_job, TrainingJobName=s["TrainingJobName"]
                 )
                 owner = detail.get("TuningJobArn")
-                if owner == arn or (owner is None and s["TrainingJobName"].startswith(f"{job}-")):
+                if owner == arn or (owner is None and _ours.fullmatch(s["TrainingJobName"])):
                     found.append({"TrainingJobName": s["TrainingJobName"]})
         return found
 
@@ -299,51 +309,10 @@ class SageMakerBackend(TuningBackend):
     def sdk_tuner(self, spec: TuningSpec, session: Any = None) -> Any:
         """The same job as a ``sagemaker.train.tuner.HyperparameterTuner`` (SDK v3): call
         ``.tune(wait=False)`` on it to submit through the SDK instead of boto3."""
+        from advisor.providers.sagemaker_sdk import sdk_tuner
+
         self.check(spec)
-        if spec.strategy == "hyperband":
-            raise AdvisorError(
-                "The SDK tuner path here does not set Hyperband's resource config.",
-                "submit Hyperband jobs with `advisor submit` (boto3).",
-            )
-        train = require("sagemaker.train", "aws", "The SageMaker SDK tuner")
-        configs = require("sagemaker.train.configs", "aws", "The SageMaker SDK tuner")
-        tuner_mod = require("sagemaker.train.tuner", "aws", "The SageMaker SDK tuner")
-        static = {k: str(v) for k, v in spec.fixed.items()}
-        static["metric"] = spec.objective_metric
-        trainer = train.ModelTrainer(
-            training_image=spec.image,
-            role=self.role or PLACEHOLDER_ROLE,
-            sagemaker_session=session,
-            compute=configs.Compute(
-                instance_type=spec.instance_type,
-                instance_count=spec.instance_count,
-                volume_size_in_gb=self.volume_gb,
-                enable_managed_spot_training=spec.spot or None,
-            ),
-            stopping_condition=configs.StoppingCondition(
-                max_runtime_in_seconds=spec.max_runtime_s,
-                max_wait_time_in_seconds=2 * spec.max_runtime_s if spec.spot else None,
-            ),
-            output_data_config=configs.OutputDataConfig(
-                s3_output_path=spec.output or PLACEHOLDER_OUTPUT
-            ),
-            hyperparameters=static,
-            base_job_name=spec.job_name,
-        )
-        return tuner_mod.HyperparameterTuner(
-            model_trainer=trainer,
-            objective_metric_name=spec.objective_metric,
-            objective_type=spec.goal.capitalize(),
-            metric_definitions=[
-                {"Name": spec.objective_metric, "Regex": metric_regex(spec.objective_metric)}
-            ],
-            hyperparameter_ranges=sdk_ranges(spec),
-            strategy=STRATEGY[spec.strategy],
-            max_jobs=spec.max_trials,
-            max_parallel_jobs=spec.parallel_trials,
-            early_stopping_type="Auto" if spec.early_stopping else "Off",
-            base_tuning_job_name=spec.job_name,
-        )
+        return sdk_tuner(spec, self.role or PLACEHOLDER_ROLE, self.volume_gb, session)
 
 
 def parameter_ranges(spec: TuningSpec) -> dict[str, list[dict[str, Any]]]:
@@ -373,19 +342,6 @@ def parameter_ranges(spec: TuningSpec) -> dict[str, list[dict[str, Any]]]:
     return {k: v for k, v in ranges.items() if v}
 
 
-def sdk_ranges(spec: TuningSpec) -> dict[str, Any]:
-    """The spec's ranges as ``sagemaker.core.parameter`` objects."""
-    par = require("sagemaker.core.parameter", "aws", "The SageMaker SDK tuner")
-    out: dict[str, Any] = {}
-    for p in spec.hyperparameters:
-        if isinstance(p, CategoricalParam):
-            out[p.name] = par.CategoricalParameter([str(c) for c in p.choices])
-        else:
-            cls = par.ContinuousParameter if isinstance(p, FloatParam) else par.IntegerParameter
-            out[p.name] = cls(p.low, p.high, scaling_type="Logarithmic" if p.log else "Linear")
-    return out
-
-
 def _params_of(ranges: dict[str, Any]) -> dict[str, Any]:
     """Parameter objects rebuilt from a described job's ``ParameterRanges`` (for coercion)."""
     out: dict[str, Any] = {}
@@ -396,115 +352,6 @@ def _params_of(ranges: dict[str, Any]) -> dict[str, Any]:
     for r in ranges.get("CategoricalParameterRanges", []):
         out[r["Name"]] = CategoricalParam(r["Name"], tuple(r["Values"]))
     return out
-
-
-# -- validation against botocore's service model ------------------------------------------------
-
-
-def validate_request(operation: str, request: dict[str, Any]) -> None:
-    """Check enums, lengths, patterns and numeric ranges of ``request`` against the SageMaker
-    API model (botocore checks only types and required keys). Raises ``AdvisorError``."""
-    botocore_session = require("botocore.session", "aws", "SageMaker tuning")
-    model = botocore_session.get_session().get_service_model("sagemaker")
-    shape = model.operation_model(operation).input_shape
-    problems: list[str] = []
-    _walk(shape, request, operation, problems)
-    if problems:
-        raise AdvisorError(
-            f"SageMaker would reject this request: {'; '.join(problems[:3])}.",
-            "change the values named (e.g. --instance, --job-name, --role).",
-        )
-
-
-def _walk(shape: Any, value: Any, path: str, problems: list[str]) -> None:
-    kind = shape.type_name
-    if kind == "structure" and isinstance(value, dict):
-        for key, item in value.items():
-            if key in shape.members:
-                _walk(shape.members[key], item, f"{path}.{key}", problems)
-    elif kind == "list" and isinstance(value, list):
-        for i, item in enumerate(value):
-            _walk(shape.member, item, f"{path}[{i}]", problems)
-    elif kind == "map" and isinstance(value, dict):
-        for key, item in value.items():
-            _walk(shape.key, key, f"{path}<key>", problems)
-            _walk(shape.value, item, f"{path}.{key}", problems)
-    elif kind == "string" and isinstance(value, str):
-        meta = shape.metadata
-        enum = getattr(shape, "enum", None) or meta.get("enum")
-        if enum and value not in enum:
-            near = [e for e in enum if value.split(".")[-1] in e][:3]
-            hint = f" (e.g. {', '.join(near)})" if near else ""
-            problems.append(f"{path}={value!r} is not a valid value{hint}")
-        if "min" in meta and len(value) < meta["min"]:
-            problems.append(f"{path} is shorter than {meta['min']} characters")
-        if "max" in meta and len(value) > meta["max"]:
-            problems.append(f"{path}={value!r} is longer than {meta['max']} characters")
-        pattern = meta.get("pattern")
-        if pattern:
-            try:
-                compiled = re.compile(pattern)
-            except re.error:  # Java-only classes such as \p{L}
-                compiled = None
-            if compiled is not None and not compiled.fullmatch(value):
-                problems.append(f"{path}={value!r} does not match {pattern}")
-    elif kind in ("integer", "long") and isinstance(value, int):
-        meta = shape.metadata
-        if "min" in meta and value < meta["min"]:
-            problems.append(f"{path}={value} is below the minimum {meta['min']}")
-        if "max" in meta and value > meta["max"]:
-            problems.append(f"{path}={value} is above the maximum {meta['max']}")
-
-
-# -- clients and errors -------------------------------------------------------------------------
-
-
-def _boto3_client(service: str, region: str | None) -> Any:
-    boto3 = require("boto3", "aws", "SageMaker tuning")
-    botocore_exc = require("botocore.exceptions", "aws", "SageMaker tuning")
-    try:
-        return boto3.client(service, region_name=region)
-    except botocore_exc.NoRegionError as exc:
-        raise AdvisorError(
-            "No AWS region is set.", "pass --region or set AWS_DEFAULT_REGION."
-        ) from exc
-    except botocore_exc.ProfileNotFound as exc:
-        raise AdvisorError(f"{exc}.", "set AWS_PROFILE to a profile in ~/.aws/config.") from exc
-
-
-def _call(fn: Any, **kwargs: Any) -> Any:
-    """Call a boto3 method; credential and service errors become one-line AdvisorErrors."""
-    botocore_exc = require("botocore.exceptions", "aws", "SageMaker tuning")
-    try:
-        return fn(**kwargs)
-    except (botocore_exc.NoCredentialsError, botocore_exc.PartialCredentialsError) as exc:
-        raise AdvisorError(
-            "No AWS credentials found.",
-            "run `aws configure` or `aws sso login`, or set AWS_PROFILE.",
-        ) from exc
-    except botocore_exc.ClientError as exc:
-        raise _aws_error(exc) from exc
-    except botocore_exc.EndpointConnectionError as exc:
-        raise AdvisorError(
-            f"Cannot reach AWS ({exc.kwargs.get('endpoint_url')}).",
-            "check the network connection and --region.",
-        ) from exc
-
-
-def _aws_error(exc: Any) -> AdvisorError:
-    err = exc.response.get("Error", {})
-    code, message = err.get("Code", "Error"), err.get("Message", str(exc))
-    if code in (
-        "ExpiredToken",
-        "ExpiredTokenException",
-        "InvalidClientTokenId",
-        "UnrecognizedClientException",
-        "SignatureDoesNotMatch",
-    ):
-        return AdvisorError(
-            f"AWS refused the credentials ({code}).", "refresh them (`aws sso login`)."
-        )
-    return AdvisorError(f"SageMaker: {code}: {message}", "check the job name and values.")
 
 
 def _float_or_none(value: Any) -> float | None:

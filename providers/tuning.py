@@ -12,22 +12,16 @@ from __future__ import annotations
 import math
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from advisor.search_spaces.space import (
-    FloatParam,
-    IntParam,
-    Param,
-    space_from_dict,
-)
+from advisor.search_spaces.space import FloatParam, IntParam, Param
 
 from advisor.errors import AdvisorError
 
 if TYPE_CHECKING:
-    import optuna
-    from advisor.providers.catalog._types import InstanceType
+    from advisor.providers.catalog import InstanceType
 
 Goal = Literal["maximize", "minimize"]
 Strategy = Literal["bayesian", "random", "grid", "hyperband"]
@@ -36,9 +30,27 @@ TrialStatus = Literal["completed", "failed", "stopped", "running", "pending"]
 
 ENTRY_POINT: tuple[str, ...] = ("python", "-m", "advisor.train")
 DEFAULT_METRIC = "val_accuracy"
+# What ``advisor.train`` reports after every epoch (val_accuracy for classifiers only), and
+# whether a smaller value is better.
+REPORTED_METRICS: dict[str, str] = {
+    "val_accuracy": "maximize",
+    "val_loss": "minimize",
+    "train_loss": "minimize",
+    "epoch_s": "minimize",
+}
 # What ``advisor.train`` prints after each epoch; SageMaker's metric regex reads it.
 METRIC_LINE = "advisor-metric: {name}={value:.6g};"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def static_from_args(args: Iterable[str]) -> dict[str, str]:
+    """The ``--name value`` pairs of an entry-point command line (inverse of ``entry_args``)."""
+    out: dict[str, str] = {}
+    items = list(args)
+    for flag, value in zip(items[::2], items[1::2], strict=False):
+        if flag.startswith("--") and not value.startswith("--"):
+            out[flag[2:].replace("-", "_")] = value
+    return out
 
 
 def metric_regex(name: str) -> str:
@@ -129,12 +141,26 @@ class TuningSpec:
         value = self.fixed.get("epochs")
         return int(value) if value is not None else None
 
+    @property
+    def device(self) -> str:
+        """The ``--device`` every trial gets: ``cuda`` on a GPU machine, ``tpu`` on a TPU one,
+        else ``cpu`` (``advisor.train`` refuses a device it does not find)."""
+        if self.accelerator is None:
+            return "cpu"
+        return "tpu" if self.accelerator.upper().startswith("TPU") else "cuda"
+
+    def static_values(self) -> dict[str, str]:
+        """Every fixed value of the entry point as strings: ``fixed``, the metric, the device."""
+        out = {k: str(v) for k, v in self.fixed.items()}
+        out["metric"] = self.objective_metric
+        out["device"] = self.device
+        return out
+
     def entry_args(self) -> list[str]:
         """The fixed command-line arguments of the entry point (``--batch-size 512`` ...)."""
         args: list[str] = []
-        for name, value in self.fixed.items():
-            args += [f"--{name.replace('_', '-')}", str(value)]
-        args += ["--metric", self.objective_metric]
+        for name, value in self.static_values().items():
+            args += [f"--{name.replace('_', '-')}", value]
         return args
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,7 +180,11 @@ class TrialResult:
     metric: float | None = None
     runtime_s: float | None = None  # wall time the job trained
     billable_s: float | None = None  # what the service billed (spot jobs bill less)
-    instance_type: str | None = None
+    instance_type: str | None = None  # the service's own machine type that ran it
+    accelerator: str | None = None  # the service's own accelerator name (Vertex)
+    accelerator_count: int = 0
+    spot: bool | None = None  # None: the service does not say
+    static: dict[str, str] = field(default_factory=dict)  # fixed values it ran with (batch_size...)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -213,7 +243,15 @@ class TuningBackend(ABC):
         return self._build(spec)
 
     def submit(self, spec: TuningSpec) -> Submission:
-        """Submit ``spec`` with this environment's credentials."""
+        """Submit ``spec`` with this environment's credentials.
+
+        The lifecycle: refuse what a real submission lacks (``_submit_refusals``: a role, a
+        compute cluster), fill in what needs the cloud (``_complete``: a default bucket), build
+        and check the request, say who submits, send it (``_submit``).
+        """
+        for problem, fix in self._submit_refusals(spec):
+            raise AdvisorError(problem, fix)
+        spec = self._complete(spec)
         request = self.build_request(spec)
         identity = self.identity()
         job_id = self._submit(spec, request)
@@ -241,9 +279,14 @@ class TuningBackend(ABC):
             raise AdvisorError(
                 f"Machine '{key}' is not one of {cls.name}'s machine types (service '{service}').",
                 f"pick one with --instance, or submit to the cloud that sells it "
-                f"({_provider_for(service)}).",
+                f"({provider_for(service)}).",
             )
         return cls._map_type(service, itype)
+
+    @classmethod
+    def same_accelerator(cls, row: InstanceType, result: TrialResult) -> bool:
+        """Whether catalog ``row`` has the accelerators ``result`` reports (when it reports any)."""
+        return not result.accelerator_count or row.accelerator_count == result.accelerator_count
 
     def default_strategy(self, params: Iterable[Param]) -> tuple[str, str | None]:
         """The strategy to use when none is given, and a note saying why if not Bayesian."""
@@ -257,6 +300,14 @@ class TuningBackend(ABC):
     def _refusals(self, spec: TuningSpec) -> Iterable[tuple[str, str]]:
         """Yield (problem, fix) for what the service cannot do with ``spec``."""
         return ()
+
+    def _submit_refusals(self, spec: TuningSpec) -> Iterable[tuple[str, str]]:
+        """Yield (problem, fix) for what submitting needs beyond a dry run."""
+        return ()
+
+    def _complete(self, spec: TuningSpec) -> TuningSpec:
+        """``spec`` with defaults that need the cloud filled in (e.g. the output bucket)."""
+        return spec
 
     @abstractmethod
     def _build(self, spec: TuningSpec) -> dict[str, Any]: ...
@@ -292,7 +343,7 @@ def split_machine_key(key: str) -> tuple[str, str, bool]:
     return parts[0], parts[1], spot
 
 
-def _provider_for(service: str) -> str:
+def provider_for(service: str) -> str:
     return {
         "ec2": "--provider sagemaker",
         "sagemaker": "--provider sagemaker",
@@ -333,262 +384,3 @@ def job_name(workload: str, stamp: str, max_len: int = 32) -> str:
     base = re.sub(r"[^A-Za-z0-9-]+", "-", f"advisor-{workload}").strip("-")
     tail = f"-{stamp}"
     return (base[: max_len - len(tail)].rstrip("-") + tail)[:max_len]
-
-
-# -- building a spec from an advisor study ---------------------------------------------------
-
-
-def recommended_trial(
-    study: optuna.study.Study, services: Sequence[str] | None = None
-) -> optuna.trial.FrozenTrial:
-    """The study's recommended trial (``advisor.study.recommended_trial``), optionally among
-    the machines of ``services`` only."""
-    from advisor.study import recommended_trial as pick
-
-    return pick(study, services)
-
-
-def spec_from_study(
-    study: optuna.study.Study,
-    provider: str,
-    *,
-    image: str,
-    catalog: Any = None,
-    tune: Iterable[str] | None = None,
-    instance: str | None = None,
-    **options: Any,
-) -> TuningSpec:
-    """A spec that tunes the study's hyperparameters on its recommended machine and batch size.
-
-    The machine and batch size are fixed to the recommended trial's; so are hyperparameters
-    marked ``affects_runtime`` (the time and cost estimate holds only for them), unless named
-    in ``tune``. ``instance`` overrides the machine. ``options`` go to ``TuningSpec``.
-    """
-    from advisor.providers.registry import backend_class
-
-    attrs = study.user_attrs
-    missing = [k for k in ("workload", "space") if k not in attrs]
-    if missing:
-        raise AdvisorError(
-            f"Study '{study.study_name}' is not an advisor study (no {', '.join(missing)}).",
-            "pass a study made by `advisor suggest`, or use --instance with --model.",
-        )
-    space = space_from_dict(attrs["space"])
-    cls = backend_class(provider)
-    trial = recommended_trial(study)
-    notes: list[str] = []
-    if instance is None and split_machine_key(str(trial.params["machine"]))[0] not in cls.services:
-        overall = trial.params["machine"]
-        try:
-            trial = recommended_trial(study, cls.services)
-        except AdvisorError:
-            raise AdvisorError(
-                f"Study '{study.study_name}' recommends {overall} and has no feasible trial on a "
-                f"{cls.name} machine.",
-                f"submit with --provider {_provider_for(split_machine_key(overall)[0])}, or pass "
-                f"--instance with a {cls.name} machine type.",
-            ) from None
-        notes.append(
-            f"the study recommends {overall}, which {cls.name} does not run; this is the study's "
-            f"best {cls.name} machine ({trial.params['machine']})"
-        )
-    key = instance or str(trial.params.get("machine", ""))
-    batch = trial.params.get("batch_size")
-    fixed: dict[str, Any] = {"model": attrs["workload"]}
-    if batch is not None:
-        fixed["batch_size"] = int(batch)
-    estimate = trial.user_attrs.get("estimate") or {}
-    epochs = trial.user_attrs.get("epochs") or estimate.get("epochs") or attrs.get("epochs")
-    if epochs:
-        fixed["epochs"] = int(epochs)
-    wanted = set(tune) if tune is not None else None
-    tuned: list[Param] = []
-    for p in space.hyperparameters:
-        free = p.name in wanted if wanted is not None else not p.affects_runtime
-        if free:
-            if p.condition is not None:
-                notes.append(f"{p.name} is tuned unconditionally (the services have no conditions)")
-            tuned.append(p)
-        elif p.name in trial.params:
-            fixed[p.name] = trial.params[p.name]
-    if wanted is not None:
-        unknown = wanted - {p.name for p in space.hyperparameters}
-        if unknown:
-            raise AdvisorError(
-                f"--tune names {sorted(unknown)}, which the study's space does not have.",
-                f"use some of: {', '.join(p.name for p in space.hyperparameters)}.",
-            )
-    return spec_for_machine(
-        provider,
-        key,
-        workload=attrs["workload"],
-        hyperparameters=tuple(tuned),
-        fixed=fixed,
-        image=image,
-        catalog=catalog,
-        price_per_hour=trial.user_attrs.get("price_per_hour"),
-        notes=tuple(notes),
-        backend=cls,
-        **options,
-    )
-
-
-def spec_for_machine(
-    provider: str,
-    machine: str,
-    *,
-    workload: str,
-    hyperparameters: tuple[Param, ...],
-    fixed: Mapping[str, Any],
-    image: str,
-    catalog: Any = None,
-    backend: type[TuningBackend] | None = None,
-    **options: Any,
-) -> TuningSpec:
-    """A spec on one machine, given as a catalog key or as the service's own type name."""
-    from advisor.providers.registry import backend_class
-
-    cls = backend or backend_class(provider)
-    key = machine if ":" in machine else f"{cls.services[0]}:{machine}"
-    service, itype, spot = split_machine_key(key)
-    if service == "local":
-        raise AdvisorError(
-            "The recommended machine is this local machine, which no managed service runs.",
-            "pass --instance with a cloud machine type (see `advisor catalog`).",
-        )
-    row = _catalog_row(key, catalog)
-    accelerator = row.accelerator if row is not None else None
-    count = row.accelerator_count if row is not None else 0
-    stamp = options.pop("stamp", None) or _stamp()
-    options.setdefault("spot", spot)
-    if options.get("price_per_hour") is None and row is not None:
-        options["price_per_hour"] = row.price(spot=spot and row.spot_usd_per_h is not None)
-    return TuningSpec(
-        job_name=options.pop("job_name", None) or job_name(workload, stamp),
-        workload=workload,
-        image=image,
-        instance_type=cls.machine_type(key, row),
-        hyperparameters=hyperparameters,
-        fixed=dict(fixed),
-        accelerator=accelerator,
-        accelerator_count=count,
-        machine_key=f"{service}:{itype}" + (":spot" if spot else ""),
-        **options,
-    )
-
-
-def _catalog_row(key: str, catalog: Any) -> InstanceType | None:
-    """The catalog row of ``key`` (without ``:spot``), or None when no catalog is available."""
-    service, itype, _ = split_machine_key(key)
-    if catalog is None:
-        try:
-            from advisor.providers.catalog import load
-        except ImportError:
-            return None
-        catalog = load()
-    try:
-        return catalog.get(f"{service}:{itype}")
-    except AdvisorError:
-        if service == "sagemaker" and itype.startswith("ml."):
-            # SageMaker rows may be missing; the EC2 row has the same hardware.
-            try:
-                return catalog.get(f"ec2:{itype[3:]}")
-            except AdvisorError:
-                return None
-        raise
-
-
-def _stamp() -> str:
-    import time
-
-    return time.strftime("%m%d-%H%M%S")
-
-
-# -- bringing managed trials back into the study ---------------------------------------------
-
-
-def import_results(
-    study: optuna.study.Study,
-    results: Iterable[TrialResult],
-    provider: str,
-    job: str,
-) -> list[int]:
-    """Add each finished managed trial to ``study`` (``study.add_trial``); return their numbers.
-
-    A trial gets the recommended trial's machine and batch size plus the hyperparameters the
-    service chose (typed to the study's distributions), and the study's objectives measured by
-    the service: ``runtime_s`` is the training job's run time, ``cost_usd`` that time at the
-    recommended trial's ``price_per_hour``, and a metric named like the managed objective takes
-    its value. User attributes keep the provider, tuning job, training job and managed metric.
-    Jobs already imported are skipped; failed or metric-less jobs are added as FAIL trials.
-    """
-    import optuna
-    from advisor.search_spaces.convert import param_to_optuna
-    from optuna.distributions import CategoricalDistribution
-
-    base = recommended_trial(study)
-    space = space_from_dict(study.user_attrs["space"]) if "space" in study.user_attrs else None
-    names = list(study.metric_names or ["runtime_s", "cost_usd"][: len(study.directions)])
-    price = base.user_attrs.get("price_per_hour")
-    done = {t.user_attrs.get("managed_job") for t in study.get_trials(deepcopy=False)}
-    added = []
-    for r in results:
-        if r.job_name in done or r.status in ("running", "pending"):
-            continue
-        params = dict(base.params)
-        dists = dict(base.distributions)
-        for name, value in r.hyperparameters.items():
-            dist = dists.get(name)
-            if dist is None and space is not None:
-                try:
-                    dist = param_to_optuna(space.param(name))
-                except KeyError:
-                    continue
-            if dist is None:
-                continue
-            if isinstance(dist, CategoricalDistribution):
-                matches = [c for c in dist.choices if c == value or str(c) == str(value)]
-                if not matches:
-                    continue
-                params[name] = matches[0]
-            else:
-                value = float(value)
-                is_int = isinstance(dist, optuna.distributions.IntDistribution)
-                params[name] = round(value) if is_int else value
-            dists[name] = dist
-        cost = r.runtime_s * price / 3600 if r.runtime_s is not None and price is not None else None
-        measured = {"runtime_s": r.runtime_s, "cost_usd": cost, r.metric_name: r.metric}
-        values = [measured.get(n) for n in names]
-        ok = r.status == "completed" and r.metric is not None and None not in values
-        attrs: dict[str, Any] = {
-            "source": "managed",
-            "provider": provider,
-            "tuning_job": job,
-            "managed_job": r.job_name,
-            "managed_metric": {"name": r.metric_name, "value": r.metric},
-            "managed_status": r.status,
-            "instance_type": r.instance_type,
-            "billable_s": r.billable_s,
-            "price_per_hour": price,
-            "epochs": base.user_attrs.get("epochs"),
-        }
-        if r.runtime_s is not None:
-            attrs["runtime_s"] = {"value": r.runtime_s, "low": r.runtime_s, "high": r.runtime_s}
-        if cost is not None:
-            attrs["cost_usd"] = {"value": cost, "low": cost, "high": cost}
-        try:
-            trial = optuna.trial.create_trial(
-                params=params,
-                distributions=dists,
-                values=[float(v) for v in values] if ok else None,  # type: ignore[arg-type]
-                state=optuna.trial.TrialState.COMPLETE if ok else optuna.trial.TrialState.FAIL,
-                user_attrs=attrs,
-            )
-        except ValueError as exc:
-            raise AdvisorError(
-                f"{r.job_name} does not fit study '{study.study_name}': {exc}",
-                "import into the study the job was submitted from.",
-            ) from exc
-        study.add_trial(trial)
-        added.append(study.trials[-1].number)
-    return added

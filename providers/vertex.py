@@ -10,13 +10,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from advisor.providers.tuning import TrialResult, TuningBackend, TuningSpec, coerce
+from advisor.providers.tuning import (
+    TrialResult,
+    TuningBackend,
+    TuningSpec,
+    coerce,
+    static_from_args,
+)
 from advisor.search_spaces.space import FloatParam, IntParam, Param
 
 from advisor._lazy import require
 from advisor.errors import AdvisorError
+
+if TYPE_CHECKING:
+    from advisor.providers.catalog import InstanceType
 
 # Catalog accelerator names (normalised: upper case, no spaces/dashes) -> Vertex enum names.
 ACCELERATORS: dict[str, str] = {
@@ -91,6 +100,16 @@ class VertexBackend(TuningBackend):
         # Catalog rows may spell a GPU VM as "n1-standard-8+V100x1"; Vertex wants the VM part.
         return instance_type.split("+")[0]
 
+    @classmethod
+    def same_accelerator(cls, row: InstanceType, result: TrialResult) -> bool:
+        if not result.accelerator:
+            return row.accelerator is None
+        return (
+            row.accelerator is not None
+            and accelerator_enum(row.accelerator) == result.accelerator
+            and row.accelerator_count == result.accelerator_count
+        )
+
     def _refusals(self, spec: TuningSpec) -> Iterable[tuple[str, str]]:
         if spec.alternative_instance_types:
             yield (
@@ -108,8 +127,24 @@ class VertexBackend(TuningBackend):
                 )
         if spec.early_stopping and spec.strategy == "grid":
             yield ("Vertex automated early stopping does not apply to grid search.", "drop it.")
+        if spec.device == "tpu":
+            yield (
+                f"{spec.instance_type} is a TPU machine: advisor.train trains PyTorch on CUDA GPUs "
+                "or the CPU, the advisor image has no PyTorch/XLA, and Vertex runs TPU v2/v3 "
+                "only as machine type cloud-tpu with 8 cores.",
+                "pick a GPU machine type (e.g. --instance a2-highgpu-1g or g2-standard-8), or "
+                "build an image on a PyTorch/XLA base and submit the job yourself.",
+            )
+            return
         if spec.accelerator is not None:
             accelerator_enum(spec.accelerator)  # raises a clear error when unknown
+        if spec.spot and spec.output is None:
+            yield (
+                "A Vertex spot trial resumes after eviction only from checkpoints, and Vertex "
+                "gives trials a checkpoint folder (AIP_CHECKPOINT_DIR) only under an output "
+                "directory.",
+                "pass --output gs://BUCKET/PATH with --spot.",
+            )
         if spec.output is not None and not spec.output.startswith("gs://"):
             yield (
                 f"Vertex writes output to Cloud Storage, not {spec.output!r}.",
@@ -253,6 +288,10 @@ class VertexBackend(TuningBackend):
         j = self._get(job)
         metric = j.study_spec.metrics[0].metric_id
         params = {p.parameter_id: p for p in j.study_spec.parameters}
+        machine = j.trial_job_spec.worker_pool_specs[0].machine_spec
+        spot = j.trial_job_spec.scheduling.strategy.name == "SPOT"
+        container = j.trial_job_spec.worker_pool_specs[0].container_spec
+        static = static_from_args(container.args)
         out = []
         for t in j.trials:
             hps = {}
@@ -273,12 +312,18 @@ class VertexBackend(TuningBackend):
             out.append(
                 TrialResult(
                     job_name=f"{j.name}/trials/{t.id}",
+                    accelerator=machine.accelerator_type.name
+                    if machine.accelerator_count
+                    else None,
+                    accelerator_count=machine.accelerator_count,
+                    spot=spot,
+                    static=static,
                     status=_STATE.get(t.state.name, "pending"),
                     hyperparameters=hps,
                     metric_name=metric,
                     metric=value_m,
                     runtime_s=runtime,
-                    instance_type=j.trial_job_spec.worker_pool_specs[0].machine_spec.machine_type,
+                    instance_type=machine.machine_type,
                 )
             )
         return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 import click
 
@@ -50,6 +51,12 @@ def _money(value: float | None) -> str:
 @click.option("--max-price", type=float, default=None, help="At most this USD/h.")
 @click.option("--spot", is_flag=True, help="Only machines with spot capacity; price is spot.")
 @click.option("--snapshot", default=None, help="Price snapshot (default: the newest).")
+@click.option(
+    "--region",
+    default=None,
+    help="Prices of this region only (e.g. us-east-1, westus3). Default: each machine type "
+    "from the cheapest region that sells it (the region column says which).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
 @click.pass_context
 def catalog(
@@ -62,6 +69,7 @@ def catalog(
     max_price: float | None,
     spot: bool,
     snapshot: str | None,
+    region: str | None,
     as_json: bool,
 ) -> None:
     """List and filter the priced instance catalog (USD per hour).
@@ -72,9 +80,9 @@ def catalog(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from advisor.providers.catalog import load
+    from advisor.providers.catalog import load, stale_warning
 
-    cat = load(snapshot)
+    cat = load(snapshot, region=region)
     wanted = _split(services)
     every = cat.filter(
         providers=_split(providers),
@@ -90,6 +98,9 @@ def catalog(
     rows.sort(key=lambda r: (r.provider, r.service, r.price(spot), r.instance_type))
     if as_json:
         click.echo(json.dumps([dict(r.to_dict(), key=r.key) for r in rows], indent=2))
+        warning = stale_warning(cat.snapshot, rows)
+        if warning:
+            click.echo(f"Warning: {warning}", err=True)
         return
     from rich.table import Table
 
@@ -107,6 +118,7 @@ def catalog(
         ("acc mem GiB", "right"),
         ("on-demand", "right"),
         ("spot", "right"),
+        ("region", "left"),
         ("date", "left"),
     ):
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
@@ -122,6 +134,7 @@ def catalog(
             f"{r.accelerator_memory_gib:g}" if r.accelerator else "-",
             _money(r.on_demand_usd_per_h),
             _money(r.spot_usd_per_h),
+            r.region,
             r.price_date,
         )
     output.console().print(table)
@@ -132,6 +145,9 @@ def catalog(
         )
     if not rows:
         click.echo("No machine type matches these filters.", err=True)
+    warning = stale_warning(cat.snapshot, rows)
+    if warning:
+        click.echo(f"Warning: {warning}", err=True)
 
 
 @catalog.command()
@@ -170,8 +186,8 @@ def accelerators(snapshot: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 def snapshots(as_json: bool) -> None:
     """List the available price snapshots (shipped and refreshed), oldest first."""
-    from advisor.providers.catalog._store import snapshot_dir
-    from advisor.providers.catalog._store import snapshots as names
+    from advisor.providers.catalog import snapshot_dir
+    from advisor.providers.catalog import snapshots as names
 
     found = [{"snapshot": n, "path": str(snapshot_dir(n)[1])} for n in names()]
     if as_json:
@@ -214,6 +230,41 @@ def refresh(provider: str, as_json: bool) -> None:
     )
     for note in result.notes:
         click.echo(f"  note: {note}")
+
+
+@catalog.command("import-skypilot")
+@click.argument("folder", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--region",
+    "regions",
+    multiple=True,
+    help="Import only these regions (repeatable or comma-separated). Default: every region.",
+)
+@click.option("--name", default=None, help="Snapshot name (default: today's date).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def import_skypilot(
+    folder: Path | None, regions: tuple[str, ...], name: str | None, as_json: bool
+) -> None:
+    """Turn SkyPilot's catalog files into a dated snapshot (no credentials, no network).
+
+    FOLDER holds aws/, gcp/, azure/ with vms.csv (default: the newest version under
+    ~/.sky/catalogs). Virtual-machine rows are repriced in every region SkyPilot lists
+    (spot: the lowest zone price in the region; GCP GPU VMs: VM plus accelerator row);
+    managed-service rows keep their prices. The new snapshot becomes the newest.
+    """
+    from advisor.providers.catalog.skypilot import import_skypilot as do_import
+
+    result = do_import(folder, regions=_split(regions), name=name)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    click.echo(
+        f"Wrote snapshot {result.snapshot} ({result.path}): {result.priced} rows priced from "
+        f"SkyPilot's catalog in {result.regions} regions, {result.kept} kept from "
+        f"{result.base_snapshot}."
+    )
+    for cloud, path in sorted(result.files.items()):
+        click.echo(f"  {cloud}: {path}")
 
 
 __all__ = ["AdvisorError", "catalog"]

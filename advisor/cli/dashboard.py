@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+from typing import TYPE_CHECKING
+
 import click
+
+if TYPE_CHECKING:
+    from advisor.dashboard_view import DashboardView
 
 
 @click.command("dashboard")
@@ -10,10 +16,14 @@ import click
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8080, show_default=True)
 def dashboard(storage: str | None, host: str, port: int) -> None:
-    """Serve optuna-dashboard on the studies (Ctrl-C stops it)."""
+    """Serve optuna-dashboard on the studies (Ctrl-C stops it). Each trial shows short,
+    sortable attributes (machine, GPUs, capacity, batch, run time, cost, how it was obtained,
+    price and its date) and its full detail as the trial's note; the probe cache is hidden."""
+    import socket
+
     from advisor._lazy import require
     from advisor.errors import AdvisorError
-    from advisor.study import resolve_storage
+    from advisor.storage import resolve_storage
 
     dash = require("optuna_dashboard", "dashboard", "advisor dashboard")
     url = resolve_storage(storage)
@@ -25,6 +35,41 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
                 f"No study storage at {url} yet.",
                 "run `advisor suggest` first, or pass --storage URL.",
             )
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise AdvisorError(
+                f"Cannot serve on {host}:{port}: {exc.strerror or exc}.",
+                f"pass another --port (e.g. --port {port + 1}) or stop what uses {port}.",
+            ) from None
+    from wsgiref.simple_server import make_server
+
+    from advisor.dashboard_view import with_detail_pages
+
+    view = _view(url)
+    app = with_detail_pages(dash.wsgi(view), view.base)
     click.echo(f"optuna-dashboard on http://{host}:{port}/ for {url} (Ctrl-C stops it)", err=True)
-    # run_server uses the standard library's wsgiref server (no gunicorn control socket).
-    dash.run_server(url, host=host, port=port)
+    # The standard library's wsgiref server, as optuna-dashboard's run_server uses.
+    with make_server(host, port, app) as server, contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+
+
+def _view(url: str) -> DashboardView:
+    """The storage behind ``url``, wrapped for the dashboard (advisor.dashboard_view)."""
+    import optuna
+
+    from advisor.dashboard_view import DashboardView
+    from advisor.errors import AdvisorError
+
+    try:
+        base = optuna.storages.RDBStorage(url, skip_compatibility_check=False)
+    except ImportError as exc:  # optuna re-raises the driver's ModuleNotFoundError
+        cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
+        driver = getattr(cause, "name", None) or "database"
+        raise AdvisorError(
+            f"The storage {url.split('://')[0]}:// needs the '{driver}' driver, which is not "
+            "installed.",
+            "pip install 'advisor[postgres]' (psycopg), or use a sqlite:/// path.",
+        ) from None
+    return DashboardView(base)

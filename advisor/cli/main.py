@@ -25,6 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "estimate": ("advisor.cli.estimate:estimate", "Extrapolate a probe to a full training run."),
     "predict": ("advisor.cli.predict:predict", "Predict time and cost on machines not probed."),
     "workloads": ("advisor.cli.workloads:workloads", "List the built-in workloads."),
+    "calibration": (
+        "advisor.cli.calibration:calibration",
+        "List what the model has learnt from measured runs; record one.",
+    ),
     "submit": (
         "advisor.cli.submit:submit",
         "Submit the managed tuning job (SageMaker, Vertex, Azure ML).",

@@ -13,26 +13,6 @@ from advisor.cli import output
 from advisor.errors import AdvisorError
 
 
-def _load_probe(path: Path) -> Any:
-    from advisor.probes.result import ProbeResult
-
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise AdvisorError(
-            f"Cannot read probe file {path} ({exc}).", "pass a probe JSON file."
-        ) from exc
-    if isinstance(data, dict) and isinstance(data.get("probe"), dict):
-        data = data["probe"]
-    try:
-        return ProbeResult.from_dict(data)
-    except (TypeError, ValueError) as exc:
-        raise AdvisorError(
-            f"{path} is not a probe result ({exc}).",
-            "save one with `advisor probe --json` or ProbeResult.to_json().",
-        ) from exc
-
-
 def _run_probe(model: str, batch: int, framework: str, threads: int | None, quiet: bool) -> Any:
     from advisor.cli.probe import run_with_progress
     from advisor.probes.result import ProbeRequest
@@ -41,36 +21,10 @@ def _run_probe(model: str, batch: int, framework: str, threads: int | None, quie
     return run_with_progress(request, show=not quiet and sys.stderr.isatty())
 
 
-def _traced(probe: Any, quiet: bool) -> Any:
-    """Add the traced op count, activation bytes and loader time to a torch probe that lacks
-    them (refines the GPU host terms); on failure keep the model's priors and say so."""
-    from advisor.probes.perf.trace import TRACE_KEYS, trace_torch_step, with_trace
-
-    if probe.framework != "torch" or all(k in probe.fingerprint for k in TRACE_KEYS):
-        return probe
-    try:
-        trace = trace_torch_step(probe.workload, probe.batch_size)
-    except Exception as exc:  # the trace only refines priors: never fail the prediction
-        if not quiet:
-            click.echo(f"Note: could not trace a training step ({exc}); using priors.", err=True)
-        return probe
-    return with_trace(probe, trace)
-
-
 def _machines(names: str, snapshot: str | None) -> tuple[Any, list[Any]]:
-    from advisor.providers import catalog as catalog_mod
+    from advisor.prediction import resolve_machines
 
-    catalog = catalog_mod.load(snapshot)
-    machines = []
-    for name in (n.strip() for n in names.split(",")):
-        if not name:
-            continue
-        machines.append(
-            catalog_mod.local_machine() if name in ("local", "local:local") else catalog.get(name)
-        )
-    if not machines:
-        raise AdvisorError("No instances given.", "pass --instances p3.2xlarge,p2.xlarge,...")
-    return catalog, machines
+    return resolve_machines(names, snapshot)
 
 
 def _iv(iv: Any, fmt: str) -> str:
@@ -92,7 +46,7 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     table = Table(show_lines=False)
     for col in (
         "#", "machine", "GPUs", "b/GPU", "t2 ms", "runtime h:mm:ss", "cost USD", "source",
-        "limit",
+        "limit", "start-up s", "job cost USD",
     ):  # fmt: skip
         table.add_column(col)
     for i, f in enumerate(rows, 1):
@@ -106,13 +60,19 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
             _iv(pred.phases.t2.scale(1000), "{:.1f}"),
             f"{_duration(rt.value)} [{_duration(rt.low)}-{_duration(rt.high)}]",
             _iv(est.cost, "{:.2f}") if est.cost is not None else "-",
-            pred.source,
+            pred.source + (f" x{pred.calibration:.2f}" if pred.calibration_points else ""),
             pred.bottleneck or "-",
+            _span(_startup(f), "{:.0f}"),
+            _span(f.job_cost_usd, "{:.2f}"),
         )
     console.print(table)
+    _print_limits_and_calibration(rows)
     console.print(
-        "[interval] in brackets; modelled = predicted from the local probe "
-        "(docs/calibration.md), measured = this machine; limit = what bounds the step."
+        "\\[interval] in brackets; modelled = predicted from the local probe "
+        "(docs/calibration.md), measured = this machine; limit = what bounds the step; "
+        "start-up = provisioning, image pull or VM boot before training (priors unless "
+        "documented, providers/overheads.py); job cost = billed start-up + training, rounded "
+        "to the service's billing increment and minimum."
     )
     fastest = rows[0]
     cheapest = min(rows, key=lambda f: f.estimate.cost.value if f.estimate.cost else 0.0)
@@ -129,10 +89,47 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
         console.print(t)
 
 
+def _startup(f: Any) -> Any:
+    return None if f.overheads is None else f.overheads.wall
+
+
+def _span(span: Any, fmt: str) -> str:
+    return "-" if span is None else _iv(span, fmt)
+
+
+def _print_limits_and_calibration(rows: list[Any]) -> None:
+    """Name the host-bound machines (the GPU's speed does not decide their time) and show
+    each calibration with its evidence (advisor calibration lists them all)."""
+    from advisor.probes.perf.accel import LIMITS
+
+    console = output.console()
+    for limit in ("dispatch", "input"):
+        floor = [f.machine.key for f in rows if f.prediction.bottleneck == limit]
+        if floor:
+            console.print(
+                f"{LIMITS[limit]}: {', '.join(floor)} (the host floor's priors decide these "
+                "times; the interval carries them)."
+            )
+    for f in rows:
+        if f.prediction.calibration_points:
+            console.print(f"{f.machine.key}: {f.prediction.calibration_evidence}")
+
+
 @click.command()
-@click.option("--model", "-m", required=True, help="Workload name, e.g. fcn, simple-cnn.")
+@click.option(
+    "--model",
+    "-m",
+    required=True,
+    help="Built-in workload (fcn, simple-cnn, ...) or your own module:function.",
+)
 @click.option("--batch-size", "-b", type=int, required=True, help="Global batch size.")
-@click.option("--instances", "-i", required=True, help="Comma-separated instance types.")
+@click.option(
+    "--instances",
+    "-i",
+    required=True,
+    help="Comma-separated instance types: catalog keys or the providers' own names "
+    "(Standard_NC6s_v3, ml.p3.2xlarge, compute-engine:n1-standard-8+T4).",
+)
 @click.option("--snapshot", default=None, help="Catalog snapshot (default: newest).")
 @click.option("--epochs", type=int, default=None, help="Epochs (default: the workload's).")
 @click.option("--spot", is_flag=True, help="Price with spot/preemptible capacity.")
@@ -151,6 +148,8 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     show_default=True,
     help="Multi-GPU data parallelism: ddp (process per GPU), dp (one process).",
 )
+@click.option("--n-train", type=int, default=None, help="Training samples (user models).")
+@click.option("--n-val", type=int, default=None, help="Validation samples (user models).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def predict(
     model: str,
@@ -163,72 +162,68 @@ def predict(
     threads: int | None,
     framework: str,
     strategy: str,
+    n_train: int | None,
+    n_val: int | None,
     as_json: bool,
 ) -> None:
-    """Predict time and cost of training MODEL on each instance from one local probe."""
-    from advisor.probes.perf.report import forecast, normalised_tables
+    """Predict time and cost of training MODEL (a built-in workload or your own
+    module:function) on each instance from one local probe: --probe FILE, else the probe
+    `advisor suggest` cached here, else a new one."""
+    from advisor.prediction import cached_probe, load_probe
+    from advisor.prediction import predict as run_predict
     from advisor.probes.perf.signature import steady_stats
     from advisor.search_spaces.workloads import get
 
     if batch_size <= 0:
         raise AdvisorError(f"--batch-size must be > 0, but got {batch_size}.", "pass e.g. 512.")
-    workload = get(model)
+    if ":" not in model:
+        get(model)  # an unknown workload is a one-line error before anything runs
     catalog, machines = _machines(instances, snapshot)
-    probe = _load_probe(probe_file) if probe_file else None
+    probe = load_probe(probe_file) if probe_file else None
     if probe is not None and probe.workload != model:
         raise AdvisorError(
             f"The probe file is for '{probe.workload}', not '{model}'.",
             f"pass --model {probe.workload} or another probe file.",
         )
     if probe is None:
+        probe = cached_probe(model, batch_size, framework, threads)
+        if probe is not None and not as_json:
+            click.echo(
+                f"Using the probe advisor suggest cached for {model} at batch {batch_size} "
+                "(pass --probe FILE to use another).",
+                err=True,
+            )
+    if probe is None:
         probe = _run_probe(model, batch_size, framework, threads, as_json)
-    if not probe.ok:
-        raise AdvisorError(
-            f"The probe of {model} at batch {batch_size} failed ({probe.status}: {probe.error}).",
-            "try a smaller batch size or check the workload.",
-        )
-    probe = _traced(probe, as_json)
-    epochs = epochs or workload.epochs_for(batch_size)
-    n_train = probe.n_train or workload.n_train
-    n_val = probe.n_val if probe.n_train else workload.n_val
-    rows = forecast(
-        probe,
-        machines,
-        catalog,
+
+    def note(text: str) -> None:
+        if not as_json:
+            click.echo(text, err=True)
+
+    result = run_predict(
+        model,
         batch_size,
-        epochs,
-        n_train,
-        n_val,
+        machines=machines,
+        catalog=catalog,
+        snapshot=snapshot,
+        epochs=epochs,
         spot=spot,
+        probe=probe,
         strategy=None if strategy == "auto" else strategy,
+        note=note,
+        n_train=n_train,
+        n_val=n_val,
     )
-    tables = normalised_tables(rows)
     if as_json:
-        cheapest = min(rows, key=lambda f: f.estimate.cost.value if f.estimate.cost else 0.0)
-        out = {
-            "workload": model,
-            "batch_size": batch_size,
-            "epochs": epochs,
-            "snapshot": getattr(catalog, "snapshot", snapshot),
-            "spot": spot,
-            "probe": probe.to_dict(),
-            "machines": [f.to_dict() for f in rows],
-            "fastest": rows[0].machine.key,
-            "cheapest": cheapest.machine.key,
-            "normalised": {
-                k: {m: {str(c): v for c, v in row.items()} for m, row in t.items()}
-                for k, t in tables.items()
-            },
-        }
-        click.echo(json.dumps(out, indent=1))
+        click.echo(json.dumps(result.to_dict(), indent=1))
         return
+    probe = result.probe
     header = (
-        f"{model}, batch {batch_size}, {epochs} epochs, {n_train} train / {n_val} val samples; "
-        f"probe: {probe.device} x{probe.threads} threads, t2 "
+        f"{model}, batch {batch_size}, {result.epochs} epochs, {result.n_train} train / "
+        f"{result.n_val} val samples; probe: {probe.device} x{probe.threads} threads, t2 "
         f"{1000 * steady_stats(probe.iteration_s)[0]:.1f} ms "
-        f"({'spot' if spot else 'on-demand'} prices, snapshot "
-        f"{getattr(catalog, 'snapshot', snapshot)})"
+        f"({'spot' if spot else 'on-demand'} prices, snapshot {result.snapshot})"
     )
-    _print(rows, tables, header)
+    _print(result.rows, result.tables, header)
     for warning in probe.warnings:
         output.console().print(f"warning (probe): {warning}")

@@ -72,7 +72,7 @@ def render(result: Any) -> None:
 
     console = output.console()
     if not result.ok:
-        console.print(f"probe failed ({result.status}): {result.error}")
+        console.print(f"probe failed ({result.status}): {result.reason}")
         return
     ph = phase_times(result)
     table = Table(

@@ -11,9 +11,7 @@ from typing import Any
 import click
 
 from advisor.errors import AdvisorError
-
-PROVIDERS = ("sagemaker", "vertex", "azureml")
-PLACEHOLDER_IMAGE = "REPLACE-WITH-IMAGE-URI"
+from advisor.tuning_jobs import PROVIDERS
 
 
 def _provider_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -34,23 +32,6 @@ def _provider_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def make_backend(provider: str, **opts: Any) -> Any:
-    """The back end with the provider's own options (others are ignored)."""
-    from advisor.providers.registry import get_backend
-
-    keys = {
-        "sagemaker": {"role": "role", "region": "region"},
-        "vertex": {"project": "project", "location": "location"},
-        "azureml": {
-            "subscription": "subscription",
-            "resource_group": "resource_group",
-            "workspace": "workspace",
-            "compute": "compute",
-        },
-    }[provider]
-    return get_backend(provider, **{k: opts[o] for o, k in keys.items() if opts.get(o)})
-
-
 @click.command()
 @_provider_options
 @click.option("--study", "study_name", help="Advisor study whose recommendation to tune around.")
@@ -60,6 +41,11 @@ def make_backend(provider: str, **opts: Any) -> Any:
     "instances",
     multiple=True,
     help="Machine type or catalog key (repeat for SageMaker fallbacks); overrides the study's.",
+)
+@click.option(
+    "--accelerator",
+    help="With --instance: the GPUs attached to a GCP VM type (T4, T4:2, nvidia-tesla-v100), "
+    "e.g. --instance n1-standard-8 --accelerator T4.",
 )
 @click.option("--model", help="Workload to train (with --instance, without --study).")
 @click.option("--batch-size", type=int, help="Batch size (with --instance, without --study).")
@@ -107,6 +93,7 @@ def submit(
     study_name: str | None,
     storage: str | None,
     instances: tuple[str, ...],
+    accelerator: str | None,
     model: str | None,
     batch_size: int | None,
     epochs: int | None,
@@ -134,54 +121,35 @@ def submit(
     advisor submit --provider vertex --instance n1-standard-8 --model fcn --batch-size 512 \\
         --image us-docker.pkg.dev/P/advisor/advisor:latest --project P --dry-run
     """
-    from advisor.providers import tuning
+    from advisor.tuning_jobs import PLACEHOLDER_IMAGE, make_backend, plan_job
 
     if image is None and not dry_run:
         raise AdvisorError("Submitting needs the container image.", "pass --image URI.")
     backend = make_backend(provider, **provider_opts)
-    options: dict[str, Any] = {
-        "strategy": strategy or "bayesian",
-        "max_trials": max_trials,
-        "parallel_trials": parallel,
-        "early_stopping": early_stopping,
-        "max_runtime_s": max_runtime,
-        "objective_metric": metric,
-        "goal": goal,
-        "output": output,
-        "job_name": job_name,
-    }
-    if spot is not None:
-        options["spot"] = spot
-    tuned = [t.strip() for t in tune.split(",") if t.strip()] if tune else None
-    try:
-        if study_name:
-            spec = tuning.spec_from_study(
-                _load_study(study_name, storage),
-                provider,
-                image=image or PLACEHOLDER_IMAGE,
-                tune=tuned,
-                instance=instances[0] if instances else None,
-                **options,
-            )
-        else:
-            spec = _spec_without_study(
-                provider, instances, model, batch_size, tuned, image or PLACEHOLDER_IMAGE, options
-            )
-        if epochs is not None:
-            spec = _replace_fixed(spec, epochs=epochs)
-        if strategy is None:
-            chosen, why = backend.default_strategy(spec.hyperparameters)
-            if chosen != spec.strategy:
-                import dataclasses
+    instances = _native_names(backend, instances, accelerator)  # catalog keys or native names
+    spec = plan_job(
+        backend,
+        study=study_name,
+        storage=storage,
+        instances=instances,
+        model=model,
+        batch_size=batch_size,
+        epochs=epochs,
+        tune=[t.strip() for t in tune.split(",") if t.strip()] if tune else None,
+        strategy=strategy,
+        image=image,
+        max_trials=max_trials,
+        parallel_trials=parallel,
+        early_stopping=early_stopping,
+        max_runtime_s=max_runtime,
+        objective_metric=metric,
+        goal=goal,
+        output=output,
+        job_name=job_name,
+        spot=spot,
+    )
+    from advisor.tuning_jobs import submit_job
 
-                spec = dataclasses.replace(spec, strategy=chosen, notes=(*spec.notes, why))
-        if len(instances) > 1:
-            import dataclasses
-
-            alts = tuple(backend.machine_type(_key(backend, i), None) for i in instances[1:])
-            spec = dataclasses.replace(spec, alternative_instance_types=alts)
-    except ValueError as exc:
-        raise AdvisorError(f"Invalid tuning job: {exc}.", "change the values named.") from exc
     for note in spec.notes:
         click.echo(f"Note: {note}.", err=True)
     if dry_run:
@@ -195,7 +163,7 @@ def submit(
         else:
             click.echo(text)
         return
-    submission = backend.submit(spec)
+    submission = submit_job(spec, backend)
     if as_json:
         click.echo(json.dumps(submission.to_dict(), indent=2, default=str))
         return
@@ -218,8 +186,10 @@ def submit(
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def status(job: str, as_json: bool, provider: str, **provider_opts: Any) -> None:
     """Show a managed tuning job's state and trial counts."""
+    from advisor.tuning_jobs import job_status, make_backend
+
     backend = make_backend(provider, **provider_opts)
-    info = backend.status(job)
+    info = job_status(job, backend)
     if as_json:
         click.echo(json.dumps(info, indent=2, default=str))
         return
@@ -246,82 +216,44 @@ def import_job(
     **provider_opts: Any,
 ) -> None:
     """Add a managed tuning job's finished trials to an advisor study (for optuna-dashboard)."""
-    from advisor.providers.tuning import import_results
+    from advisor.tuning_jobs import import_job as run_import
 
-    backend = make_backend(provider, **provider_opts)
-    study = _load_study(study_name, storage)
-    results = backend.results(job)
-    added = import_results(study, results, provider, job)
+    summary = run_import(job, provider, study_name, storage=storage, **provider_opts)
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "study": study_name,
-                    "job": job,
-                    "trials_seen": len(results),
-                    "trials_added": added,
-                }
-            )
-        )
+        click.echo(json.dumps(summary.to_dict()))
         return
-    click.echo(f"Added {len(added)} of {len(results)} trials of {job} to study '{study_name}'.")
-
-
-def _load_study(name: str, storage: str | None) -> Any:
-    import optuna
-
-    from advisor.config import default_storage_url
-
-    url = storage or default_storage_url()
-    try:
-        return optuna.load_study(study_name=name, storage=url)
-    except KeyError as exc:
-        known = [s.study_name for s in optuna.get_all_study_summaries(url)]
-        from advisor.errors import unknown_value_error
-
-        raise unknown_value_error("study", name, known) from exc
-
-
-def _key(backend: Any, instance: str) -> str:
-    return instance if ":" in instance else f"{backend.services[0]}:{instance}"
-
-
-def _spec_without_study(
-    provider: str,
-    instances: tuple[str, ...],
-    model: str | None,
-    batch_size: int | None,
-    tuned: list[str] | None,
-    image: str,
-    options: dict[str, Any],
-) -> Any:
-    from advisor.providers.tuning import spec_for_machine
-    from advisor.search_spaces.loader import default_space
-    from advisor.search_spaces.workloads import get
-
-    if not instances or not model or batch_size is None:
-        raise AdvisorError(
-            "Without --study, the machine, model and batch size must be given.",
-            "pass --study NAME, or --instance T --model M --batch-size B.",
-        )
-    space = default_space(model)
-    params = [p for p in space.hyperparameters if tuned is None or p.name in tuned]
-    return spec_for_machine(
-        provider,
-        instances[0],
-        workload=model,
-        hyperparameters=tuple(params),
-        fixed={
-            "model": model,
-            "batch_size": batch_size,
-            "epochs": get(model).epochs_for(batch_size),
-        },
-        image=image,
-        **options,
+    click.echo(
+        f"Added {len(summary.trials_added)} of {summary.trials_seen} trials of {job} "
+        f"to study '{study_name}'."
     )
 
 
-def _replace_fixed(spec: Any, **values: Any) -> Any:
-    import dataclasses
+def _native_names(backend: Any, names: tuple[str, ...], accelerator: str | None) -> tuple[str, ...]:
+    """Each --instance as a catalog key of ``backend``'s services (issue #15).
 
-    return dataclasses.replace(spec, fixed={**spec.fixed, **values})
+    The providers' own names resolve (``Standard_NC6s_v3``, ``ml.p3.2xlarge``,
+    ``n1-standard-8`` with ``--accelerator T4``); a name the catalog does not know is passed on
+    unchanged (the service may still run it), unless ``--accelerator`` was needed to place it.
+    """
+    if accelerator and not names:
+        raise AdvisorError("--accelerator applies to --instance.", "pass --instance too.")
+    if not names:
+        return names
+    from advisor.providers.catalog import load
+
+    catalog = load()
+    out = []
+    for name in names:
+        spot = ":spot" if name.lower().endswith(":spot") else ""
+        try:
+            try:
+                row = catalog.resolve(name, accelerator, backend.services[:1])
+            except AdvisorError:
+                row = catalog.resolve(name, accelerator, backend.services)
+        except AdvisorError:
+            if accelerator:
+                raise
+            out.append(name)
+            continue
+        out.append(row.key + spot)
+    return tuple(out)

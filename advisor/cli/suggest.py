@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
 from advisor.cli import output
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, MissingExtraError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d)?\s*$", re.IGNORECASE)
 _UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400}
@@ -87,7 +88,12 @@ def parse_duration(text: str) -> float:
     help="Optuna sampler for the hyperparameters (and machines with --no-screen).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed.")
-@click.option("--trials", type=int, default=60, show_default=True, help="Most trials to run.")
+@click.option(
+    "--trials",
+    type=int,
+    help="Trials to add now (default: until the search stops on its own, at most 60; a re-run "
+    "of a study that has stopped adds none).",
+)
 @click.option("--timeout", "timeout_", help="Stop the search after this long (e.g. 10m).")
 @click.option("--snapshot", help="Catalog snapshot (default: newest).")
 @click.option("--storage", help="Optuna storage URL (default: SQLite in ADVISOR_HOME).")
@@ -106,7 +112,19 @@ def parse_duration(text: str) -> float:
 @click.option("--no-screen", is_flag=True, help="Let the sampler alone choose machines.")
 @click.option("--top", type=int, default=15, show_default=True, help="Ranking rows shown.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Write a PNG plot.")
+@click.option(
+    "--plot",
+    "plot_file",
+    type=click.Path(dir_okay=False),
+    help="Write the cost vs run time plot as PNG here, and an interactive HTML twin next to "
+    "it (same name, .html; needs the plot extra).",
+)
+@click.option(
+    "--backend",
+    "backend_spec",
+    hidden=True,
+    help="Scoring back end for tests and benchmarks: replay:TABLE.json (default: local probes).",
+)
 def suggest(
     model: str,
     framework: str,
@@ -119,7 +137,7 @@ def suggest(
     at_batch: int | None,
     sampler: str,
     seed: int,
-    trials: int,
+    trials: int | None,
     timeout_: str | None,
     snapshot: str | None,
     storage: str | None,
@@ -132,16 +150,22 @@ def suggest(
     top: int,
     as_json: bool,
     plot_file: str | None,
+    backend_spec: str | None,
 ) -> None:
     """Recommend where and how to train MODEL: machine, batch size, hyperparameters,
     with time and cost, from an Optuna study scored by cheap probes.
 
     Example: advisor suggest --model fcn --budget 5
     """
-    from advisor.report import build_report, check_feasible, plot, render
+    from advisor.dashboard_view import save_study_note
+    from advisor.replay import backend_from_spec
+    from advisor.report import build_report, check_feasible
+    from advisor.report_plot import plot, plot_html
+    from advisor.report_render import render
     from advisor.search_spaces.loader import load_space
     from advisor.study import SuggestOptions, run_suggest
 
+    backend = backend_from_spec(backend_spec) if backend_spec else None
     space = None
     if space_file:
         space = load_space(space_file, None if ":" in model else model)
@@ -169,41 +193,78 @@ def suggest(
         screen=not no_screen,
     )
     show_progress = not as_json and sys.stderr.isatty()
-    outcome = _run_with_progress(options) if show_progress else run_suggest(options)
+    if show_progress:
+        outcome = _run_with_progress(options, backend)
+    else:
+        outcome = run_suggest(options, backend)
     check_feasible(outcome)
     report = build_report(outcome)
+    save_study_note(outcome.study, report)  # the report as the study's note in the dashboard
     if plot_file:
         plot(report, plot_file)
         report["plot"] = plot_file
+        html = str(Path(plot_file).with_suffix(".html"))
+        try:
+            plot_html(report, html)
+            report["plot_html"] = html
+        except MissingExtraError as exc:
+            report["plot_html"] = None
+            click.echo(f"no HTML plot: {exc}", err=True)
     if as_json:
         click.echo(json.dumps(report, indent=1, default=str))
         return
 
     render(report, output.console(), top=top)
     if plot_file:
-        click.echo(f"plot written to {plot_file}")
+        click.echo(
+            f"plot written to {plot_file}"
+            + (f" and {report['plot_html']}" if report.get("plot_html") else "")
+        )
 
 
-def _run_with_progress(options: Any) -> Any:
+def progress_label(phase: str, total: int) -> str:
+    """What a progress line says: the study's phases by name, anything else as sent; a phase
+    "KIND:TEXT" (e.g. "probe:probing batch 512 on this machine") shows TEXT on the KIND line."""
+    if phase == "screen":
+        return f"screening {total} machine x batch pairs (a local probe per new batch size)"
+    if phase == "trials":
+        return f"trials (up to {total}; a new machine or batch size may probe)"
+    return phase.split(":", 1)[1] if ":" in phase else phase
+
+
+def _run_with_progress(options: Any, backend: Any) -> Any:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.markup import escape
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from advisor.study import run_suggest
 
     tasks: dict[str, Any] = {}
-    labels = {"screen": "screening machines x batch sizes", "trials": "trials"}
     with Progress(
+        SpinnerColumn(),
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
         console=Console(stderr=True),
         transient=True,
     ) as bar:
 
         def hook(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(labels.get(phase, phase), total=total)
-            bar.update(tasks[phase], completed=done, total=total)
+            # "probe:probing batch 512 on this machine" updates one "probe" line in place.
+            label, key = escape(progress_label(phase, total)), phase.split(":", 1)[0]
+            if key not in tasks:
+                tasks[key] = bar.add_task(label, total=total)
+            bar.update(tasks[key], completed=done, total=total, description=label)
 
-        return run_suggest(options, progress=hook)
+        return run_suggest(options, backend, progress=hook)

@@ -2,9 +2,10 @@
 
 The front is :mod:`advisor.probes.perf.model` (re-exported here); the other modules are its
 parts: ``signature`` (what is taken from a probe), ``cpu`` (CPU targets), ``accel`` (GPUs and
-TPUs), ``calibration`` (measured-vs-predicted corrections), ``constants`` (every constant, with
-its source in docs/calibration.md), ``trace`` (op counts of one step), ``report`` (forecasts
-for ``advisor predict``), ``types`` (the prediction value).
+TPUs), ``calibration`` (measured-vs-predicted corrections), ``ledger`` (the measured runs, kept
+in the Optuna storage), ``constants`` (every constant, with its source in
+docs/calibration.md), ``trace`` (op counts of one step), ``report`` (forecasts for
+``advisor predict``), ``types`` (the prediction value).
 """
 
 from advisor.probes.perf.model import (
@@ -16,6 +17,7 @@ from advisor.probes.perf.model import (
     predict_phases,
     predict_phases_for_batch,
     record_measurement,
+    record_run,
 )
 
 __all__ = [
@@ -27,4 +29,5 @@ __all__ = [
     "predict_phases",
     "predict_phases_for_batch",
     "record_measurement",
+    "record_run",
 ]

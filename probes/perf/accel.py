@@ -6,11 +6,13 @@ Steady iteration on ``n`` devices with global batch ``B`` (per-device batch ``b 
     t_compute  = flops_per_sample * b / (peak * efficiency)        # saturated device
     t_memory   = (traffic_per_sample * b + weight_traffic) / (bandwidth * 0.75)
     t_dispatch = ops_per_iteration * 30 us                          # eager host launches
-    t2 = max(t_dispatch, t_compute, t_memory) + t_input + t_allreduce + t_replica
+    t2 = max(t_dispatch, t_compute + t_memory) + t_input + t_allreduce + t_replica
 
-The ``max`` makes the achieved efficiency ``eff(b) = efficiency * min(1, b / b_sat)`` with
-``b_sat = t_dispatch * peak * efficiency / flops_per_sample``: a small model needs a large
-per-device batch before the device, not the host, is the bottleneck. Ring all-reduce:
+Compute and memory add (per-kernel roofline: convolutions and matmuls are compute-bound,
+normalisation and element-wise kernels memory-bound, and they run one after the other); the
+efficiencies are fitted to published GPU throughputs (docs/calibration.md). The ``max`` with
+the host dispatch makes a small model need a large per-device batch ``b_sat`` before the
+device, not the host, is the bottleneck. Ring all-reduce:
 ``2 (n-1)/n * gradient_bytes / link + 2 (n-1) * hop_latency`` (DDP, one process per device).
 """
 
@@ -23,7 +25,7 @@ from advisor.probes.perf import constants as C
 from advisor.probes.perf.signature import WorkloadSignature
 from advisor.probes.perf.types import around, combine
 from advisor.probes.result import Interval, PhaseTimes
-from advisor.providers.catalog._types import AcceleratorSpec, InstanceType
+from advisor.providers.catalog import AcceleratorSpec, InstanceType
 
 STRATEGIES = ("ddp", "dp")
 
@@ -120,7 +122,7 @@ def _iteration_parts(
             scatter = batch * sig.input_bytes_per_sample * (n - 1) / n / link
             weights = 0.0 if forward_only else 2 * (n - 1) * sig.gradient_bytes / link
             allreduce = scatter + weights + hops
-        replica += C.STRAGGLER_CV * max(dispatch, compute, memory) * math.sqrt(2 * math.log(n))
+        replica += C.STRAGGLER_CV * max(dispatch, compute + memory) * math.sqrt(2 * math.log(n))
     return {
         "compute": compute,
         "memory": memory,
@@ -134,7 +136,7 @@ def _iteration_parts(
 def iteration_time(parts: dict[str, float]) -> float:
     """Total of an iteration's parts: device work overlaps host dispatch (async launches)."""
     return (
-        max(parts["dispatch"], parts["compute"], parts["memory"])
+        max(parts["dispatch"], parts["compute"] + parts["memory"])
         + parts["input"]
         + parts["allreduce"]
         + parts["replica"]
@@ -142,12 +144,35 @@ def iteration_time(parts: dict[str, float]) -> float:
 
 
 def bottleneck(parts: dict[str, float]) -> str:
-    """The part that limits the iteration."""
-    keys = ("dispatch", "compute", "memory")
-    device = max(keys, key=lambda k: parts[k])
+    """The part that limits the iteration: "dispatch" when the host's op launches outlast
+    the device work, else the larger of "compute" and "memory"; or "input", "allreduce",
+    "replica" when one of those is larger still."""
+    device_s = parts["compute"] + parts["memory"]
+    if parts["dispatch"] >= device_s:
+        device, busy = "dispatch", parts["dispatch"]
+    else:
+        device = "compute" if parts["compute"] >= parts["memory"] else "memory"
+        busy = device_s
     others = {k: parts[k] for k in ("input", "allreduce", "replica")}
-    others[device] = parts[device]
+    others[device] = busy
     return max(others, key=lambda k: others[k])
+
+
+LIMITS = {
+    "dispatch": "host-bound (op dispatch): a faster GPU would not help",
+    "input": "host-bound (input pipeline): a faster GPU would not help",
+    "compute": "GPU compute-bound",
+    "memory": "GPU memory-bandwidth-bound",
+    "allreduce": "communication-bound: fewer or better-linked GPUs would help",
+    "replica": "replica overhead-bound: fewer GPUs would help",
+    "cpu": "CPU-bound",
+}
+
+
+def host_bound(limit: str) -> bool:
+    """Whether a prediction sits on the host floor (dispatch or input), where the device's
+    speed does not matter and the host constants (priors) decide the time."""
+    return limit in ("dispatch", "input")
 
 
 def _sum_interval(parts: list[tuple[float, float]]) -> Interval:
@@ -180,11 +205,22 @@ def predict_accelerator(
     n = machine.accelerator_count
     parts = _iteration_parts(sig, dev, profile, n, batch, strategy)
     t2 = iteration_time(parts)
-    dispatch_share = parts["dispatch"] / t2 if parts["dispatch"] >= parts["compute"] else 0.0
-    factors = [profile.model_factor, C.DISPATCH_FACTOR ** (dispatch_share * (not sig.ops_measured))]
+    device_s = parts["compute"] + parts["memory"]
+    dispatch_share = parts["dispatch"] / t2 if parts["dispatch"] >= device_s else 0.0
+    input_share = parts["input"] / t2
+    # The host floor's own uncertainty, weighted by its share: the per-op launch cost is a
+    # prior (x/2) even when the op count was traced; the input pipeline runs on the cloud
+    # host, not this one (x/1.6 when timed here, x/3 when a prior).
+    input_factor = C.OTHER_CPU_FACTOR if sig.data_s_per_sample is not None else C.INPUT_FACTOR
+    factors = [
+        profile.model_factor,
+        C.DISPATCH_FACTOR ** (dispatch_share * (1.5 if not sig.ops_measured else 1.0)),
+        input_factor**input_share,
+    ]
     if not sig.flops_counted:
         factors += [C.NO_FLOPS_FACTOR, sig.t2_spread]
     f = combine(*factors)
+    neck = bottleneck(parts)
     kind = "tpu" if profile.name == "tpu" else "gpu"
 
     fwd = _iteration_parts(sig, dev, profile, n, batch, strategy, forward_only=True)
@@ -209,14 +245,13 @@ def predict_accelerator(
             f"{dev.precision} peak {dev.peak_flops / 1e12:.1f} TFLOP/s x efficiency "
             f"{profile.efficiency}), {strategy} data parallel, per-device batch "
             f"{math.ceil(batch / n)}; init and first iteration are priors "
-            f"(x/{pf:g}), not computed."
+            f"(x/{pf:g}), not computed. Limit: {LIMITS[neck]}."
         ),
     )
     achieved = sig.flops_per_sample * math.ceil(batch / n)
-    busy = max(parts["dispatch"], parts["compute"], parts["memory"])
+    busy = max(parts["dispatch"], device_s)
     breakdown = dict(parts)
     breakdown["utilisation"] = achieved / (dev.peak_flops * busy) if busy > 0 else 0.0
-    breakdown["saturation_batch"] = (
-        parts["dispatch"] * dev.peak_flops * profile.efficiency / sig.flops_per_sample
-    )
-    return phases, breakdown, kind, bottleneck(parts)
+    per_sample = device_s / math.ceil(batch / n)
+    breakdown["saturation_batch"] = parts["dispatch"] / per_sample if per_sample > 0 else 0.0
+    return phases, breakdown, kind, neck

@@ -17,7 +17,7 @@ from advisor.probes.perf import constants as C
 from advisor.probes.perf.signature import WorkloadSignature
 from advisor.probes.perf.types import around, combine
 from advisor.probes.result import PhaseTimes
-from advisor.providers.catalog._types import InstanceType
+from advisor.providers.catalog import InstanceType
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,14 @@ from advisor.probes.perf import accel as perf_accel
 from advisor.probes.perf import cpu as perf_cpu
 from advisor.probes.perf.calibration import (
     CalibrationFactor,
+    CalibrationRecord,
     calibration_factor,
     record_measurement,
 )
-from advisor.probes.perf.signature import WorkloadSignature, signature
+from advisor.probes.perf.signature import WorkloadSignature, signature, workload_signature
 from advisor.probes.perf.types import Prediction, around
 from advisor.probes.result import Interval, PhaseTimes, ProbeResult
-from advisor.providers.catalog._types import AcceleratorSpec, InstanceType
+from advisor.providers.catalog import AcceleratorSpec, InstanceType
 
 from advisor.errors import AdvisorError
 
@@ -40,6 +41,7 @@ __all__ = [
     "predict_phases",
     "predict_phases_for_batch",
     "record_measurement",
+    "record_run",
 ]
 
 
@@ -82,7 +84,7 @@ def _calibrated(phases: PhaseTimes, cal: CalibrationFactor) -> PhaseTimes:
         t2=t2,
         v1=shift(phases.v1, extra_v1),
         v2=v2,
-        note=f"{phases.note} Calibrated x{k:.2f} from {cal.points} measured run(s).",
+        note=f"{phases.note} {cal.describe()[0].upper()}{cal.describe()[1:]}.",
     )
 
 
@@ -97,13 +99,16 @@ def predict(
     precision: str | None = None,
     parallel_fraction: float | None = None,
     calibrate: bool = True,
+    ledger_storage: str | None = None,
 ) -> Prediction:
     """Predict (or, for the local machine at the probed setting, return the measured)
     phase times of ``probe``'s workload on ``machine`` at ``batch_size`` (default: the
     probe's). ``threads`` is the CPU thread count (local default: the probe's; cloud CPU
     default: its physical cores). ``strategy`` is "ddp" (one process per GPU), "dp"
     (one process drives all replicas) or None (the framework's usual: Keras "dp", torch
-    "ddp"). ``parallel_fraction`` overrides the Amdahl prior.
+    "ddp"). ``parallel_fraction`` overrides the Amdahl prior. With ``calibrate`` the
+    prediction is corrected by the ledger's measured runs on that device class
+    (``ledger_storage``: an Optuna storage URL; default the advisor's SQLite file).
     """
     batch = batch_size or probe.batch_size
     if batch <= 0:
@@ -132,7 +137,12 @@ def predict(
         per_device = -(-batch // devices)
     cal = CalibrationFactor()
     if calibrate and not local:
-        cal = calibration_factor(device_class(machine), probe.workload)
+        cal = calibration_factor(
+            device_class(machine),
+            probe.workload,
+            ledger_storage,
+            signature=workload_signature(probe),
+        )
         phases = _calibrated(phases, cal)
     return Prediction(
         machine=machine.key,
@@ -144,6 +154,7 @@ def predict(
         bottleneck=neck,
         calibration=cal.factor,
         calibration_points=cal.points,
+        calibration_evidence=cal.describe(),
     )
 
 
@@ -176,7 +187,8 @@ def calibrate_from(
     measured: ProbeResult,
     machine: InstanceType,
     catalog: AcceleratorLookup,
-    origin: str = "probe",
+    origin: str = "remote-probe",
+    ledger_storage: str | None = None,
 ) -> float:
     """Record a real result on ``machine`` (``measured``, e.g. a remote probe) next to what
     the model predicts for it from ``local_probe`` (uncalibrated); return measured/predicted."""
@@ -187,17 +199,52 @@ def calibrate_from(
         )
     from advisor.probes.perf.signature import steady_stats
 
-    predicted = predict(
-        local_probe, machine, catalog, measured.batch_size, calibrate=False
-    ).phases.t2.value
     measured_t2, _ = steady_stats(measured.iteration_s)
-    record_measurement(
-        measured.workload,
+    record = record_run(
+        local_probe,
+        machine,
+        catalog,
         measured.batch_size,
+        measured_t2,
+        origin=origin,
+        ledger_storage=ledger_storage,
+    )
+    return record.ratio
+
+
+def record_run(
+    local_probe: ProbeResult,
+    machine: InstanceType,
+    catalog: AcceleratorLookup,
+    batch_size: int,
+    measured_t2: float,
+    origin: str,
+    ledger_storage: str | None = None,
+) -> CalibrationRecord:
+    """Append a measured steady iteration (``measured_t2`` seconds at ``batch_size`` on
+    ``machine``: a remote probe, an imported tuning trial's runtime divided by its
+    iterations, a local run) to the ledger, next to the model's uncalibrated prediction
+    from ``local_probe``. Later predictions for that device class are corrected by it."""
+    if machine.provider == "local":
+        raise AdvisorError(
+            "The local machine needs no calibration: its probes are measurements.",
+            "record runs measured on catalog machines (cloud instances).",
+        )
+    if measured_t2 <= 0 or batch_size <= 0:
+        raise AdvisorError(
+            f"A measured run needs a positive step time and batch, but got "
+            f"{measured_t2} s at batch {batch_size}.",
+            "pass the measured seconds per training step and its batch size.",
+        )
+    predicted = predict(local_probe, machine, catalog, batch_size, calibrate=False).phases.t2.value
+    return record_measurement(
+        local_probe.workload,
+        batch_size,
         machine.key,
         device_class(machine),
         predicted,
         measured_t2,
         origin=origin,
+        storage=ledger_storage,
+        signature=workload_signature(local_probe),
     )
-    return measured_t2 / predicted

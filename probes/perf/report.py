@@ -11,7 +11,8 @@ from advisor.probes.iteration_model import DEFAULT_EPOCHS, Estimate, epoch_sweep
 from advisor.probes.perf.model import AcceleratorLookup, predict
 from advisor.probes.perf.types import Prediction
 from advisor.probes.result import ProbeResult
-from advisor.providers.catalog._types import InstanceType
+from advisor.providers.catalog import InstanceType
+from advisor.providers.overheads import RunOverheads, Span, run_overheads
 
 from advisor.errors import AdvisorError
 
@@ -19,13 +20,31 @@ from advisor.errors import AdvisorError
 @dataclass(frozen=True)
 class Forecast:
     """One machine's prediction and the run it implies (``estimate`` at the chosen epochs,
-    ``sweep`` at several epoch counts)."""
+    ``sweep`` at several epoch counts), plus what a real job adds (``overheads``: start-up
+    terms and billing granularity of the machine's service, providers/overheads.py)."""
 
     machine: InstanceType
     price_per_hour: float
     prediction: Prediction
     estimate: Estimate
     sweep: dict[int, Estimate]
+    overheads: RunOverheads | None = None
+
+    def _train(self) -> Span:
+        rt = self.estimate.runtime
+        return Span(rt.value, rt.low, rt.high)
+
+    @property
+    def job_wall_s(self) -> Span | None:
+        """Seconds from submission to the end: start-up terms + the training run."""
+        return None if self.overheads is None else self.overheads.wall + self._train()
+
+    @property
+    def job_cost_usd(self) -> Span | None:
+        """USD billed: billed start-up terms + training, rounded to the service's billing."""
+        if self.overheads is None:
+            return None
+        return self.overheads.cost(self._train(), self.price_per_hour)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -36,7 +55,38 @@ class Forecast:
             "prediction": self.prediction.to_dict(),
             "estimate": self.estimate.to_dict(),
             "sweep": {str(n): e.to_dict() for n, e in self.sweep.items()},
+            "overheads": None if self.overheads is None else _overheads_dict(self),
         }
+
+
+def _span(s: Span | None) -> dict[str, float] | None:
+    return None if s is None else {"value": s.value, "low": s.low, "high": s.high}
+
+
+def _overheads_dict(f: Forecast) -> dict[str, Any]:
+    over = f.overheads
+    assert over is not None
+    return {
+        "terms": [
+            {
+                "phase": t.phase,
+                "seconds": _span(t.seconds),
+                "billed": t.billed,
+                "status": t.status,
+                "source": t.source,
+            }
+            for t in over.terms
+        ],
+        "billing": {
+            "increment_s": over.billing.increment_s,
+            "minimum_s": over.billing.minimum_s,
+            "status": over.billing.status,
+            "source": over.billing.source,
+        },
+        "job_wall_s": _span(f.job_wall_s),
+        "job_billed_s": _span(over.billed_run(f._train())),
+        "job_cost_usd": _span(f.job_cost_usd),
+    }
 
 
 def forecast(
@@ -62,8 +112,11 @@ def forecast(
         price = machine.price(spot)
         pred = predict(probe, machine, catalog, batch_size, strategy=strategy)
         counts = sorted({*sweep_epochs, epochs})
-        sweep = epoch_sweep(pred.phases, n_train, n_val, batch_size, counts, price)
-        rows.append(Forecast(machine, price, pred, sweep[epochs], sweep))
+        sweep = epoch_sweep(
+            pred.phases, n_train, n_val, batch_size, counts, price,
+            spot=spot, service=machine.service,
+        )  # fmt: skip
+        rows.append(Forecast(machine, price, pred, sweep[epochs], sweep, run_overheads(machine)))
     rows.sort(key=lambda f: f.estimate.runtime.value)
     return rows
 

@@ -149,3 +149,11 @@ def signature(probe: ProbeResult) -> WorkloadSignature:
         ops_measured=bool(ops),
         data_s_per_sample=float(data_s) / probe.batch_size if data_s is not None else None,
     )
+
+
+def workload_signature(probe: ProbeResult) -> str:
+    """A key for "the same work" in the calibration ledger: workload, framework, FLOPs per
+    sample (3 significant digits) and parameter count. Batch size and machine are not part
+    of it: the ledger's correction is per device class and carries across batch sizes."""
+    flops = (probe.flops_per_iteration or 0.0) / max(1, probe.batch_size)
+    return f"{probe.workload}|{probe.framework}|{flops:.3g}|{int(probe.parameters or 0)}"

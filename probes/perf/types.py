@@ -27,7 +27,8 @@ class Prediction:
     ``kind`` is "measured", "same-cpu", "cpu", "gpu" or "tpu". ``breakdown`` holds the
     parts of the steady iteration in seconds (compute, memory, dispatch, input, allreduce,
     replica); ``bottleneck`` names the largest. ``calibration`` is the applied
-    measured/predicted correction factor (1.0 when none).
+    measured/predicted correction factor (1.0 when none), ``calibration_evidence`` the
+    ledger records behind it.
     """
 
     machine: str
@@ -39,6 +40,7 @@ class Prediction:
     bottleneck: str = ""
     calibration: float = 1.0
     calibration_points: int = 0
+    calibration_evidence: str = ""  # the correction and the records behind it, one line
 
     def __post_init__(self) -> None:
         if self.devices < 1 or self.per_device_batch < 1:
@@ -62,4 +64,5 @@ class Prediction:
             "bottleneck": self.bottleneck,
             "calibration": self.calibration,
             "calibration_points": self.calibration_points,
+            "calibration_evidence": self.calibration_evidence,
         }

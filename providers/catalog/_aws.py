@@ -3,8 +3,8 @@
 ``get_products`` answers ``{"PriceList": [json string, ...], "NextToken": ...}``; each string
 is a product with ``product.attributes`` (``instanceType`` for EC2, ``instanceName`` for
 SageMaker) and ``terms.OnDemand.<offer>.priceDimensions.<rate>.pricePerUnit.USD`` per hour.
-Spot prices come from ``ec2.describe_spot_price_history`` (median over availability zones of
-each zone's latest price). SageMaker managed spot training has no public price list: SageMaker
+Spot prices come from ``ec2.describe_spot_price_history``: the lowest of the region's zones'
+latest prices (what a launch that may use any zone pays, as SkyPilot's catalog reads it). SageMaker managed spot training has no public price list: SageMaker
 rows keep their snapshot spot price.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import statistics
 from collections.abc import Iterable
 from typing import Any
 
@@ -144,4 +143,4 @@ def _spot(client: Any, types: list[str]) -> dict[str, float]:
     by_type: dict[str, list[float]] = {}
     for (itype, _), (_, price) in latest.items():
         by_type.setdefault(itype, []).append(price)
-    return {t: round(statistics.median(p), 6) for t, p in by_type.items()}
+    return {t: round(min(p), 6) for t, p in by_type.items()}

@@ -37,6 +37,9 @@ class Catalog:
     snapshot: str
     instances: tuple[InstanceType, ...]
     accelerators: Mapping[str, AcceleratorSpec] = field(default_factory=dict)
+    # Every region's row (``instances`` holds one per key); empty means ``instances``.
+    regional: tuple[InstanceType, ...] = ()
+    region: str | None = None  # the region asked for, or None: each key's cheapest region
 
     def __post_init__(self) -> None:
         seen: dict[str, InstanceType] = {}
@@ -44,9 +47,77 @@ class Catalog:
             if inst.key in seen:
                 raise ValueError(f"duplicate key {inst.key!r} in snapshot {self.snapshot}")
             seen[inst.key] = inst
+        if not self.regional:
+            object.__setattr__(self, "regional", self.instances)
+        where: set[tuple[str, str]] = set()
+        for inst in self.regional:
+            if (inst.key, inst.region) in where:
+                raise ValueError(f"duplicate key {inst.key!r} in region {inst.region!r}")
+            where.add((inst.key, inst.region))
             if inst.accelerator is not None and inst.accelerator not in self.accelerators:
                 raise ValueError(f"{inst.key}: unknown accelerator {inst.accelerator!r}")
         object.__setattr__(self, "_by_key", seen)
+
+    @classmethod
+    def from_rows(
+        cls,
+        snapshot: str,
+        rows: Sequence[InstanceType],
+        accelerators: Mapping[str, AcceleratorSpec],
+        region: str | None = None,
+    ) -> Catalog:
+        """A catalog of every region's ``rows``, working on ``region``'s or the cheapest."""
+        from advisor.providers.catalog._regions import pick
+
+        return cls(
+            snapshot=snapshot,
+            instances=tuple(pick(rows, region)),
+            accelerators=accelerators,
+            regional=tuple(rows),
+            region=region,
+        )
+
+    def regions(self, name: str) -> list[InstanceType]:
+        """Every region's row of machine ``name`` (any spelling ``resolve`` takes), cheapest first."""
+        from advisor.providers.catalog._regions import by_key
+
+        key = self.resolve(name).key
+        return by_key(r for r in self.regional if r.key == key).get(key, [])
+
+    def region_note(self, inst: InstanceType) -> str:
+        """Which region ``inst`` is priced in and why (asked for, cheapest of N, only one)."""
+        from advisor.providers.catalog._regions import note
+
+        return note(inst, self.regional, self.region)
+
+    def resolve(
+        self, name: str, accelerator: str | None = None, services: Sequence[str] = ()
+    ) -> InstanceType:
+        """The row for a catalog key, a bare type, or a provider's own spelling.
+
+        Takes ``Standard_NC6s_v3`` (Azure), ``ml.p3.2xlarge`` / ``sagemaker:p3.2xlarge``
+        (SageMaker), ``n1-standard-8`` with ``accelerator="T4"`` (or ``"T4:2"``,
+        ``"nvidia-tesla-t4"``; GCP), ``tpu-v2-8``; ``services`` picks among services that
+        sell the same type. Unknown names raise AdvisorError with close matches.
+        """
+        from advisor.providers.catalog._names import resolve
+
+        return resolve(self, name, accelerator, services)
+
+    def matching_keys(self, names: Iterable[str]) -> tuple[str, ...]:
+        """``names`` plus the catalog keys they stand for in any spelling (never raises).
+
+        For a space's ``instance_types``: ``Standard_NC6s_v3`` adds both Azure services' keys,
+        ``n1-standard-8`` every GPU-attached variant; unknown names stay as they are.
+        """
+        from advisor.providers.catalog._names import matching_keys
+
+        out: list[str] = []
+        for name in names:
+            for key in (name, *matching_keys(self, name)):
+                if key not in out:
+                    out.append(key)
+        return tuple(out)
 
     # --- lookups -----------------------------------------------------------------------
     def get(self, instance_type_or_key: str) -> InstanceType:
@@ -75,6 +146,19 @@ class Catalog:
             raise AdvisorError(
                 f"'{name}' is sold by several services in snapshot {self.snapshot}: {keys}.",
                 "name one as service:type.",
+            )
+        elsewhere = sorted(
+            {
+                r.region
+                for r in self.regional
+                if name.lower() in (r.key.lower(), r.instance_type.lower())
+            }
+        )
+        if elsewhere:
+            raise AdvisorError(
+                f"'{name}' is not priced in region '{self.region}' in snapshot {self.snapshot} "
+                f"(it is in {', '.join(elsewhere)}).",
+                "pick one of those regions, or leave --region out for the cheapest.",
             )
         names = {i.instance_type for i in self.instances} | set(by_key)
         near = close_matches(name, names, n=5)

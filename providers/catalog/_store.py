@@ -50,10 +50,12 @@ def snapshot_dir(snapshot: str | None = None) -> tuple[str, Path]:
     return name, dirs[name]
 
 
-def load(snapshot: str | None = None) -> Catalog:
+def load(snapshot: str | None = None, region: str | None = None) -> Catalog:
     """The catalog of ``snapshot`` (None: the newest), every row validated.
 
-    A bad value raises AdvisorError naming the file, line and column.
+    A machine priced in several regions is taken from ``region``, or (None) from the cheapest
+    region that sells it; ``Catalog.region_note`` says which. A bad value raises AdvisorError
+    naming the file, line and column.
     """
     name, folder = snapshot_dir(snapshot)
     files = [folder / f"{p}.csv" for p in PROVIDER_FILES]
@@ -61,22 +63,24 @@ def load(snapshot: str | None = None) -> Catalog:
     if not acc.is_file():
         acc = DATA_DIR / ACCELERATORS_FILE
     stamp = tuple((str(f), f.stat().st_mtime_ns) for f in [acc, *files] if f.is_file())
-    return _load_cached(name, stamp)
+    return _load_cached(name, stamp, region)
 
 
 @lru_cache(maxsize=16)
-def _load_cached(name: str, stamp: tuple[tuple[str, int], ...]) -> Catalog:
+def _load_cached(name: str, stamp: tuple[tuple[str, int], ...], region: str | None) -> Catalog:
     acc_path, *provider_paths = (Path(p) for p, _ in stamp)
     accelerators = read_accelerators(acc_path)
     rows: list[InstanceType] = []
-    where: dict[str, str] = {}
+    where: dict[tuple[str, str], str] = {}
     for path in provider_paths:
         for line, inst in read_instances(path, path.stem, accelerators):
-            if inst.key in where:
+            at = (inst.key, inst.region)
+            if at in where:
                 raise AdvisorError(
-                    f"{path} line {line}: {inst.key} is listed twice (first at {where[inst.key]}).",
-                    "keep one row per service and instance type.",
+                    f"{path} line {line}: {inst.key} in region '{inst.region}' is listed twice "
+                    f"(first at {where[at]}).",
+                    "keep one row per service, instance type and region.",
                 )
-            where[inst.key] = f"{path.name} line {line}"
+            where[at] = f"{path.name} line {line}"
             rows.append(inst)
-    return Catalog(snapshot=name, instances=tuple(rows), accelerators=accelerators)
+    return Catalog.from_rows(name, rows, accelerators, region)

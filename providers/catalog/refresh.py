@@ -38,6 +38,10 @@ FIXES = {
 }
 
 
+# The region each source is read for unless ``region=`` is given.
+SOURCE_REGIONS = {"aws": "us-east-1", "azure": "eastus", "gcp": "us-central1"}
+
+
 @dataclass(frozen=True)
 class RefreshResult:
     """What a refresh wrote: the new snapshot, how many rows were repriced or kept."""
@@ -96,10 +100,13 @@ def refresh(
         raise unknown_value_error("provider", provider, PROVIDER_FILES)
     day = (today or dt.date.today()).isoformat()
     catalog = load(base)
-    rows = [r for r in catalog.instances if r.provider == provider]
+    rows = [r for r in catalog.regional if r.provider == provider]
+    # A source is read for one region: rows of other regions keep their prices.
+    region = source_options.get("region") or SOURCE_REGIONS[provider]
+    here = [r for r in rows if r.region == region]
     name = _source_name(provider)
     try:
-        quotes, notes = _fetch(provider, rows, source_options)
+        quotes, notes = _fetch(provider, here, source_options)
     except SourceError as exc:
         raise AdvisorError(
             f"Could not read the {name} ({exc}). The existing snapshot {catalog.snapshot} is unchanged.",
@@ -111,8 +118,11 @@ def refresh(
             f"of snapshot {catalog.snapshot}; nothing was written.",
             "check the region and the source's response, or try later.",
         )
-    repriced = [_merge(r, quotes.get(r.key), name, day, catalog.snapshot) for r in rows]
-    updated = sum(1 for r in rows if r.key in quotes)
+    repriced = [
+        _merge(r, quotes.get(r.key) if r.region == region else None, name, day, catalog.snapshot)
+        for r in rows
+    ]
+    updated = sum(1 for r in here if r.key in quotes)
     path = _write_snapshot(catalog, day, provider, repriced)
     return RefreshResult(
         provider=provider,
@@ -194,4 +204,4 @@ def _validate(folder: Path) -> None:
         path = folder / f"{provider}.csv"
         if path.is_file():
             rows += [inst for _, inst in read_instances(path, provider, accelerators)]
-    Catalog(snapshot=folder.name, instances=tuple(rows), accelerators=accelerators)
+    Catalog.from_rows(folder.name, rows, accelerators)

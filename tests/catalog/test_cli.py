@@ -69,7 +69,7 @@ def test_json_output_is_a_list_of_rows() -> None:
             "all",
         ],
     )
-    rows = json.loads(result.output)
+    rows = json.loads(result.stdout)
     prices = {r["key"]: r["on_demand_usd_per_h"] for r in rows}
     assert prices["ec2:p3.8xlarge"] == 12.24 and prices["sagemaker:ml.p3.16xlarge"] == 28.15
     assert set(rows[0]) >= {
@@ -97,7 +97,7 @@ def test_spot_filter_and_comma_lists() -> None:
             "--json",
         ],
     )
-    rows = json.loads(result.output)
+    rows = json.loads(result.stdout)
     assert rows and all(r["spot_usd_per_h"] <= 0.2 and r["accelerator"] == "T4" for r in rows)
     assert {r["provider"] for r in rows} <= {"gcp", "azure"}
 

@@ -35,7 +35,8 @@ def test_accelerator_family_matches_variants() -> None:
     assert a100 == {"A100-40GB", "A100-80GB", "A100-80GB-PCIe"}
     tpus = cat.filter(accelerators=["tpu"])
     assert {r.accelerator for r in tpus} == {"TPU-v2", "TPU-v3", "TPU-v4", "TPU-v5e", "TPU-v6e"}
-    assert {r.instance_type for r in cat.filter(accelerators=["v5e"])} == {"v5litepod-8"}
+    v5e = {r.instance_type for r in cat.filter(accelerators=["v5e"])}
+    assert v5e == {"v5litepod-1", "v5litepod-4", "v5litepod-8", "v5litepod-16"}
 
 
 def test_cpu_selects_cpu_only_machines() -> None:

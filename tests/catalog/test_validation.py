@@ -84,7 +84,8 @@ def test_duplicate_key_names_both_lines(copy_snapshot: CopySnapshot) -> None:
     path.write_text("".join([*lines, lines[4]]))
     with pytest.raises(
         AdvisorError,
-        match=r"aws.csv line 14: ec2:p3.2xlarge is listed twice \(first at aws.csv line 5\)",
+        match=r"aws.csv line 14: ec2:p3.2xlarge in region 'us-east-1' is listed twice "
+        r"\(first at aws.csv line 5\)",
     ):
         load("2099-01")
 

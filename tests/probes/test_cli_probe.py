@@ -111,3 +111,64 @@ def test_probe_prints_its_warnings_and_keeps_them_in_json(tmp_path: Path) -> Non
     assert "warning: max pooling runs on channels-first (NCHW) CPU tensors" in proc.stdout
     saved = json.loads(out.read_text())
     assert len(saved["warnings"]) == 1 and "channels_last" in saved["warnings"][0]
+
+
+def test_failed_probe_prints_its_status_and_one_line_reason() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "advisor.cli.main",
+            "probe",
+            "--model",
+            "user_models:build_sigkill",
+            "--batch-size",
+            "8",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=180,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "probe failed (killed): killed by signal 9 (SIGKILL)" in proc.stdout
+
+
+def _children(pid: int) -> list[int]:
+    tasks = Path(f"/proc/{pid}/task")
+    return [int(c) for task in tasks.iterdir() for c in (task / "children").read_text().split()]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+def test_ctrl_c_stops_the_probe_child_and_exits_130() -> None:
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "advisor.cli.main",
+            "probe",
+            "--model",
+            "user_models:build_slow",
+            "--batch-size",
+            "8",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        start_new_session=True,  # the SIGINT goes to the parent alone, not the child too
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _children(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (child,) = _children(proc.pid)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Aborted." in err
+    assert not Path(f"/proc/{child}").exists()  # killed and reaped, not left running

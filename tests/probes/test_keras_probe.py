@@ -3,6 +3,7 @@ same result type, FLOPs convention and parameter counts as the PyTorch probe."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import textwrap
 from pathlib import Path
@@ -19,7 +20,18 @@ import keras
 from advisor.search_spaces.workloads import KerasSetup
 
 
-def build(batch_size=32, seed=0, lr=0.01, poison=False, **_ignored):
+def _fail(kind):
+    def on_batch_end(batch, logs):
+        if kind == "allocation":  # a real allocation failure in TensorFlow
+            import tensorflow as tf
+
+            tf.zeros([2**40, 2**10])
+        raise ValueError("a user callback failed")
+
+    return keras.callbacks.LambdaCallback(on_train_batch_end=on_batch_end)
+
+
+def build(batch_size=32, seed=0, lr=0.01, poison=False, fail=None, **_ignored):
     """A user's own Keras model: 8 features -> 2 classes, 256 training and 64 val rows."""
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(256, 8)).astype("float32")
@@ -30,7 +42,9 @@ def build(batch_size=32, seed=0, lr=0.01, poison=False, **_ignored):
     model = keras.Sequential(layers)
     model.compile(optimizer=keras.optimizers.SGD(lr),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    return KerasSetup(model=model, train=(x, y), val=(x[:64], y[:64]), batch_size=batch_size)
+    callbacks = (_fail(fail),) if fail else ()
+    return KerasSetup(model=model, train=(x, y), val=(x[:64], y[:64]), batch_size=batch_size,
+                      callbacks=callbacks)
 '''
 
 
@@ -74,6 +88,13 @@ def test_builtin_probe_through_the_subprocess_runner() -> None:
     assert result.peak_host_memory_bytes > 100e6
     assert 0 < result.cpu_utilisation <= 1
     assert result.fingerprint["tensorflow"] and result.fingerprint["keras"].startswith("3.")
+    # issue #19: the gradient noise scale, measured by the Keras hook after the timing, comes
+    # back through the child process's JSON
+    from advisor.probes.gradient_noise import from_probe
+
+    noise = from_probe(result)
+    assert noise is not None and (noise.small_batch, noise.big_batch) == (16, 32)
+    assert noise.low <= noise.value <= noise.high and noise.iterations >= 3
 
 
 def test_user_model_by_import_path(user_module: str) -> None:
@@ -105,6 +126,57 @@ def test_nan_loss_is_a_result_not_an_exception(user_module: str) -> None:
         )
     )
     assert result.status == "nan" and "loss" in (result.error or "")
+
+
+@pytest.mark.parametrize(
+    ("fail", "status", "words"),
+    [
+        ("allocation", "oom", "ResourceExhaustedError: "),
+        ("value", "error", "ValueError: a user callback failed"),
+    ],
+)
+def test_failures_are_classified_by_exception_type(
+    user_module: str, fail: str, status: str, words: str
+) -> None:
+    from advisor.probes.keras_runner import probe_in_process
+
+    result = probe_in_process(
+        ProbeRequest(
+            workload=user_module,
+            framework="keras",
+            batch_size=32,
+            iterations=3,
+            hyperparameters={"fail": fail},
+        )
+    )
+    assert result.status == status
+    assert result.reason.startswith(words) and "\n" not in result.reason
+
+
+def test_out_of_memory_types() -> None:
+    import tensorflow as tf
+    from advisor.probes.framework import LossDiverged
+    from advisor.probes.keras_runner import RUNNER
+
+    assert RUNNER.classify(tf.errors.ResourceExhaustedError(None, None, "OOM")) == "oom"
+    assert RUNNER.classify(MemoryError()) == "oom"
+    assert RUNNER.classify(LossDiverged("loss became nan")) == "nan"
+    assert RUNNER.classify(tf.errors.InvalidArgumentError(None, None, "out of memory")) == "error"
+
+
+def test_time_box_stops_the_keras_probe_after_the_minimum_iterations(user_module: str) -> None:
+    from advisor.probes.keras_runner import probe_in_process
+
+    events: list[tuple[str, int, int]] = []
+    request = ProbeRequest(
+        workload=user_module, framework="keras", batch_size=16, iterations=12, max_seconds=1e-6
+    )
+    result = probe_in_process(request, on_progress=lambda *e: events.append(e))
+    assert result.ok, result.error
+    assert len(result.iteration_s) == 5  # MIN_PROBE_ITERATIONS, then the time box applies
+    assert [e for e in events if e[0] == "iterations"][-1] == ("iterations", 5, 12)
+    untimed = probe_in_process(dataclasses.replace(request, max_seconds=None))
+    assert untimed.ok and len(untimed.iteration_s) == 12
 
 
 def test_workload_without_that_framework_is_an_error_result() -> None:

@@ -72,3 +72,77 @@ def test_unknown_framework_is_a_user_error() -> None:
     assert set(FRAMEWORK_ENTRY) == {"torch", "keras"}
     with pytest.raises(AdvisorError, match="framework"):
         run_probe(ProbeRequest("fcn", 32, framework="jax"))
+
+
+def test_sigkilled_child_is_labelled_killed_by_signal_9() -> None:
+    result = run_probe(ProbeRequest("user_models:build_sigkill", 32, iterations=5, timeout_s=120))
+    assert result.status == "killed"
+    assert result.reason == "killed by signal 9 (SIGKILL)"
+
+
+def test_sigkill_is_out_of_memory_only_with_the_kernels_evidence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from advisor.probes import runner
+
+    counts = iter([4, 5])  # the oom_kill counter rose while the child ran
+    monkeypatch.setattr(runner, "oom_kill_count", lambda: next(counts))
+    result = run_probe(ProbeRequest("user_models:build_sigkill", 32, iterations=5, timeout_s=120))
+    assert result.status == "oom"
+    assert result.reason.startswith("killed by signal 9 (SIGKILL); the kernel's out-of-memory")
+    assert "4 -> 5" in result.reason
+    # an unchanged or unreadable counter is no evidence
+    assert runner.classify_exit(-9, [], (5, 5))[0] == "killed"
+    assert runner.classify_exit(-9, [], (None, None))[0] == "killed"
+    assert runner.classify_exit(-15, [], (1, 2)) == ("killed", "killed by signal 15 (SIGTERM)")
+
+
+def test_oom_kill_count_reads_the_kernels_counters() -> None:
+    from advisor.probes.runner import oom_kill_count
+
+    count = oom_kill_count()
+    if not Path("/proc/vmstat").exists():
+        pytest.skip("no /proc/vmstat here")
+    assert isinstance(count, int) and count >= 0
+
+
+def test_ctrl_c_in_the_parent_kills_the_probe_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+    import subprocess
+    import threading
+    import time
+
+    from advisor.probes import runner
+
+    children: list[subprocess.Popen[str]] = []
+    real_popen = subprocess.Popen
+
+    def popen(*args: object, **kwargs: object) -> subprocess.Popen[str]:
+        proc = real_popen(*args, **kwargs)  # type: ignore[call-overload]
+        children.append(proc)
+        # a real SIGINT to this process once the child runs, as Ctrl-C sends
+        threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+        return proc
+
+    monkeypatch.setattr(runner.subprocess, "Popen", popen)
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_probe(ProbeRequest("user_models:build_slow", 32, iterations=5, timeout_s=120))
+    assert time.monotonic() - start < 30  # not the child's 60 s sleep nor the timeout
+    (child,) = children
+    assert child.returncode == -signal.SIGKILL  # killed and reaped by run_probe
+    with pytest.raises(ProcessLookupError):
+        os.kill(child.pid, 0)
+
+
+def test_child_reports_a_framework_that_cannot_be_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a `torch` package that fails on import: the child still writes a classified result
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("raise MemoryError('no memory to import')\n")
+    path = os.pathsep.join([str(tmp_path), str(HERE), os.environ.get("PYTHONPATH", "")])
+    monkeypatch.setenv("PYTHONPATH", path)
+    result = run_probe(ProbeRequest("fcn", 32, iterations=5, timeout_s=120))
+    assert result.status == "oom"
+    assert result.reason == "MemoryError: no memory to import"

@@ -8,6 +8,7 @@ val_dataset)`` or a ``TorchSetup``.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from typing import Any
 
@@ -68,3 +69,34 @@ def build_slow(batch_size: int = 32, seed: int = 0, **_: Any) -> Any:
     """A builder that hangs (used with a tiny timeout)."""
     time.sleep(60)
     return build(batch_size, seed)
+
+
+class _Fails(nn.Module):
+    """A model whose forward pass raises what ``fail`` says (on the first training step)."""
+
+    def __init__(self, fail: str) -> None:
+        super().__init__()
+        self.linear = nn.Linear(8, 2)
+        self.fail = fail
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fail == "allocation":  # a real allocation failure in PyTorch's CPU allocator
+            torch.empty(2**60, dtype=torch.uint8)
+        elif self.fail == "memory":
+            raise MemoryError("no memory for the activations")
+        elif self.fail == "value":
+            raise ValueError("shapes do not match (in user code)")
+        return self.linear(x)
+
+
+def build_failing(batch_size: int = 32, seed: int = 0, fail: str = "value", **_: Any) -> Any:
+    """A model that fails in its forward pass: ``fail`` = allocation, memory or value."""
+    torch.manual_seed(seed)
+    model = _Fails(fail)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    return model, nn.CrossEntropyLoss(), opt, _data(512, seed), _data(128, seed + 1)
+
+
+def build_sigkill(**_: Any) -> Any:
+    """A builder whose process is killed by SIGKILL (as the out-of-memory killer does)."""
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -71,7 +71,7 @@ def table() -> ReplayTable:
 
 @pytest.fixture
 def table_file(tmp_path: Path) -> Path:
-    """The small replay table saved as JSON (for ADVISOR_BACKEND=replay:PATH)."""
+    """The small replay table saved as JSON (for `advisor suggest --backend replay:PATH`)."""
     path = tmp_path / "table.json"
     small_table().save(path)
     return path

@@ -18,9 +18,13 @@ from advisor.cli.main import main
 SPACE = "workload: fcn\nbatch_sizes: [256, 512]\nhyperparameters:\n  lr: {type: float, low: 0.01, high: 0.3, log: true}\n"
 
 
+BACKEND: dict[str, str] = {}  # the hidden --backend option the `replay` fixture sets
+
+
 def _suggest(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    extra = ["--backend", BACKEND["spec"]] if "spec" in BACKEND else []
     try:
-        main(["suggest", *args])
+        main(["suggest", *args, *extra])
         code = 0
     except SystemExit as exc:
         code = int(exc.code or 0)
@@ -30,7 +34,7 @@ def _suggest(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
 
 @pytest.fixture
 def replay(monkeypatch: pytest.MonkeyPatch, table_file: Path, tmp_path: Path) -> Path:
-    monkeypatch.setenv("ADVISOR_BACKEND", f"replay:{table_file}")
+    monkeypatch.setitem(BACKEND, "spec", f"replay:{table_file}")
     monkeypatch.setenv("COLUMNS", "200")
     space = tmp_path / "space.yaml"
     space.write_text(SPACE)
@@ -169,3 +173,10 @@ def test_dashboard_without_storage_is_a_user_error(capsys: pytest.CaptureFixture
         main(["dashboard"])
     assert info.value.code == 2
     assert "run `advisor suggest` first" in capsys.readouterr().err
+
+
+def test_backend_option_is_hidden_and_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _suggest(capsys, "--help")
+    assert code == 0 and "--backend" not in out
+    code, _, err = _suggest(capsys, "--model", "fcn", "--backend", "cloud:nowhere")
+    assert code == 2 and "Unknown back end 'cloud:nowhere'" in err and "Traceback" not in err

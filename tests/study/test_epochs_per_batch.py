@@ -14,8 +14,9 @@ from advisor.providers.catalog import local_machine
 
 from advisor.epochs_report import epochs_note, epochs_per_batch
 from advisor.errors import AdvisorError
-from advisor.scoring import Candidate, LocalBackend, WorkloadInfo
-from advisor.study import SuggestOptions, workload_info
+from advisor.local_backend import LocalBackend
+from advisor.options import SuggestOptions, workload_info
+from advisor.scoring import Candidate, WorkloadInfo
 
 # Noise-free squared norms at B/2 = 128 and B = 256 with |G|^2 = 1 and tr(Sigma) = 1000:
 # B_simple = 1000 exactly.

@@ -12,8 +12,8 @@ from advisor.probes.result import ProbeResult
 from advisor.search_spaces.loader import default_space
 
 from advisor.errors import AdvisorError
+from advisor.local_backend import ProbeCache
 from advisor.replay import ReplayBackend, ReplayTable
-from advisor.scoring import ProbeCache
 from advisor.study import (
     SuggestOptions,
     SuggestOutcome,

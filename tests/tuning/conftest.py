@@ -58,8 +58,11 @@ def make_study(
 ) -> Any:
     """An advisor study as `advisor suggest` leaves it: one recommended, finished trial."""
     import optuna
+    from advisor.probes.result import Interval
     from advisor.search_spaces.convert import param_to_optuna
     from optuna.distributions import CategoricalDistribution
+
+    from advisor.records import TrialRecord
 
     space = JointSpace(workload="fcn", hyperparameters=params)
     study = optuna.create_study(study_name=name, storage=storage, directions=["minimize"])
@@ -84,13 +87,18 @@ def make_study(
         params={"machine": machine, "batch_size": 512, **{p.name: values[p.name] for p in params}},
         distributions=dists,
         values=[600.0],
-        user_attrs={
-            "source": "modelled",
-            "price_per_hour": 3.825,
-            "epochs": 14,
-            "estimate": {"epochs": 14, "runtime": {"value": 600.0, "low": 550.0, "high": 650.0}},
-            "feasible": True,
-        },
+        user_attrs=TrialRecord(
+            machine=machine,
+            batch_size=512,
+            source="modelled",
+            price_per_hour=3.825,
+            spot=machine.endswith(":spot"),
+            epochs=14,
+            runtime=Interval(600.0, 550.0, 650.0),
+            cost=Interval(0.6375, 0.584, 0.691),  # 600 s at 3.825 USD/h
+            estimate={"epochs": 14, "runtime": {"value": 600.0, "low": 550.0, "high": 650.0}},
+            feasible=True,
+        ).to_attrs(),
     )
     study.add_trial(trial)
     return study

@@ -1,8 +1,16 @@
-"""One spec through every back end: each builds a request that carries the same job."""
+"""The provider contract: one suite, run for SageMaker, Vertex AI and Azure ML.
+
+Every back end builds a request its SDK accepts by its own rules, refuses what its service
+cannot do with the fix, and goes through the full round trip against its fake wire: submit ->
+status -> import -> import again (idempotent), with completed, failed, stopped and running jobs.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,58 +21,145 @@ from advisor.errors import AdvisorError
 
 pytestmark = pytest.mark.slow  # imports each cloud SDK
 
-MACHINE = {
-    "sagemaker": "ml.g5.2xlarge",
-    "vertex": "g2-standard-8",
-    "azureml": "Standard_NV36ads_A10_v5",
-}
-OPTIONS: dict[str, dict[str, Any]] = {
-    "sagemaker": {"role": "arn:aws:iam::123456789012:role/R"},
-    "vertex": {"project": "p1"},
-    "azureml": {"compute": "gpu"},
-}
+if "wires" not in sys.modules:
+    _spec = importlib.util.spec_from_file_location("wires", Path(__file__).with_name("wires.py"))
+    _module = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+    sys.modules["wires"] = _module
+    _spec.loader.exec_module(_module)  # type: ignore[union-attr]
+wires = sys.modules["wires"]
+
 PARAMS = (FloatParam("momentum", 0.5, 0.99), IntParam("layers", 1, 4),
           CategoricalParam("optimizer", ("sgd", "adam")))  # fmt: skip
+ROUND_TRIP_PARAMS = (FloatParam("lr", 0.01, 0.3), CategoricalParam("optimizer", ("sgd", "adam")))
+TRIALS = [
+    wires.Outcome("completed", 0.05, "sgd", 0.91, 300.0),
+    wires.Outcome("failed", 0.2, "adam", None, 30.0),
+    wires.Outcome("stopped", 0.25, "adam", 0.42, 120.0),  # stopped early by the service
+    wires.Outcome("running", 0.1, "sgd", None, 0.0),
+]
 
 
 @pytest.fixture(params=registry.names())
-def provider(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+def wire(request: pytest.FixtureRequest) -> Any:
+    return wires.WIRES[request.param]()
 
 
-def test_same_spec_same_job_everywhere(provider: str, make_spec: Any) -> None:
-    spec = make_spec(instance_type=MACHINE[provider], hyperparameters=PARAMS, output=None,
-                     accelerator="L4", accelerator_count=1, max_trials=7, parallel_trials=2)  # fmt: skip
-    backend = registry.get_backend(provider, **OPTIONS[provider])
-    text = json.dumps(backend.build_request(spec))
-    for must in (
-        "momentum",
-        "layers",
-        "optimizer",
-        "val_accuracy",
-        MACHINE[provider] if provider != "azureml" else "gpu",
-        "advisor.train" if provider != "sagemaker" else spec.image,
-    ):
-        assert must in text, (provider, must)
-    # Budget numbers appear as the service spells them.
-    assert {"sagemaker": '"MaxNumberOfTrainingJobs": 7', "vertex": '"maxTrialCount": 7',
-            "azureml": '"maxTotalTrials": 7'}[provider] in text  # fmt: skip
+class TestProviderContract:
+    def spec(self, wire: Any, make_spec: Any, **overrides: Any) -> Any:
+        fields = {"instance_type": wire.machine, "hyperparameters": PARAMS, "output": None,
+                  "accelerator": "A10G" if wire.name == "sagemaker" else "L4",
+                  "accelerator_count": 1, "max_trials": 7, "parallel_trials": 2}  # fmt: skip
+        if wire.name == "azureml":
+            fields["accelerator"] = "A10"
+        fields.update(overrides)
+        return make_spec(**fields)
+
+    def test_request_is_accepted_by_the_sdks_own_rules(self, wire: Any, make_spec: Any) -> None:
+        backend = registry.get_backend(wire.name, **wire.options)
+        request = backend.build_request(self.spec(wire, make_spec))
+        wire.validate(request)
+
+    def test_spot_runs_on_spot_capacity_and_resumes_from_checkpoints(
+        self, wire: Any, make_spec: Any
+    ) -> None:
+        backend = registry.get_backend(wire.name, **wire.options)
+        output = {"sagemaker": "s3://bucket/advisor", "vertex": "gs://bucket/advisor"}
+        spec = self.spec(wire, make_spec, spot=True, output=output.get(wire.name))
+        request = backend.build_request(spec)
+        wire.validate(request)
+        wire.check_spot(request)
+
+    def test_trials_train_on_the_machines_gpu(self, wire: Any, make_spec: Any) -> None:
+        backend = registry.get_backend(wire.name, **wire.options)
+        text = json.dumps(backend.build_request(self.spec(wire, make_spec)))
+        # SageMaker: a static hyperparameter; Vertex: container args; Azure: the command.
+        device = {"sagemaker": '"device": "cuda"', "vertex": '"--device", "cuda"',
+                  "azureml": "--device cuda"}[wire.name]  # fmt: skip
+        assert device in text
+
+    def test_what_the_service_cannot_do_is_refused_with_the_fix(
+        self, wire: Any, make_spec: Any
+    ) -> None:
+        backend = registry.get_backend(wire.name, **wire.options)
+        for overrides, message in wire.refusals:
+            spec = self.spec(wire, make_spec, **overrides)
+            with pytest.raises(AdvisorError, match=message) as info:
+                backend.build_request(spec)
+            assert "To fix:" in str(info.value), (wire.name, overrides)
+
+    def test_only_its_own_cloud_machines_map(self, wire: Any) -> None:
+        cls = registry.backend_class(wire.name)
+        foreign = {"sagemaker": "vertex:n1-standard-8", "vertex": "azure-ml:Standard_NC6",
+                   "azureml": "ec2:p3.2xlarge"}[wire.name]  # fmt: skip
+        with pytest.raises(AdvisorError, match="is not one of"):
+            cls.machine_type(foreign, None)
+
+    def test_round_trip_submit_status_import_and_import_again(
+        self,
+        wire: Any,
+        make_spec: Any,
+        storage: str,
+        study_factory: Any,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        import optuna
+
+        from advisor.records import TrialRecord
+        from advisor.tuning_jobs import import_job, job_status, submit_job
+
+        study = study_factory(storage, params=ROUND_TRIP_PARAMS)
+        before = _recommended(study).number
+        spec = self.spec(wire, make_spec, hyperparameters=ROUND_TRIP_PARAMS,
+                         output="s3://bucket/advisor" if wire.name == "sagemaker" else None,
+                         strategy="random", image=wire.image,
+                         fixed={"model": "fcn", "batch_size": 1024, "epochs": 20})  # fmt: skip
+        with wire.connected(tmp_path, monkeypatch) as backend:
+            sub = submit_job(spec, backend)
+            assert sub.provider == wire.name and sub.job_id
+            wire.run_trials(backend, sub, TRIALS)
+            status = job_status(sub.job_id, backend)
+            assert status["provider"] == wire.name
+            assert status["state"]
+            if wire.counts_trials:  # moto answers SageMaker's counters with canned values
+                assert sum(status["trials"].values()) == len(TRIALS)
+            results = {r.hyperparameters.get("optimizer"): r for r in backend.results(sub.job_id)}
+            first = import_job(sub.job_id, backend, study)
+            again = import_job(sub.job_id, backend, study)
+        assert first.trials_seen == len(TRIALS)  # the other tuning job's trial is not seen
+        assert len(first.trials_added) == 3  # the running job is not imported yet
+        assert again.trials_added == []  # idempotent
+        assert results  # the service's values came back
+
+        study = optuna.load_study(study_name=study.study_name, storage=storage)
+        managed = [t for t in study.trials if t.user_attrs.get("source") == "managed"]
+        states = sorted(t.state.name for t in managed)
+        assert states == ["COMPLETE", "FAIL", "PRUNED"]
+        done = next(t for t in managed if t.state.name == "COMPLETE")
+        assert done.params["lr"] == pytest.approx(0.05) and done.params["optimizer"] == "sgd"
+        assert done.values[0] == pytest.approx(300.0, rel=0.01)
+        record = TrialRecord.from_trial(done)
+        managed_run = record.managed if record is not None else None
+        attrs = done.user_attrs
+        assert attrs["provider"] == wire.name and attrs["tuning_job"] == sub.job_id
+        assert attrs["managed_metric"] == {"name": "val_accuracy", "value": pytest.approx(0.91)}
+        assert attrs["instance_type"] == wire.machine
+        assert attrs["epochs"] == 20  # what the job ran, not the recommendation's 14
+        if "batch_size" in done.params:
+            assert done.params["batch_size"] == 1024
+        from advisor.providers.catalog import load
+
+        # Priced at the on-demand rate of the machine that ran, on this service.
+        assert attrs["price_per_hour"] == load().get(wire.catalog_key).on_demand_usd_per_h
+        if managed_run is not None:
+            assert managed_run.provider == wire.name
+        stopped = next(t for t in managed if t.state.name == "PRUNED")
+        assert stopped.user_attrs["managed_metric"]["value"] == pytest.approx(0.42)
+        # Imported trials never become the recommendation by themselves.
+        assert _recommended(study).number == before
 
 
-def test_every_backend_refuses_an_unknown_strategy_clearly(provider: str, make_spec: Any) -> None:
-    backend = registry.get_backend(provider, **OPTIONS[provider])
-    spec = make_spec(instance_type=MACHINE[provider], hyperparameters=PARAMS, output=None,
-                     strategy="hyperband")  # fmt: skip
-    if "hyperband" in backend.strategies:
-        assert backend.build_request(spec)
-    else:
-        with pytest.raises(AdvisorError, match="To fix: use --strategy"):
-            backend.build_request(spec)
+def _recommended(study: Any) -> Any:
+    from advisor.tuning_jobs import recommended_trial
 
-
-def test_every_backend_maps_only_its_own_cloud(provider: str) -> None:
-    cls = registry.backend_class(provider)
-    foreign = {"sagemaker": "vertex:n1-standard-8", "vertex": "azure-ml:Standard_NC6",
-               "azureml": "ec2:p3.2xlarge"}[provider]  # fmt: skip
-    with pytest.raises(AdvisorError, match="is not one of"):
-        cls.machine_type(foreign, None)
+    return recommended_trial(study)

@@ -56,7 +56,8 @@ def test_bayesian_request_passes_stubber(aws_env: None, make_spec: Any) -> None:
     definition = request["TrainingJobDefinition"]
     assert definition["ResourceConfig"]["InstanceType"] == "ml.p3.2xlarge"
     assert definition["StaticHyperParameters"] == {
-        "model": "fcn", "batch_size": "512", "epochs": "14", "metric": "val_accuracy"
+        "model": "fcn", "batch_size": "512", "epochs": "14", "metric": "val_accuracy",
+        "device": "cuda",  # a V100 machine: every trial trains on its GPU
     }  # fmt: skip
     # The metric regex in the request reads the line the entry point prints.
     regex = definition["AlgorithmSpecification"]["MetricDefinitions"][0]["Regex"]

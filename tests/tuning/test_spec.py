@@ -7,16 +7,11 @@ from typing import Any
 
 import pytest
 from advisor.providers import registry
-from advisor.providers.tuning import (
-    METRIC_LINE,
-    job_name,
-    metric_regex,
-    spec_from_study,
-    split_machine_key,
-)
+from advisor.providers.tuning import METRIC_LINE, job_name, metric_regex, split_machine_key
 from advisor.search_spaces.space import FloatParam
 
 from advisor.errors import AdvisorError
+from advisor.tuning_jobs import spec_from_study
 
 
 def test_spec_rejects_bad_values_with_the_values_in_the_message(make_spec: Any) -> None:
@@ -33,7 +28,8 @@ def test_spec_rejects_bad_values_with_the_values_in_the_message(make_spec: Any) 
 def test_entry_args_carry_fixed_values_and_metric(make_spec: Any) -> None:
     args = make_spec().entry_args()
     assert args == ["--model", "fcn", "--batch-size", "512", "--epochs", "14",
-                    "--metric", "val_accuracy"]  # fmt: skip
+                    "--metric", "val_accuracy", "--device", "cuda"]  # fmt: skip
+    assert make_spec(accelerator=None, accelerator_count=0).entry_args()[-2:] == ["--device", "cpu"]
 
 
 def test_metric_regex_reads_the_printed_line() -> None:

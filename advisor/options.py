@@ -1,0 +1,160 @@
+"""What ``advisor suggest`` takes: ``SuggestOptions``, the objective, the workload, and
+whether an evaluation meets the budget and deadline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.errors import AdvisorError, unknown_value_error
+from advisor.scoring import Evaluation, WorkloadInfo
+from advisor.search_spaces.space import JointSpace
+
+OBJECTIVES = ("time", "cost", "pareto")
+DEFAULT_PROBE_BUDGET_SHARE = 0.10
+DEFAULT_PROBE_BUDGET_USD = 1.0  # when no --budget is given
+DEFAULT_TRIALS = 60  # most trials of a run without --trials
+METRIC_NAMES = {"time": ["runtime_s"], "cost": ["cost_usd"], "pareto": ["runtime_s", "cost_usd"]}
+
+
+@dataclass(frozen=True)
+class SuggestOptions:
+    """Everything ``advisor suggest`` takes (see the CLI for the meaning of each)."""
+
+    model: str
+    framework: str = "torch"
+    space: JointSpace | None = None
+    budget_usd: float | None = None
+    deadline_s: float | None = None
+    objective: str | None = None
+    probe_budget_usd: float | None = None
+    epochs: int | None = None
+    at_batch: int | None = None  # issue #19: the batch size --epochs was seen at
+    sampler: str = "tpe"
+    seed: int = 0
+    # None: run until the search stops on its own (at most DEFAULT_TRIALS), and a re-run of a
+    # study that has stopped adds nothing (same command, same answer). N: add up to N trials
+    # now; on a re-run, beyond the planner's stop (the sampler then explores configurations
+    # whose probe is already paid for).
+    trials: int | None = None
+    timeout_s: float | None = None
+    snapshot: str | None = None
+    storage: str | None = None
+    study_name: str | None = None
+    probe_iterations: int = 8
+    threads: int | None = None
+    n_train: int | None = None
+    n_val: int | None = None
+    screen: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("budget_usd", "deadline_s", "timeout_s"):
+            v = getattr(self, name)
+            if v is not None and not v > 0:
+                raise AdvisorError(f"{name} must be > 0, got {v}.", "give a positive value.")
+        if self.probe_budget_usd is not None and self.probe_budget_usd < 0:
+            raise AdvisorError(
+                f"--probe-budget must be >= 0, got {self.probe_budget_usd}.",
+                "give a positive amount in USD.",
+            )
+        if self.objective is not None and self.objective not in OBJECTIVES:
+            raise unknown_value_error("objective", self.objective, OBJECTIVES)
+        if self.trials is not None and self.trials <= 0:
+            raise AdvisorError(f"--trials must be > 0, got {self.trials}.", "give at least 1.")
+        if self.epochs is not None and self.epochs <= 0:
+            raise AdvisorError(f"--epochs must be > 0, got {self.epochs}.", "give at least 1.")
+        if self.at_batch is not None and (self.epochs is None or self.at_batch <= 0):
+            raise AdvisorError(
+                f"--at-batch {self.at_batch} needs --epochs and a positive batch size.",
+                "pass --epochs N --at-batch B (N epochs seen at batch size B).",
+            )
+        if self.probe_iterations < 3:
+            raise AdvisorError(
+                f"--probe-iterations must be >= 3, got {self.probe_iterations}.",
+                "the first iteration is warm-up; give at least 3.",
+            )
+
+    @property
+    def resolved_objective(self) -> str:
+        """--objective, else time with a budget, cost with only a deadline, else pareto."""
+        if self.objective is not None:
+            return self.objective
+        if self.budget_usd is not None:
+            return "time"
+        if self.deadline_s is not None:
+            return "cost"
+        return "pareto"
+
+    @property
+    def resolved_probe_budget(self) -> float:
+        if self.probe_budget_usd is not None:
+            return self.probe_budget_usd
+        if self.budget_usd is not None:
+            return DEFAULT_PROBE_BUDGET_SHARE * self.budget_usd
+        return DEFAULT_PROBE_BUDGET_USD
+
+
+def workload_info(options: SuggestOptions) -> WorkloadInfo:
+    """The workload from --model: a built-in name, or a user import path ``module:function``."""
+    if ":" in options.model:
+        if not options.n_train:
+            raise AdvisorError(
+                f"--model {options.model} is a user model, so its dataset size is unknown.",
+                "pass --n-train N (and --n-val N) with it.",
+            )
+        return WorkloadInfo(
+            name=options.model,
+            framework=options.framework,
+            n_train=options.n_train,
+            n_val=options.n_val or 0,
+            epochs=options.epochs,
+            at_batch=options.at_batch,  # issue #19
+        )
+    from advisor.search_spaces import workloads
+
+    wl = workloads.get(options.model)
+    if options.framework not in wl.builders:
+        raise AdvisorError(
+            f"Workload '{wl.name}' has no {options.framework} version.",
+            f"use --framework {' or '.join(wl.builders)}.",
+        )
+    return WorkloadInfo(
+        name=wl.name,
+        framework=options.framework,
+        n_train=options.n_train or wl.n_train,
+        n_val=options.n_val if options.n_val is not None else wl.n_val,
+        epochs=options.epochs,
+        at_batch=options.at_batch,  # issue #19
+        epochs_to_stabilise=dict(wl.epochs_to_stabilise),
+        default_epochs=wl.default_epochs,
+    )
+
+
+def objective_values(objective: str, ev: Evaluation) -> list[float]:
+    """The study's objective values of a finished evaluation (runtime, cost or both)."""
+    assert ev.runtime is not None and ev.cost is not None
+    if objective == "time":
+        return [ev.runtime.value]
+    if objective == "cost":
+        return [ev.cost.value]
+    return [ev.runtime.value, ev.cost.value]
+
+
+def constraints(
+    options: SuggestOptions, ev: Evaluation, optimistic: bool = False
+) -> dict[str, float]:
+    """Optuna constraint values (<= 0: met) of the budget and deadline; ``optimistic`` uses
+    the interval's low end (could it still fit?)."""
+    assert ev.runtime is not None and ev.cost is not None
+    out: dict[str, float] = {}
+    if options.budget_usd is not None:
+        cost = ev.cost.low if optimistic else ev.cost.value
+        out["budget"] = cost - options.budget_usd
+    if options.deadline_s is not None:
+        runtime = ev.runtime.low if optimistic else ev.runtime.value
+        out["deadline"] = runtime - options.deadline_s
+    return out
+
+
+def is_feasible(options: SuggestOptions, ev: Evaluation, optimistic: bool = False) -> bool:
+    """Whether ``ev`` meets the budget and deadline."""
+    return all(v <= 0 for v in constraints(options, ev, optimistic).values())

@@ -1,0 +1,215 @@
+"""Draw ``advisor suggest``'s report (``advisor.report.build_report``) with rich (the plot:
+``advisor.report_plot``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from advisor.epochs_report import render_epochs  # issue #19
+from advisor.report import duration_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def _iv(d: dict[str, float] | None, fmt: str, scale: float = 1.0) -> str:
+    if not d:
+        return "-"
+    v, lo, hi = d["value"] * scale, d["low"] * scale, d["high"] * scale
+    return f"{v:{fmt}} ({lo:{fmt}}-{hi:{fmt}})"
+
+
+def _money(d: dict[str, float] | None) -> str:
+    """USD with cents, or three significant digits below 10 cents (0.00412)."""
+    if not d:
+        return "-"
+    small = 0 < abs(d["value"]) < 0.1
+    return _iv(d, ".3g" if small else ".2f")
+
+
+def _runtime_text(d: dict[str, float] | None) -> str:
+    if not d:
+        return "-"
+    return f"{duration_text(d['value'])} ({duration_text(d['low'])}-{duration_text(d['high'])})"
+
+
+def _hps_text(hps: dict[str, Any], limit: int = 4) -> str:
+    parts = []
+    for k, v in list(hps.items())[:limit]:
+        parts.append(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}")
+    return " ".join(parts)
+
+
+def _price_text(r: dict[str, Any]) -> str:
+    price = r.get("price_per_hour")
+    if price is None:
+        return "-"
+    if r.get("service") == "local":
+        return "0 (yours)"
+    date = r.get("price_date") or "?"
+    return f"{price:.3g} ({date})"
+
+
+def _table(title: str, rows: list[dict[str, Any]]) -> Any:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=escape(title), title_justify="left")
+    for col, kw in (
+        ("#", {"justify": "right"}),
+        ("machine", {"no_wrap": True}),
+        ("GPUs", {"justify": "right"}),
+        ("capacity", {}),
+        ("batch", {"justify": "right"}),
+        ("runtime (interval)", {"justify": "right"}),
+        ("cost USD (interval)", {"justify": "right"}),
+        ("USD/h (price date)", {"justify": "right"}),
+        ("limited by", {}),
+        ("source", {}),
+    ):
+        table.add_column(escape(col), **kw)
+    for i, r in enumerate(rows, 1):
+        gpus = f"{r['gpus']}x {r['accelerator']}" if r["gpus"] else "cpu"
+        table.add_row(
+            str(i),
+            escape(r["machine"].removesuffix(":spot")),
+            escape(gpus),
+            "spot" if r["spot"] else "on demand",
+            str(r["batch_size"]),
+            _runtime_text(r["runtime_s"]),
+            _money(r["cost_usd"]),
+            escape(_price_text(r)),
+            escape(r.get("limiting") or "-"),
+            escape(r["source"] + ("" if r["feasible"] else " [over limit]")),
+        )
+    return table
+
+
+def _pick_line(label: str, row: dict[str, Any]) -> str:
+    from rich.markup import escape
+
+    hps = _hps_text(row["hyperparameters"], 8)
+    return f"[bold]{label}:[/] " + escape(
+        f"{row['machine']} batch {row['batch_size']}{' ' + hps if hps else ''} - "
+        f"{_runtime_text(row['runtime_s'])}, USD {_money(row['cost_usd'])}, {row['source']}"
+    )
+
+
+def _managed_table(rows: list[dict[str, Any]]) -> Any:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(
+        title="Managed tuning runs (imported, measured; never the recommendation)",
+        title_justify="left",
+    )
+    for col in (
+        "trial",
+        "job",
+        "machine",
+        "status",
+        "runtime",
+        "cost USD",
+        "metric",
+        "hyperparameters",
+    ):
+        table.add_column(col)
+    for r in rows:
+        metric = r.get("metric") or {}
+        value = metric.get("value")
+        table.add_row(
+            str(r["trial"]),
+            escape(str(r["job"])),
+            escape(str(r["instance_type"])),
+            escape(str(r["status"])),
+            duration_text(r["runtime_s"]["value"]) if r["runtime_s"] else "-",
+            _money(r["cost_usd"]),
+            escape(f"{metric.get('name', '')}={value:.4g}" if value is not None else "-"),
+            escape(_hps_text(r["hyperparameters"], 6)),
+        )
+    return table
+
+
+def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
+    """Draw the report with rich (every value escaped: "[interval]" stays text)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    console.print(
+        escape(
+            f"{report['workload']} ({report['framework']}), objective {report['objective']}"
+            + (f", budget USD {report['budget_usd']:g}" if report["budget_usd"] else "")
+            + (f", deadline {duration_text(report['deadline_s'])}" if report["deadline_s"] else "")
+            + f", epochs: {report['epochs']}, catalog {report['catalog_snapshot']}"
+        )
+    )
+    if report.get("stale_warning"):
+        console.print(f"[yellow]{escape(report['stale_warning'])}[/]")
+    console.print(
+        _table(f"Ranking (top {top} of {report['ranking_total']})", report["ranking"][:top])
+    )
+    rec = report["recommended"]
+    if rec:
+        console.print(_pick_line("recommended", rec))
+        console.print(f"  [bold]why:[/] {escape(rec['reason'])}")
+        if rec.get("region_note"):
+            console.print(f"  [bold]priced in:[/] {escape(rec['region_note'])}")
+        ranges = report.get("tuned_ranges") or {}
+        if ranges:
+            console.print(
+                "  [bold]tuning ranges[/] (not judged by this study; advisor submit hands "
+                "them to the tuning job): "
+                + escape(", ".join(f"{k} {v}" for k, v in ranges.items()))
+            )
+    for label, key in (("fastest", "best_by_time"), ("cheapest", "best_by_cost")):
+        if report[key]:
+            console.print(_pick_line(label, report[key]))
+    local = report.get("local")
+    if local:
+        console.print(
+            escape(
+                f"this machine: rank {local['rank']} of {report['ranking_total']}, batch "
+                f"{local['batch_size']} - {_runtime_text(local['runtime_s'])}, {local['source']}"
+            )
+        )
+    render_epochs(report.get("epochs_per_batch") or [], console)  # issue #19
+    console.print(
+        _table(
+            f"Pareto set (time vs cost, sorted; points within {report.get('tie_share', 0.05):.0%} "
+            "merged)",
+            report["pareto"],
+        )
+    )
+    sweep = report.get("epoch_sweep")
+    if sweep:
+        table = Table(
+            title="Epoch sweep: runtime relative to the fastest per column / cost in USD",
+            title_justify="left",
+        )
+        table.add_column("candidate")
+        for ep in sweep["epochs"]:
+            table.add_column(f"{ep} ep", justify="right")
+        for label, row in sweep["runtime_normalised"].items():
+            costs = sweep["cost_usd"].get(label, {})
+            table.add_row(
+                escape(label),
+                *[
+                    f"{row[ep]:.2f}x / " + (f"{costs[ep]:.3g}" if ep in costs else "-")
+                    for ep in sweep["epochs"]
+                ],
+            )
+        console.print(table)
+    if report.get("managed"):
+        console.print(_managed_table(report["managed"]))
+    t, p = report["trials"], report["probes"]
+    console.print(
+        escape(
+            f"study {report['study']} ({'resumed' if report['resumed'] else 'new'}) in "
+            f"{report['storage']}: {t['total']} trials ({t['new']} new, {t['failed']} failed, "
+            f"{t['pruned']} pruned); {p['new']} new probes; probe budget spent USD "
+            f"{p['spent_usd']:.4f} of {p['budget_usd']:.2f}; stopped: {report['stop_reason']}; "
+            f"{report['wall_s']:.1f} s"
+        )
+    )
+    for note in report["notes"]:
+        console.print(f"[dim]{escape(note)}[/]")

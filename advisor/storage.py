@@ -1,0 +1,107 @@
+"""Where studies live: the storage URL, opening it (SQLite pragmas), and study names."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from advisor.config import default_storage_url, home
+from advisor.errors import AdvisorError
+from advisor.search_spaces.space import JointSpace, space_to_dict
+
+if TYPE_CHECKING:
+    from advisor.options import SuggestOptions
+    from advisor.scoring import WorkloadInfo
+
+_SQLITE_HOOK: list[Any] = []
+SQLITE_BUSY_TIMEOUT_S = 60.0
+CREATE_ATTEMPTS = 5  # retries for storages the file lock does not cover (other hosts)
+
+
+def resolve_storage(url: str | None) -> str:
+    """The storage URL; the default SQLite folder is created, a user's missing folder is an error."""
+    if url is None:
+        home().mkdir(parents=True, exist_ok=True)
+        return default_storage_url()
+    if url.startswith("sqlite:///"):
+        path = Path(url.removeprefix("sqlite:///"))
+        if str(path) not in ("", ":memory:") and not path.parent.exists():
+            raise AdvisorError(
+                f"The storage folder {path.parent} does not exist.",
+                f"create it (mkdir -p {path.parent}) or pass another --storage URL.",
+            )
+    return url
+
+
+def study_name_for(
+    options: SuggestOptions, workload: WorkloadInfo, space: JointSpace, snapshot: str
+) -> str:
+    """A stable name: the same inputs give the same study, so a re-run resumes it."""
+    if options.study_name:
+        return options.study_name
+    objective = options.resolved_objective
+    ident = {
+        "space": space_to_dict(space),
+        "budget": options.budget_usd,
+        "deadline": options.deadline_s,
+        "epochs": options.epochs,
+        "at_batch": options.at_batch,  # issue #19
+        "epochs_model": "gradient-noise-scale",  # issue #19: epochs per batch size changed
+        "snapshot": snapshot,
+        "iterations": options.probe_iterations,
+        "n_train": workload.n_train,
+        "n_val": workload.n_val,
+    }
+    digest = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
+    name = workload.name.replace(":", ".")
+    return f"advisor-{name}-{workload.framework}-{objective}-{digest[:8]}"
+
+
+def open_storage(url: str) -> Any:
+    """The Optuna storage for ``url``. SQLite files use WAL with synchronous=NORMAL: each
+    commit then skips an fsync (a trial writes ~20 attributes), and optuna-dashboard can read
+    while a study runs. A power cut may lose the last trials, never corrupt the file.
+
+    Several processes may start on a new storage at once: the tables are created under the
+    storage's file lock (``advisor.study_sync.storage_lock``), and a SQLite writer waits up to
+    60 s for another's transaction instead of failing with "database is locked"."""
+    import optuna
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    from advisor.study_sync import storage_lock
+
+    engine_kwargs: dict[str, Any] | None = None
+    if url.startswith("sqlite:"):
+        _sqlite_pragmas_on_connect()
+        engine_kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
+    for attempt in range(CREATE_ATTEMPTS):
+        try:
+            with storage_lock(url):
+                rdb = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+            return optuna.storages.get_storage(rdb)
+        except (IntegrityError, OperationalError):  # another host created it meanwhile
+            if attempt == CREATE_ATTEMPTS - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _sqlite_pragmas_on_connect() -> None:
+    import sqlite3
+
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+        if isinstance(dbapi_conn, sqlite3.Connection):
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+    if not _SQLITE_HOOK:  # once per process
+        _SQLITE_HOOK.append(_pragmas)
+        event.listen(Engine, "connect", _pragmas)

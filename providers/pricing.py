@@ -1,0 +1,154 @@
+"""One pricing path: what a run of a given length costs on a machine, on demand or on spot.
+
+Everything that turns a run time into money goes through :func:`price_run` (the study's
+scorer, the report's epoch sweep, ``advisor predict`` and the iteration-time model), so the
+same inputs give the same numbers everywhere. Three rules, each with its source:
+
+- **Price**: the catalog's hourly list price, on demand or spot (``InstanceType.price``; each
+  catalog row names the page it was read from).
+- **Spot restart overhead** (a *prior*, not a measurement): a run on spot/preemptible capacity
+  pays interruptions (checkpoint, lost work since it, restart). We add
+  :data:`SPOT_RESTART_OVERHEAD` (+10 %) to the expected run time and widen the upper bound by
+  :data:`SPOT_RESTART_OVERHEAD_HIGH` (+30 %); the lower bound is an uninterrupted run.
+- **Billing**: the billed time is the run time rounded up to the service's billing increment,
+  and at least its minimum (:data:`BILLING`). Per-second rounding (< 1 s) is below the model's
+  resolution and is not applied; minimums and coarser increments are.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from advisor.providers.catalog import InstanceType
+
+SPOT_RESTART_OVERHEAD = 0.10  # prior: expected extra run time on spot capacity
+SPOT_RESTART_OVERHEAD_HIGH = 0.30  # prior: upper bound of that extra time
+
+
+@dataclass(frozen=True)
+class BillingRule:
+    """How a service bills a running machine: in ``increment_s`` steps, at least ``minimum_s``."""
+
+    increment_s: float
+    minimum_s: float
+    source: str
+
+    @property
+    def status(self) -> str:
+        """``prior`` when the rule is not read out from a document, else ``documented``."""
+        return "prior" if self.source.startswith("prior") else "documented"
+
+    def billed(self, seconds: float) -> float:
+        """The seconds billed for a run of ``seconds``."""
+        if seconds <= 0:
+            return 0.0
+        if self.increment_s > 1.0:
+            seconds = math.ceil(seconds / self.increment_s - 1e-9) * self.increment_s
+        return max(seconds, self.minimum_s)
+
+
+PER_SECOND = BillingRule(1.0, 0.0, "prior: per-second billing without a minimum")
+BILLING: dict[str, BillingRule] = {
+    # aws.amazon.com/ec2/pricing/on-demand ("Per Second Billing"): Linux instances are billed
+    # per second with a minimum of 60 seconds, on demand and spot alike.
+    "ec2": BillingRule(1.0, 60.0, "AWS EC2 pricing page: per second, 60 s minimum"),
+    # aws.amazon.com/sagemaker/pricing: training is billed per second of instance use.
+    "sagemaker": BillingRule(1.0, 0.0, "AWS SageMaker pricing page: per second"),
+    # cloud.google.com/compute/all-pricing: per-second billing with a 1-minute minimum.
+    "compute-engine": BillingRule(1.0, 60.0, "GCE pricing page: per second, 1 min minimum"),
+    # cloud.google.com/vertex-ai/pricing: custom training is billed in 30-second increments.
+    # Not re-checked offline: a prior.
+    "vertex": BillingRule(30.0, 30.0, "prior: Vertex AI pricing page, 30 s increments"),
+    # Azure VMs (and Azure ML compute, billed as its VMs) per the Azure pricing FAQ: per
+    # minute. Not re-checked offline: a prior.
+    "azure-vm": BillingRule(60.0, 60.0, "prior: Azure pricing FAQ, per minute"),
+    "azure-ml": BillingRule(60.0, 60.0, "prior: Azure pricing FAQ, per minute"),
+    "local": BillingRule(1.0, 0.0, "your own machine: not billed"),
+}
+
+
+def billing_rule(service: str | None) -> BillingRule:
+    """The billing rule of a service (per second, no minimum for an unknown one: a prior)."""
+    return BILLING.get(service or "", PER_SECOND)
+
+
+class Bounds(Protocol):
+    """A value with bounds (``advisor.probes.result.Interval`` is one)."""
+
+    @property
+    def value(self) -> float: ...
+    @property
+    def low(self) -> float: ...
+    @property
+    def high(self) -> float: ...
+
+
+class Span(NamedTuple):
+    """A priced value with its bounds (``Interval(*span)`` rebuilds an Interval)."""
+
+    value: float
+    low: float
+    high: float
+
+
+def spot_runtime(runtime: Bounds, spot: bool) -> Span:
+    """The run time on spot capacity: expected +10 %, upper bound +30 % (priors)."""
+    if not spot:
+        return Span(runtime.value, runtime.low, runtime.high)
+    return Span(
+        runtime.value * (1 + SPOT_RESTART_OVERHEAD),
+        runtime.low,
+        runtime.high * (1 + SPOT_RESTART_OVERHEAD_HIGH),
+    )
+
+
+def usd(seconds: float, price_per_hour: float) -> float:
+    """``seconds`` of a machine at ``price_per_hour`` USD/h, pro rata (no billing rule)."""
+    return seconds * price_per_hour / 3600.0
+
+
+@dataclass(frozen=True)
+class PricedRun:
+    """A run's time (with the spot overhead when on spot) and what it is billed."""
+
+    runtime: Span
+    cost: Span
+    price_per_hour: float
+    spot: bool
+    billing: BillingRule
+
+    def notes(self) -> dict[str, Any]:
+        """What was applied beyond time x price, for a trial's estimate (empty on demand)."""
+        if not self.spot:
+            return {}
+        return {
+            "spot_restart_overhead": {
+                "expected": SPOT_RESTART_OVERHEAD,
+                "high": SPOT_RESTART_OVERHEAD_HIGH,
+            }
+        }
+
+
+def price_run(
+    runtime: Bounds, price_per_hour: float, *, spot: bool = False, service: str | None = None
+) -> PricedRun:
+    """Price a run whose on-demand run time is ``runtime`` at ``price_per_hour`` USD/h (the
+    spot price when ``spot``) on ``service``: spot overhead first, then the billing rule."""
+    if price_per_hour < 0:
+        raise ValueError(f"price_per_hour must be >= 0, but got {price_per_hour}")
+    rule = billing_rule(service)
+    rt = spot_runtime(runtime, spot)
+    cost = Span(
+        usd(rule.billed(rt.value), price_per_hour),
+        usd(rule.billed(rt.low), price_per_hour),
+        usd(rule.billed(rt.high), price_per_hour),
+    )
+    return PricedRun(rt, cost, price_per_hour, spot, rule)
+
+
+def price_on(instance: InstanceType, runtime: Bounds, spot: bool = False) -> PricedRun:
+    """``price_run`` with the instance's list price and service."""
+    return price_run(runtime, instance.price(spot), spot=spot, service=instance.service)

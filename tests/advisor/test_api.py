@@ -1,0 +1,85 @@
+"""The Python API: `advisor.suggest` / `advisor.predict` as functions, exposed lazily."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import optuna
+import pytest
+from advisor.search_spaces.loader import default_space
+
+import advisor
+from advisor.replay import ReplayBackend
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "study"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "probes"))
+from conftest import small_table
+from test_performance_model_fixtures import FakeCatalog, gpu_machine, probe
+
+TRACE = {"ops_per_iteration": 100, "activation_bytes_per_sample": 1.2e6, "data_s": 0.004}
+
+
+def test_public_names_are_lazy_and_listed() -> None:
+    for name in ("suggest", "predict", "SuggestOptions", "plan_job", "submit_job"):
+        assert name in advisor.__all__
+    code = (
+        "import sys, advisor\n"
+        "assert 'advisor.study' not in sys.modules and 'optuna' not in sys.modules\n"
+        "advisor.SuggestOptions\n"
+        "assert 'advisor.options' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        advisor.nope  # noqa: B018
+
+
+def test_tuning_job_functions_resolve() -> None:
+    assert all(
+        callable(getattr(advisor, n))
+        for n in ("plan_job", "submit_job", "job_status", "import_job")
+    )
+
+
+def test_suggest_returns_the_report_of_the_cli() -> None:
+    report = advisor.suggest(
+        model="fcn",
+        budget_usd=5.0,
+        space=replace(default_space("fcn"), batch_sizes=(256, 512)),
+        backend=ReplayBackend(small_table()),
+        storage=optuna.storages.InMemoryStorage(),
+    )
+    assert report["objective"] == "time" and report["workload"] == "fcn"
+    rec = report["recommended"]
+    assert rec is not None and rec["cost_usd"]["value"] <= 5.0
+    assert rec["runtime_s"]["value"] == min(
+        r["runtime_s"]["value"]
+        for r in report["ranking"]
+        if r["feasible"] and r["trial"] is not None
+    )
+
+
+def test_suggest_takes_options_or_fields_not_both() -> None:
+    with pytest.raises(TypeError, match="not both"):
+        advisor.suggest(advisor.SuggestOptions(model="fcn"), budget_usd=1.0)
+
+
+def test_predict_is_a_function() -> None:
+    p3 = gpu_machine("p3.2xlarge", "V100", 1, 3.06)
+    p2 = gpu_machine("p2.xlarge", "K80", 1, 0.9)
+    result = advisor.predict(
+        "fcn",
+        512,
+        machines=[p2, p3],
+        catalog=FakeCatalog(),
+        epochs=5,
+        probe=dataclasses.replace(probe(), fingerprint=dict(TRACE)),
+    )
+    assert [f.machine.key for f in result.rows] == ["ec2:p3.2xlarge", "ec2:p2.xlarge"]
+    doc = result.to_dict()
+    assert doc["fastest"] == "ec2:p3.2xlarge" and doc["epochs"] == 5
+    with pytest.raises(advisor.AdvisorError, match="not 'fcn'"):
+        advisor.predict("fcn", 512, machines=[p3], catalog=FakeCatalog(), probe=probe(workload="x"))

@@ -1,0 +1,110 @@
+"""One pricing path: the rules, and `advisor predict --spot` agreeing with `advisor suggest`'s
+scorer for the same machine and probe."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+from advisor.probes.iteration_model import estimate
+from advisor.probes.result import Interval
+from advisor.providers import pricing
+from advisor.providers.catalog import InstanceType
+from click.testing import CliRunner
+
+from advisor.cli.main import cli
+from advisor.local_backend import LocalBackend
+from advisor.scoring import Candidate, WorkloadInfo
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "probes"))
+from test_performance_model_fixtures import FakeCatalog, gpu_machine, probe
+
+TRACE = {"ops_per_iteration": 100, "activation_bytes_per_sample": 1.2e6, "data_s": 0.004}
+P3 = dataclasses.replace(gpu_machine("p3.2xlarge", "V100", 1, 3.06), spot_usd_per_h=0.918)
+VERTEX_T4 = dataclasses.replace(
+    gpu_machine("n1-standard-8+t4", "V100", 1, 0.73),
+    provider="gcp",
+    service="vertex",
+    spot_usd_per_h=0.25,
+)
+
+
+def test_spot_overhead_is_added_to_time_and_cost() -> None:
+    run = pricing.price_run(Interval(1000.0, 900.0, 1100.0), 0.918, spot=True, service="ec2")
+    assert run.runtime == (1100.0, 900.0, 1430.0)
+    assert run.cost.value == pytest.approx(1100.0 * 0.918 / 3600)
+    assert run.cost.high == pytest.approx(1430.0 * 0.918 / 3600)
+    assert run.notes()["spot_restart_overhead"] == {"expected": 0.10, "high": 0.30}
+    on_demand = pricing.price_run(Interval(1000.0, 900.0, 1100.0), 3.06, service="ec2")
+    assert on_demand.runtime == (1000.0, 900.0, 1100.0) and on_demand.notes() == {}
+
+
+def test_billing_minimum_and_increment() -> None:
+    ec2 = pricing.billing_rule("ec2")
+    assert ec2.billed(10.0) == 60.0 and ec2.billed(61.5) == 61.5 and ec2.billed(0.0) == 0.0
+    vertex = pricing.billing_rule("vertex")
+    assert vertex.billed(31.0) == 60.0 and vertex.billed(60.0) == 60.0
+    assert pricing.billing_rule("local").billed(5.0) == 5.0
+    assert pricing.billing_rule("unknown-service").source.startswith("prior")
+    short = pricing.price_run(Interval(10.0, 8.0, 12.0), 3.6, service="ec2")
+    assert short.cost == (0.06, 0.06, 0.06)  # 60 s billed at USD 3.60/h
+    assert short.runtime == (10.0, 8.0, 12.0)  # the run itself is not longer
+
+
+def test_every_rule_names_its_source() -> None:
+    for service, rule in pricing.BILLING.items():
+        assert rule.source, service
+        assert rule.minimum_s >= 0 and rule.increment_s >= 1
+
+
+def test_negative_price_is_rejected() -> None:
+    with pytest.raises(ValueError, match="price_per_hour"):
+        pricing.price_run(Interval.exact(1.0), -1.0)
+
+
+def test_iteration_model_prices_through_the_same_path() -> None:
+    p = probe()
+    est = estimate(p, 40_512, 212, 3, 512, 0.918, spot=True, service="ec2")
+    plain = estimate(p, 40_512, 212, 3, 512)
+    run = pricing.price_run(plain.runtime, 0.918, spot=True, service="ec2")
+    assert (est.runtime.value, est.runtime.low, est.runtime.high) == run.runtime
+    assert est.cost is not None and (est.cost.value, est.cost.low, est.cost.high) == run.cost
+
+
+def _suggest_scores(machine: InstanceType, epochs: int) -> tuple[Interval, Interval]:
+    """What `advisor suggest`'s scorer gives (machine on spot) from the same probe."""
+    p = dataclasses.replace(probe(), fingerprint=dict(TRACE))
+    backend = LocalBackend(
+        optuna.storages.InMemoryStorage(),
+        catalog=FakeCatalog(),
+        run_probe=lambda request: p,
+    )
+    wl = WorkloadInfo("fcn", n_train=p.n_train, n_val=p.n_val, epochs=epochs)
+    ev = backend.evaluate(wl, Candidate(machine, spot=True), 512, {})
+    assert ev.ok and ev.runtime is not None and ev.cost is not None, ev.error
+    return ev.runtime, ev.cost
+
+
+@pytest.mark.parametrize("machine", [P3, VERTEX_T4], ids=["ec2", "vertex"])
+def test_predict_spot_agrees_with_suggest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, machine: InstanceType
+) -> None:
+    path = tmp_path / "probe.json"
+    path.write_text(dataclasses.replace(probe(), fingerprint=dict(TRACE)).to_json())
+    monkeypatch.setattr(
+        "advisor.cli.predict._machines", lambda names, snapshot: (FakeCatalog(), [machine])
+    )
+    args = ["predict", "-m", "fcn", "-b", "512", "-i", machine.instance_type, "--epochs", "3"]
+    result = CliRunner().invoke(cli, [*args, "--spot", "--probe", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.output)["machines"]
+    runtime, cost = _suggest_scores(machine, epochs=3)
+    assert row["estimate"]["runtime_s"] == pytest.approx(runtime.to_dict(), rel=1e-12)
+    assert row["estimate"]["cost_usd"] == pytest.approx(cost.to_dict(), rel=1e-12)
+    # The spot overhead is in both (predict used to leave it out).
+    on_demand = row["sweep"]["3"]["breakdown"]
+    assert runtime.value == pytest.approx(sum(on_demand.values()) * 1.10, rel=1e-9)
