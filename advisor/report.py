@@ -107,6 +107,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "epoch_sweep": _epoch_sweep(outcome, [p.ref for p in front][:SWEEP_ROWS]),
         "epochs_per_batch": epochs_rows,  # issue #19
         "stale_warning": _stale(outcome),
+        "probe_failures": outcome.probe_failures,  # {status, batch_sizes, reason, text}
         "notes": _notes(outcome, complete) + _epochs_notes(epochs_rows),  # issue #19
     }
     return report
@@ -195,6 +196,7 @@ def _notes(outcome: SuggestOutcome, trials: list[FrozenTrial]) -> list[str]:
             "their importance in the dashboard means nothing yet.",
         )
     notes += [f"Probe: {w}." for w in _probe_warnings(trials)]
+    notes[:0] = [f"Failed probes: {f['text']}." for f in outcome.probe_failures]
     return notes
 
 

@@ -342,16 +342,4 @@ def suggest(
         raise TypeError("pass SuggestOptions or its fields, not both")
     outcome = run_suggest(options, backend, progress=progress, storage=storage)
     check_feasible(outcome)
-    report = build_report(outcome)
-    with_probe_failures(report, outcome)
-    return report
-
-
-def with_probe_failures(report: dict[str, Any], outcome: SuggestOutcome) -> None:
-    """Add the failed-probe summary to a report (``probe_failures`` and one note each),
-    unless the report builder already did."""
-    report.setdefault("probe_failures", outcome.probe_failures)
-    notes = report.setdefault("notes", [])
-    for failure in outcome.probe_failures:
-        if failure["text"] not in notes:
-            notes.append(failure["text"])
+    return build_report(outcome)

@@ -64,6 +64,7 @@ def test_four_processes_share_one_study(slow_table: Path, space_file: Path, tmp_
     assert last["trials"]["total"] == len(study.trials)
 
 
+@pytest.mark.slow
 def test_twelve_processes_create_one_new_storage_together(tmp_path: Path) -> None:
     db = tmp_path / "new.db"
     code = (

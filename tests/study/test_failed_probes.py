@@ -134,5 +134,5 @@ def test_the_report_carries_the_failure_summary(tmp_path: Path) -> None:
     report = advisor.suggest(model="fcn", space=LOCAL, storage=url, budget_usd=5.0, backend=backend)
     (entry,) = report["probe_failures"]
     assert entry["status"] == "nan" and entry["batch_sizes"] == [1024]
-    assert entry["text"] in report["notes"]
+    assert f"Failed probes: {entry['text']}." in report["notes"]
     assert report["recommended"]["batch_size"] != 1024

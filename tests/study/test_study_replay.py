@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -162,7 +163,10 @@ def test_probe_cache_lives_in_the_storage(tmp_path: Path) -> None:
     ProbeCache(url).put("k", probe)
     assert ProbeCache(url).get("k") == probe
     ProbeCache(url).put("bad", replace(probe, status="timeout", iteration_s=()))
-    assert ProbeCache(url).get("bad") is None  # timeouts are retried, not cached
+    # a time-out is reused by the run that saw it and retried by a later one
+    assert ProbeCache(url).get("bad", since=0.0) == replace(probe, status="timeout", iteration_s=())
+    assert ProbeCache(url).get("bad", since=time.time() + 1) is None
+    assert ProbeCache(url).get("bad") is None
 
 
 class _InterruptedBackend(ReplayBackend):
