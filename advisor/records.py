@@ -74,7 +74,7 @@ MANAGED_KEYS: tuple[str, ...] = (
     MANAGED_METRIC,
     MANAGED_STATUS,
 )
-MANAGED_KEYS += (INSTANCE_TYPE, BILLABLE, PRICE, EPOCHS, RUNTIME, COST)
+MANAGED_KEYS += (INSTANCE_TYPE, BILLABLE, PRICE, SPOT, EPOCHS, RUNTIME, COST)
 
 
 @dataclass(frozen=True)
@@ -169,6 +169,7 @@ class TrialRecord:
             INSTANCE_TYPE: m.instance_type,
             BILLABLE: m.billable_s,
             PRICE: self.price_per_hour,
+            SPOT: self.spot,  # the capacity tier that ran (spot or on demand)
             EPOCHS: self.epochs,
         }
         if self.runtime is not None:

@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 
     from advisor.study import SuggestOutcome
 
-RETRIES_WHEN_BUSY = 10  # sampler proposals tried when each one is being evaluated elsewhere
+# Sampler proposals tried when each one is being evaluated elsewhere or has already failed
+# (a failed configuration fails again: its probe result is cached).
+RETRIES_WHEN_BUSY = 10
 
 
 class TrialLoop:
@@ -138,6 +140,8 @@ class TrialLoop:
             config = self.failure_queue.pop(0)
             if config not in state.done and config not in busy:
                 return self._ask(config)
+        if set(self.o.space.batch_sizes) <= set(state.failures):
+            return "every probe failed"  # no batch size can run on this machine
         if self.planner is not None:
             nxt, why = self.planner.next(state.done, state.charged, left, busy)
             if nxt is not None:
@@ -164,14 +168,15 @@ class TrialLoop:
         }
         if left <= 0 and (free <= set(state.done) and not extend):
             return "probe budget spent"
+        failed = {k for k, ev in state.done.items() if not ev.ok}
         for _ in range(RETRIES_WHEN_BUSY):
             machine, batch, hps = self._ask(None)
-            if (machine, batch) not in busy:
+            if (machine, batch) not in busy and (machine, batch) not in failed:
                 return machine, batch, hps
             assert self.work is not None and self.trial is not None
             self.work.tell(self.trial, state=_state("FAIL"))  # in memory only: not written
             self.trial = None
-        return "every configuration left is being evaluated by another process"
+        return "every configuration proposed is failed or being evaluated by another process"
 
     def _ask(self, config: Config | None) -> tuple[str, int, dict[str, Any]]:
         from advisor.search_spaces.convert import suggest

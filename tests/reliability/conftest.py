@@ -28,13 +28,17 @@ def _small_table() -> ReplayTable:
     return mod.small_table()  # type: ignore[no-any-return]
 
 
+def save_table(path: Path, delay_s: float) -> Path:
+    """The study tests' small table (12 machine x batch configs with spot), each evaluation
+    taking ``delay_s`` as a probe would, saved for --backend replay:PATH."""
+    replace(_small_table(), delay_s=delay_s).save(path)
+    return path
+
+
 @pytest.fixture
 def slow_table(tmp_path: Path) -> Path:
-    """The study tests' small table (12 machine x batch configs with spot), each evaluation
-    taking 0.4 s as a probe would, saved for --backend replay:PATH."""
-    path = tmp_path / "table.json"
-    replace(_small_table(), delay_s=0.4).save(path)
-    return path
+    """The small table at 0.4 s per evaluation."""
+    return save_table(tmp_path / "table.json", 0.4)
 
 
 @pytest.fixture

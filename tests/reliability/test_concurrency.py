@@ -15,11 +15,13 @@ import pytest
 from advisor.records import TrialRecord
 from advisor.study_sync import CLAIM_PREFIX
 
-from .conftest import start, suggest_cmd
+from .conftest import save_table, start, suggest_cmd
 
 
 @pytest.mark.slow
-def test_four_processes_share_one_study(slow_table: Path, space_file: Path, tmp_path: Path) -> None:
+def test_four_processes_share_one_study(space_file: Path, tmp_path: Path) -> None:
+    # 1 s per evaluation: the work outlasts the processes' staggered start-up, so they overlap
+    slow_table = save_table(tmp_path / "table.json", 1.0)
     db = tmp_path / "shared.db"  # a new file: the four also create it together
     procs = [start(suggest_cmd(slow_table, space_file, db)) for _ in range(4)]
     results = [p.communicate(timeout=300) for p in procs]

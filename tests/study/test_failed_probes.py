@@ -85,12 +85,13 @@ def test_oom_batch_sizes_are_probed_once_recorded_and_summarised(tmp_path: Path)
     assert [e["batch_sizes"] for e in second.probe_failures] == [[512, 1024]]
 
 
+@pytest.mark.parametrize("screen", [True, False])
 def test_a_model_that_raises_is_tried_once_per_batch_size_and_ends_with_one_line(
-    tmp_path: Path,
+    tmp_path: Path, screen: bool
 ) -> None:
     runner = Runner({b: "error" for b in LOCAL.batch_sizes})
     with pytest.raises(AdvisorError) as err:
-        _run(tmp_path, runner, budget_usd=5.0, screen=True)
+        _run(tmp_path, runner, budget_usd=5.0, screen=screen)
     assert len(runner.calls) == 4
     text = str(err.value)
     assert "Every probe of fcn failed" in text
