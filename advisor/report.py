@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.epochs_report import epochs_note, epochs_per_batch
 from advisor.errors import AdvisorError
 from advisor.options import METRIC_NAMES
 from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
@@ -62,6 +63,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         rec_row = dict(best.ref, reason=_reason(outcome, points, best, front))
         rec_row["region_note"] = _region_note(outcome, rec_row)
     fast, cheap = fastest(points), cheapest(points)
+    epochs_rows = epochs_per_batch(complete, outcome.screen.values())  # issue #19
     report: dict[str, Any] = {
         "study": study.study_name,
         "storage": outcome.storage_url,
@@ -72,7 +74,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "metric_names": METRIC_NAMES[objective],
         "budget_usd": outcome.options.budget_usd,
         "deadline_s": outcome.options.deadline_s,
-        "epochs": outcome.options.epochs or "epochs to stabilise per batch size",
+        "epochs": outcome.options.epochs or "per batch size (table below)",  # issue #19
         "catalog_snapshot": outcome.snapshot,
         "candidates": len(outcome.candidates),
         "guided_by_screen": outcome.guided,
@@ -103,9 +105,10 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "points": [_compact(r) for r in ranking],  # every scored candidate, for the plot
         "managed": managed_rows(study.get_trials(deepcopy=False)),
         "epoch_sweep": _epoch_sweep(outcome, [p.ref for p in front][:SWEEP_ROWS]),
+        "epochs_per_batch": epochs_rows,  # issue #19
         "stale_warning": _stale(outcome),
         "probe_failures": outcome.probe_failures,  # {status, batch_sizes, reason, text}
-        "notes": _notes(outcome, complete),
+        "notes": _notes(outcome, complete) + _epochs_notes(epochs_rows),  # issue #19
     }
     return report
 
@@ -195,6 +198,11 @@ def _notes(outcome: SuggestOutcome, trials: list[FrozenTrial]) -> list[str]:
     notes += [f"Probe: {w}." for w in _probe_warnings(trials)]
     notes[:0] = [f"Failed probes: {f['text']}." for f in outcome.probe_failures]
     return notes
+
+
+def _epochs_notes(rows: list[dict[str, Any]]) -> list[str]:  # issue #19
+    note = epochs_note(rows)
+    return [note] if note else []
 
 
 def _probe_warnings(trials: list[FrozenTrial]) -> list[str]:

@@ -50,6 +50,8 @@ def study_name_for(
         "budget": options.budget_usd,
         "deadline": options.deadline_s,
         "epochs": options.epochs,
+        "at_batch": options.at_batch,  # issue #19
+        "epochs_model": "gradient-noise-scale",  # issue #19: epochs per batch size changed
         "snapshot": snapshot,
         "iterations": options.probe_iterations,
         "n_train": workload.n_train,

@@ -267,6 +267,7 @@ def _open_study(
                 "deadline_s": options.deadline_s,
                 "objective": objective,
                 "epochs": options.epochs,
+                "at_batch": options.at_batch,  # issue #19
                 "n_train": workload.n_train,
                 "n_val": workload.n_val,
                 "backend": backend.name,

@@ -83,6 +83,8 @@ def render(result: Any) -> None:
     table.add_column("phase")
     table.add_column("measured", justify="right")
     table.add_column("note")
+    from advisor.probes.gradient_noise import from_probe
+
     spread = relative_spread(result.iteration_s[1:])
     rows = [
         ("init", f"{ph.init.value:.2f} s", result.fingerprint.get("init_note", "")),
@@ -102,6 +104,18 @@ def render(result: Any) -> None:
         ("CPU utilisation", f"{(result.cpu_utilisation or 0):.0%}", ""),
         ("probe wall time", f"{result.wall_s:.1f} s", ""),
     ]
+    noise = from_probe(result)  # issue #19
+    if noise is not None:
+        value = f"{noise.value:.0f}" if noise.resolved else "unresolved (inf)"
+        rows.append(
+            (
+                "gradient noise scale",
+                value,
+                f"B_simple, {noise.confidence:.0%} [{noise.low:.0f}, {noise.high:.0f}], "
+                f"{noise.iterations} batches at {noise.small_batch}/{noise.big_batch}, "
+                f"measured in {noise.overhead_s:.1f} s (in the wall time)",
+            )
+        )
     for row in rows:
         table.add_row(*row)
     console.print(table)

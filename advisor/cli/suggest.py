@@ -72,7 +72,15 @@ def parse_duration(text: str) -> float:
 @click.option(
     "--epochs",
     type=p.POSITIVE,
-    help="Epochs of the run (default: the workload's epochs to stabilise at each batch size).",
+    help="Epochs of the run, the same at every batch size (default: the workload's published "
+    "epochs to stabilise where published, other batch sizes scaled from them by the probe's "
+    "gradient noise scale).",
+)
+@click.option(
+    "--at-batch",
+    type=p.POSITIVE,
+    help="With --epochs: the batch size those epochs were seen at; the epochs at other batch "
+    "sizes are then predicted from the probe's gradient noise scale.",
 )
 @click.option(
     "--sampler",
@@ -140,6 +148,7 @@ def suggest(
     objective: str | None,
     probe_budget: float | None,
     epochs: int | None,
+    at_batch: int | None,
     sampler: str,
     seed: int,
     trials: int | None,
@@ -183,6 +192,7 @@ def suggest(
         objective=objective,
         probe_budget_usd=probe_budget,
         epochs=epochs,
+        at_batch=at_batch,
         sampler=sampler,
         seed=seed,
         trials=trials,
