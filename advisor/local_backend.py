@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.probe_failures import TRANSIENT_FAILURES
+from advisor.probes.epochs_model import EpochsEstimate
 from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
 from advisor.providers.catalog import InstanceType
 from advisor.scoring import Backend, RunTime, WorkloadInfo, matches, probe_duration_s
@@ -104,11 +105,12 @@ def probe_cache_key(
     threads: int,
     iterations: int,
     runtime_hps: dict[str, Any],
+    noise: bool = False,
 ) -> str:
     hp = json.dumps(runtime_hps, sort_keys=True) if runtime_hps else ""
     return (
         f"{workload.name}|{workload.framework}|b{batch_size}|{machine_fingerprint(threads)}"
-        f"|k{iterations}|{hp}"
+        f"|k{iterations}|{hp}" + ("|gns" if noise else "")  # issue #19: with the noise scale
     )
 
 
@@ -184,11 +186,12 @@ class LocalBackend(Backend):
         return out
 
     def probe(
-        self, workload: WorkloadInfo, batch_size: int, hps: dict[str, Any]
+        self, workload: WorkloadInfo, batch_size: int, hps: dict[str, Any], noise: bool = False
     ) -> tuple[ProbeResult, bool]:
-        """The local probe for (workload, batch[, runtime hps]): cached, else run now."""
+        """The local probe for (workload, batch[, runtime hps]): cached, else run now.
+        ``noise``: also measure the gradient noise scale (issue #19; the reference probe)."""
         rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
-        key = probe_cache_key(workload, batch_size, self.threads, self.iterations, rt_hps)
+        key = probe_cache_key(workload, batch_size, self.threads, self.iterations, rt_hps, noise)
         cached = self.cache.get(key, since=self.started_at)
         if cached is not None:
             return cached, False
@@ -198,7 +201,7 @@ class LocalBackend(Backend):
             cached = self.cache.get(key, since=self.started_at)
             if cached is not None:
                 return cached, False
-            return self._run_and_cache(key, workload, batch_size, rt_hps), True
+            return self._run_and_cache(key, workload, batch_size, rt_hps, noise), True
 
     @staticmethod
     def _probe_lock(key: str) -> Path:
@@ -211,7 +214,12 @@ class LocalBackend(Backend):
         return home() / "locks" / f"probe-{hashlib.sha1(key.encode()).hexdigest()[:16]}.lock"
 
     def _run_and_cache(
-        self, key: str, workload: WorkloadInfo, batch_size: int, rt_hps: dict[str, Any]
+        self,
+        key: str,
+        workload: WorkloadInfo,
+        batch_size: int,
+        rt_hps: dict[str, Any],
+        noise: bool = False,
     ) -> ProbeResult:
         if self._on_probe is not None:
             self._on_probe(f"probing {workload.name} at batch {batch_size} on this machine")
@@ -230,6 +238,7 @@ class LocalBackend(Backend):
             hyperparameters=rt_hps,
             timeout_s=timeout,
             max_seconds=self.max_probe_s,
+            gradient_noise=noise,  # issue #19
         )
         probe = run(request)
         self.cache.put(key, probe)
@@ -240,8 +249,11 @@ class LocalBackend(Backend):
     ) -> RunTime:
         from advisor.probes.iteration_model import estimate, phase_times
 
-        epochs = workload.epochs_for(batch_size)
-        probe, new = self.probe(workload, batch_size, hps)
+        anchor = workload.epochs_anchor()  # issue #19: the anchor's probe measures the noise
+        is_ref = anchor is not None and anchor.batch_size == batch_size
+        probe, new = self.probe(workload, batch_size, hps, noise=is_ref)
+        epochs_est, new_ref = self._epochs(workload, batch_size, hps)
+        epochs, new = epochs_est.epochs, new or new_ref
         if not probe.ok:
             return RunTime(
                 None,
@@ -270,11 +282,24 @@ class LocalBackend(Backend):
             source=phases.source,
             epochs=epochs,
             probe_s=probe_duration_s(phases, self.iterations),
-            estimate=est.to_dict(),
+            estimate={**est.to_dict(), "epochs_model": epochs_est.to_dict()},  # issue #19
             phases=phases,
             probe=probe,
             new_probe=new,
         )
+
+    def _epochs(
+        self, workload: WorkloadInfo, batch_size: int, hps: dict[str, Any]
+    ) -> tuple[EpochsEstimate, bool]:
+        """Issue #19: epochs at ``batch_size`` from the gradient noise scale of one probe, at
+        the anchor's batch size (cached like every probe); returns (estimate, new probe)."""
+        from advisor.probes.gradient_noise import from_probe
+
+        anchor = workload.epochs_anchor()
+        if anchor is None:
+            return workload.epochs_estimate(batch_size), False
+        ref, new = self.probe(workload, anchor.batch_size, hps, noise=True)
+        return workload.epochs_estimate(batch_size, from_probe(ref) if ref.ok else None), new
 
     def _screen(
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]

@@ -3,6 +3,7 @@ whether an evaluation meets the budget and deadline."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from advisor.errors import AdvisorError, unknown_value_error
@@ -28,6 +29,7 @@ class SuggestOptions:
     objective: str | None = None
     probe_budget_usd: float | None = None
     epochs: int | None = None
+    at_batch: int | None = None  # issue #19: the batch size --epochs was seen at
     sampler: str = "tpe"
     seed: int = 0
     # None: run until the search stops on its own (at most DEFAULT_TRIALS), and a re-run of a
@@ -48,9 +50,9 @@ class SuggestOptions:
     def __post_init__(self) -> None:
         for name in ("budget_usd", "deadline_s", "timeout_s"):
             v = getattr(self, name)
-            if v is not None and not v > 0:
+            if v is not None and not 0 < v < math.inf:  # NaN and inf refused too
                 raise AdvisorError(f"{name} must be > 0, got {v}.", "give a positive value.")
-        if self.probe_budget_usd is not None and self.probe_budget_usd < 0:
+        if self.probe_budget_usd is not None and not 0 <= self.probe_budget_usd < math.inf:
             raise AdvisorError(
                 f"--probe-budget must be >= 0, got {self.probe_budget_usd}.",
                 "give a positive amount in USD.",
@@ -61,6 +63,11 @@ class SuggestOptions:
             raise AdvisorError(f"--trials must be > 0, got {self.trials}.", "give at least 1.")
         if self.epochs is not None and self.epochs <= 0:
             raise AdvisorError(f"--epochs must be > 0, got {self.epochs}.", "give at least 1.")
+        if self.at_batch is not None and (self.epochs is None or self.at_batch <= 0):
+            raise AdvisorError(
+                f"--at-batch {self.at_batch} needs --epochs and a positive batch size.",
+                "pass --epochs N --at-batch B (N epochs seen at batch size B).",
+            )
         if self.probe_iterations < 3:
             raise AdvisorError(
                 f"--probe-iterations must be >= 3, got {self.probe_iterations}.",
@@ -101,6 +108,7 @@ def workload_info(options: SuggestOptions) -> WorkloadInfo:
             n_train=options.n_train,
             n_val=options.n_val or 0,
             epochs=options.epochs,
+            at_batch=options.at_batch,  # issue #19
         )
     from advisor.search_spaces import workloads
 
@@ -116,6 +124,7 @@ def workload_info(options: SuggestOptions) -> WorkloadInfo:
         n_train=options.n_train or wl.n_train,
         n_val=options.n_val if options.n_val is not None else wl.n_val,
         epochs=options.epochs,
+        at_batch=options.at_batch,  # issue #19
         epochs_to_stabilise=dict(wl.epochs_to_stabilise),
         default_epochs=wl.default_epochs,
     )

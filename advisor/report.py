@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.epochs_report import epochs_note, epochs_per_batch
 from advisor.errors import AdvisorError
 from advisor.options import METRIC_NAMES
 from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
@@ -62,6 +63,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         rec_row = dict(best.ref, reason=_reason(outcome, points, best, front))
         rec_row["region_note"] = _region_note(outcome, rec_row)
     fast, cheap = fastest(points), cheapest(points)
+    epochs_rows = epochs_per_batch(complete, outcome.screen.values())  # issue #19
     report: dict[str, Any] = {
         "study": study.study_name,
         "storage": outcome.storage_url,
@@ -72,7 +74,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "metric_names": METRIC_NAMES[objective],
         "budget_usd": outcome.options.budget_usd,
         "deadline_s": outcome.options.deadline_s,
-        "epochs": outcome.options.epochs or "epochs to stabilise per batch size",
+        "epochs": outcome.options.epochs or "per batch size (table below)",  # issue #19
         "catalog_snapshot": outcome.snapshot,
         "candidates": len(outcome.candidates),
         "guided_by_screen": outcome.guided,
@@ -103,9 +105,10 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "points": [_compact(r) for r in ranking],  # every scored candidate, for the plot
         "managed": managed_rows(study.get_trials(deepcopy=False)),
         "epoch_sweep": _epoch_sweep(outcome, [p.ref for p in front][:SWEEP_ROWS]),
+        "epochs_per_batch": epochs_rows,  # issue #19
         "stale_warning": _stale(outcome),
         "probe_failures": outcome.probe_failures,  # {status, batch_sizes, reason, text}
-        "notes": _notes(outcome, complete),
+        "notes": _notes(outcome, complete) + _epochs_notes(epochs_rows),  # issue #19
     }
     return report
 
@@ -197,6 +200,11 @@ def _notes(outcome: SuggestOutcome, trials: list[FrozenTrial]) -> list[str]:
     return notes
 
 
+def _epochs_notes(rows: list[dict[str, Any]]) -> list[str]:  # issue #19
+    note = epochs_note(rows)
+    return [note] if note else []
+
+
 def _probe_warnings(trials: list[FrozenTrial]) -> list[str]:
     """The distinct warnings of the probes behind ``trials``."""
     records = [TrialRecord.from_trial(t) for t in trials]
@@ -271,6 +279,13 @@ def check_feasible(outcome: SuggestOutcome) -> None:
         raise AdvisorError(
             "No candidate could be evaluated (every probe failed or was unaffordable).",
             "check the probe errors with `advisor probe`, or raise --probe-budget.",
+        )
+    if opts.budget_usd is None and opts.deadline_s is None:  # issue #18: no limit, no trial
+        raise AdvisorError(
+            f"No trial finished: the search stopped ({outcome.stop_reason or 'no reason given'}) "
+            f"with USD {outcome.probe_spent_usd:.2f} of a USD {outcome.probe_budget_usd:g} "
+            "probe budget spent.",
+            "raise --probe-budget (or --trials / --timeout).",
         )
     limits = []
     fixes = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.epochs_report import render_epochs  # issue #19
 from advisor.report import duration_text
 
 if TYPE_CHECKING:
@@ -171,6 +172,7 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
                 f"{local['batch_size']} - {_runtime_text(local['runtime_s'])}, {local['source']}"
             )
         )
+    render_epochs(report.get("epochs_per_batch") or [], console)  # issue #19
     console.print(
         _table(
             f"Pareto set (time vs cost, sorted; points within {report.get('tie_share', 0.05):.0%} "

@@ -26,9 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from advisor.probes.epochs_model import EpochsAnchor, EpochsEstimate, predict_epochs
 from advisor.probes.result import Interval, PhaseTimes, ProbeResult
 from advisor.providers.catalog import InstanceType
 from advisor.search_spaces.space import JointSpace, MachineFilter
+from advisor.space_checks import check_instance_types
 
 if TYPE_CHECKING:
     pass
@@ -47,6 +49,7 @@ class WorkloadInfo:
     epochs: int | None = None  # the user's --epochs; None: epochs_to_stabilise per batch size
     epochs_to_stabilise: dict[int, int] = field(default_factory=dict)
     default_epochs: int = 10
+    at_batch: int | None = None  # issue #19: --at-batch, the batch size --epochs was seen at
 
     def __post_init__(self) -> None:
         if self.n_train <= 0:
@@ -55,6 +58,43 @@ class WorkloadInfo:
             raise ValueError(f"n_val must be >= 0, but got {self.n_val}")
         if self.epochs is not None and self.epochs <= 0:
             raise ValueError(f"epochs must be > 0, but got {self.epochs}")
+        if self.at_batch is not None and (self.at_batch <= 0 or self.epochs is None):
+            raise ValueError(f"at_batch needs epochs and must be > 0, got {self.at_batch}")
+
+    # -- issue #19: epochs per batch size from the gradient noise scale ----------------------
+    def epochs_anchor(self) -> EpochsAnchor | None:
+        """The known point the epochs model starts from: ``--epochs N --at-batch B``, else the
+        published epochs to stabilise at the smallest published batch size; None when the
+        epochs are one number for every batch size (``--epochs`` alone, or no figures)."""
+        if self.epochs is not None:
+            if self.at_batch is None:
+                return None
+            basis = f"--epochs {self.epochs} --at-batch {self.at_batch}"
+            return EpochsAnchor(self.at_batch, self.epochs, "given", basis)
+        if not self.epochs_to_stabilise:
+            return None
+        ref = min(self.epochs_to_stabilise)
+        basis = "published epochs to stabilise (METHOD.md 2.3)"
+        return EpochsAnchor(ref, self.epochs_to_stabilise[ref], "given", basis)
+
+    def epochs_estimate(self, batch_size: int, noise: Any = None) -> EpochsEstimate:
+        """Epochs at ``batch_size``: a published figure where there is one, else the anchor
+        scaled by the noise scale ``noise`` (:class:`advisor.probes.gradient_noise.NoiseScale`),
+        or the single given number."""
+        anchor = self.epochs_anchor()
+        published = self.epochs is None and batch_size in self.epochs_to_stabilise
+        # A published measurement wins over a prediction: one probe's noise scale is far less
+        # certain (fcn's ranged 77-1,884 across probes, docs/benchmarks.md), so the model
+        # fills in only the batch sizes nobody measured.
+        if anchor is not None and not published:
+            return predict_epochs(anchor, batch_size, noise)
+        e = self.epochs_for(batch_size)
+        if published:
+            return EpochsEstimate(
+                batch_size, e, e, e, e, "given", "published epochs to stabilise (METHOD.md 2.3)"
+            )
+        basis = f"--epochs {e}" if self.epochs is not None else "the workload's default"
+        return EpochsEstimate(batch_size, e, e, e, e, "given", f"{basis}, every batch size")
 
     def epochs_for(self, batch_size: int) -> int:
         """The run length: --epochs, else the known epochs-to-stabilise (nearest batch size)."""
@@ -212,6 +252,12 @@ class Backend(ABC):
 
     def candidates(self, space: JointSpace) -> list[Candidate]:
         """Machines of the space, each on demand and (when allowed and sold) on spot."""
+        catalog = getattr(self, "catalog", None)  # native spellings resolve (issue #15)
+        check_instance_types(
+            space.machines.instance_types,
+            self._instances(MachineFilter()),
+            getattr(catalog, "matching_keys", None),
+        )
         out: list[Candidate] = []
         for inst in self._instances(space.machines):
             out.append(Candidate(inst))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.config import default_storage_url, home
 from advisor.errors import AdvisorError
 from advisor.search_spaces.space import JointSpace, space_to_dict
+from advisor.storage_check import check_storage, storage_driver_url, storage_errors
 
 if TYPE_CHECKING:
     from advisor.options import SuggestOptions
@@ -23,10 +24,12 @@ CREATE_ATTEMPTS = 5  # retries for storages the file lock does not cover (other 
 
 def resolve_storage(url: str | None) -> str:
     """The storage URL; the default SQLite folder is created, a user's missing folder is an error."""
+    if url is not None:
+        url = storage_driver_url(url)  # postgresql:// through psycopg 3
+    check_storage(url)  # scheme, driver, ADVISOR_HOME, folder and file checked before opening
     if url is None:
         home().mkdir(parents=True, exist_ok=True)
         return default_storage_url()
-    url = storage_driver_url(url)
     if url.startswith("sqlite:///"):
         path = Path(url.removeprefix("sqlite:///"))
         if str(path) not in ("", ":memory:") and not path.parent.exists():
@@ -35,22 +38,6 @@ def resolve_storage(url: str | None) -> str:
                 f"create it (mkdir -p {path.parent}) or pass another --storage URL.",
             )
     return url
-
-
-def storage_driver_url(url: str) -> str:
-    """``postgresql://...`` -> ``postgresql+psycopg://...``: SQLAlchemy's default PostgreSQL
-    driver is psycopg2, while the ``postgres`` extra installs psycopg 3. The one place that
-    maps the URL to its driver; a missing psycopg is an error naming the ``postgres`` extra."""
-    if not url.startswith(("postgresql://", "postgres://")):
-        return url
-    import importlib.util
-
-    if importlib.util.find_spec("psycopg") is None:
-        raise AdvisorError(
-            "The storage postgresql:// needs the 'psycopg' driver, which is not installed.",
-            "pip install 'advisor[postgres]' (psycopg), or use a sqlite:/// path.",
-        )
-    return "postgresql+psycopg://" + url.split("://", 1)[1]
 
 
 def study_name_for(
@@ -65,6 +52,8 @@ def study_name_for(
         "budget": options.budget_usd,
         "deadline": options.deadline_s,
         "epochs": options.epochs,
+        "at_batch": options.at_batch,  # issue #19
+        "epochs_model": "gradient-noise-scale",  # issue #19: epochs per batch size changed
         "snapshot": snapshot,
         "iterations": options.probe_iterations,
         "n_train": workload.n_train,
@@ -92,15 +81,16 @@ def open_storage(url: str) -> Any:
     if url.startswith("sqlite:"):
         _sqlite_pragmas_on_connect()
         engine_kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
-    for attempt in range(CREATE_ATTEMPTS):
-        try:
-            with storage_lock(url):
-                rdb = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
-            return optuna.storages.get_storage(rdb)
-        except (IntegrityError, OperationalError):  # another host created it meanwhile
-            if attempt == CREATE_ATTEMPTS - 1:
-                raise
-            time.sleep(0.2 * (attempt + 1))
+    with storage_errors(url):  # what the database says becomes one line
+        for attempt in range(CREATE_ATTEMPTS):
+            try:
+                with storage_lock(url):
+                    rdb = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+                return optuna.storages.get_storage(rdb)
+            except (IntegrityError, OperationalError):  # another host created it meanwhile
+                if attempt == CREATE_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
     raise AssertionError("unreachable")
 
 

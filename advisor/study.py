@@ -277,6 +277,7 @@ def study_attrs(
         "deadline_s": options.deadline_s,
         "objective": options.resolved_objective,
         "epochs": options.epochs,
+        "at_batch": options.at_batch,  # issue #19
         "n_train": workload.n_train,
         "n_val": workload.n_val,
         "backend": backend.name,

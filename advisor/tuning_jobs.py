@@ -69,14 +69,14 @@ def load_study(name: str, storage: str | None = None) -> optuna.Study:
     """The advisor study ``name`` (default storage: the advisor's SQLite file)."""
     import optuna
 
-    from advisor.config import default_storage_url
     from advisor.errors import unknown_value_error
+    from advisor.storage import open_storage, resolve_storage
 
-    url = storage or default_storage_url()
+    storage_obj = open_storage(resolve_storage(storage))  # checked: one-line errors
     try:
-        return optuna.load_study(study_name=name, storage=url)
+        return optuna.load_study(study_name=name, storage=storage_obj)
     except KeyError as exc:
-        known = [s.study_name for s in optuna.get_all_study_summaries(url)]
+        known = [s.study_name for s in optuna.get_all_study_summaries(storage_obj)]
         raise unknown_value_error("study", name, known) from exc
 
 
@@ -185,6 +185,13 @@ def _spec_without_study(
             "pass --study NAME, or --instance T --model M --batch-size B.",
         )
     space = default_space(model)
+    names = [p.name for p in space.hyperparameters]
+    unknown = sorted(set(tuned or ()) - set(names))
+    if unknown:  # an unknown name is refused, not dropped
+        raise AdvisorError(
+            f"--tune names {', '.join(unknown)}, which the {model} space does not have.",
+            f"use some of: {', '.join(names) or '(none)'}.",
+        )
     params = [p for p in space.hyperparameters if tuned is None or p.name in tuned]
     return spec_for_machine(
         provider,

@@ -21,6 +21,9 @@ Contract for a framework (``probes/torch_runner.py`` and ``probes/keras_runner.p
   :meth:`~FrameworkRunner.fingerprint` describe the model and the software.
 - :meth:`~FrameworkRunner.is_oom` says whether an exception is the framework's out-of-memory
   error (by type); :data:`MemoryError` always is.
+- :meth:`~FrameworkRunner.gradient_noise` (optional, issue #19) measures the gradient noise
+  scale on a few more training batches when ``request.gradient_noise``; the base calls it
+  after the timed iterations and validation passes, so it does not change their timing.
 
 A hook signals a diverged loss by raising :class:`LossDiverged`. Failures are classified by
 exception type (:meth:`FrameworkRunner.classify`) and come back as a failed
@@ -36,6 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from advisor.probes.gradient_noise import NoiseScale
 from advisor.probes.host import peak_rss_bytes
 from advisor.probes.result import ProbeRequest, ProbeResult, ProbeStatus, one_line
 
@@ -155,6 +159,12 @@ class FrameworkRunner(ABC):
     def warnings(self, prepared: Prepared) -> tuple[str, ...]:
         return ()
 
+    def gradient_noise(self, prepared: Prepared, request: ProbeRequest) -> NoiseScale | None:
+        """Issue #19: the gradient noise scale ``B_simple`` on a few more training batches at
+        the probe's weights (no optimizer step), time-boxed by ``request.max_seconds``;
+        None: not measured (the default for a framework without it)."""
+        return None
+
     # --- the probe ---------------------------------------------------------------------------
     def classify(self, exc: BaseException) -> ProbeStatus:
         """A failure's status by its exception type (:func:`classify`, with :meth:`is_oom`)."""
@@ -222,6 +232,8 @@ class FrameworkRunner(ABC):
             v1, v2 = passes
             # The first pass's extra cost (warm-up, tracing) is paid once, not per batch.
             validation = (max(v1 - v2, 0.0) + v2 * scale, v2 * scale)
+        # issue #19: after the timed iterations and validation passes (untimed; in wall_s)
+        noise = self.gradient_noise(prepared, request) if request.gradient_noise else None
 
         init_s, init_note = self._init(prepared, timed.first_batch_wall - started)
         flops, flops_note = self.flops(prepared, request)
@@ -258,6 +270,7 @@ class FrameworkRunner(ABC):
             data_s=prepared.data_s,
             data_samples=prepared.data_samples,
             warnings=self.warnings(prepared),
+            gradient_noise=noise.to_dict() if noise is not None else None,  # issue #19
         )
 
     def _init(self, prepared: Prepared, measured_s: float) -> tuple[float, str]:

@@ -33,6 +33,7 @@ from typing import Any
 import keras
 import numpy as np
 from advisor.probes.framework import FrameworkRunner, Prepared, TimeBox, Timed
+from advisor.probes.gradient_noise import NoiseScale
 from advisor.probes.host import cpu_model
 from advisor.probes.keras import LossDiverged, ProbeCallback, train
 from advisor.probes.keras_data import as_dataset
@@ -191,6 +192,13 @@ class KerasRunner(FrameworkRunner):
         if val_steps is not None:
             measured = min(measured, b * val_steps)
         return cb.validation_s[-1], measured
+
+    def gradient_noise(self, prepared: Prepared, request: ProbeRequest) -> NoiseScale | None:
+        """Issue #19: ``B_simple`` on the probe's training dataset, after the timing."""
+        from advisor.probes.gradient_noise import keras_noise_for_probe
+
+        state: _State = prepared.state
+        return keras_noise_for_probe(state.setup.model, state.train_data, request.max_seconds)
 
     def flops(self, prepared: Prepared, request: ProbeRequest) -> tuple[float | None, str]:
         per_sample, note = flops_per_training_sample(prepared.state.setup)

@@ -89,6 +89,9 @@ class ProbeResult:
     data_samples: int = 0
     # What the probe noticed that may make a real run differ from it (one line each).
     warnings: tuple[str, ...] = ()
+    # Issue #19: the gradient noise scale B_simple measured after the timed iterations
+    # (``advisor.probes.gradient_noise.NoiseScale.to_dict()``); None when not measured.
+    gradient_noise: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.batch_size <= 0:
@@ -215,6 +218,13 @@ def _checked(data: Any) -> dict[str, Any]:
     out["warnings"] = tuple(warnings)
     if not isinstance(out.get("fingerprint", {}), dict):
         raise ValueError("probe field fingerprint must be an object")
+    if out.get("gradient_noise") is not None:  # issue #19: a NoiseScale.to_dict()
+        from advisor.probes.gradient_noise import NoiseScale
+
+        try:
+            NoiseScale.from_dict(out["gradient_noise"])
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"probe field gradient_noise: {exc}") from None
     return out
 
 
@@ -276,6 +286,8 @@ class ProbeRequest:
     ``max_seconds`` time-boxes the timed iterations (every framework): once at least ``MIN_PROBE_ITERATIONS``
     have run and this many seconds have passed since the first batch was ready, the probe
     stops early (large batches on slow machines); the result holds the iterations it timed.
+    ``gradient_noise`` also measures the gradient noise scale on a few more batches, untimed
+    (:mod:`advisor.probes.gradient_noise`).
     """
 
     workload: str
@@ -290,6 +302,7 @@ class ProbeRequest:
     timeout_s: float = 300.0
     process_start: float | None = None
     max_seconds: float | None = None
+    gradient_noise: bool = True  # issue #19: measure B_simple after the timed iterations
 
     def __post_init__(self) -> None:
         if self.batch_size <= 0:

@@ -25,6 +25,7 @@ import torch
 from advisor.probes import allocator
 from advisor.probes.cpu_layout import NchwPoolingCheck
 from advisor.probes.framework import FrameworkRunner, Prepared, TimeBox, Timed
+from advisor.probes.gradient_noise import NoiseScale
 from advisor.probes.host import cpu_model
 from advisor.probes.result import ProbeRequest
 from advisor.probes.torch_loop import (
@@ -189,6 +190,17 @@ class TorchRunner(FrameworkRunner):
 
     def warnings(self, prepared: Prepared) -> tuple[str, ...]:
         return tuple(prepared.state.warnings)
+
+    def gradient_noise(self, prepared: Prepared, request: ProbeRequest) -> NoiseScale | None:
+        """Issue #19: ``B_simple`` on the probe's training batches, after the timing."""
+        from advisor.probes.gradient_noise import torch_gradient_noise
+
+        state: _State = prepared.state
+        setup, device = state.setup, state.device
+        batches = (split_batch(to_device(b, device)) for b in setup.train_loader)
+        return torch_gradient_noise(
+            setup.model, setup.loss_fn, batches, max_seconds=request.max_seconds
+        )
 
     def is_oom(self, exc: BaseException) -> bool:
         """MemoryError, ``torch.OutOfMemoryError`` (CUDA and other accelerators), or the

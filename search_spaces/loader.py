@@ -18,15 +18,20 @@ The format (every section optional except where noted)::
       beta1: {type: float, low: 0.8, high: 0.99, condition: {on: optimizer, values: [adam]}}
       width: {type: int, low: 16, high: 64, affects_runtime: true}
 
-YAML is composed (not just loaded) so every node keeps its line number.
+YAML is composed (not just loaded) so every node keeps its line number. Files are read with
+bounds (size, aliases, depth, tags, UTF-8: ``safe_yaml``); a condition on itself or a cycle of
+conditions, and a range a built-in workload's builder would refuse (``workloads.accepted``), are
+refused here, before any probe runs.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import yaml
+from advisor.search_spaces.safe_yaml import MAX_BYTES, BoundedLoader, read_space_text
 from advisor.search_spaces.space import (
     CategoricalParam,
     Condition,
@@ -62,7 +67,7 @@ class _Reader:
 
     def __init__(self, text: str, origin: str) -> None:
         self.origin = origin
-        self._loader = yaml.SafeLoader(text)
+        self._loader = BoundedLoader(text, origin)
 
     def root(self) -> yaml.Node | None:
         try:
@@ -100,7 +105,11 @@ class _Reader:
         return out
 
     def value(self, node: yaml.Node) -> Any:
-        return self._loader.construct_object(node, deep=True)
+        try:
+            return self._loader.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise self.error(node, "(value)", f"cannot read the value ({problem})") from exc
 
     def number(self, node: yaml.Node, key: str, integer: bool = False) -> float | int:
         v = self.value(node)
@@ -111,6 +120,8 @@ class _Reader:
             or (integer and isinstance(v, float))
         ):
             raise self.error(node, key, f"must be {kind}, got {v!r}")
+        if not math.isfinite(v) or abs(v) > 2.0**53:
+            raise self.error(node, key, f"must be finite and at most 2**53 in size, got {v!r}")
         return v
 
     def boolean(self, node: yaml.Node, key: str) -> bool:
@@ -184,6 +195,8 @@ def load_space(path_or_text: str | Path, workload: str | None = None) -> JointSp
                     f"refers to unknown parameter '{p.condition.on}'",
                     f"use one of: {', '.join(sorted(names - {p.name}))}.",
                 )
+        _check_conditions(r, params, entries)
+        _check_accepted(r, name, params, entries)
     try:
         return JointSpace(
             workload=name,
@@ -204,16 +217,54 @@ def default_space(workload: str) -> JointSpace:
 
 
 def _read(path_or_text: str | Path) -> tuple[str, str]:
+    """A Path, or one line naming a .yaml/.yml or an existing file, is a file; else YAML text."""
+    text = str(path_or_text)
     if isinstance(path_or_text, Path) or (
-        "\n" not in str(path_or_text) and str(path_or_text).endswith((".yaml", ".yml"))
+        "\n" not in text
+        and (text.endswith((".yaml", ".yml")) or (len(text) < 4096 and Path(text).is_file()))
     ):
         path = Path(path_or_text)
-        if not path.exists():
-            raise AdvisorError(
-                f"Space file {path} does not exist.", "check the path given to --space."
+        return read_space_text(path), str(path)
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise AdvisorError(
+            f"The space text is larger than {MAX_BYTES // 1024} KiB.", "give a smaller space."
+        )
+    return text, "space"
+
+
+def _check_conditions(r: _Reader, params: list[Param], entries: dict) -> None:
+    """No parameter may be conditioned on itself or, through others, on itself (a cycle)."""
+    on = {p.name: p.condition.on for p in params if p.condition is not None}
+    for start in on:
+        seen = [start]
+        while seen[-1] in on:
+            nxt = on[seen[-1]]
+            if nxt in seen:
+                loop = " -> ".join([*seen[seen.index(nxt) :], nxt])
+                what = "is on the parameter itself" if len(seen) == 1 else f"forms a cycle ({loop})"
+                raise r.error(
+                    entries[start][1],
+                    f"hyperparameters.{start}.condition.on",
+                    f"the condition {what}",
+                    "condition each parameter on another one that is always active.",
+                )
+            seen.append(nxt)
+
+
+def _check_accepted(r: _Reader, workload: str, params: list[Param], entries: dict) -> None:
+    """Ranges and choices must be values the built-in workload's builder takes."""
+    from advisor.search_spaces.workloads.accepted import refused
+
+    for p in params:
+        values = p.choices if isinstance(p, CategoricalParam) else (p.low, p.high)
+        why = refused(workload, p.name, tuple(values))
+        if why:
+            raise r.error(
+                entries[p.name][1],
+                f"hyperparameters.{p.name}",
+                why,
+                "narrow the range (or choices) to what the workload takes.",
             )
-        return path.read_text(encoding="utf-8"), str(path)
-    return str(path_or_text), "space"
 
 
 def _machines(r: _Reader, node: yaml.Node) -> MachineFilter:

@@ -116,9 +116,16 @@ class JointSpace:
         reserved = {"machine", "batch_size", "spot"} & set(names)
         if reserved:
             raise ValueError(f"hyperparameter names {sorted(reserved)} are reserved")
+        on = {p.name: p.condition.on for p in self.hyperparameters if p.condition is not None}
         for p in self.hyperparameters:
             if p.condition is not None and p.condition.on not in names:
                 raise ValueError(f"{p.name}: condition on unknown parameter {p.condition.on!r}")
+        for start in on:  # a condition on itself, or a cycle of conditions, never activates
+            seen = [start]
+            while seen[-1] in on and on[seen[-1]] not in seen:
+                seen.append(on[seen[-1]])
+            if seen[-1] in on:
+                raise ValueError(f"{start}: the conditions form a cycle ({' -> '.join(seen)})")
 
     def param(self, name: str) -> Param:
         for p in self.hyperparameters:

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from advisor.cli import output
+from advisor.cli import params as p
 from advisor.errors import AdvisorError
 
 # Shown when no --service is given: the plain virtual-machine offer of each cloud.
@@ -46,9 +47,9 @@ def _money(value: float | None) -> str:
     multiple=True,
     help="Accelerator name or family, case-insensitive (V100, a100, tpu, v5e); 'cpu' for none.",
 )
-@click.option("--min-gpus", type=int, default=0, show_default=True, help="At least N devices.")
-@click.option("--max-gpus", type=int, default=None, help="At most N devices.")
-@click.option("--max-price", type=float, default=None, help="At most this USD/h.")
+@click.option("--min-gpus", type=p.GPUS, default=0, show_default=True, help="At least N devices.")
+@click.option("--max-gpus", type=p.GPUS, default=None, help="At most N devices.")
+@click.option("--max-price", type=p.USD, default=None, help="At most this USD/h.")
 @click.option("--spot", is_flag=True, help="Only machines with spot capacity; price is spot.")
 @click.option("--snapshot", default=None, help="Price snapshot (default: the newest).")
 @click.option(

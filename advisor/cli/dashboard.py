@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from advisor.cli import params as p
+
 if TYPE_CHECKING:
     from advisor.dashboard_view import DashboardView
 
@@ -14,7 +16,7 @@ if TYPE_CHECKING:
 @click.command("dashboard")
 @click.option("--storage", help="Optuna storage URL (default: the advisor's SQLite file).")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=int, default=8080, show_default=True)
+@click.option("--port", type=p.PORT, default=8080, show_default=True)
 def dashboard(storage: str | None, host: str, port: int) -> None:
     """Serve optuna-dashboard on the studies (Ctrl-C stops it). Each trial shows short,
     sortable attributes (machine, GPUs, capacity, batch, run time, cost, how it was obtained,
@@ -25,7 +27,6 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
     from advisor.errors import AdvisorError
     from advisor.storage import resolve_storage
 
-    dash = require("optuna_dashboard", "dashboard", "advisor dashboard")
     url = resolve_storage(storage)
     if url.startswith("sqlite:///"):
         from pathlib import Path
@@ -43,11 +44,12 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
                 f"Cannot serve on {host}:{port}: {exc.strerror or exc}.",
                 f"pass another --port (e.g. --port {port + 1}) or stop what uses {port}.",
             ) from None
+    view = _view(url)  # a bad file or server: one line here, before optuna-dashboard loads
+    dash = require("optuna_dashboard", "dashboard", "advisor dashboard")
     from wsgiref.simple_server import make_server
 
     from advisor.dashboard_view import with_detail_pages
 
-    view = _view(url)
     app = with_detail_pages(dash.wsgi(view), view.base)
     from sqlalchemy.engine import make_url  # issue #17: never print a database password
 
@@ -64,9 +66,11 @@ def _view(url: str) -> DashboardView:
 
     from advisor.dashboard_view import DashboardView
     from advisor.errors import AdvisorError
+    from advisor.storage_check import storage_errors
 
     try:
-        base = optuna.storages.RDBStorage(url, skip_compatibility_check=False)
+        with storage_errors(url):
+            base = optuna.storages.RDBStorage(url, skip_compatibility_check=False)
     except ImportError as exc:  # optuna re-raises the driver's ModuleNotFoundError
         cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
         driver = getattr(cause, "name", None) or "database"

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from advisor.cli import output
+from advisor.cli import params as p
 from advisor.errors import AdvisorError
 
 
@@ -42,32 +43,35 @@ def _default_epochs(workload: str, batch_size: int) -> int:
     default=None,
     help="A probe result JSON (from `advisor probe --out`).",
 )
-@click.option("--model", default=None, help="Probe this workload now instead of reading --probe.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None)
-@click.option("--iterations", type=click.IntRange(min=3), default=20, show_default=True)
-@click.option("--threads", type=click.IntRange(min=1), default=None)
+@click.option(
+    "--model",
+    type=p.ModelRef(),
+    default=None,
+    help="Probe this workload now instead of reading --probe.",
+)
+@click.option("--batch-size", type=p.POSITIVE, default=None)
+@click.option("--iterations", type=p.BoundedInt(3, 10_000), default=20, show_default=True)
+@click.option("--threads", type=p.THREADS, default=None)
 @click.option("--framework", default="torch", show_default=True)
 @click.option(
     "--epochs",
-    type=click.IntRange(min=1),
+    type=p.POSITIVE,
     default=None,
     help="Epochs (default: the workload's epochs to stabilise at this batch size).",
 )
 @click.option(
     "--n-train",
-    type=click.IntRange(min=1),
+    type=p.POSITIVE,
     default=None,
     help="Training samples (default: the workload's).",
 )
 @click.option(
     "--n-val",
-    type=click.IntRange(min=0),
+    type=p.COUNT_OR_ZERO,
     default=None,
     help="Validation samples (default: the workload's).",
 )
-@click.option(
-    "--price", type=click.FloatRange(min=0), default=None, help="USD per hour, for the cost."
-)
+@click.option("--price", type=p.USD_OR_ZERO, default=None, help="USD per hour, for the cost.")
 @click.option("--no-validation", is_flag=True, help="Use the formula without validation passes.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def estimate(

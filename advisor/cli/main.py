@@ -79,16 +79,32 @@ def cli() -> None:
     """
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: control and line-separator characters (which may come from the
+    user's own input, echoed back) are written as escapes, e.g. ``\\r``."""
+    return "".join(
+        c.encode("unicode_escape").decode("ascii")
+        if (c.isspace() and c != " ") or not c.isprintable()
+        else c
+        for c in text
+    )
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Run the CLI; user errors print one line and exit with code 2, never a traceback."""
     try:
         return cli.main(args=argv, prog_name="advisor", standalone_mode=False)
     except AdvisorError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"Error: {one_line(str(exc))}", err=True)
         sys.exit(2)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
+    except click.UsageError as exc:  # one line: what is wrong and where to read more
+        command = exc.ctx.command_path if exc.ctx is not None else "advisor"
+        message = one_line(" ".join(exc.format_message().split(" ")))
+        click.echo(f"Error: {message} (see `{one_line(command)} --help`)", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

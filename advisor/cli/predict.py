@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from advisor.cli import output
+from advisor.cli import params as p
 from advisor.errors import AdvisorError
 
 
@@ -119,10 +120,11 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
 @click.option(
     "--model",
     "-m",
+    type=p.ModelRef(),
     required=True,
     help="Built-in workload (fcn, simple-cnn, ...) or your own module:function.",
 )
-@click.option("--batch-size", "-b", type=int, required=True, help="Global batch size.")
+@click.option("--batch-size", "-b", type=p.POSITIVE, required=True, help="Global batch size.")
 @click.option(
     "--instances",
     "-i",
@@ -131,7 +133,7 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     "(Standard_NC6s_v3, ml.p3.2xlarge, compute-engine:n1-standard-8+T4).",
 )
 @click.option("--snapshot", default=None, help="Catalog snapshot (default: newest).")
-@click.option("--epochs", type=int, default=None, help="Epochs (default: the workload's).")
+@click.option("--epochs", type=p.POSITIVE, default=None, help="Epochs (default: the workload's).")
 @click.option("--spot", is_flag=True, help="Price with spot/preemptible capacity.")
 @click.option(
     "--probe",
@@ -139,7 +141,7 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Use a saved probe JSON instead of probing now.",
 )
-@click.option("--threads", type=int, default=None, help="CPU threads for the local probe.")
+@click.option("--threads", type=p.THREADS, default=None, help="CPU threads for the local probe.")
 @click.option("--framework", default="torch", show_default=True, help="torch or keras.")
 @click.option(
     "--strategy",

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from advisor.cli import output
+from advisor.cli import params as p
 from advisor.errors import AdvisorError
 
 
@@ -82,6 +83,8 @@ def render(result: Any) -> None:
     table.add_column("phase")
     table.add_column("measured", justify="right")
     table.add_column("note")
+    from advisor.probes.gradient_noise import from_probe
+
     spread = relative_spread(result.iteration_s[1:])
     rows = [
         ("init", f"{ph.init.value:.2f} s", result.fingerprint.get("init_note", "")),
@@ -101,6 +104,18 @@ def render(result: Any) -> None:
         ("CPU utilisation", f"{(result.cpu_utilisation or 0):.0%}", ""),
         ("probe wall time", f"{result.wall_s:.1f} s", ""),
     ]
+    noise = from_probe(result)  # issue #19
+    if noise is not None:
+        value = f"{noise.value:.0f}" if noise.resolved else "unresolved (inf)"
+        rows.append(
+            (
+                "gradient noise scale",
+                value,
+                f"B_simple, {noise.confidence:.0%} [{noise.low:.0f}, {noise.high:.0f}], "
+                f"{noise.iterations} batches at {noise.small_batch}/{noise.big_batch}, "
+                f"measured in {noise.overhead_s:.1f} s (in the wall time)",
+            )
+        )
     for row in rows:
         table.add_row(*row)
     console.print(table)
@@ -119,39 +134,40 @@ def _val_note(result: Any) -> str:
 
 @click.command("probe")
 @click.option(
-    "--model", required=True, help="Built-in workload (fcn, simple-cnn, ...) or module:function."
+    "--model",
+    type=p.ModelRef(),
+    required=True,
+    help="Built-in workload (fcn, simple-cnn, ...) or module:function.",
 )
-@click.option("--batch-size", type=click.IntRange(min=1), required=True)
+@click.option("--batch-size", type=p.POSITIVE, required=True)
 @click.option(
     "--iterations",
-    type=click.IntRange(min=3),
+    type=p.BoundedInt(3, 10_000),
     default=20,
     show_default=True,
     help="Training iterations timed (the first is warm-up).",
 )
-@click.option(
-    "--threads", type=click.IntRange(min=1), default=None, help="CPU threads (default: all cores)."
-)
+@click.option("--threads", type=p.THREADS, default=None, help="CPU threads (default: all cores).")
 @click.option("--framework", default="torch", show_default=True)
 @click.option("--device", default="cpu", show_default=True)
 @click.option(
     "--validation-batches",
-    type=click.IntRange(min=1),
+    type=p.BoundedInt(1, 10_000),
     default=4,
     show_default=True,
     help="Validation batches timed per pass (scaled to the full validation set).",
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0.1),
+    type=p.FiniteFloat(0.1, 366 * 86400.0),
     default=300.0,
     show_default=True,
     help="Seconds before the probe is killed.",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=p.SEED, default=0, show_default=True)
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=p.WritablePath(),
     default=None,
     help="Also write the ProbeResult JSON to this file.",
 )

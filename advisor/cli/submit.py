@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from advisor.cli import params as p
 from advisor.errors import AdvisorError
 from advisor.tuning_jobs import PROVIDERS
 
@@ -34,7 +35,12 @@ def _provider_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.command()
 @_provider_options
-@click.option("--study", "study_name", help="Advisor study whose recommendation to tune around.")
+@click.option(
+    "--study",
+    "study_name",
+    type=p.StudyName(),
+    help="Advisor study whose recommendation to tune around.",
+)
 @click.option("--storage", help="Optuna storage URL (default: the advisor's SQLite file).")
 @click.option(
     "--instance",
@@ -48,8 +54,10 @@ def _provider_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     "e.g. --instance n1-standard-8 --accelerator T4.",
 )
 @click.option("--model", help="Workload to train (with --instance, without --study).")
-@click.option("--batch-size", type=int, help="Batch size (with --instance, without --study).")
-@click.option("--epochs", type=int, help="Epochs per trial (default: the study's estimate).")
+@click.option(
+    "--batch-size", type=p.POSITIVE, help="Batch size (with --instance, without --study)."
+)
+@click.option("--epochs", type=p.POSITIVE, help="Epochs per trial (default: the study's estimate).")
 @click.option(
     "--tune",
     help="Comma-separated hyperparameters to tune (default: all that do not change the runtime).",
@@ -59,12 +67,12 @@ def _provider_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     type=click.Choice(["bayesian", "random", "grid", "hyperband"]),
     help="Search strategy (default: bayesian where the service allows it).",
 )
-@click.option("--max-trials", type=int, default=20, show_default=True)
-@click.option("--parallel", type=int, default=2, show_default=True)
+@click.option("--max-trials", type=p.BoundedInt(1, 10_000), default=20, show_default=True)
+@click.option("--parallel", type=p.BoundedInt(1, 1_000), default=2, show_default=True)
 @click.option("--early-stopping/--no-early-stopping", default=False, show_default=True)
 @click.option(
     "--max-runtime",
-    type=int,
+    type=p.BoundedInt(1, 366 * 86400),
     default=24 * 3600,
     show_default=True,
     help="Seconds each training job may run.",
@@ -84,7 +92,7 @@ def _provider_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--out",
     "out_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=p.WritablePath(),
     help="With --dry-run: write the request to this file.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -204,7 +212,13 @@ def status(job: str, as_json: bool, provider: str, **provider_opts: Any) -> None
 @click.command("import")
 @click.argument("job")
 @_provider_options
-@click.option("--study", "study_name", required=True, help="Advisor study to add the trials to.")
+@click.option(
+    "--study",
+    "study_name",
+    type=p.StudyName(),
+    required=True,
+    help="Advisor study to add the trials to.",
+)
 @click.option("--storage", help="Optuna storage URL (default: the advisor's SQLite file).")
 @click.option("--json", "as_json", is_flag=True, help="Print the added trials as JSON.")
 def import_job(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,23 +10,25 @@ from typing import Any
 import click
 
 from advisor.cli import output
+from advisor.cli import params as p
 from advisor.errors import AdvisorError, MissingExtraError
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d)?\s*$", re.IGNORECASE)
-_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400}
 
 
 def parse_duration(text: str) -> float:
-    """'2h', '90m', '3600s', '3600' -> seconds."""
-    m = _DURATION.match(text)
-    if not m:
-        raise AdvisorError(f"Cannot read the duration '{text}'.", "write it like 2h, 90m or 3600s.")
-    return float(m.group(1)) * _UNITS[(m.group(2) or "s").lower()]
+    """'2h', '90m', '3600s', '3600' -> seconds (finite, > 0, at most a year)."""
+    try:
+        seconds: float = p.Duration().convert(text, None, None)
+    except click.BadParameter as exc:
+        raise AdvisorError(
+            f"Cannot read the duration '{text}'.", "write it like 2h, 90m or 3600s."
+        ) from exc
+    return seconds
 
 
 @click.command("suggest")
 @click.option(
     "--model",
+    type=p.ModelRef(),
     required=True,
     help="Built-in workload (see `advisor workloads`) or your own module:function.",
 )
@@ -47,12 +48,13 @@ def parse_duration(text: str) -> float:
 )
 @click.option(
     "--budget",
-    type=float,
+    type=p.USD,
     help="Most the training run may cost, USD. Dearer candidates are infeasible; the "
     "default objective becomes the fastest run within the budget.",
 )
 @click.option(
     "--deadline",
+    type=p.Duration(),
     help="Longest the training run may take (2h, 90m, 3600s). Slower candidates are "
     "infeasible; the default objective becomes the cheapest run within the deadline.",
 )
@@ -63,14 +65,22 @@ def parse_duration(text: str) -> float:
 )
 @click.option(
     "--probe-budget",
-    type=float,
+    type=p.USD_OR_ZERO,
     help="Most the search may spend on probes, USD, priced at each candidate machine's rate "
     "(default: 10 % of --budget, else 1).",
 )
 @click.option(
     "--epochs",
-    type=int,
-    help="Epochs of the run (default: the workload's epochs to stabilise at each batch size).",
+    type=p.POSITIVE,
+    help="Epochs of the run, the same at every batch size (default: the workload's published "
+    "epochs to stabilise where published, other batch sizes scaled from them by the probe's "
+    "gradient noise scale).",
+)
+@click.option(
+    "--at-batch",
+    type=p.POSITIVE,
+    help="With --epochs: the batch size those epochs were seen at; the epochs at other batch "
+    "sizes are then predicted from the probe's gradient noise scale.",
 )
 @click.option(
     "--sampler",
@@ -79,35 +89,47 @@ def parse_duration(text: str) -> float:
     show_default=True,
     help="Optuna sampler for the hyperparameters (and machines with --no-screen).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed.")
+@click.option("--seed", type=p.SEED, default=0, show_default=True, help="Sampler seed.")
 @click.option(
     "--trials",
-    type=int,
+    type=p.BoundedInt(1, 100_000),
     help="Trials to add now (default: until the search stops on its own, at most 60; a re-run "
     "of a study that has stopped adds none).",
 )
-@click.option("--timeout", "timeout_", help="Stop the search after this long (e.g. 10m).")
+@click.option(
+    "--timeout", "timeout_", type=p.Duration(), help="Stop the search after this long (e.g. 10m)."
+)
 @click.option("--snapshot", help="Catalog snapshot (default: newest).")
 @click.option("--storage", help="Optuna storage URL (default: SQLite in ADVISOR_HOME).")
-@click.option("--study-name", help="Study name (default: from workload, space and limits).")
+@click.option(
+    "--study-name",
+    type=p.StudyName(),
+    help="Study name (default: from workload, space and limits).",
+)
 @click.option(
     "--probe-iterations",
-    type=int,
+    type=p.BoundedInt(3, 10_000),
     default=8,
     show_default=True,
     help="Training iterations each local probe times (fewer, but at least 5, once 4 s have "
     "passed).",
 )
-@click.option("--threads", type=int, help="Threads for local probes (default: all cores).")
-@click.option("--n-train", type=int, help="Training samples (user models).")
-@click.option("--n-val", type=int, help="Validation samples (user models).")
+@click.option("--threads", type=p.THREADS, help="Threads for local probes (default: all cores).")
+@click.option("--n-train", type=p.POSITIVE, help="Training samples (user models).")
+@click.option("--n-val", type=p.COUNT_OR_ZERO, help="Validation samples (user models).")
 @click.option("--no-screen", is_flag=True, help="Let the sampler alone choose machines.")
-@click.option("--top", type=int, default=15, show_default=True, help="Ranking rows shown.")
+@click.option(
+    "--top",
+    type=p.BoundedInt(1, 100_000),
+    default=15,
+    show_default=True,
+    help="Ranking rows shown.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option(
     "--plot",
     "plot_file",
-    type=click.Path(dir_okay=False),
+    type=p.WritablePath((".png",)),
     help="Write the cost vs run time plot as PNG here, and an interactive HTML twin next to "
     "it (same name, .html; needs the plot extra).",
 )
@@ -128,14 +150,15 @@ def suggest(
     framework: str,
     space_file: str | None,
     budget: float | None,
-    deadline: str | None,
+    deadline: float | None,
     objective: str | None,
     probe_budget: float | None,
     epochs: int | None,
+    at_batch: int | None,
     sampler: str,
     seed: int,
     trials: int | None,
-    timeout_: str | None,
+    timeout_: float | None,
     snapshot: str | None,
     storage: str | None,
     study_name: str | None,
@@ -146,7 +169,7 @@ def suggest(
     no_screen: bool,
     top: int,
     as_json: bool,
-    plot_file: str | None,
+    plot_file: Path | None,
     backend_spec: str | None,
     server: str | None,
     token: str | None,
@@ -171,20 +194,21 @@ def suggest(
     backend = backend_from_spec(backend_spec) if backend_spec else None
     space = None
     if space_file:
-        space = load_space(space_file, None if ":" in model else model)
+        space = load_space(Path(space_file), None if ":" in model else model)
     options = SuggestOptions(
         model=model,
         framework=framework,
         space=space,
         budget_usd=budget,
-        deadline_s=parse_duration(deadline) if deadline else None,
+        deadline_s=deadline,
         objective=objective,
         probe_budget_usd=probe_budget,
         epochs=epochs,
+        at_batch=at_batch,
         sampler=sampler,
         seed=seed,
         trials=trials,
-        timeout_s=parse_duration(timeout_) if timeout_ else None,
+        timeout_s=timeout_,
         snapshot=snapshot,
         storage=storage,
         study_name=study_name,
@@ -205,14 +229,14 @@ def suggest(
     _show(report, as_json, plot_file, top)
 
 
-def _show(report: dict[str, Any], as_json: bool, plot_file: str | None, top: int) -> None:
+def _show(report: dict[str, Any], as_json: bool, plot_file: Path | None, top: int) -> None:
     """Print ``report`` (and write its plots): the local run's and ``--server``'s alike."""
     from advisor.report_plot import plot, plot_html
     from advisor.report_render import render
 
     if plot_file:
-        plot(report, plot_file)
-        report["plot"] = plot_file
+        plot(report, str(plot_file))
+        report["plot"] = str(plot_file)
         html = str(Path(plot_file).with_suffix(".html"))
         try:
             plot_html(report, html)

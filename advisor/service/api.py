@@ -37,9 +37,9 @@ def resolve_storage(url: str | None) -> str:
 
 
 def driver_url(url: str) -> str:
-    """``advisor.storage.storage_driver_url``: ``postgresql://`` through psycopg 3 (the one
-    place that maps it, and names the ``postgres`` extra when psycopg is missing)."""
-    from advisor.storage import storage_driver_url
+    """``advisor.storage_check.storage_driver_url``: ``postgresql://`` through psycopg 3 (the
+    one place that maps it; ``check_storage`` names the ``postgres`` extra without psycopg)."""
+    from advisor.storage_check import storage_driver_url
 
     return storage_driver_url(url)
 

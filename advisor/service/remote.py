@@ -11,27 +11,31 @@ from advisor.errors import AdvisorError
 
 def suggest_remote(server: str, token: str | None, opts: dict[str, Any]) -> dict[str, Any]:
     """Send the suggestion to ``server``, wait, return the report (as ``--json`` prints it)."""
-    from advisor.cli.suggest import parse_duration
     from advisor.service.client import Client
 
-    for name in ("storage", "threads"):
+    for name, option in (
+        ("storage", "storage"),
+        ("threads", "threads"),
+        ("backend_spec", "backend"),
+    ):
         if opts.get(name) is not None:
             raise AdvisorError(
-                f"--{name} has no meaning with --server (the service has its own).",
-                f"drop --{name}.",
+                f"--{option} has no meaning with --server (the service has its own).",
+                f"drop --{option}.",
             )
     body: dict[str, Any] = {
         "model": opts["model"],
         "framework": opts["framework"],
         "budget_usd": opts["budget"],
-        "deadline_s": parse_duration(opts["deadline"]) if opts["deadline"] else None,
+        "deadline_s": opts["deadline"],  # seconds: the CLI's Duration type parsed it
         "objective": opts["objective"],
         "probe_budget_usd": opts["probe_budget"],
         "epochs": opts["epochs"],
+        "at_batch": opts.get("at_batch"),
         "sampler": opts["sampler"],
         "seed": opts["seed"],
         "trials": opts["trials"],
-        "timeout_s": parse_duration(opts["timeout_"]) if opts["timeout_"] else None,
+        "timeout_s": opts["timeout_"],
         "snapshot": opts["snapshot"],
         "study_name": opts["study_name"],
         "probe_iterations": opts["probe_iterations"],

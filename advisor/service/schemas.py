@@ -37,6 +37,7 @@ class SuggestRequest(_Strict):
     objective: Literal["time", "cost", "pareto"] | None = None
     probe_budget_usd: float | None = Field(None, ge=0)
     epochs: int | None = Field(None, gt=0, le=10_000)
+    at_batch: int | None = Field(None, gt=0, le=10**9)
     sampler: Literal["tpe", "gp", "random", "nsga2", "skopt"] = "tpe"
     seed: int = 0
     trials: int = Field(60, gt=0, le=2000)

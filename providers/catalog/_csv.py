@@ -101,6 +101,23 @@ def _read(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str
         handle = path.open(newline="", encoding="utf-8")
     except OSError as exc:
         raise AdvisorError(f"Cannot read catalog file {path} ({exc}).", _fix(path)) from exc
+    try:
+        return _rows(path, handle, columns)
+    except UnicodeDecodeError:  # issue #18: one line naming the file and line
+        data = path.read_bytes()
+        try:
+            data.decode("utf-8")
+            line = 1
+        except UnicodeDecodeError as exc:  # the offset in the whole file, not in a chunk
+            line = data[: exc.start].count(b"\n") + 1
+        raise AdvisorError(
+            f"{path} line {line}: not UTF-8 text.", f"save it as UTF-8. {_fix(path)}"
+        ) from None
+    except csv.Error as exc:
+        raise AdvisorError(f"{path}: not a readable CSV file ({exc}).", _fix(path)) from None
+
+
+def _rows(path: Path, handle: Any, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
     with handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []

@@ -25,8 +25,8 @@ class Quote:
     def __post_init__(self) -> None:
         for name in ("on_demand", "spot"):
             value = getattr(self, name)
-            if value is not None and not value >= 0:
-                raise ValueError(f"{name} must be >= 0, but got {value}")
+            if value is not None and not 0 <= value < float("inf"):
+                raise ValueError(f"{name} must be finite and >= 0, but got {value}")
 
 
 def get_json(url: str, timeout_s: float = TIMEOUT_S) -> Any:

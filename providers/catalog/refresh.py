@@ -112,6 +112,13 @@ def refresh(
             f"Could not read the {name} ({exc}). The existing snapshot {catalog.snapshot} is unchanged.",
             FIXES[provider],
         ) from exc
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # issue #18: bad items
+        raise AdvisorError(
+            f"The {name} answered with a malformed item ({type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:200]}). The existing snapshot {catalog.snapshot} "
+            "is unchanged.",
+            "try again later; if it persists, the source's format changed (report it).",
+        ) from exc
     if not quotes:
         raise AdvisorError(
             f"The {name} returned no price for any of the {len(rows)} {provider} machine types "

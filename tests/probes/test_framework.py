@@ -4,10 +4,20 @@ Keras (``test_keras_probe.py``), through ``probe_in_process`` and the classifica
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from advisor.probes.framework import LossDiverged, classify
+from advisor.probes.framework import (
+    FrameworkRunner,
+    LossDiverged,
+    Prepared,
+    TimeBox,
+    Timed,
+    classify,
+)
+from advisor.probes.gradient_noise import NoiseScale, estimate_noise_scale
 from advisor.probes.result import ProbeRequest
 
 HERE = Path(__file__).parent
@@ -79,3 +89,76 @@ def test_both_runners_share_one_probe_loop() -> None:
     assert torch_runner.probe_in_process.__func__ is FrameworkRunner.probe_in_process  # type: ignore[attr-defined]
     assert "probe_in_process" not in vars(torch_runner.TorchRunner)
     assert sys.modules["advisor.probes.framework"].LossDiverged is torch_runner.LossDiverged
+
+
+class _Recording(FrameworkRunner):
+    """A framework without a framework: records the order in which the base calls its hooks."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def configure(self, request: ProbeRequest) -> int:
+        return 1
+
+    def prepare(self, request: ProbeRequest) -> Prepared:
+        return Prepared(state=None, n_train=1000, n_val=100)
+
+    def run_iterations(self, prepared: Prepared, request: ProbeRequest, box: TimeBox) -> Timed:
+        self.calls.append("iterations")
+        box.start()
+        ends, cpu = [], []
+        for _ in range(request.iterations):
+            ends.append(time.perf_counter())
+            cpu.append(time.process_time())
+            if box.after_step():
+                break
+        return Timed(tuple([0.01] * len(ends)), ends, cpu, time.time())
+
+    def validation_pass(self, prepared: Prepared, request: ProbeRequest) -> tuple[float, int]:
+        self.calls.append("validation")
+        return 0.01, 100
+
+    def flops(self, prepared: Prepared, request: ProbeRequest) -> tuple[float | None, str]:
+        self.calls.append("flops")
+        return None, "not counted"
+
+    def model_size(self, prepared: Prepared) -> tuple[int, int]:
+        return 1, 4
+
+    def fingerprint(self, threads: int, device: str) -> dict[str, Any]:
+        return {"framework": self.name}
+
+    def gradient_noise(self, prepared: Prepared, request: ProbeRequest) -> NoiseScale | None:
+        self.calls.append(f"noise max_seconds={request.max_seconds}")
+        return estimate_noise_scale([3.0, 3.1, 2.9], [2.5, 2.4, 2.6], 16, 32)
+
+
+def test_gradient_noise_is_measured_once_by_the_base_after_the_timed_phases() -> None:
+    """Issue #19: one hook call, after the iterations and validation passes (so it does not
+    change their timing), time-boxed like the iterations, recorded in the result."""
+    runner = _Recording()
+    request = ProbeRequest("fcn", 32, iterations=4, max_seconds=2.5)
+    result = runner.probe_in_process(request)
+    assert result.ok, result.error
+    assert runner.calls == [
+        "iterations",
+        "validation",
+        "validation",
+        "noise max_seconds=2.5",
+        "flops",
+    ]
+    assert result.gradient_noise is not None
+    assert NoiseScale.from_dict(result.gradient_noise).big_batch == 32
+
+    quiet = _Recording()
+    off = quiet.probe_in_process(ProbeRequest("fcn", 32, iterations=4, gradient_noise=False))
+    assert off.gradient_noise is None and not any(c.startswith("noise") for c in quiet.calls)
+
+
+def test_a_framework_without_the_hook_measures_no_noise() -> None:
+    class Plain(_Recording):
+        gradient_noise = FrameworkRunner.gradient_noise  # type: ignore[assignment]
+
+    assert Plain().probe_in_process(ProbeRequest("fcn", 32, iterations=4)).gradient_noise is None

@@ -88,6 +88,13 @@ def test_builtin_probe_through_the_subprocess_runner() -> None:
     assert result.peak_host_memory_bytes > 100e6
     assert 0 < result.cpu_utilisation <= 1
     assert result.fingerprint["tensorflow"] and result.fingerprint["keras"].startswith("3.")
+    # issue #19: the gradient noise scale, measured by the Keras hook after the timing, comes
+    # back through the child process's JSON
+    from advisor.probes.gradient_noise import from_probe
+
+    noise = from_probe(result)
+    assert noise is not None and (noise.small_batch, noise.big_batch) == (16, 32)
+    assert noise.low <= noise.value <= noise.high and noise.iterations >= 3
 
 
 def test_user_model_by_import_path(user_module: str) -> None:

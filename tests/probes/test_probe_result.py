@@ -65,6 +65,41 @@ def test_corrupt_probe_is_refused_with_one_line(change: dict[str, Any], message:
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
+def _noise(**change: Any) -> dict[str, Any]:
+    from advisor.probes.gradient_noise import estimate_noise_scale
+
+    return {**estimate_noise_scale([3.0, 3.1, 2.9], [2.5, 2.4, 2.6], 16, 32).to_dict(), **change}
+
+
+def test_gradient_noise_round_trips_finite_and_unresolved() -> None:
+    """Issue #19: the noise scale survives to_json/from_json (JSON null stands for inf)."""
+    for noise in (_noise(), _noise(value=None, high=None)):
+        probe = ProbeResult.from_dict({**_ok(), "gradient_noise": noise})
+        again = ProbeResult.from_json(probe.to_json())
+        assert again == probe and again.gradient_noise == noise
+    assert ProbeResult.from_dict({**_ok(), "gradient_noise": None}).gradient_noise is None
+
+
+@pytest.mark.parametrize(
+    ("noise", "message"),
+    [
+        ("big", "gradient_noise: a noise scale must be an object"),
+        (_noise(extra=1), "gradient_noise: unknown noise scale field(s): extra"),
+        ({"value": 3.0}, "gradient_noise: noise scale field(s) missing: low"),
+        (_noise(low=1e9), "gradient_noise: low <= value <= high must hold"),
+        (_noise(g2="1"), "gradient_noise: noise scale field g2 must be a number"),
+        (_noise(value=-1.0, low=-2.0), "noise scale field value must be >= 0"),
+        (_noise(small_batch=32), "needs small_batch < big_batch"),
+        (_noise(iterations=0), "field iterations must be an integer > 0"),
+        (_noise(confidence=1.5), "confidence must be in (0, 1)"),
+    ],
+)
+def test_corrupt_gradient_noise_is_refused_with_one_line(noise: Any, message: str) -> None:
+    with pytest.raises(ValueError) as err:
+        ProbeResult.from_dict({**_ok(), "gradient_noise": noise})
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
 def test_missing_fields_and_non_objects_are_refused() -> None:
     data = _ok()
     del data["workload"]

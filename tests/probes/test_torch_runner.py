@@ -38,6 +38,19 @@ def test_probe_in_process_measures_every_phase() -> None:
     assert result.warnings == ()  # fcn pools channels-last: nothing data-dependent
 
 
+def test_probe_measures_the_gradient_noise_scale_after_the_timing() -> None:
+    """Issue #19: the torch hook measures B_simple on the probe's batches (B/2 and B)."""
+    from advisor.probes.gradient_noise import MIN_NOISE_BATCHES, from_probe
+
+    request = ProbeRequest("fcn", batch_size=16, iterations=4, threads=1, validation_batches=2)
+    noise = from_probe(torch_runner.probe_in_process(request))
+    assert noise is not None and (noise.small_batch, noise.big_batch) == (8, 16)
+    assert MIN_NOISE_BATCHES <= noise.iterations <= 4  # the probe's 4 generated batches
+    assert noise.low <= noise.value <= noise.high and noise.overhead_s > 0
+    off = ProbeRequest("fcn", batch_size=16, iterations=4, threads=1, gradient_noise=False)
+    assert torch_runner.probe_in_process(off).gradient_noise is None
+
+
 def test_flops_per_iteration_scale_with_batch_size() -> None:
     torch_runner.configure(1)
     small, _, _ = torch_runner.build_setup("simple-cnn", 8, 8, 8)

@@ -63,6 +63,15 @@ def test_predict_uses_the_probe_suggest_cached(
     assert code == 0 and json.loads(out)["probe"]["iteration_s"][1] == 0.2
 
 
+def test_cached_probe_finds_the_epochs_anchor_probe(_advisor_home: Path) -> None:
+    """Issue #19: suggest caches the anchor batch's probe (which also measured the gradient
+    noise scale) under its own key; predict reuses it like any other."""
+    _advisor_home.mkdir(parents=True, exist_ok=True)
+    key = probe_cache_key(WorkloadInfo("fcn", "torch", n_train=1), 256, 2, 8, {}, noise=True)
+    ProbeCache(resolve_storage(None)).put(key, _probe("fcn", 256, 2))
+    assert cached_probe("fcn", 256, threads=2) is not None
+
+
 def test_cached_probe_never_creates_a_storage(_advisor_home: Path) -> None:
     assert cached_probe("fcn", 256) is None
     assert not _advisor_home.exists() or not any(_advisor_home.iterdir())

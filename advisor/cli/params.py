@@ -1,0 +1,210 @@
+"""Click parameter types shared by every command: inputs are checked where they enter.
+
+``FiniteFloat`` and ``BoundedInt`` refuse NaN, infinities and values out of range;
+``Duration`` reads 2h / 90m / 3600s into finite positive seconds; ``WritablePath`` checks that
+an output file can be written *before* the command does its work (a typo in ``--out`` must not
+cost a finished search). A bad value is a click usage error: exit 2, one line (see ``main``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d)?\s*$", re.IGNORECASE)
+_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400}
+MAX_DURATION_S = 366 * 86400.0  # a year: longer is a typo, not a plan
+
+
+def _range_text(
+    low: float | int | None, high: float | int | None, low_open: bool, high_open: bool
+) -> str:
+    def fmt(v: float | int) -> str:
+        return str(v) if isinstance(v, int) else f"{v:g}"
+
+    parts = []
+    if low is not None:
+        parts.append(f"{'>' if low_open else '>='} {fmt(low)}")
+    if high is not None:
+        parts.append(f"{'<' if high_open else '<='} {fmt(high)}")
+    return " and ".join(parts) or "finite"
+
+
+class FiniteFloat(click.ParamType):
+    """A finite float in [low, high] (either end may be open or absent)."""
+
+    name = "number"
+
+    def __init__(
+        self,
+        low: float | None = None,
+        high: float | None = None,
+        low_open: bool = False,
+        high_open: bool = False,
+    ) -> None:
+        self.low, self.high, self.low_open, self.high_open = low, high, low_open, high_open
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, float) and not isinstance(value, bool):
+            number = value
+        else:
+            try:
+                number = float(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not a number.", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        low, high = self.low, self.high
+        if (low is not None and (number < low or (self.low_open and number == low))) or (
+            high is not None and (number > high or (self.high_open and number == high))
+        ):
+            rng = _range_text(low, high, self.low_open, self.high_open)
+            self.fail(f"{number:g} is out of range: it must be {rng}.", param, ctx)
+        return number
+
+
+class BoundedInt(click.ParamType):
+    """An integer in [low, high] (written in decimal; no floats, NaN or bools)."""
+
+    name = "integer"
+
+    def __init__(self, low: int | None = None, high: int | None = None) -> None:
+        self.low, self.high = low, high
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            text = str(value).strip()
+            if not re.fullmatch(r"[+-]?\d{1,18}", text):
+                self.fail(f"{value!r} is not a whole number.", param, ctx)
+            number = int(text)
+        if (self.low is not None and number < self.low) or (
+            self.high is not None and number > self.high
+        ):
+            rng = _range_text(self.low, self.high, False, False)
+            self.fail(f"{number} is out of range: it must be {rng}.", param, ctx)
+        return number
+
+
+class Duration(click.ParamType):
+    """A positive duration written 2h, 90m, 3600s or 3600 (seconds), at most a year.
+
+    Returns seconds as a float."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, float | int) and not isinstance(value, bool):
+            seconds = float(value)
+        else:
+            m = _DURATION.match(str(value))
+            if not m:
+                self.fail(
+                    f"Cannot read the duration {value!r}: write it like 2h, 90m or 3600s.",
+                    param,
+                    ctx,
+                )
+            seconds = float(m.group(1)) * _UNITS[(m.group(2) or "s").lower()]
+        if not (math.isfinite(seconds) and 0 < seconds <= MAX_DURATION_S):
+            self.fail(f"{value!r} must be longer than 0 and at most 366 days.", param, ctx)
+        return seconds
+
+
+class WritablePath(click.ParamType):
+    """An output file path whose folder exists and is writable, checked before the work.
+
+    An existing file must be a writable regular file; ``suffixes`` (e.g. ``(".png",)``), when
+    given, are the endings accepted. Returns a ``Path``."""
+
+    name = "file"
+
+    def __init__(self, suffixes: tuple[str, ...] = ()) -> None:
+        self.suffixes = suffixes
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value)
+        if not text.strip() or "\x00" in text:
+            self.fail(f"{value!r} is not a file name.", param, ctx)
+        path = Path(text).expanduser()
+        if self.suffixes and path.suffix.lower() not in self.suffixes:
+            self.fail(f"{text} must end in {' or '.join(self.suffixes)}.", param, ctx)
+        if path.is_dir() or text.endswith(("/", os.sep)):
+            self.fail(f"{text} is a folder; give a file name in it.", param, ctx)
+        if path.exists():
+            if not path.is_file():
+                self.fail(f"{text} exists and is not a regular file.", param, ctx)
+            if not os.access(path, os.W_OK):
+                self.fail(f"{text} is not writable.", param, ctx)
+            return path
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir():
+            self.fail(f"the folder {folder} does not exist (create it first).", param, ctx)
+        if not os.access(folder, os.W_OK | os.X_OK):
+            self.fail(f"the folder {folder} is not writable.", param, ctx)
+        return path
+
+
+class StudyName(click.ParamType):
+    """A study name a user may write into: not empty, not too long for Optuna's table (512),
+    no control characters, and not a name the advisor keeps for itself."""
+
+    name = "name"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from advisor.local_backend import PROBE_CACHE_STUDY
+
+        text = str(value)
+        if not text.strip() or len(text) > 500 or any(ord(c) < 32 for c in text):
+            self.fail(
+                f"{value!r} is not a usable study name (1-500 printable characters).", param, ctx
+            )
+        if text.strip() == PROBE_CACHE_STUDY:
+            self.fail(
+                f"'{PROBE_CACHE_STUDY}' is the advisor's internal probe cache; pick another name.",
+                param,
+                ctx,
+            )
+        return text
+
+
+class ModelRef(click.ParamType):
+    """A built-in workload name, or a user model written ``package.module:function``.
+
+    Only the form is checked here (importing a user's module may load a framework); the name
+    of a built-in workload is checked against the registry where it is used."""
+
+    name = "model"
+    _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value)
+        if ":" not in text:
+            if not text.strip() or text != text.strip():
+                self.fail(
+                    f"{value!r} is not a workload name (see `advisor workloads`).", param, ctx
+                )
+            return text
+        module, _, function = text.partition(":")
+        parts = module.split(".")
+        if not (all(self._IDENT.fullmatch(m) for m in parts) and self._IDENT.fullmatch(function)):
+            self.fail(
+                f"{value!r} is not a user model: write it as package.module:function.", param, ctx
+            )
+        return text
+
+
+# Shared instances: the same limit means the same thing in every command.
+USD = FiniteFloat(0.0, 1e9, low_open=True)  # budgets and prices: > 0
+USD_OR_ZERO = FiniteFloat(0.0, 1e9)  # a probe budget may be 0 (use what is cached)
+SEED = BoundedInt(0, 2**32 - 1)  # numpy's seeds are 32-bit
+THREADS = BoundedInt(1, 4096)
+POSITIVE = BoundedInt(1, 10**9)  # epochs, batch sizes, samples, trials
+COUNT_OR_ZERO = BoundedInt(0, 10**9)
+PORT = BoundedInt(1, 65535)
+GPUS = BoundedInt(0, 1024)

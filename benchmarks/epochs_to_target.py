@@ -1,0 +1,220 @@
+"""Epochs to a validation-accuracy target per batch size: measured vs predicted from one probe.
+
+For fcn and simple-cnn (PyTorch, this CPU, small generated datasets) the script
+
+1. measures the gradient noise scale ``B_simple`` once, as the probe does
+   (one real probe in this process: 8 timed iterations at ``--probe-batch`` with the
+   workload's default learning rate, then the noise measurement on 8 batches);
+2. trains every batch size of ``--batch-sizes`` for ``--epochs`` epochs with several seeds,
+   the learning rate scaled from the workload's default at ``--lr-batch`` by the rule of
+   :data:`advisor.probes.epochs_model.LR_RULE` with that ``B_simple``, and records the
+   validation accuracy after every epoch;
+3. fixes the target by a rule stated before comparing: ``--target-fraction`` x the lowest,
+   over batch sizes, of the seed-median best validation accuracy; a run's epochs-to-target is
+   its first epoch at or above the target (runs that never reach it count as ``--epochs`` + 1
+   and are flagged);
+4. predicts epochs at every batch size from the smallest batch size's measured median (the
+   "short measured run" anchor) with ``E(B) = E_ref (1 + B/B_noise)/(1 + B_ref/B_noise)``,
+   once with the probe's ``B_simple`` (at initialisation) and once with ``B_simple`` averaged
+   over training (measured at the start, middle and end of the seed-0 run at the largest
+   batch: the growth of the noise scale during training), and reports each error.
+
+Run: ``nice -n 10 python benchmarks/epochs_to_target.py --out /tmp/epochs.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+from typing import Any
+
+PUBLISHED = {  # METHOD.md 2.3: epochs to stabilise at batch 256, 512, 1024, 2048
+    "fcn": {256: 13, 512: 14, 1024: 14, 2048: 16},
+    "simple-cnn": {256: 15, 512: 17, 1024: 22, 2048: 28},
+}
+DEFAULT_LR = {"fcn": (0.1, False), "simple-cnn": (1.0, True)}  # (lr at --lr-batch, adaptive)
+
+
+def measure_noise(workload: str, batch: int, threads: int) -> Any:
+    """B_simple from one real probe (8 timed iterations, then the noise measurement)."""
+    from advisor.probes.gradient_noise import from_probe
+    from advisor.probes.result import ProbeRequest
+    from advisor.probes.torch_runner import probe_in_process
+
+    probe = probe_in_process(
+        ProbeRequest(workload=workload, batch_size=batch, iterations=8, threads=threads)
+    )
+    if not probe.ok:
+        raise RuntimeError(f"probe failed: {probe.error}")
+    return from_probe(probe), probe.wall_s
+
+
+def train_run(
+    workload: str,
+    batch: int,
+    seed: int,
+    args: argparse.Namespace,
+    lr: float,
+    track_noise: bool,
+) -> dict[str, Any]:
+    from advisor.probes.gradient_noise import torch_gradient_noise
+    from advisor.probes.torch_runner import build_setup, train
+
+    hps: dict[str, Any] = {"lr": lr}
+    if workload == "fcn":
+        hps["epochs"] = args.epochs  # its cosine schedule spans the run
+    setup, _, _ = build_setup(workload, batch, args.n_train, args.n_val, seed, hps)
+    noise_track: list[dict[str, Any]] = []
+
+    def noise_now(epoch: int) -> None:
+        ns = torch_gradient_noise(
+            setup.model, setup.loss_fn, iter(setup.train_loader), max_batches=args.noise_batches
+        )
+        if ns is not None:
+            noise_track.append({"epoch": epoch, **ns.to_dict()})
+
+    marks = {args.epochs // 2, args.epochs}
+    if track_noise:
+        noise_now(0)
+
+    def on_epoch(epoch: int, metrics: dict[str, float]) -> None:
+        if track_noise and epoch + 1 in marks:
+            noise_now(epoch + 1)
+
+    start = time.perf_counter()
+    result = train(setup, args.epochs, on_epoch=on_epoch)
+    return {
+        "batch_size": batch,
+        "seed": seed,
+        "lr": lr,
+        "val_accuracy": result["val_accuracy"],
+        "wall_s": time.perf_counter() - start,
+        "noise_track": noise_track,
+    }
+
+
+def epochs_to(acc: list[float], target: float) -> int | None:
+    for i, a in enumerate(acc):
+        if a >= target:
+            return i + 1
+    return None
+
+
+def run_workload(workload: str, args: argparse.Namespace) -> dict[str, Any]:
+    from advisor.probes.epochs_model import epochs_ratio, scaled_lr
+
+    t0 = time.perf_counter()
+    probe_noise, probe_wall = measure_noise(workload, args.probe_batch, args.threads)
+    if probe_noise is None:
+        raise RuntimeError("noise measurement gave no estimate")
+    b_noise = probe_noise.value
+    lr_ref, adaptive = DEFAULT_LR[workload]
+    batches = args.batch_sizes
+    runs = []
+    for b in batches:
+        lr = scaled_lr(lr_ref, args.lr_batch, b, b_noise, adaptive=adaptive)
+        for seed in range(args.seeds):
+            track = seed == 0 and b == max(batches)
+            run = train_run(workload, b, seed, args, lr, track)
+            runs.append(run)
+            print(
+                f"{workload} b{b} seed{seed} lr {lr:.4g}: acc "
+                + " ".join(f"{a:.3f}" for a in run["val_accuracy"])
+                + f" ({run['wall_s']:.0f} s)",
+                flush=True,
+            )
+    best = {
+        b: statistics.median(max(r["val_accuracy"]) for r in runs if r["batch_size"] == b)
+        for b in batches
+    }
+    target = args.target_fraction * min(best.values())
+    measured: dict[int, dict[str, Any]] = {}
+    for b in batches:
+        eps = [epochs_to(r["val_accuracy"], target) for r in runs if r["batch_size"] == b]
+        vals = [e if e is not None else args.epochs + 1 for e in eps]
+        measured[b] = {
+            "per_seed": eps,
+            "median": statistics.median(vals),
+            "min": min(vals),
+            "max": max(vals),
+            "unreached": sum(e is None for e in eps),
+        }
+    track = next(r["noise_track"] for r in runs if r["noise_track"])
+    finite = [t["value"] for t in track if t["value"] is not None]
+    b_avg = statistics.fmean(finite) if finite else math.inf
+    b_ref = min(batches)
+    e_ref = measured[b_ref]["median"]
+    predictions: dict[str, dict[int, float]] = {}
+    for name, bn in (("probe", b_noise), ("training-average", b_avg)):
+        predictions[name] = {b: e_ref * epochs_ratio(b, b_ref, bn) for b in batches}
+    errors = {
+        name: {b: pred[b] / measured[b]["median"] - 1.0 for b in batches}
+        for name, pred in predictions.items()
+    }
+    pub = PUBLISHED[workload]
+    pub_ref = min(pub)
+    return {
+        "workload": workload,
+        "probe_noise": probe_noise.to_dict(),
+        "probe_wall_s": probe_wall,
+        "noise_track": track,
+        "b_noise_training_average": b_avg,
+        "target": target,
+        "best_median_accuracy": best,
+        "measured": measured,
+        "predictions": predictions,
+        "errors": errors,
+        "published_ratio": {b: pub[b] / pub[pub_ref] for b in pub},
+        "predicted_published_ratio": {
+            name: {b: epochs_ratio(b, pub_ref, bn) for b in pub}
+            for name, bn in (("probe", b_noise), ("training-average", b_avg))
+        },
+        "runs": runs,
+        "wall_s": time.perf_counter() - t0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workloads", nargs="+", default=["fcn", "simple-cnn"])
+    parser.add_argument("--batch-sizes", nargs="+", type=int, default=[16, 32, 64, 128])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--n-train", type=int, default=1024)
+    parser.add_argument("--n-val", type=int, default=512)
+    parser.add_argument("--probe-batch", type=int, default=128)
+    parser.add_argument("--noise-batches", type=int, default=8)
+    parser.add_argument("--lr-batch", type=int, default=128)
+    parser.add_argument("--target-fraction", type=float, default=0.97)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default="epochs_to_target.json")
+    args = parser.parse_args()
+    from advisor.probes.torch_runner import configure
+
+    configure(args.threads)
+    start = time.perf_counter()
+    out = {"args": vars(args), "results": [run_workload(w, args) for w in args.workloads]}
+    out["wall_s"] = time.perf_counter() - start
+    with open(args.out, "w") as fh:
+        json.dump(out, fh, indent=1, default=str)
+    for res in out["results"]:
+        print(
+            f"\n{res['workload']}: target {res['target']:.3f}, probe B_simple "
+            f"{res['probe_noise']['value']}, training average {res['b_noise_training_average']}"
+        )
+        for b, m in res["measured"].items():
+            print(
+                f"  b{b}: measured {m['median']} ({m['min']}-{m['max']}, unreached "
+                f"{m['unreached']}), probe {res['predictions']['probe'][b]:.1f} "
+                f"({res['errors']['probe'][b]:+.0%}), training-average "
+                f"{res['predictions']['training-average'][b]:.1f} "
+                f"({res['errors']['training-average'][b]:+.0%})"
+            )
+    print(f"total wall {out['wall_s']:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
