@@ -144,6 +144,9 @@ class Cli:
         log(args, code)
 
     def run_checked(self, *args: str) -> Outcome:
+        """``advisor ARGS``, checked; ``suggest`` scores with the replay back end (no probe runs)."""
+        if args and args[0] == "suggest" and "--backend" not in args:
+            args = (*args, "--backend", f"replay:{self.table}")
         outcome = run(*args)
         check(outcome, args)
         return outcome
@@ -159,7 +162,6 @@ SPACE = (
 def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
     """The replay back end (no probe runs) and a small valid space file."""
     table = replay_table(tmp_path / "table.json")
-    monkeypatch.setenv("ADVISOR_BACKEND", f"replay:{table}")
     monkeypatch.setenv("COLUMNS", "200")
     space = tmp_path / "space.yaml"
     space.write_text(SPACE)
