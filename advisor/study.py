@@ -110,10 +110,18 @@ class SuggestOutcome:
 
 
 def local_backend(
-    options: SuggestOptions, storage: str | BaseStorage, space: JointSpace
+    options: SuggestOptions,
+    storage: str | BaseStorage,
+    space: JointSpace,
+    progress: Progress | None = None,
 ) -> Backend:
-    """The real back end: local probes (cached in ``storage``) and the performance model."""
+    """The real back end: local probes (cached in ``storage``) and the performance model;
+    each new probe is announced to ``progress`` as phase ``probe:WHAT`` (one line, in place)."""
     from advisor.local_backend import LocalBackend
+
+    def on_probe(text: str) -> None:
+        if progress is not None:
+            progress(f"probe:{text}", 0, 1)
 
     return LocalBackend(
         storage,
@@ -121,6 +129,7 @@ def local_backend(
         iterations=options.probe_iterations,
         threads=options.threads,
         runtime_params=[p.name for p in space.hyperparameters if p.affects_runtime],
+        on_probe=on_probe,
     )
 
 
@@ -157,7 +166,7 @@ def run_suggest(
     lock_url = url if storage is None else None  # a storage object is this process's own
     storage_obj = storage if storage is not None else open_storage(url)
     if backend is None:
-        backend = local_backend(options, storage_obj, space)
+        backend = local_backend(options, storage_obj, space, progress)
     backend.deadline = deadline
     candidates = backend.candidates(space)
     if not candidates:
