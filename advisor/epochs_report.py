@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from advisor.probes.epochs_model import LR_RULE
+from advisor.probes.epochs_model import EARLY_NOISE_CAVEAT, LR_RULE
 from advisor.records import TrialRecord
 
 if TYPE_CHECKING:
@@ -37,7 +37,10 @@ def epochs_note(rows: list[dict[str, Any]]) -> str | None:
     """The learning-rate rule the predicted epochs assume, when any epochs are predicted."""
     if not any(r["source"] == "predicted" for r in rows):
         return None
-    return f"Predicted epochs assume the learning rate scaled with the batch: {LR_RULE}."
+    return (
+        f"Predicted epochs assume the learning rate scaled with the batch: {LR_RULE}. "
+        f"{EARLY_NOISE_CAVEAT}"
+    )
 
 
 def render_epochs(rows: list[dict[str, Any]], console: Console) -> None:

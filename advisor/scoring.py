@@ -83,9 +83,10 @@ class WorkloadInfo:
         or the single given number."""
         anchor = self.epochs_anchor()
         published = self.epochs is None and batch_size in self.epochs_to_stabilise
-        # A published measurement wins over a prediction: one probe's noise scale is far less
-        # certain (fcn's ranged 77-1,884 across probes, docs/benchmarks.md), so the model
-        # fills in only the batch sizes nobody measured.
+        # A published measurement wins over a prediction: the probe's noise scale, measured
+        # at the start of training, is far below the one that sets the epochs (fcn: 49-1,173
+        # over 5 seeds after 8 steps, 7,285 after 3 epochs; docs/benchmarks.md, issue #19),
+        # so the model fills in only the batch sizes nobody measured.
         if anchor is not None and not published:
             return predict_epochs(anchor, batch_size, noise)
         e = self.epochs_for(batch_size)

@@ -4,11 +4,12 @@ For fcn and simple-cnn (PyTorch, this CPU, small generated datasets) the script
 
 1. measures the gradient noise scale ``B_simple`` once, as the probe does
    (one real probe in this process: 8 timed iterations at ``--probe-batch`` with the
-   workload's default learning rate, then the noise measurement on 8 batches);
+   workload's default learning rate, then the pooled noise measurement);
 2. trains every batch size of ``--batch-sizes`` for ``--epochs`` epochs with several seeds,
    the learning rate scaled from the workload's default at ``--lr-batch`` by the rule of
-   :data:`advisor.probes.epochs_model.LR_RULE` with that ``B_simple``, and records the
-   validation accuracy after every epoch;
+   :data:`advisor.probes.epochs_model.LR_RULE` with that ``B_simple`` (with its linear
+   warm-up over the first ``--warmup-epochs``), and records the validation accuracy after
+   every epoch;
 3. fixes the target by a rule stated before comparing: ``--target-fraction`` x the lowest,
    over batch sizes, of the seed-median best validation accuracy; a run's epochs-to-target is
    its first epoch at or above the target (runs that never reach it count as ``--epochs`` + 1
@@ -67,6 +68,8 @@ def train_run(
     if workload == "fcn":
         hps["epochs"] = args.epochs  # its cosine schedule spans the run
     setup, _, _ = build_setup(workload, batch, args.n_train, args.n_val, seed, hps)
+    if args.warmup_epochs > 0:  # LR_RULE: linear warm-up over the first epoch
+        add_warmup(setup.optimizer, round(args.warmup_epochs * len(setup.train_loader)))
     noise_track: list[dict[str, Any]] = []
 
     def noise_now(epoch: int) -> None:
@@ -94,6 +97,25 @@ def train_run(
         "wall_s": time.perf_counter() - start,
         "noise_track": noise_track,
     }
+
+
+def add_warmup(optimizer: Any, steps: int) -> None:
+    """Linear warm-up: step ``i`` (1-based) runs at ``min(1, i / steps)`` x the learning rate
+    the schedule set; the schedule's own value is restored after each step."""
+    count, saved = [0], [[0.0]]
+
+    def pre(opt: Any, *_: Any) -> None:
+        count[0] += 1
+        saved[0] = [g["lr"] for g in opt.param_groups]
+        for g in opt.param_groups:
+            g["lr"] *= min(1.0, count[0] / max(1, steps))
+
+    def post(opt: Any, *_: Any) -> None:
+        for g, lr in zip(opt.param_groups, saved[0], strict=True):
+            g["lr"] = lr
+
+    optimizer.register_step_pre_hook(pre)
+    optimizer.register_step_post_hook(post)
 
 
 def epochs_to(acc: list[float], target: float) -> int | None:
@@ -188,6 +210,7 @@ def main() -> None:
     parser.add_argument("--probe-batch", type=int, default=128)
     parser.add_argument("--noise-batches", type=int, default=8)
     parser.add_argument("--lr-batch", type=int, default=128)
+    parser.add_argument("--warmup-epochs", type=float, default=1.0)
     parser.add_argument("--target-fraction", type=float, default=0.97)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default="epochs_to_target.json")

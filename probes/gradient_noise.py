@@ -2,21 +2,22 @@
 
 McCandlish et al. 2018, "An Empirical Model of Large-Batch Training", appendix A.1: the
 squared norm of a mini-batch gradient at batch size ``B`` has expectation
-``E|g_B|^2 = |G|^2 + tr(Sigma) / B``. Measuring it at two batch sizes -- here each half of a
-batch (``B_small = B / 2``, the mean of the two halves' squared norms) and the whole batch
-(``B_big = B``, the mean of the halves' gradients) -- gives unbiased estimates of both terms
-for every iteration::
+``E|g_B|^2 = |G|^2 + tr(Sigma) / B``; measuring it at two batch sizes gives unbiased
+estimates of both terms.
 
-    |G|^2      ~ (B_big |g_big|^2 - B_small |g_small|^2) / (B_big - B_small)
-    tr(Sigma)  ~ (|g_small|^2 - |g_big|^2) / (1 / B_small - 1 / B_big)
-
-Each is averaged over the probe's iterations *before* taking the ratio (the ratio of noisy
-means, as the paper recommends); the interval is a percentile bootstrap over iterations.
-When the mean ``|G|^2`` is not positive the noise swamps the signal at this batch size:
-``B_simple`` is then reported as infinite with a finite lower bound.
+The probe's estimator (:func:`estimate_pooled`, issue #19): every batch is split into
+``CHUNKS`` micro-batches of ``b`` samples and each one's mean gradient taken at the same
+weights (no optimizer step). With the weights fixed all micro-batches of all batches are
+independent draws, so ``|G|^2`` is the mean dot product over every pair of distinct
+micro-batches and ``tr(Sigma) = b (mean |g_b|^2 - |G|^2)``: ``B_small = b`` and ``B_big`` =
+all ``N`` measured samples. It uses ~``N^2`` sample pairs where splitting each batch in two
+halves and averaging per batch (:func:`estimate_noise_scale`, the first version, kept for
+comparison) used ``N B / 2``; the noise scale is the ratio of the pooled means, its interval
+a percentile bootstrap over batches. When ``|G|^2`` is not positive the noise swamps the
+signal: ``B_simple`` is then reported as infinite with a finite lower bound.
 
 The framework parts (:func:`torch_gradient_noise`, :func:`keras_gradient_noise`) only compute
-the two squared norms per batch; they import their framework when called.
+the micro-batch gradients; they import their framework when called.
 """
 
 from __future__ import annotations
@@ -31,8 +32,14 @@ import numpy as np
 
 CONFIDENCE = 0.9  # the interval's coverage
 BOOTSTRAP = 2000
-NOISE_BATCHES = 8  # batches the probe spends on the measurement
+NOISE_BATCHES = 16  # batches the probe spends on the measurement, at most
+NOISE_SECONDS = 12.0  # its own time box (the timed iterations have theirs)
 MIN_NOISE_BATCHES = 3  # a time-boxed measurement still takes this many
+CHUNKS = 8  # micro-batches per batch (B_small = B / CHUNKS)
+POOLED_METHOD = (
+    "B_simple from micro-batch gradients at fixed weights, all pairs over the measured "
+    "samples (McCandlish et al. 2018, A.1, B_small = micro-batch, B_big = all samples)"
+)
 
 
 @dataclass(frozen=True)
@@ -161,14 +168,7 @@ def estimate_noise_scale(
     else:
         rng = np.random.default_rng(seed)
         idx = rng.integers(0, n, size=(n_boot, n))
-        boot_g2 = g2[idx].mean(axis=1)
-        boot_tr = np.maximum(trace[idx].mean(axis=1), 0.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratios = np.where(boot_g2 > 0, boot_tr / np.where(boot_g2 > 0, boot_g2, 1.0), np.inf)
-        ratios.sort()
-        tail = (1.0 - confidence) / 2.0
-        low = float(ratios[math.floor(tail * (n_boot - 1))])
-        high = float(ratios[math.ceil((1.0 - tail) * (n_boot - 1))])
+        low, high = _percentiles(g2[idx].mean(axis=1), trace[idx].mean(axis=1), confidence)
     low, high = min(low, value), max(high, value)
     return NoiseScale(
         value=value,
@@ -184,31 +184,114 @@ def estimate_noise_scale(
     )
 
 
+def _pooled_terms(
+    weights: np.ndarray, gram: np.ndarray, sq: np.ndarray, chunks: int, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(``|G|^2``, ``tr(Sigma)``) for each row of group ``weights`` (1 = every group once)."""
+    diag = np.diag(gram)
+    total = weights.sum(axis=1)
+    quad = np.einsum("ig,gh,ih->i", weights, gram, weights)
+    # pairs of distinct micro-batches: across groups, and within a group
+    cross = quad - (weights**2) @ diag + weights @ (diag - sq)
+    pairs = chunks * chunks * (total**2 - (weights**2).sum(axis=1)) + chunks * (chunks - 1) * total
+    g2 = cross / pairs
+    trace = size * ((weights @ sq) / (chunks * total) - g2)
+    return g2, trace
+
+
+def estimate_pooled(
+    gram: np.ndarray,
+    sq: np.ndarray,
+    chunks: int,
+    size: int,
+    *,
+    confidence: float = CONFIDENCE,
+    n_boot: int = BOOTSTRAP,
+    seed: int = 0,
+    overhead_s: float = 0.0,
+) -> NoiseScale:
+    """``B_simple`` from micro-batch gradients all taken at the same weights (the pooled one).
+
+    ``G`` groups (a probe's batches) of ``chunks`` micro-batches of ``size`` samples each;
+    ``gram[g, h]`` is the dot product of group ``g``'s and group ``h``'s sums of micro-batch
+    mean gradients, ``sq[g]`` the sum of group ``g``'s micro-batch squared norms. With the
+    weights fixed every micro-batch is an independent draw, so ``|G|^2`` is the mean dot
+    product over all pairs of distinct micro-batches (``E[g_c . g_d] = |G|^2``) and
+    ``tr(Sigma) = size (mean |g_c|^2 - |G|^2)``: McCandlish's two-batch estimator with
+    ``B_small = size`` and ``B_big`` = all ``N`` measured samples, which uses ``~N^2`` sample
+    pairs instead of one batch's. The interval is a percentile bootstrap over groups.
+    """
+    gram = np.asarray(gram, dtype=float)
+    sq = np.asarray(sq, dtype=float)
+    n = len(sq)
+    if gram.shape != (n, n) or n == 0:
+        raise ValueError(f"need an n x n gram for n = {n} groups, but got {gram.shape}")
+    if chunks < 1 or size < 1 or n * chunks < 2:
+        raise ValueError(f"need >= 2 micro-batches of >= 1 sample, got {n}x{chunks} of {size}")
+    g2_all, tr_all = _pooled_terms(np.ones((1, n)), gram, sq, chunks, size)
+    value = _ratio(float(tr_all[0]), float(g2_all[0]))
+    if n < 2:
+        low, high = 0.0, math.inf
+    else:
+        rng = np.random.default_rng(seed)
+        weights = np.stack(
+            [np.bincount(row, minlength=n) for row in rng.integers(0, n, (n_boot, n))]
+        )
+        g2, trace = _pooled_terms(weights.astype(float), gram, sq, chunks, size)
+        low, high = _percentiles(g2, trace, confidence)
+    low, high = min(low, value), max(high, value)
+    return NoiseScale(
+        value=value,
+        low=low,
+        high=high,
+        g2=float(g2_all[0]),
+        trace_sigma=float(tr_all[0]),
+        small_batch=size,
+        big_batch=n * chunks * size,
+        iterations=n,
+        confidence=confidence,
+        overhead_s=overhead_s,
+        method=POOLED_METHOD,
+    )
+
+
+def _percentiles(g2: np.ndarray, trace: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The percentile interval of the bootstrap ratios (inf where |G|^2 <= 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(g2 > 0, np.maximum(trace, 0.0) / np.where(g2 > 0, g2, 1.0), np.inf)
+    ratios.sort()
+    k = len(ratios)
+    tail = (1.0 - confidence) / 2.0
+    return float(ratios[math.floor(tail * (k - 1))]), float(ratios[math.ceil((1 - tail) * (k - 1))])
+
+
 def torch_gradient_noise(
     model: Any,
     loss_fn: Any,
     batches: Iterable[tuple[Any, Any]],
     *,
     max_batches: int = NOISE_BATCHES,
-    max_seconds: float | None = None,
+    max_seconds: float | None = NOISE_SECONDS,
+    chunks: int = CHUNKS,
 ) -> NoiseScale | None:
     """Measure ``B_simple`` on a PyTorch model at its current weights (no optimizer step).
 
-    Each ``(inputs, targets)`` batch (already on the model's device) is split into two
-    halves; each half's gradient is taken with ``loss.backward()`` (two half-size passes,
-    the FLOPs of one full pass). The model's ``.grad`` buffers are left cleared.
-    Returns None when fewer than 2 batches of at least 2 samples came. ``max_seconds``
-    time-boxes it (at least ``MIN_NOISE_BATCHES`` batches are measured).
+    Each ``(inputs, targets)`` batch (already on the model's device) is split into ``chunks``
+    micro-batches of ``b = B // chunks`` samples; each one's mean gradient is taken with
+    ``loss.backward()`` (the FLOPs of one full pass per batch), and the pooled estimator
+    (:func:`estimate_pooled`) uses every pair of micro-batches over all batches. The model's
+    ``.grad`` buffers are left cleared. Returns None when fewer than 2 batches of at least
+    ``chunks`` samples came (the interval is a bootstrap over batches). ``max_seconds`` time-boxes it (at least ``MIN_NOISE_BATCHES`` batches).
     """
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
-    small_sq: list[float] = []
-    big_sq: list[float] = []
-    sizes: set[int] = set()
+    sums: list[Any] = []  # per batch: the sum of its micro-batches' mean gradients
+    sq: list[float] = []  # per batch: the sum of their squared norms
+    size: int | None = None
     start = time.perf_counter()
 
-    def half_grad(x: Any, y: Any) -> torch.Tensor:
+    def chunk_grad(x: Any, y: Any) -> torch.Tensor:
         for p in params:
             p.grad = None
         loss_fn(model(x), y).backward()
@@ -218,23 +301,26 @@ def torch_gradient_noise(
 
     model.train()
     for inputs, targets in batches:
-        if len(small_sq) >= max_batches or _time_up(len(small_sq), start, max_seconds):
+        if len(sums) >= max_batches or _time_up(len(sums), start, max_seconds):
             break
-        half = len(inputs) // 2
-        if half < 1:
-            continue
-        g1 = half_grad(inputs[:half], targets[:half])
-        g2 = half_grad(inputs[half : 2 * half], targets[half : 2 * half])
-        small_sq.append(float((g1.square().sum() + g2.square().sum()) / 2))
-        big_sq.append(float(((g1 + g2) / 2).square().sum()))
-        sizes.add(half)
+        b = len(inputs) // chunks
+        if b < 1 or (size is not None and b != size):
+            continue  # a short last batch
+        size = b
+        total, norms = None, 0.0
+        for c in range(chunks):
+            g = chunk_grad(inputs[c * b : (c + 1) * b], targets[c * b : (c + 1) * b])
+            norms += float(g.double().square().sum())
+            total = g if total is None else total + g
+        sums.append(total)
+        sq.append(norms)
     for p in params:
         p.grad = None
-    if len(small_sq) < 2 or len(sizes) != 1:
+    if size is None or len(sums) < 2:
         return None
-    half = sizes.pop()
-    return estimate_noise_scale(
-        small_sq, big_sq, half, 2 * half, overhead_s=time.perf_counter() - start
+    gram = np.array([[float(torch.dot(u.double(), v.double())) for v in sums] for u in sums])
+    return estimate_pooled(
+        gram, np.asarray(sq), chunks, size, overhead_s=time.perf_counter() - start
     )
 
 
@@ -244,22 +330,23 @@ def keras_gradient_noise(
     batches: Iterable[tuple[Any, Any]],
     *,
     max_batches: int = NOISE_BATCHES,
-    max_seconds: float | None = None,
+    max_seconds: float | None = NOISE_SECONDS,
+    chunks: int = CHUNKS,
 ) -> NoiseScale | None:
     """Measure ``B_simple`` on a Keras model with ``tf.GradientTape`` (no optimizer step).
 
-    Same split-batch method as :func:`torch_gradient_noise`; ``loss_fn(y_true, y_pred)`` is
+    Same micro-batch method as :func:`torch_gradient_noise`; ``loss_fn(y_true, y_pred)`` is
     the model's loss (e.g. ``model.loss``). Returns None when fewer than 2 usable batches came.
     """
     import tensorflow as tf
 
     weights = model.trainable_weights
-    small_sq: list[float] = []
-    big_sq: list[float] = []
-    sizes: set[int] = set()
+    sums: list[Any] = []
+    sq: list[float] = []
+    size: int | None = None
     start = time.perf_counter()
 
-    def half_grad(x: Any, y: Any) -> Any:
+    def chunk_grad(x: Any, y: Any) -> Any:
         with tf.GradientTape() as tape:
             loss = loss_fn(y, model(x, training=True))
         grads = tape.gradient(loss, weights)
@@ -272,22 +359,24 @@ def keras_gradient_noise(
         )
 
     for inputs, targets in batches:
-        if len(small_sq) >= max_batches or _time_up(len(small_sq), start, max_seconds):
+        if len(sums) >= max_batches or _time_up(len(sums), start, max_seconds):
             break
-        half = int(inputs.shape[0]) // 2
-        if half < 1:
+        b = int(inputs.shape[0]) // chunks
+        if b < 1 or (size is not None and b != size):
             continue
-        g1 = half_grad(inputs[:half], targets[:half])
-        g2 = half_grad(inputs[half : 2 * half], targets[half : 2 * half])
-        small_sq.append(float((tf.reduce_sum(g1 * g1) + tf.reduce_sum(g2 * g2)) / 2))
-        mean = (g1 + g2) / 2
-        big_sq.append(float(tf.reduce_sum(mean * mean)))
-        sizes.add(half)
-    if len(small_sq) < 2 or len(sizes) != 1:
+        size = b
+        total, norms = None, 0.0
+        for c in range(chunks):
+            g = chunk_grad(inputs[c * b : (c + 1) * b], targets[c * b : (c + 1) * b])
+            norms += float(tf.reduce_sum(tf.cast(g, tf.float64) ** 2))
+            total = g if total is None else total + g
+        sums.append(np.asarray(total, dtype=np.float64))
+        sq.append(norms)
+    if size is None or len(sums) < 2:
         return None
-    half = sizes.pop()
-    return estimate_noise_scale(
-        small_sq, big_sq, half, 2 * half, overhead_s=time.perf_counter() - start
+    stacked = np.stack(sums)
+    return estimate_pooled(
+        stacked @ stacked.T, np.asarray(sq), chunks, size, overhead_s=time.perf_counter() - start
     )
 
 
@@ -307,7 +396,7 @@ def from_probe(probe: Any) -> NoiseScale | None:
 
 
 def keras_noise_for_probe(
-    model: Any, train_data: Any, max_seconds: float | None = None
+    model: Any, train_data: Any, max_seconds: float | None = NOISE_SECONDS
 ) -> NoiseScale | None:
     """The noise scale of a Keras probe's compiled ``model`` (its own loss) measured on
     ``train_data`` (a batched dataset), time-boxed by ``max_seconds``; None when the loss is

@@ -33,7 +33,7 @@ from typing import Any
 import keras
 import numpy as np
 from advisor.probes.framework import FrameworkRunner, Prepared, TimeBox, Timed
-from advisor.probes.gradient_noise import NoiseScale
+from advisor.probes.gradient_noise import NOISE_BATCHES, NoiseScale
 from advisor.probes.host import cpu_model
 from advisor.probes.keras import LossDiverged, ProbeCallback, train
 from advisor.probes.keras_data import as_dataset
@@ -128,7 +128,11 @@ class KerasRunner(FrameworkRunner):
         if real_train is not None and real_val is not None:
             # A built-in: generate only what the probe uses (k batches, a bounded validation
             # slice); a user builder keeps its own data sizes.
-            sizes = {"n_train": b * k, "n_val": min(b * (vb if vb is not None else 4), real_val)}
+            gen_k = max(k, NOISE_BATCHES) if request.gradient_noise else k  # issue #19
+            sizes = {
+                "n_train": b * gen_k,
+                "n_val": min(b * (vb if vb is not None else 4), real_val),
+            }
         setup = builder(batch_size=b, seed=request.seed, **sizes, **request.hyperparameters)
         if not isinstance(setup, KerasSetup):
             raise TypeError(
@@ -198,7 +202,7 @@ class KerasRunner(FrameworkRunner):
         from advisor.probes.gradient_noise import keras_noise_for_probe
 
         state: _State = prepared.state
-        return keras_noise_for_probe(state.setup.model, state.train_data, request.max_seconds)
+        return keras_noise_for_probe(state.setup.model, state.train_data)  # own time box
 
     def flops(self, prepared: Prepared, request: ProbeRequest) -> tuple[float | None, str]:
         per_sample, note = flops_per_training_sample(prepared.state.setup)

@@ -25,7 +25,7 @@ import torch
 from advisor.probes import allocator
 from advisor.probes.cpu_layout import NchwPoolingCheck
 from advisor.probes.framework import FrameworkRunner, Prepared, TimeBox, Timed
-from advisor.probes.gradient_noise import NoiseScale
+from advisor.probes.gradient_noise import NOISE_BATCHES, NoiseScale
 from advisor.probes.host import cpu_model
 from advisor.probes.result import ProbeRequest
 from advisor.probes.torch_loop import (
@@ -114,10 +114,12 @@ class TorchRunner(FrameworkRunner):
             from advisor.search_spaces.workloads import get
 
             gen_val = min(b * (vb if vb is not None else 4), get(request.workload).n_val) or None
+        # issue #19: a noise-measuring probe generates more batches for the measurement
+        gen_k = max(k, NOISE_BATCHES) if request.gradient_noise else k
         setup, real_train, real_val = build_setup(
             request.workload,
             b,
-            None if user else b * k,
+            None if user else b * gen_k,
             gen_val,
             request.seed,
             request.hyperparameters,
@@ -198,9 +200,7 @@ class TorchRunner(FrameworkRunner):
         state: _State = prepared.state
         setup, device = state.setup, state.device
         batches = (split_batch(to_device(b, device)) for b in setup.train_loader)
-        return torch_gradient_noise(
-            setup.model, setup.loss_fn, batches, max_seconds=request.max_seconds
-        )
+        return torch_gradient_noise(setup.model, setup.loss_fn, batches)  # own time box
 
     def is_oom(self, exc: BaseException) -> bool:
         """MemoryError, ``torch.OutOfMemoryError`` (CUDA and other accelerators), or the

@@ -39,16 +39,22 @@ def test_probe_in_process_measures_every_phase() -> None:
 
 
 def test_probe_measures_the_gradient_noise_scale_after_the_timing() -> None:
-    """Issue #19: the torch hook measures B_simple on the probe's batches (B/2 and B)."""
-    from advisor.probes.gradient_noise import MIN_NOISE_BATCHES, from_probe
+    """Issue #19: the torch hook measures B_simple on micro-batches of B / CHUNKS, pooled over
+    the batches it generated for the measurement (NOISE_BATCHES, more than the timed ones)."""
+    from advisor.probes.gradient_noise import CHUNKS, MIN_NOISE_BATCHES, NOISE_BATCHES, from_probe
 
     request = ProbeRequest("fcn", batch_size=16, iterations=4, threads=1, validation_batches=2)
-    noise = from_probe(torch_runner.probe_in_process(request))
-    assert noise is not None and (noise.small_batch, noise.big_batch) == (8, 16)
-    assert MIN_NOISE_BATCHES <= noise.iterations <= 4  # the probe's 4 generated batches
+    probe = torch_runner.probe_in_process(request)
+    noise = from_probe(probe)
+    assert noise is not None and noise.small_batch == 16 // CHUNKS
+    assert MIN_NOISE_BATCHES <= noise.iterations <= NOISE_BATCHES
+    assert noise.big_batch == 16 * noise.iterations  # every measured sample, pooled
+    assert probe.fingerprint["generated_train_samples"] == 16 * NOISE_BATCHES
     assert noise.low <= noise.value <= noise.high and noise.overhead_s > 0
     off = ProbeRequest("fcn", batch_size=16, iterations=4, threads=1, gradient_noise=False)
-    assert torch_runner.probe_in_process(off).gradient_noise is None
+    timing_only = torch_runner.probe_in_process(off)
+    assert timing_only.gradient_noise is None
+    assert timing_only.fingerprint["generated_train_samples"] == 16 * 4  # the timed ones
 
 
 def test_flops_per_iteration_scale_with_batch_size() -> None:

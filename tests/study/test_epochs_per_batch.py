@@ -6,9 +6,10 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from advisor.probes.epochs_model import epochs_ratio
-from advisor.probes.gradient_noise import estimate_noise_scale
+from advisor.probes.gradient_noise import estimate_pooled
 from advisor.probes.result import ProbeRequest, ProbeResult
 from advisor.providers.catalog import local_machine
 
@@ -18,9 +19,14 @@ from advisor.local_backend import LocalBackend
 from advisor.options import SuggestOptions, workload_info
 from advisor.scoring import Candidate, WorkloadInfo
 
-# Noise-free squared norms at B/2 = 128 and B = 256 with |G|^2 = 1 and tr(Sigma) = 1000:
-# B_simple = 1000 exactly.
-NOISE = estimate_noise_scale([1 + 1000 / 128] * 4, [1 + 1000 / 256] * 4, 128, 256)
+# What the probe's pooled estimator gets from 4 batches of 8 micro-batches of 32 whose
+# gradients have pairwise dot products |G|^2 = 1 and squared norms 1 + 1000 / 32
+# (tr(Sigma) = 1000): B_simple = 1000 exactly.
+_M, _SQ = 8, 1 + 1000 / 32
+NOISE = estimate_pooled(
+    np.full((4, 4), _M * _M) + np.eye(4) * _M * (_SQ - 1), np.full(4, _M * _SQ), _M, 32
+)
+assert NOISE.value == pytest.approx(1000.0)
 
 
 class FakeProbes:
@@ -71,7 +77,9 @@ def test_published_anchor_scaled_by_the_probe_noise_scale(tmp_path: Path) -> Non
     at_256 = evaluate(be, wl, 256)
     assert at_256.epochs == 13 and at_256.estimate["epochs_model"]["source"] == "given"
     assert probes.asked == [4096, 256]  # one reference probe, then served from the cache
-    assert "learning rate" in (epochs_note(epochs_per_batch([], [at_256, at_4096])) or "")
+    note = epochs_note(epochs_per_batch([], [at_256, at_4096])) or ""
+    assert "learning rate" in note
+    assert "start of training" in note  # says which way the prediction is likely off
 
 
 def test_a_published_figure_wins_over_the_noise_scale_prediction(tmp_path: Path) -> None:

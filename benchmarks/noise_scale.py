@@ -1,0 +1,127 @@
+"""The gradient noise scale on the built-in workloads: repeatability and growth (issue #19).
+
+``repeat``: for each seed, the probe's setup (the workload at ``--batch``, ``16 x batch``
+generated samples, default learning rate), ``--steps`` training steps as the probe times
+them, then at those weights both estimators on the same data: the first version (two halves
+per batch, 8 batches, the per-batch ratio of means) and the pooled one the probe now uses
+(8 micro-batches per batch, every pair over 16 batches). The spread over seeds is the
+estimate's uncertainty from data, initialisation and dropout.
+
+``growth``: one training run of the full workload (its real dataset size, batch ``--batch``,
+default learning rate and schedule), the pooled ``B_simple`` measured (16 batches, untimed,
+no step) at the given steps.
+
+Run: ``nice -n 10 python benchmarks/noise_scale.py repeat --workload fcn --out r.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+
+def _measure_both(setup: Any, device: Any) -> dict[str, Any]:
+    from advisor.probes.gradient_noise import torch_gradient_noise
+    from advisor.probes.torch_loop import split_batch, to_device
+
+    def batches() -> Any:
+        return (split_batch(to_device(b, device)) for b in setup.train_loader)
+
+    old = torch_gradient_noise(
+        setup.model, setup.loss_fn, batches(), max_batches=8, max_seconds=None, chunks=2
+    )
+    t0 = time.perf_counter()
+    new = torch_gradient_noise(setup.model, setup.loss_fn, batches(), max_seconds=None)
+    return {
+        "halves_8_batches": old.to_dict() if old else None,
+        "pooled_16_batches": new.to_dict() if new else None,
+        "pooled_s": time.perf_counter() - t0,
+    }
+
+
+def repeat(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Both estimators after ``--steps`` probe steps, for seeds 0..``--seeds``-1."""
+    import torch
+    from advisor.probes.gradient_noise import NOISE_BATCHES
+    from advisor.probes.torch_loop import build_setup, to_device, train_step
+
+    device = torch.device("cpu")
+    out = []
+    for seed in range(args.seeds):
+        setup, _, _ = build_setup(args.workload, args.batch, args.batch * NOISE_BATCHES, 64, seed)
+        it = iter(setup.train_loader)
+        for _ in range(args.steps):
+            train_step(setup, to_device(next(it), device), device)
+        row = {"seed": seed, **_measure_both(setup, device)}
+        out.append(row)
+        print(json.dumps({k: _short(v) for k, v in row.items()}), flush=True)
+    return out
+
+
+def growth(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Pooled ``B_simple`` at ``--at`` steps of one run of the full workload."""
+    import torch
+    from advisor.probes.gradient_noise import torch_gradient_noise
+    from advisor.probes.torch_loop import build_setup, split_batch, to_device, train_step
+
+    device = torch.device("cpu")
+    setup, _, _ = build_setup(args.workload, args.batch, None, 64, args.seed)
+    n = len(setup.train_loader.dataset)
+    steps_per_epoch = len(setup.train_loader)
+    marks = sorted(set(args.at))
+    out: list[dict[str, Any]] = []
+    step, start = 0, time.perf_counter()
+    while marks:
+        for batch in setup.train_loader:
+            if marks and step == marks[0]:
+                marks.pop(0)
+                fresh = (split_batch(to_device(b, device)) for b in setup.train_loader)
+                ns = torch_gradient_noise(setup.model, setup.loss_fn, fresh, max_seconds=None)
+                row = {
+                    "step": step,
+                    "epoch": step / steps_per_epoch,
+                    "n_train": n,
+                    "noise": ns.to_dict() if ns else None,
+                    "elapsed_s": time.perf_counter() - start,
+                }
+                out.append(row)
+                print(json.dumps({k: _short(v) for k, v in row.items()}), flush=True)
+            if not marks:
+                break
+            train_step(setup, to_device(batch, device), device)
+            step += 1
+        if setup.scheduler is not None:
+            setup.scheduler.step()  # the workloads' schedules step per epoch
+    return out
+
+
+def _short(v: Any) -> Any:
+    if isinstance(v, dict) and "value" in v:
+        return {k: v[k] for k in ("value", "low", "high", "iterations", "overhead_s")}
+    return v
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("mode", choices=["repeat", "growth"])
+    parser.add_argument("--workload", default="fcn")
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0, help="growth: the run's seed")
+    parser.add_argument("--at", nargs="+", type=int, default=[0, 8, 40, 160, 480])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default="noise_scale.json")
+    args = parser.parse_args()
+    from advisor.probes.torch_loop import configure
+
+    configure(args.threads)
+    rows = repeat(args) if args.mode == "repeat" else growth(args)
+    with open(args.out, "w") as fh:
+        json.dump({"args": vars(args), "rows": rows}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
