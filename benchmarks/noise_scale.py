@@ -2,9 +2,9 @@
 
 ``repeat``: for each seed, the probe's setup (the workload at ``--batch``, ``16 x batch``
 generated samples, default learning rate), ``--steps`` training steps as the probe times
-them, then at those weights both estimators on the same data: the first version (two halves
-per batch, 8 batches, the per-batch ratio of means) and the pooled one the probe now uses
-(8 micro-batches per batch, every pair over 16 batches). The spread over seeds is the
+them, then at those weights, on the same data: the first version (two halves per batch, 8
+batches, per-batch estimates averaged), the pooled estimator on the same halves and 8
+batches, and the pooled one the probe now uses (8 micro-batches per batch, 16 batches). The spread over seeds is the
 estimate's uncertainty from data, initialisation and dropout.
 
 ``growth``: one training run of the full workload (its real dataset size, batch ``--batch``,
@@ -29,16 +29,47 @@ def _measure_both(setup: Any, device: Any) -> dict[str, Any]:
     def batches() -> Any:
         return (split_batch(to_device(b, device)) for b in setup.train_loader)
 
-    old = torch_gradient_noise(
+    t0 = time.perf_counter()
+    first = _first_version(setup, batches())
+    t1 = time.perf_counter()
+    halves = torch_gradient_noise(
         setup.model, setup.loss_fn, batches(), max_batches=8, max_seconds=None, chunks=2
     )
-    t0 = time.perf_counter()
     new = torch_gradient_noise(setup.model, setup.loss_fn, batches(), max_seconds=None)
     return {
-        "halves_8_batches": old.to_dict() if old else None,
+        "first_version_8_batches": first.to_dict(),
+        "first_version_s": t1 - t0,
+        "pooled_halves_8_batches": halves.to_dict() if halves else None,
         "pooled_16_batches": new.to_dict() if new else None,
-        "pooled_s": time.perf_counter() - t0,
     }
+
+
+def _first_version(setup: Any, batches: Any) -> Any:
+    """The estimator the probe used before: two halves per batch, 8 batches, per-batch
+    ``|G|^2`` and ``tr(Sigma)`` averaged, then the ratio (``estimate_noise_scale``)."""
+    import torch
+    from advisor.probes.gradient_noise import estimate_noise_scale
+
+    params = [p for p in setup.model.parameters() if p.requires_grad]
+
+    def grad(x: Any, y: Any) -> Any:
+        for p in params:
+            p.grad = None
+        setup.loss_fn(setup.model(x), y).backward()
+        return torch.cat([p.grad.reshape(-1) for p in params]).double()
+
+    small, big, half = [], [], 0
+    for inputs, targets in batches:
+        if len(small) == 8:
+            break
+        half = len(inputs) // 2
+        g1 = grad(inputs[:half], targets[:half])
+        g2 = grad(inputs[half : 2 * half], targets[half : 2 * half])
+        small.append(float((g1 @ g1 + g2 @ g2) / 2))
+        big.append(float(((g1 + g2) / 2) @ ((g1 + g2) / 2)))
+    for p in params:
+        p.grad = None
+    return estimate_noise_scale(small, big, half, 2 * half)
 
 
 def repeat(args: argparse.Namespace) -> list[dict[str, Any]]:
