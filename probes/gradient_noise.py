@@ -36,6 +36,7 @@ NOISE_BATCHES = 16  # batches the probe spends on the measurement, at most
 NOISE_SECONDS = 12.0  # its own time box (the timed iterations have theirs)
 MIN_NOISE_BATCHES = 3  # a time-boxed measurement still takes this many
 CHUNKS = 8  # micro-batches per batch (B_small = B / CHUNKS)
+NOISE_MEMORY = 512 * 2**20  # bytes for the kept per-batch gradient sums (caps the batches)
 POOLED_METHOD = (
     "B_simple from micro-batch gradients at fixed weights, all pairs over the measured "
     "samples (McCandlish et al. 2018, A.1, B_small = micro-batch, B_big = all samples)"
@@ -286,6 +287,7 @@ def torch_gradient_noise(
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
+    max_batches = _memory_cap(max_batches, 4 * sum(p.numel() for p in params))
     sums: list[Any] = []  # per batch: the sum of its micro-batches' mean gradients
     sq: list[float] = []  # per batch: the sum of their squared norms
     size: int | None = None
@@ -341,6 +343,7 @@ def keras_gradient_noise(
     import tensorflow as tf
 
     weights = model.trainable_weights
+    max_batches = _memory_cap(max_batches, 8 * sum(int(np.prod(w.shape)) for w in weights))
     sums: list[Any] = []
     sq: list[float] = []
     size: int | None = None
@@ -378,6 +381,11 @@ def keras_gradient_noise(
     return estimate_pooled(
         stacked @ stacked.T, np.asarray(sq), chunks, size, overhead_s=time.perf_counter() - start
     )
+
+
+def _memory_cap(max_batches: int, bytes_per_batch: int) -> int:
+    """At most ``NOISE_MEMORY`` of kept gradient sums (at least ``MIN_NOISE_BATCHES``)."""
+    return min(max_batches, max(MIN_NOISE_BATCHES, NOISE_MEMORY // max(1, bytes_per_batch)))
 
 
 def _time_up(done: int, start: float, max_seconds: float | None) -> bool:

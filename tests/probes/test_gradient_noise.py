@@ -284,3 +284,18 @@ def test_pooled_pure_noise_is_unresolved_and_bad_inputs_rejected() -> None:
         estimate_pooled(np.ones((2, 3)), np.ones(2), 4, 16)
     with pytest.raises(ValueError, match=">= 2 micro-batches"):
         estimate_pooled(np.ones((1, 1)), np.ones(1), 1, 16)
+
+
+def test_kept_gradient_sums_are_capped_by_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    from advisor.probes import gradient_noise as gn
+
+    model = torch.nn.Linear(1000, 1000)  # 1,001,000 parameters: 4 MB per kept batch sum
+    batches = [(torch.randn(16, 1000), torch.randn(16, 1000)) for _ in range(10)]
+    mse = torch.nn.functional.mse_loss
+    monkeypatch.setattr(gn, "NOISE_MEMORY", 5 * 4 * 1_001_000)  # room for 5 batches
+    est = gn.torch_gradient_noise(model, mse, iter(batches), max_seconds=None)
+    assert est is not None and est.iterations == 5
+    monkeypatch.setattr(gn, "NOISE_MEMORY", 1)  # never fewer than the minimum
+    est = gn.torch_gradient_noise(model, mse, iter(batches), max_seconds=None)
+    assert est is not None and est.iterations == gn.MIN_NOISE_BATCHES
