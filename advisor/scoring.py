@@ -84,7 +84,7 @@ class WorkloadInfo:
         anchor = self.epochs_anchor()
         published = self.epochs is None and batch_size in self.epochs_to_stabilise
         # A published measurement wins over a prediction: the probe's noise scale, measured
-        # at the start of training, is far below the one that sets the epochs (fcn: 49-1,173
+        # at the start of training, is far below the one that sets the epochs (fcn: 49-1,316
         # over 5 seeds after 8 steps, 7,285 after 3 epochs; docs/benchmarks.md, issue #19),
         # so the model fills in only the batch sizes nobody measured.
         if anchor is not None and not published:

@@ -37,7 +37,7 @@ LR_RULE = (
 # of training, it is far below its value later on, so larger batches get too many epochs.
 EARLY_NOISE_CAVEAT = (
     "B_noise is measured near the start of training, where it is smaller than later (fcn: "
-    "49-1,173 over 5 seeds after 8 steps, 7,285 after 3 epochs), so the epochs predicted for "
+    "49-1,316 over 5 seeds after 8 steps, 7,285 after 3 epochs), so the epochs predicted for "
     "batches above the anchor are likely too many (an upper estimate)"
 )
 
