@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Responder = Callable[[str, str, Any], tuple[int, Any]]  # (method, path, body) -> (status, json)
+# (method, path, body) -> (status, JSON payload, or bytes sent as they are: a file download)
+Responder = Callable[[str, str, Any], tuple[int, Any]]
 
 
 @contextmanager
@@ -27,9 +28,12 @@ def recording_server(respond: Responder) -> Iterator[tuple[str, list[dict[str, A
                  "headers": dict(self.headers)}
             )  # fmt: skip
             status, payload = respond(self.command, self.path, body)
-            data = json.dumps(payload).encode()
+            raw_out = isinstance(payload, bytes)  # a file's bytes (a storage download)
+            data = payload if raw_out else json.dumps(payload).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header(
+                "Content-Type", "application/octet-stream" if raw_out else "application/json"
+            )
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
