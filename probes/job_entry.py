@@ -5,6 +5,9 @@ advisor's image whose command is::
 
     python -m advisor.probes.job_entry --request '<ProbeRequest JSON>' [--out DIR]
 
+(the JSON may come in several arguments, joined as they are: SageMaker takes at most 256
+characters per container argument).
+
 It runs the probe exactly as a local probe runs (:func:`advisor.probes.runner.run_probe`: a
 child process, its time-out, failures as results), with ``device: "auto"`` resolved on the
 machine (CUDA when the framework sees a GPU, else the CPU, like ``advisor.train --device
@@ -140,11 +143,17 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m advisor.probes.job_entry",
         description="Run one probe in a managed training job and write its result file.",
     )
-    parser.add_argument("--request", required=True, help="ProbeRequest as JSON.")
+    parser.add_argument(
+        "--request",
+        required=True,
+        nargs="+",
+        help="ProbeRequest as JSON; several arguments are joined (SageMaker takes at most 256 "
+        "characters per argument, so a long request comes in pieces).",
+    )
     parser.add_argument("--out", default=None, help="Folder for the result file.")
     args = parser.parse_args(argv)
     try:
-        request = parse_request(args.request)
+        request = parse_request("".join(args.request))
         folder, origin = output_dir(args.out)
         device, why = resolve_device(request.device, request.framework)
         request = dataclasses.replace(request, device=device)

@@ -162,7 +162,9 @@ class LocalJobRunner(ProbeJobRunner):
         return [a.replace(AZUREML_OUTPUT, str(result_dir)) for a in argv]
 
     def _submit(self, spec: ProbeJobSpec) -> str:
-        job_id = f"{spec.job_name}-{uuid.uuid4().hex[:6]}"
+        job_id = spec.job_name
+        if (self.workdir / job_id).exists():  # names are unique per service; here per folder
+            job_id = f"{job_id}-{uuid.uuid4().hex[:6]}"
         folder = self.workdir / job_id
         folder.mkdir(parents=True)
         env, result_dir = self.environment(job_id, folder, spec)
