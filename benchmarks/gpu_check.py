@@ -35,9 +35,12 @@ that travels and run the check in one call (``timeout_s`` 600)::
       && python3 benchmarks/gpu_check.py --budget-s 480 --write-docs --json >$OUT/gpu_check.json; \
       cp docs/benchmarks.md $OUT/
 
-(progress goes to stderr, the output tail). Then copy the section it appended to the returned
-``benchmarks.md`` into docs/benchmarks.md here and commit it with ``gpu_check.json``'s figures
-in mind. The case runner and the training child are ``benchmarks/gpu_check_case.py``.
+(progress goes to stderr, the output tail). A case that does not fit is skipped and listed:
+run those in a second call (e.g. ``--workloads resnet50 --batches 256,512``). Then copy the
+section it appended to the returned ``benchmarks.md`` into docs/benchmarks.md here and commit
+it. Checked without a GPU: that install into ``--target`` and a ``--device cpu`` run from it
+with Optuna made unimportable. The case runner and the training child are
+``benchmarks/gpu_check_case.py``.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 NO_GPU = (
     "no GPU here (torch.cuda.is_available() is False); run it on a GPU machine or pass --device cpu"
 )
+
+MIN_CASE_S = 15.0  # a workload's first case: three process starts, a probe each, a training
 
 LEGEND = (
     "Predicted: `advisor.predict` from a CPU probe, [interval]; device probe: the advisor's "
@@ -230,7 +235,7 @@ def run(args: argparse.Namespace, log: Any) -> dict[str, Any]:
         for w in workloads:
             left = end - time.monotonic()
             last = took.get(w)
-            need = last[1] * (batch / last[0]) ** 0.5 if last else 0.0
+            need = last[1] * (batch / last[0]) ** 0.5 if last else MIN_CASE_S
             if left <= 0 or need > left:
                 skipped.append({"workload": w, "batch": batch,
                                 "reason": f"needs about {need:.0f} s, {max(left, 0):.0f} s left"})  # fmt: skip
