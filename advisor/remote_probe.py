@@ -26,64 +26,27 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from advisor.cloud_settings import CloudSettings, provider_of
 from advisor.errors import AdvisorError
-from advisor.probe_failures import TRANSIENT_FAILURES
 from advisor.probes.result import ProbeRequest, ProbeResult, ProbeStatus
 from advisor.providers.catalog import InstanceType
 from advisor.providers.probe_jobs import JobPoll, ProbeJobOutcome, ProbeJobRunner, ProbeJobSpec
 from advisor.providers.probe_jobs import job_command as _service_command
+from advisor.remote_probe_cache import (
+    REMOTE_PROBE_STUDY,
+    RemoteProbe,
+    RemoteProbeCache,
+    remote_probe_key,
+)
 from advisor.scoring import WorkloadInfo
+from advisor.study_sync import file_lock
 
-if TYPE_CHECKING:
-    from optuna.storages import BaseStorage
-
-REMOTE_PROBE_STUDY = "advisor-remote-probes"
 ENTRY: tuple[str, ...] = ("python", "-m", "advisor.probes.job_entry")
 ARG_PIECE = 200  # characters per --request piece (SageMaker: at most 256 per argument)
 STARTUP_S = 600  # the job's time limit on top of the probe's time-out: image pull, imports
 _JOB_STATUS: dict[str, ProbeStatus] = {"timeout": "timeout", "stopped": "timeout"}
-
-
-@dataclass(frozen=True)
-class RemoteProbe:
-    """A probe measured on ``machine`` (a catalog key) by a managed job, or emulated here
-    (``job["service"] == "local"``: this machine's timings, labelled so). ``job`` is the
-    ``ProbeJobOutcome`` (or its dict when cached): wall_s, billed_s, billed_source, cost_usd,
-    job_id, state. ``calibration`` is measured/predicted when it was put in the ledger."""
-
-    machine: str
-    result: ProbeResult
-    job: ProbeJobOutcome | dict[str, Any]
-    cached: bool
-    calibration: float | None = None
-
-    @property
-    def job_info(self) -> dict[str, Any]:
-        return self.job.to_dict() if isinstance(self.job, ProbeJobOutcome) else dict(self.job)
-
-    @property
-    def emulated(self) -> bool:
-        """True when the job ran on this machine (the ``local`` back end), not on ``machine``."""
-        return self.job_info.get("service") == "local"
-
-    @property
-    def source(self) -> str:
-        """ "measured" on the machine, or "emulated" (this machine's timings)."""
-        return "emulated" if self.emulated else "measured"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "machine": self.machine,
-            "source": self.source,
-            "cached": self.cached,
-            "job": self.job_info,
-            "calibration": self.calibration,
-            "result": self.result.to_dict(),
-        }
 
 
 def probe_request(
@@ -178,56 +141,6 @@ def _runner_class(module: str, name: str, label: str) -> Any:
         ) from exc
 
 
-def remote_probe_key(
-    machine_key: str,
-    workload: WorkloadInfo,
-    batch_size: int,
-    iterations: int = 8,
-    hps: Mapping[str, Any] | None = None,
-    emulated: bool = False,
-) -> str:
-    """The cache key of a remote probe (``|emulated`` for the local back end)."""
-    hp = json.dumps(dict(hps), sort_keys=True) if hps else ""
-    return (
-        f"{machine_key}|{workload.name}|{workload.framework}|b{batch_size}|k{iterations}|{hp}"
-        + ("|emulated" if emulated else "")
-    )
-
-
-class RemoteProbeCache:
-    """Remote probe outcomes in the study storage: user attributes of ``REMOTE_PROBE_STUDY``,
-    key -> {"result", "job", "runner", "at", "calibration"}."""
-
-    def __init__(self, storage: str | BaseStorage | None) -> None:
-        import optuna
-
-        from advisor.config import default_storage_url
-        from advisor.storage import open_storage
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "study created" lines
-        url = storage or default_storage_url()
-        self._storage = open_storage(url) if isinstance(url, str) else url
-        study = optuna.create_study(
-            study_name=REMOTE_PROBE_STUDY, storage=self._storage, load_if_exists=True
-        )
-        self._study_id = study._study_id
-
-    def get(self, key: str, since: float | None = None) -> RemoteProbe | None:
-        """The cached probe; a transient failure only when written at or after ``since``."""
-        value = self._storage.get_study_user_attrs(self._study_id).get(key)
-        if not isinstance(value, dict):
-            return None
-        result = ProbeResult.from_dict(value["result"])
-        if result.status in TRANSIENT_FAILURES and (since is None or value["at"] < since):
-            return None
-        return RemoteProbe(value["machine"], result, value["job"], True, value.get("calibration"))
-
-    def put(self, key: str, probe: RemoteProbe, runner: str) -> None:
-        value = {**probe.to_dict(), "runner": runner, "at": time.time()}
-        value.pop("cached")
-        self._storage.set_study_user_attr(self._study_id, key, value)
-
-
 def cached_remote_probe(
     storage: str | None,
     workload: WorkloadInfo,
@@ -279,6 +192,49 @@ def remote_probe(
     hit = cache.get(key, since)
     if hit is not None:
         return hit
+    # One job per key from this host: a second process waits, then reads the first's result.
+    with file_lock(_lock_path(key)):
+        hit = cache.get(key, since)
+        if hit is not None:
+            return hit
+        return _run_job(
+            workload, machine, batch_size, runner, key, cache, settings,
+            iterations=iterations, max_probe_s=max_probe_s, timeout_s=timeout_s, hps=hps,
+            local_probe=local_probe, catalog=catalog, on_status=on_status, spot=spot,
+            record_emulated=record_emulated, storage=storage,
+        )  # fmt: skip
+
+
+def _lock_path(key: str) -> Any:
+    import hashlib
+
+    from advisor.config import home
+
+    return home() / "locks" / f"remote-probe-{hashlib.sha1(key.encode()).hexdigest()[:16]}.lock"
+
+
+def _run_job(
+    workload: WorkloadInfo,
+    machine: InstanceType,
+    batch_size: int,
+    runner: ProbeJobRunner,
+    key: str,
+    cache: RemoteProbeCache,
+    settings: CloudSettings,
+    *,
+    iterations: int,
+    max_probe_s: float | None,
+    timeout_s: float,
+    hps: Mapping[str, Any] | None,
+    local_probe: ProbeResult | None,
+    catalog: Any,
+    on_status: Callable[[str], None] | None,
+    spot: bool,
+    record_emulated: bool,
+    storage: str | None,
+) -> RemoteProbe:
+    """Start the job, wait for it, read its result, record it (ledger, then cache)."""
+    emulated = runner.name == "local"
     if spot and machine.spot_usd_per_h is None:
         raise AdvisorError(f"{machine.key} has no spot price.", "probe it on demand.")
     request = probe_request(
@@ -358,3 +314,16 @@ def job_name(workload: str, batch_size: int) -> str:
     slug = re.sub(r"[^a-zA-Z0-9]+", "-", workload).strip("-")[:24] or "model"
     stamp = time.strftime("%m%d%H%M%S", time.gmtime())
     return f"advisor-probe-{slug}-b{batch_size}-{stamp}-{uuid.uuid4().hex[:4]}"[:63].rstrip("-")
+
+
+__all__ = [
+    "REMOTE_PROBE_STUDY",
+    "RemoteProbe",
+    "RemoteProbeCache",
+    "cached_remote_probe",
+    "probe_command",
+    "probe_request",
+    "remote_probe",
+    "remote_probe_key",
+    "runner_for",
+]
