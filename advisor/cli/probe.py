@@ -176,9 +176,19 @@ def _val_note(result: Any) -> str:
     show_default=True,
     help="Training iterations timed (the first is warm-up).",
 )
-@click.option("--threads", type=p.THREADS, default=None, help="CPU threads (default: all cores).")
+@click.option(
+    "--threads",
+    type=p.THREADS,
+    default=None,
+    help="CPU threads (default: all cores; --on: all the machine's).",
+)
 @click.option("--framework", default="torch", show_default=True)
-@click.option("--device", default="cpu", show_default=True)
+@click.option(
+    "--device",
+    default="cpu",
+    show_default=True,
+    help="cpu or cuda (--on: the machine's GPU when it has one, else its CPU).",
+)
 @click.option(
     "--validation-batches",
     type=p.BoundedInt(1, 10_000),
