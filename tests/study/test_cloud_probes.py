@@ -125,6 +125,7 @@ def run(
     prober: FakeProber,
     monkeypatch: pytest.MonkeyPatch,
     remote_lookup: Any = None,
+    progress: Any = None,
     **fields: Any,
 ) -> Any:
     space = dataclasses.replace(
@@ -133,7 +134,7 @@ def run(
     monkeypatch.setattr(cp, "default_prober", lambda outcome, backend: prober)
     backend = LocalBackend(storage, run_probe=local_probe, remote_lookup=remote_lookup)
     options = SuggestOptions(model="fcn", space=space, storage=storage, **fields)
-    return run_suggest(options, backend)
+    return run_suggest(options, backend, progress=progress)
 
 
 def probed(outcome: Any) -> list[str]:
@@ -398,3 +399,18 @@ def test_a_remote_measurement_corrects_the_next_predictions_through_the_ledger(
     assert ev.phases.t2.value / before.screen[("ec2:g5.2xlarge", 512)].phases.t2.value == (
         pytest.approx(3.0, rel=0.05)
     )
+
+
+def test_each_remote_probe_shows_a_progress_line_with_machine_state_and_time(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from advisor.cli.suggest import progress_label
+
+    seen: list[tuple[str, int, int]] = []
+    run(storage, FakeProber(), monkeypatch, None, lambda *a: seen.append(a), budget_usd=5,
+        cloud_probes=2)  # fmt: skip
+    lines = [(progress_label(p, t), d, t) for p, d, t in seen if p.startswith("cloud")]
+    assert ("ec2:g5.xlarge b1024: starting the probe job (0 s)", 0, 2) in lines
+    assert ("ec2:g5.xlarge b1024: running (0 s)", 0, 2) in lines
+    assert ("ec2:g4dn.xlarge b1024: completed (0 s)", 1, 2) in lines
+    assert lines[-1] == ("cloud probes (up to 2 machines, each a managed job)", 2, 2)
