@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,8 +15,11 @@ Responder = Callable[[str, str, Any], tuple[int, Any]]
 
 
 @contextmanager
-def recording_server(respond: Responder) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """Serve on 127.0.0.1:<free port>; yield (base URL, list of recorded requests)."""
+def recording_server(
+    respond: Responder, tls: ssl.SSLContext | None = None
+) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Serve on 127.0.0.1:<free port> (over TLS with ``tls``, a server context); yield
+    (base URL, list of recorded requests)."""
     seen: list[dict[str, Any]] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -44,10 +48,12 @@ def recording_server(respond: Responder) -> Iterator[tuple[str, list[dict[str, A
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}", seen
     finally:
         server.shutdown()
         server.server_close()
