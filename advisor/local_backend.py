@@ -26,6 +26,7 @@ from advisor.probe_failures import TRANSIENT_FAILURES
 from advisor.probes.epochs_model import EpochsEstimate
 from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
 from advisor.providers.catalog import InstanceType
+from advisor.remote_measured import EMULATED_SOURCE, REMOTE_SOURCE, RemoteLookup, remote_summary
 from advisor.scoring import Backend, RunTime, WorkloadInfo, matches, probe_duration_s
 from advisor.search_spaces.space import MachineFilter
 from advisor.study_sync import file_lock
@@ -34,9 +35,6 @@ if TYPE_CHECKING:
     from optuna.storages import BaseStorage
 
 PROBE_CACHE_STUDY = "advisor-probe-cache"
-# How a run time is known when a remote probe measured it (RunTime.source, the report's column).
-REMOTE_SOURCE = "measured (remote probe)"
-EMULATED_SOURCE = "emulated (local stand-in)"
 
 
 # Which failures are reused. Every probe result is cached under its key with its status and
@@ -122,9 +120,6 @@ def probe_cache_key(
 
 RunProbe = Callable[[ProbeRequest], ProbeResult]
 PredictPhases = Callable[[ProbeResult, InstanceType, Any, int], PhaseTimes]
-# (workload, machine, batch, runtime hps) -> the cached remote probe (advisor.remote_probe's
-# RemoteProbe: machine, result, job, cached, emulated) or None.
-RemoteLookup = Callable[[WorkloadInfo, InstanceType, int, dict[str, Any]], Any]
 
 
 class LocalBackend(Backend):
@@ -361,53 +356,6 @@ class LocalBackend(Backend):
     ) -> RunTime | None:
         # The model is the cheap part: one local probe per batch size, then arithmetic.
         return self._runtime(workload, instance, batch_size, hps)
-
-
-def remote_lookup(
-    storage: str | BaseStorage, iterations: int, emulated: bool = False
-) -> RemoteLookup:
-    """Finds remote probes cached in ``storage`` (``advisor.remote_probe``): a real one, else,
-    when ``emulated``, an emulated one. The cache's keys are read once, then only hits are."""
-    from advisor.remote_probe import RemoteProbeCache, remote_probe_key
-
-    cache: list[Any] = []  # (RemoteProbeCache, its keys), made on first use
-
-    def lookup(
-        workload: WorkloadInfo, machine: InstanceType, batch: int, hps: dict[str, Any]
-    ) -> Any:
-        if not cache:
-            import optuna
-
-            from advisor.remote_probe import REMOTE_PROBE_STUDY
-
-            found = optuna.get_all_study_summaries(storage, include_best_trial=False)
-            keys: set[str] = set()
-            for summary in found:
-                if summary.study_name == REMOTE_PROBE_STUDY:
-                    keys = set(summary.user_attrs)
-            cache.append((RemoteProbeCache(storage) if keys else None, keys))
-        store, keys = cache[0]
-        for emu in (False, True) if emulated else (False,):
-            key = remote_probe_key(machine.key, workload, batch, iterations, hps or None, emu)
-            if key in keys:
-                hit = store.get(key)
-                if hit is not None and hit.result.ok:
-                    return hit
-        return None
-
-    return lookup
-
-
-def remote_summary(remote: Any) -> dict[str, Any]:
-    """What a run time measured by a remote probe records of its job: id, service, state,
-    wall and billed seconds, cost, and whether it was emulated here."""
-    job = remote.job.to_dict() if hasattr(remote.job, "to_dict") else dict(remote.job)
-    keep = ("job_id", "service", "state", "wall_s", "billed_s", "billed_source", "cost_usd")
-    return {
-        "machine": remote.machine,
-        "emulated": bool(remote.emulated),
-        **{k: job.get(k) for k in keep},
-    }
 
 
 def _local_filter(machines: MachineFilter) -> MachineFilter:
