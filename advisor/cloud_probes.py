@@ -157,6 +157,9 @@ def run_cloud_probes(
         here = [
             ev for ev in order if instances[split_machine_key(ev.machine)[0]].provider == "local"
         ]
+        if not unprobed:
+            step.stop_reason = "no cloud machine left to probe"
+            break
         leader, stands = leader_stands(outcome.objective, outcome.options, done + here, unprobed)
         if leader is not None and stands:
             step.stop_reason = (

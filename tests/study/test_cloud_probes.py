@@ -415,3 +415,27 @@ def test_each_remote_probe_shows_a_progress_line_with_machine_state_and_time(
     assert ("ec2:g5.xlarge b1024: running (0 s)", 0, 2) in lines
     assert ("ec2:g4dn.xlarge b1024: completed (0 s)", 1, 2) in lines
     assert lines[-1] == ("cloud probes (up to 2 machines, each a managed job)", 2, 2)
+
+
+def test_without_any_cloud_settings_each_provider_is_one_line_and_all_stays_modelled(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real prober (advisor.remote_probe's runners) with no cloud.yaml: no job starts."""
+    space = dataclasses.replace(
+        default_space("fcn"), machines=MachineFilter(instance_types=MACHINES, spot=False)
+    )
+    backend = LocalBackend(storage, run_probe=local_probe)
+    options = SuggestOptions(
+        model="fcn", space=space, storage=storage, budget_usd=5, cloud_probes=3
+    )
+    o = run_suggest(options, backend)
+    assert o.cloud_probes == []
+    lines = o.cloud["skipped"]
+    assert [line.split(":")[0] for line in lines] == [
+        "cloud probes skipped for aws",
+        "cloud probes skipped for gcp",
+    ]
+    assert all(line.endswith("; carrying on modelled") and "\n" not in line for line in lines)
+    assert o.cloud["stop_reason"] == "no cloud machine left to probe"
+    assert {ev.source for ev in o.screen.values()} == {"modelled", "measured"}
+    assert o.probe_spent_usd <= o.probe_budget_usd
