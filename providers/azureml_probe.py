@@ -27,6 +27,7 @@ billed seconds: the base class bills start..end with the per-minute rule of
 from __future__ import annotations
 
 import os
+import shlex
 import tempfile
 import time
 from collections.abc import Callable
@@ -168,7 +169,8 @@ class AzureMLProbeJobRunner(ProbeJobRunner):
             name=spec.job_name,
             display_name=spec.job_name,
             experiment_name=self.experiment,
-            command=" ".join(_quote(a) for a in (*argv, "--out", RESULT_DIR)),
+            # Azure ML runs ``command`` in a shell: quote each argument (the request is JSON).
+            command=" ".join(shlex.quote(a) for a in (*argv, "--out", RESULT_DIR)),
             environment=environment,
             environment_variables=dict(spec.env),
             timeout=spec.max_runtime_s,
@@ -269,13 +271,6 @@ def _without_out(command: tuple[str, ...]) -> list[str]:
         elif not arg.startswith("--out="):
             out.append(arg)
     return out
-
-
-def _quote(arg: str) -> str:
-    """``arg`` quoted for the job's shell command line (Azure ML runs ``command`` in a shell)."""
-    import shlex
-
-    return shlex.quote(arg)
 
 
 def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
