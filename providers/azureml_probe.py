@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from advisor.providers.azureml import AzureMLBackend
+from advisor.providers.azureml import AzureMLBackend, azure_call
 from advisor.providers.probe_jobs import (
     RESULT_FILE,
     JobPoll,
@@ -274,19 +274,4 @@ def _without_out(command: tuple[str, ...]) -> list[str]:
 
 
 def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call MLClient; authentication and service errors become one-line AdvisorErrors."""
-    core = require("azure.core.exceptions", "azure", FEATURE)
-    try:
-        return fn(*args, **kwargs)
-    except core.ClientAuthenticationError as exc:
-        raise AdvisorError(
-            "Azure refused or found no credentials.",
-            "run `az login` (or set AZURE_CLIENT_ID, AZURE_TENANT_ID and a secret/certificate).",
-        ) from exc
-    except core.HttpResponseError as exc:
-        # The service's own message (exc.reason is only the HTTP phrase, "Bad Request").
-        error = getattr(exc, "error", None)
-        text = " ".join(str(getattr(error, "message", None) or exc.message or exc.reason).split())
-        raise AdvisorError(
-            f"Azure ML: {text}", "check the workspace, compute and image names."
-        ) from exc
+    return azure_call(fn, *args, feature=FEATURE, **kwargs)
