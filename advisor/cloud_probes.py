@@ -298,9 +298,10 @@ def _probe_one(
         if predicted:
             job["ratio"] = step / predicted
         backend.use_remote(remote, batch)
-    else:
+    else:  # out of memory / NaN there: that batch is marked failed on that machine
         job["state"] = f"{info.get('state', 'completed')}, probe {result.status}"
         job["error"] = result.error or info.get("error")
+        backend.use_remote(remote, batch)
     status(f"{job['state']}")
     _rescreen(outcome, backend, inst)
     return job

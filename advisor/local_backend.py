@@ -262,13 +262,16 @@ class LocalBackend(Backend):
         return machine, batch_size, json.dumps(rt_hps, sort_keys=True)
 
     def use_remote(self, remote: Any, batch_size: int, hps: dict[str, Any] | None = None) -> None:
-        """Use ``remote`` (a successful ``RemoteProbe``) for its machine at ``batch_size``."""
-        self._remote[self._rt_key(remote.machine, batch_size, hps or {})] = remote
+        """Use ``remote`` (a ``RemoteProbe``) for its machine at ``batch_size``: its phases, or
+        its lasting failure (out of memory, NaN); a transient failure is not used."""
+        if _lasting(remote):
+            self._remote[self._rt_key(remote.machine, batch_size, hps or {})] = remote
 
     def remote(
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
     ) -> Any:
-        """The successful remote probe of ``instance`` at ``batch_size``, or None."""
+        """The remote probe of ``instance`` at ``batch_size``: a successful one, or one that
+        failed for good there (out of memory, NaN: properties of that machine); else None."""
         if instance.provider == "local":
             return None
         key = self._rt_key(instance.key, batch_size, hps)
@@ -277,7 +280,7 @@ class LocalBackend(Backend):
             if self._remote_lookup is not None:
                 rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
                 found = self._remote_lookup(workload, instance, batch_size, rt_hps)
-            self._remote[key] = found if found is not None and found.result.ok else None
+            self._remote[key] = found if found is not None and _lasting(found) else None
         return self._remote[key]
 
     def _runtime(
@@ -302,6 +305,18 @@ class LocalBackend(Backend):
             )
         remote = self.remote(workload, instance, batch_size, hps)
         source, extra = None, {}
+        if remote is not None and not remote.result.ok:  # measured there: it cannot run
+            r = remote.result
+            return RunTime(
+                None,
+                EMULATED_SOURCE if remote.emulated else REMOTE_SOURCE,
+                epochs,
+                0.0,
+                estimate={"remote_probe": remote_summary(remote)},
+                probe=probe,
+                new_probe=new,
+                error=f"remote probe {r.status} on {instance.key}: {r.error or 'no detail'}",
+            )
         try:
             if remote is not None:  # measured on that machine (or emulated here): no model
                 phases = phase_times(remote.result, workload.n_train, workload.n_val)
@@ -356,6 +371,11 @@ class LocalBackend(Backend):
     ) -> RunTime | None:
         # The model is the cheap part: one local probe per batch size, then arithmetic.
         return self._runtime(workload, instance, batch_size, hps)
+
+
+def _lasting(remote: Any) -> bool:
+    """Whether a remote probe's result holds for good: a success, or out of memory / NaN."""
+    return bool(remote.result.ok or remote.result.status not in TRANSIENT_FAILURES)
 
 
 def _local_filter(machines: MachineFilter) -> MachineFilter:

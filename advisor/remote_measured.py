@@ -46,8 +46,8 @@ def remote_lookup(
         for emu in (False, True) if emulated else (False,):
             key = remote_probe_key(machine.key, workload, batch, iterations, hps or None, emu)
             if key in keys:
-                hit = store.get(key)
-                if hit is not None and hit.result.ok:
+                hit = store.get(key)  # a success or a lasting failure (transient: None)
+                if hit is not None:
                     return hit
         return None
 

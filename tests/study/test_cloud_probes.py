@@ -295,9 +295,19 @@ def test_a_failed_probe_is_recorded_and_the_next_machine_probed(
     assert first["machine"] == "ec2:g5.xlarge" and first["state"] == "completed, probe oom"
     assert first["measured"] is False and first["error"] == "CUDA out of memory"
     assert second["machine"] == "ec2:g4dn.xlarge" and second["measured"] is True
-    # The failed machine keeps its modelled screen; its job was still paid for.
-    assert o.screen[("ec2:g5.xlarge", 1024)].source == "modelled"
+    # Out of memory on that machine at that batch: the screen says so (never recommended),
+    # its other batch sizes stay modelled; the job was still paid for.
+    failed = o.screen[("ec2:g5.xlarge", 1024)]
+    assert failed.status == "failed" and failed.source == "measured (remote probe)"
+    assert failed.error == "remote probe oom on ec2:g5.xlarge: CUDA out of memory"
+    assert o.screen[("ec2:g5.xlarge", 512)].ok
+    assert o.screen[("ec2:g5.xlarge", 512)].source == "modelled"
     assert first["charged_usd"] > 0
+    report = build_report(o)
+    assert ("ec2:g5.xlarge", 1024) not in {
+        (r["machine"], r["batch_size"]) for r in report["ranking"]
+    }
+    assert report["probe_failures"] == []  # this machine's probes did not fail
 
 
 def test_unconfigured_provider_is_one_line_and_the_rest_carries_on_modelled(
