@@ -352,6 +352,10 @@ def default_prober(outcome: SuggestOutcome, backend: Any) -> Prober:
 
     options = outcome.options
     settings = load_settings(options.cloud_settings)
+    # The study storage's URL: the remote probe is cached there and recorded in its ledger,
+    # which the model reads (a storage object of a test: the back end's ledger URL).
+    url = outcome.storage_url
+    storage = url if "://" in url else backend.ledger_storage
 
     def probe(machine: InstanceType, batch: int, local: ProbeResult, status: Status) -> Any:
         try:  # settings and credentials first: a provider that cannot start jobs is one line
@@ -365,7 +369,7 @@ def default_prober(outcome: SuggestOutcome, backend: Any) -> Prober:
             outcome.workload,
             machine,
             batch,
-            storage=backend.storage,
+            storage=storage,
             settings=settings,
             runner=runner,
             iterations=backend.iterations,
