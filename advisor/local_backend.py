@@ -5,7 +5,10 @@ performance model for catalog machines.
   ``advisor-probe-cache`` in the same storage as the studies.
 - ``LocalBackend``: real probes (``advisor.probes.runner.run_probe``), measured phases for the
   local machine, the performance model (``advisor.probes.perf.model.predict_phases``) for
-  catalog machines, the iteration-time model for the run.
+  catalog machines, the iteration-time model for the run. A catalog machine with a remote
+  probe (issue #14: a few iterations measured on that machine, ``advisor.remote_probe``) uses
+  its measured phases at that batch size instead of the model; an emulated remote probe (the
+  job ran here, through the local emulation) is labelled so, never as that machine's.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from advisor.probe_failures import TRANSIENT_FAILURES
 from advisor.probes.epochs_model import EpochsEstimate
 from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
 from advisor.providers.catalog import InstanceType
+from advisor.remote_measured import EMULATED_SOURCE, REMOTE_SOURCE, RemoteLookup, remote_summary
 from advisor.scoring import Backend, RunTime, WorkloadInfo, matches, probe_duration_s
 from advisor.search_spaces.space import MachineFilter
 from advisor.study_sync import file_lock
@@ -142,6 +146,8 @@ class LocalBackend(Backend):
         predict_phases: PredictPhases | None = None,
         catalog: Any = None,
         on_probe: Callable[[str], None] | None = None,
+        remote_lookup: RemoteLookup | None = None,
+        ledger_storage: str | None = None,
     ) -> None:
         super().__init__()
         if catalog is None:
@@ -150,6 +156,9 @@ class LocalBackend(Backend):
             catalog = catalog_mod.load(snapshot)
         self.catalog = catalog
         self.cache = ProbeCache(storage)
+        self.storage = storage  # the study storage (remote probes are cached there too)
+        # The calibration ledger the model reads (None: the advisor's SQLite file).
+        self.ledger_storage = ledger_storage
         self.started_at = time.time()  # transient probe failures from before are retried
         self.iterations = iterations
         self.max_probe_s = max_probe_s  # time box of a probe's iterations (at least 5 run)
@@ -159,6 +168,10 @@ class LocalBackend(Backend):
         self._run_probe = run_probe
         self._predict = predict_phases
         self._on_probe = on_probe
+        # Remote probes (issue #14) by (machine key, batch, runtime hps): found in the storage
+        # by ``remote_lookup`` (once per key), or handed over by the cloud-probe step.
+        self._remote_lookup = remote_lookup
+        self._remote: dict[tuple[str, int, str], Any] = {}
 
     @property
     def snapshot(self) -> str:
@@ -244,6 +257,32 @@ class LocalBackend(Backend):
         self.cache.put(key, probe)
         return probe
 
+    def _rt_key(self, machine: str, batch_size: int, hps: dict[str, Any]) -> tuple[str, int, str]:
+        rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
+        return machine, batch_size, json.dumps(rt_hps, sort_keys=True)
+
+    def use_remote(self, remote: Any, batch_size: int, hps: dict[str, Any] | None = None) -> None:
+        """Use ``remote`` (a ``RemoteProbe``) for its machine at ``batch_size``: its phases, or
+        its lasting failure (out of memory, NaN); a transient failure is not used."""
+        if _lasting(remote):
+            self._remote[self._rt_key(remote.machine, batch_size, hps or {})] = remote
+
+    def remote(
+        self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
+    ) -> Any:
+        """The remote probe of ``instance`` at ``batch_size``: a successful one, or one that
+        failed for good there (out of memory, NaN: properties of that machine); else None."""
+        if instance.provider == "local":
+            return None
+        key = self._rt_key(instance.key, batch_size, hps)
+        if key not in self._remote:
+            found = None
+            if self._remote_lookup is not None:
+                rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
+                found = self._remote_lookup(workload, instance, batch_size, rt_hps)
+            self._remote[key] = found if found is not None and _lasting(found) else None
+        return self._remote[key]
+
     def _runtime(
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
     ) -> RunTime:
@@ -264,14 +303,40 @@ class LocalBackend(Backend):
                 new_probe=new,
                 error=f"probe {probe.status}: {probe.error or 'no detail'}",
             )
+        remote = self.remote(workload, instance, batch_size, hps)
+        source, extra = None, {}
+        if remote is not None and not remote.result.ok:  # measured there: it cannot run
+            r = remote.result
+            return RunTime(
+                None,
+                EMULATED_SOURCE if remote.emulated else REMOTE_SOURCE,
+                epochs,
+                0.0,
+                estimate={"remote_probe": remote_summary(remote)},
+                probe=probe,
+                new_probe=new,
+                error=f"remote probe {r.status} on {instance.key}: {r.error or 'no detail'}",
+            )
         try:
-            if instance.provider == "local":
+            if remote is not None:  # measured on that machine (or emulated here): no model
+                phases = phase_times(remote.result, workload.n_train, workload.n_val)
+                source = EMULATED_SOURCE if remote.emulated else REMOTE_SOURCE
+                extra = {"remote_probe": remote_summary(remote)}
+            elif instance.provider == "local":
                 phases = phase_times(probe, workload.n_train, workload.n_val)
             else:
                 from advisor.probes.perf.model import predict_phases
 
-                predict = self._predict or predict_phases
-                phases = predict(probe, instance, self.catalog, batch_size)
+                if self._predict is not None:
+                    phases = self._predict(probe, instance, self.catalog, batch_size)
+                else:
+                    phases = predict_phases(
+                        probe,
+                        instance,
+                        self.catalog,
+                        batch_size,
+                        ledger_storage=self.ledger_storage,
+                    )
             est = estimate(phases, workload.n_train, workload.n_val, epochs, batch_size)
         except (ValueError, ArithmeticError) as exc:
             return RunTime(
@@ -279,10 +344,10 @@ class LocalBackend(Backend):
             )
         return RunTime(
             runtime=est.runtime,
-            source=phases.source,
+            source=source or phases.source,
             epochs=epochs,
             probe_s=probe_duration_s(phases, self.iterations),
-            estimate={**est.to_dict(), "epochs_model": epochs_est.to_dict()},  # issue #19
+            estimate={**est.to_dict(), "epochs_model": epochs_est.to_dict(), **extra},
             phases=phases,
             probe=probe,
             new_probe=new,
@@ -306,6 +371,11 @@ class LocalBackend(Backend):
     ) -> RunTime | None:
         # The model is the cheap part: one local probe per batch size, then arithmetic.
         return self._runtime(workload, instance, batch_size, hps)
+
+
+def _lasting(remote: Any) -> bool:
+    """Whether a remote probe's result holds for good: a success, or out of memory / NaN."""
+    return bool(remote.result.ok or remote.result.status not in TRANSIENT_FAILURES)
 
 
 def _local_filter(machines: MachineFilter) -> MachineFilter:

@@ -65,6 +65,7 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Any:
         ("cost USD (interval)", {"justify": "right"}),
         ("USD/h (price date)", {"justify": "right"}),
         ("limited by", {}),
+        ("known", {}),  # issue #14: legend under the ranking
         ("source", {}),
     ):
         table.add_column(escape(col), **kw)
@@ -80,6 +81,7 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Any:
             _money(r["cost_usd"]),
             escape(_price_text(r)),
             escape(r.get("limiting") or "-"),
+            escape(r.get("known") or "-"),
             escape(r["source"] + ("" if r["feasible"] else " [over limit]")),
         )
     return table
@@ -148,6 +150,7 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
     console.print(
         _table(f"Ranking (top {top} of {report['ranking_total']})", report["ranking"][:top])
     )
+    _render_known(report, console)  # issue #14
     rec = report["recommended"]
     if rec:
         console.print(_pick_line("recommended", rec))
@@ -201,6 +204,8 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
         console.print(table)
     if report.get("managed"):
         console.print(_managed_table(report["managed"]))
+    if report.get("cloud_probes"):
+        _render_cloud(report["cloud_probes"], console)  # issue #14
     t, p = report["trials"], report["probes"]
     console.print(
         escape(
@@ -213,3 +218,71 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
     )
     for note in report["notes"]:
         console.print(f"[dim]{escape(note)}[/]")
+
+
+# -- issue #14: how each time is known, and the cloud probes ---------------------------------
+
+
+def _render_known(report: dict[str, Any], console: Console) -> None:
+    """The legend of the "known" column: only the kinds the ranking shows."""
+    from rich.markup import escape
+
+    legend = report.get("known_legend") or {}
+    shown = {r.get("known") for r in report["ranking"]}
+    parts = [f"{k} = {v}" for k, v in legend.items() if k in shown]
+    if parts:
+        console.print(f"[dim]known: {escape('; '.join(parts))}[/]")
+
+
+def _render_cloud(cloud: dict[str, Any], console: Console) -> None:
+    """The cloud probes: one row per job, the lines of skipped machines, the stop reason."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(
+        title=f"Cloud probes (--cloud-probes {cloud['requested']}): measured on the machine",
+        title_justify="left",
+    )
+    for col in (
+        "machine", "batch", "job", "state", "wall", "billed", "cost USD", "step measured",
+        "step predicted", "measured / predicted",
+    ):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("machine", "job", "state") else "right")
+    for j in cloud.get("jobs", []):
+        state = str(j.get("state"))
+        if j.get("emulated"):
+            state += " (emulated here)"
+        if j.get("cached"):
+            state += " (cached, not charged)"
+        ratio = j.get("ratio")
+        table.add_row(
+            escape(str(j["machine"])),
+            str(j["batch_size"]),
+            escape(str(j.get("job_id") or "-")),
+            escape(state),
+            _seconds(j.get("wall_s")),
+            _seconds(j.get("billed_s")),
+            f"{j['cost_usd']:.4f}" if j.get("cost_usd") is not None else "-",
+            _step(j.get("measured_step_s")),
+            _step(j.get("predicted_step_s")),
+            f"x{ratio:.2f}" if ratio else "-",
+        )
+    if cloud.get("jobs"):
+        console.print(table)
+    for line in cloud.get("skipped", []):
+        console.print(f"[yellow]{escape(line)}[/]")
+    console.print(
+        escape(
+            f"cloud probes: {len(cloud.get('jobs', []))} job(s) ({cloud.get('new', 0)} new), USD "
+            f"{cloud.get('spent_usd', 0.0):.4f} charged to the probe budget; stopped: "
+            f"{cloud.get('stop_reason') or '-'}"
+        )
+    )
+
+
+def _seconds(v: Any) -> str:
+    return "-" if v is None else f"{float(v):.0f} s"
+
+
+def _step(v: Any) -> str:
+    return "-" if v is None else f"{float(v) * 1e3:.3g} ms"

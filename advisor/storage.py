@@ -59,6 +59,8 @@ def study_name_for(
         "n_train": workload.n_train,
         "n_val": workload.n_val,
     }
+    if options.cloud_probes:  # issue #14: measured machines change the answer (and emulated)
+        ident["cloud_probes"] = [options.cloud_probes, options.emulate_cloud]
     digest = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
     name = workload.name.replace(":", ".")
     return f"advisor-{name}-{workload.framework}-{objective}-{digest[:8]}"
