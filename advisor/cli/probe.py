@@ -141,7 +141,8 @@ def render(result: Any) -> None:
                 "gradient noise scale",
                 value,
                 f"B_simple, {noise.confidence:.0%} [{noise.low:.0f}, {noise.high:.0f}], "
-                f"{noise.iterations} batches at {noise.small_batch}/{noise.big_batch}, "
+                f"{noise.iterations} batches, micro-batches of {noise.small_batch} pooled "
+                f"over {noise.big_batch} samples, "
                 f"measured in {noise.overhead_s:.1f} s (in the wall time)",
             )
         )

@@ -299,3 +299,21 @@ def test_kept_gradient_sums_are_capped_by_memory(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(gn, "NOISE_MEMORY", 1)  # never fewer than the minimum
     est = gn.torch_gradient_noise(model, mse, iter(batches), max_seconds=None)
     assert est is not None and est.iterations == gn.MIN_NOISE_BATCHES
+
+
+@pytest.mark.slow
+def test_cli_probe_shows_the_pooled_noise_scale() -> None:
+    pytest.importorskip("torch")
+    from advisor.probes.result import ProbeResult
+    from click.testing import CliRunner
+
+    from advisor.cli.main import cli
+
+    args = ["probe", "--model", "fcn", "--batch-size", "16", "--iterations", "4", "--threads", "1"]
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    noise = from_probe(ProbeResult.from_json(result.output.strip().splitlines()[-1]))
+    assert noise is not None and noise.small_batch == 2  # 16 / 8 micro-batches
+    table = CliRunner().invoke(cli, args, terminal_width=200)
+    assert table.exit_code == 0 and "gradient noise scale" in table.output
+    assert "micro-batches of 2 pooled" in table.output
