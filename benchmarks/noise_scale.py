@@ -73,14 +73,14 @@ def _first_version(setup: Any, batches: Any) -> Any:
 
 
 def repeat(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Both estimators after ``--steps`` probe steps, for seeds 0..``--seeds``-1."""
+    """The estimators after ``--steps`` probe steps, for ``--seeds`` seeds from ``--first-seed``."""
     import torch
     from advisor.probes.gradient_noise import NOISE_BATCHES
     from advisor.probes.torch_loop import build_setup, to_device, train_step
 
     device = torch.device("cpu")
     out = []
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         setup, _, _ = build_setup(args.workload, args.batch, args.batch * NOISE_BATCHES, 64, seed)
         it = iter(setup.train_loader)
         for _ in range(args.steps):
@@ -141,6 +141,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0, help="repeat: seeds from this")
     parser.add_argument("--seed", type=int, default=0, help="growth: the run's seed")
     parser.add_argument("--at", nargs="+", type=int, default=[0, 8, 40, 160, 480])
     parser.add_argument("--threads", type=int, default=1)

@@ -16,6 +16,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 
 def test_probe_in_process_measures_every_phase() -> None:
+    from advisor.probes.gradient_noise import NOISE_BATCHES
+
     request = ProbeRequest("fcn", batch_size=16, iterations=4, threads=1, validation_batches=2)
     events: list[tuple[str, int, int]] = []
     result = torch_runner.probe_in_process(request, on_progress=lambda *e: events.append(e))
@@ -33,7 +35,8 @@ def test_probe_in_process_measures_every_phase() -> None:
     assert result.samples_per_s and result.samples_per_s > 0
     assert result.cpu_utilisation is not None and 0 < result.cpu_utilisation <= 1
     assert result.fingerprint["torch"] == torch.__version__ and result.fingerprint["threads"] == 1
-    assert result.data_s is not None and result.data_samples == 16 * 4 + 32
+    # the 16 batches the noise measurement uses (issue #19; 4 timed among them) + validation
+    assert result.data_s is not None and result.data_samples == 16 * NOISE_BATCHES + 32
     assert events[-1] == ("validation", 2, 2) and ("iterations", 4, 4) in events
     assert result.warnings == ()  # fcn pools channels-last: nothing data-dependent
 
