@@ -94,7 +94,9 @@ def epochs_ratio(batch_size: float, b_ref: float, b_noise: float) -> float:
 def predict_epochs(
     anchor: EpochsAnchor, batch_size: int, noise: NoiseScale | None
 ) -> EpochsEstimate:
-    """Epochs at ``batch_size`` from the anchor and the noise scale (interval from its own).
+    """Epochs at ``batch_size`` from the anchor and the noise scale; the interval spans the
+    noise scale's own interval and ``B_noise = inf`` (the anchor's epochs), because the noise
+    scale the probe measures early in training grows later.
 
     At the anchor's batch size the anchor itself is returned; without a noise scale the
     anchor's epochs are used unchanged and marked as given at another batch size.
@@ -118,11 +120,14 @@ def predict_epochs(
         for b in (b_lo, noise.value if noise.value > 0 else b_lo, noise.high)
     ]
     value = e * ratios[1]
-    low, high = e * min(ratios), e * max(ratios)
+    # The noise scale grows during training (docs/benchmarks.md, issue #19): the interval
+    # reaches to B_noise = inf (ratio 1, the anchor's epochs) whatever the probe's interval.
+    low, high = e * min(*ratios, 1.0), e * max(*ratios, 1.0)
     basis = (
         f"E({anchor.batch_size}) = {e:g} ({anchor.basis}) x (1 + B/B_noise)/(1 + "
         f"{anchor.batch_size}/B_noise), B_noise = {_fmt(noise.value)} "
-        f"({_fmt(noise.low)}-{_fmt(noise.high)}, {noise.confidence:.0%}) from the probe"
+        f"({_fmt(noise.low)}-{_fmt(noise.high)}, {noise.confidence:.0%}) from the probe; "
+        f"the interval reaches B_noise = inf (it grows in training)"
     )
     return EpochsEstimate(
         batch_size,
