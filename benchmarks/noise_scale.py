@@ -4,8 +4,8 @@
 generated samples, default learning rate), ``--steps`` training steps as the probe times
 them, then at those weights, on the same data: the first version (two halves per batch, 8
 batches, per-batch estimates averaged), the pooled estimator on the same halves and 8
-batches, and the pooled one the probe now uses (8 micro-batches per batch, 16 batches). The spread over seeds is the
-estimate's uncertainty from data, initialisation and dropout.
+batches, and the pooled one the probe now uses (8 micro-batches per batch, 16 batches). The
+spread over seeds is the noise scale's own variation with data, initialisation and dropout.
 
 ``growth``: one training run of the full workload (its real dataset size, batch ``--batch``,
 default learning rate and schedule), the pooled ``B_simple`` measured (16 batches, untimed,

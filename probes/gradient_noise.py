@@ -282,7 +282,8 @@ def torch_gradient_noise(
     ``loss.backward()`` (the FLOPs of one full pass per batch), and the pooled estimator
     (:func:`estimate_pooled`) uses every pair of micro-batches over all batches. The model's
     ``.grad`` buffers are left cleared. Returns None when fewer than 2 batches of at least
-    ``chunks`` samples came (the interval is a bootstrap over batches). ``max_seconds`` time-boxes it (at least ``MIN_NOISE_BATCHES`` batches).
+    ``chunks`` samples came (the interval is a bootstrap over batches). ``max_seconds``
+    time-boxes it (at least ``MIN_NOISE_BATCHES`` batches); ``NOISE_MEMORY`` caps the batches.
     """
     import torch
 
