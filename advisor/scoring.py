@@ -85,8 +85,8 @@ class WorkloadInfo:
         published = self.epochs is None and batch_size in self.epochs_to_stabilise
         # A published measurement wins over a prediction: the probe's noise scale, measured
         # at the start of training, is far below the one that sets the epochs and varies
-        # widely across seeds (fcn: 49-10,257 over 10 seeds after 8 steps, 7,285 after 3
-        # epochs; docs/benchmarks.md, issue #19), so the model fills in only the batch sizes
+        # widely across seeds (fcn: 49-10,257 over 10 seeds after 8 steps, 2,316-7,285 after
+        # 3 epochs; docs/benchmarks.md, issue #19), so the model fills in only the batch sizes
         # nobody measured.
         if anchor is not None and not published:
             return predict_epochs(anchor, batch_size, noise)

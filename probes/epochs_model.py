@@ -38,8 +38,8 @@ LR_RULE = (
 EARLY_NOISE_CAVEAT = (
     "B_noise is measured near the start of training, where it is usually far smaller than "
     "later (medians of 5 seeds after 8 steps: fcn 187 and 1,329, simple-cnn 90 and 54; after "
-    "3 epochs 7,285 and 4,810), so the epochs predicted for batches above the anchor are "
-    "likely too many (an upper estimate)"
+    "3 epochs: fcn 2,316-7,285, simple-cnn 646-4,810), so the epochs predicted for batches "
+    "above the anchor are likely too many (an upper estimate)"
 )
 
 
