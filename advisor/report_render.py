@@ -27,10 +27,41 @@ def _money(d: dict[str, float] | None) -> str:
     return _iv(d, ".3g" if small else ".2f")
 
 
+def _money_short(d: dict[str, float] | None) -> str:
+    """``_money`` for a table cell: below 10 cents, the bounds to two digits."""
+    if not d or not 0 < abs(d["value"]) < 0.1:
+        return _money(d)
+    return f"{d['value']:.3g} ({d['low']:.2g}-{d['high']:.2g})"
+
+
 def _runtime_text(d: dict[str, float] | None) -> str:
     if not d:
         return "-"
     return f"{duration_text(d['value'])} ({duration_text(d['low'])}-{duration_text(d['high'])})"
+
+
+def _time_iv(d: dict[str, float] | None) -> str:
+    """A run time with its interval in the value's unit: "5.8 min (5.1-7.5)"."""
+    if not d:
+        return "-"
+    unit, size = next((u, n) for u, n in (("h", 3600.0), ("min", 60.0), ("s", 1.0))
+                      if d["value"] >= n or u == "s")  # fmt: skip
+    fmt = ".0f" if unit == "s" else (".2f" if unit == "h" else ".1f")
+    lo, hi = d["low"] / size, d["high"] / size
+    return f"{d['value'] / size:{fmt}} {unit} ({lo:{fmt}}-{hi:{fmt}})"
+
+
+def _startup_text(r: dict[str, Any]) -> str:
+    """Issue #14: the start-up term of a row ("none" on this machine, "-" when unknown)."""
+    d = r.get("startup_s")
+    if not d:
+        return "-"
+    return "none" if d["value"] <= 0 else duration_text(d["value"])
+
+
+def _training_text(r: dict[str, Any]) -> str:
+    d = r.get("training_s")
+    return duration_text(d["value"]) if d else "-"
 
 
 def _hps_text(hps: dict[str, Any], limit: int = 4) -> str:
@@ -40,47 +71,68 @@ def _hps_text(hps: dict[str, Any], limit: int = 4) -> str:
     return " ".join(parts)
 
 
-def _price_text(r: dict[str, Any]) -> str:
+def _price_text(r: dict[str, Any], dated: bool) -> str:
     price = r.get("price_per_hour")
     if price is None:
         return "-"
     if r.get("service") == "local":
         return "0 (yours)"
-    date = r.get("price_date") or "?"
-    return f"{price:.3g} ({date})"
+    if not dated:
+        return f"{price:.3g}"
+    return f"{price:.3g} ({r.get('price_date') or '?'})"
+
+
+def _price_dates(rows: list[dict[str, Any]]) -> list[str]:
+    return sorted({str(r.get("price_date") or "?") for r in rows if r.get("service") != "local"})
 
 
 def _table(title: str, rows: list[dict[str, Any]]) -> Any:
+    """The ranking in about 120 characters: time = start-up + training (issue #14), the price
+    (USD/h) and its date in the pick lines and the JSON, cost and time with intervals."""
+    from rich import box
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=escape(title), title_justify="left")
+    table = Table(
+        title=escape(title),
+        title_justify="left",
+        caption="time = start-up (provisioning, image pull or VM boot, data download: see the "
+        "notes) + training; (screen) = predicted by the screen, never a trial",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    fold = {"overflow": "fold"}
     for col, kw in (
         ("#", {"justify": "right"}),
-        ("machine", {"no_wrap": True}),
-        ("GPUs", {"justify": "right"}),
-        ("capacity", {}),
+        ("machine", {"min_width": 15, "max_width": 26, **fold}),
+        ("GPUs", {"justify": "right", "no_wrap": True}),
         ("batch", {"justify": "right"}),
-        ("runtime (interval)", {"justify": "right"}),
-        ("cost USD (interval)", {"justify": "right"}),
-        ("USD/h (price date)", {"justify": "right"}),
-        ("limited by", {}),
-        ("source", {}),
+        ("start-up", {"justify": "right", "no_wrap": True}),  # issue #14
+        ("training", {"justify": "right", "no_wrap": True}),
+        ("time (interval)", {"justify": "right", "no_wrap": True}),
+        ("cost USD", {"justify": "right", "no_wrap": True}),
+        ("limited by", {"min_width": 8, "ratio": 1, **fold}),
+        ("source", {"min_width": 8, "ratio": 1, **fold}),
     ):
-        table.add_column(escape(col), **kw)
+        table.add_column(escape(col), **kw)  # type: ignore[arg-type]
     for i, r in enumerate(rows, 1):
         gpus = f"{r['gpus']}x {r['accelerator']}" if r["gpus"] else "cpu"
         table.add_row(
             str(i),
-            escape(r["machine"].removesuffix(":spot")),
+            escape(r["machine"].removesuffix(":spot") + (" spot" if r["spot"] else "")),
             escape(gpus),
-            "spot" if r["spot"] else "on demand",
             str(r["batch_size"]),
-            _runtime_text(r["runtime_s"]),
-            _money(r["cost_usd"]),
-            escape(_price_text(r)),
+            _startup_text(r),
+            _training_text(r),
+            _time_iv(r["runtime_s"]),
+            _money_short(r["cost_usd"]),
             escape(r.get("limiting") or "-"),
-            escape(r["source"] + ("" if r["feasible"] else " [over limit]")),
+            escape(
+                r["source"].replace(", screen only", " (screen)")
+                + ("" if r["feasible"] else " [over limit]")
+            ),
         )
     return table
 
@@ -89,9 +141,14 @@ def _pick_line(label: str, row: dict[str, Any]) -> str:
     from rich.markup import escape
 
     hps = _hps_text(row["hyperparameters"], 8)
+    startup = row.get("startup_s")
+    parts = ""
+    if startup and startup["value"] > 0:  # issue #14
+        parts = f" = {_startup_text(row)} start-up + {_training_text(row)} training"
     return f"[bold]{label}:[/] " + escape(
         f"{row['machine']} batch {row['batch_size']}{' ' + hps if hps else ''} - "
-        f"{_runtime_text(row['runtime_s'])}, USD {_money(row['cost_usd'])}, {row['source']}"
+        f"{_runtime_text(row['runtime_s'])}{parts}, USD {_money(row['cost_usd'])} at "
+        f"{_price_text(row, True)} USD/h, {row['source']}"
     )
 
 
@@ -183,7 +240,8 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
     sweep = report.get("epoch_sweep")
     if sweep:
         table = Table(
-            title="Epoch sweep: runtime relative to the fastest per column / cost in USD",
+            title="Epoch sweep: run time (start-up included) relative to the fastest per column "
+            "/ cost in USD",
             title_justify="left",
         )
         table.add_column("candidate")
@@ -191,6 +249,9 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
             table.add_column(f"{ep} ep", justify="right")
         for label, row in sweep["runtime_normalised"].items():
             costs = sweep["cost_usd"].get(label, {})
+            # a report read back from JSON (--server) has its epochs as string keys
+            row = {int(k): v for k, v in row.items()}
+            costs = {int(k): v for k, v in costs.items()}
             table.add_row(
                 escape(label),
                 *[

@@ -58,6 +58,10 @@ def study_name_for(
         "iterations": options.probe_iterations,
         "n_train": workload.n_train,
         "n_val": workload.n_val,
+        # issue #14: runtime and cost are the whole job's (start-up + training) since this
+        # key: an older study (training alone) is not resumed with the new meaning
+        "job_overheads": 1,
+        "data_bytes": workload.data_bytes,
     }
     digest = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
     name = workload.name.replace(":", ".")

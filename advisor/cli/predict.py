@@ -76,8 +76,13 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
         "to the service's billing increment and minimum."
     )
     fastest = rows[0]
-    cheapest = min(rows, key=lambda f: f.estimate.cost.value if f.estimate.cost else 0.0)
-    console.print(f"Fastest: {fastest.machine.key}   Cheapest: {cheapest.machine.key}")
+    from advisor.prediction import job_cost
+
+    cheapest = min(rows, key=job_cost)
+    console.print(
+        f"Fastest job: {fastest.machine.key}   Cheapest job: {cheapest.machine.key} "
+        "(start-up included)"
+    )
     for kind in ("runtime", "cost"):
         norm = tables[kind]
         cols = sorted({c for row in norm.values() for c in row})
@@ -152,6 +157,13 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
 )
 @click.option("--n-train", type=int, default=None, help="Training samples (user models).")
 @click.option("--n-val", type=int, default=None, help="Validation samples (user models).")
+@click.option(
+    "--data-gb",
+    type=p.FiniteFloat(0.0, 1e6),
+    default=None,
+    help="GB of data a cloud job downloads before training (default: a built-in workload's "
+    "size; a user model without it leaves the download out).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def predict(
     model: str,
@@ -166,6 +178,7 @@ def predict(
     strategy: str,
     n_train: int | None,
     n_val: int | None,
+    data_gb: float | None,
     as_json: bool,
 ) -> None:
     """Predict time and cost of training MODEL (a built-in workload or your own
@@ -215,6 +228,7 @@ def predict(
         note=note,
         n_train=n_train,
         n_val=n_val,
+        data_gb=data_gb,
     )
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=1))
