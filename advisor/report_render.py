@@ -116,7 +116,7 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Any:
         ("limited by", {"min_width": 8, "ratio": 1, **fold}),
         ("source", {"min_width": 8, "ratio": 1, **fold}),
     ):
-        table.add_column(escape(col), **kw)  # type: ignore[arg-type]
+        table.add_column(escape(col), **kw)
     for i, r in enumerate(rows, 1):
         gpus = f"{r['gpus']}x {r['accelerator']}" if r["gpus"] else "cpu"
         table.add_row(

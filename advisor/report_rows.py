@@ -34,14 +34,16 @@ def limiting(estimate: dict[str, Any]) -> str:
     """The largest term of a run's time and its share ("training steps 93 %"), plus the
     modelled iteration bottleneck when the estimate carries one; "" when unknown."""
     parts = {k: float(v) for k, v in (estimate.get("breakdown") or {}).items() if k in TERMS}
-    startup = job_terms(estimate)["startup_s"]  # issue #14: the cloud job's start-up
-    if parts and startup and startup["value"] > 0:
-        parts["startup"] = float(startup["value"])
+    job = job_terms(estimate)  # issue #14: the cloud job's start-up is a term of its own
+    if job["startup_s"] and job["startup_s"]["value"] > 0:
+        if not parts and job["training_s"]:  # no breakdown (a replayed run): training whole
+            parts["training"] = float(job["training_s"]["value"])
+        parts["startup"] = float(job["startup_s"]["value"])
     total = sum(parts.values())
     text = ""
     if total > 0:
         top = max(parts, key=lambda k: parts[k])
-        text = f"{TERMS.get(top, 'start-up')} {parts[top] / total:.0%}"
+        text = f"{TERMS.get(top, top.replace('startup', 'start-up'))} {parts[top] / total:.0%}"
     neck = estimate.get("bottleneck")
     if neck:
         text = f"{text}, {'host-bound: ' if neck in HOST_BOUND else ''}{neck}".strip(", ")
