@@ -80,8 +80,8 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
 
     cheapest = min(rows, key=job_cost)
     console.print(
-        f"Fastest job: {fastest.machine.key}   Cheapest job: {cheapest.machine.key} "
-        "(start-up included)"
+        f"Fastest: {fastest.machine.key}   Cheapest: {cheapest.machine.key} "
+        "(whole jobs: start-up included)"
     )
     for kind in ("runtime", "cost"):
         norm = tables[kind]
