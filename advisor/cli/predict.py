@@ -46,8 +46,8 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     console.print(header)
     table = Table(show_lines=False)
     for col in (
-        "#", "machine", "GPUs", "b/GPU", "t2 ms", "runtime h:mm:ss", "cost USD", "source",
-        "limit", "start-up s", "job cost USD",
+        "#", "machine", "GPUs", "b/GPU", "t2 ms", "training h:mm:ss", "training USD",
+        "source", "limit", "start-up s", "job h:mm:ss", "job cost USD",
     ):  # fmt: skip
         table.add_column(col)
     for i, f in enumerate(rows, 1):
@@ -64,6 +64,7 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
             pred.source + (f" x{pred.calibration:.2f}" if pred.calibration_points else ""),
             pred.bottleneck or "-",
             _span(_startup(f), "{:.0f}"),
+            _hms(f.job_wall_s),
             _span(f.job_cost_usd, "{:.2f}"),
         )
     console.print(table)
@@ -72,8 +73,9 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
         "\\[interval] in brackets; modelled = predicted from the local probe "
         "(docs/calibration.md), measured = this machine; limit = what bounds the step; "
         "start-up = provisioning, image pull or VM boot before training (priors unless "
-        "documented, providers/overheads.py); job cost = billed start-up + training, rounded "
-        "to the service's billing increment and minimum."
+        "documented, providers/overheads.py); job = start-up + training (what advisor suggest "
+        "ranks); job cost = billed start-up + training, rounded to the service's billing "
+        "increment and minimum."
     )
     fastest = rows[0]
     from advisor.prediction import job_cost
@@ -93,6 +95,12 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
         for key, row in norm.items():
             t.add_row(key, *(f"{row[c]:.2f}" if c in row else "-" for c in cols))
         console.print(t)
+
+
+def _hms(span: Any) -> str:
+    if span is None:
+        return "-"
+    return f"{_duration(span.value)} [{_duration(span.low)}-{_duration(span.high)}]"
 
 
 def _startup(f: Any) -> Any:
