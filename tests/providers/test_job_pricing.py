@@ -107,3 +107,14 @@ def test_workload_data_size_for_the_download_term() -> None:
     assert workload_info(SuggestOptions("my.mod:build", n_train=10, data_gb=1)).data_bytes == 1e9
     with pytest.raises(AdvisorError, match="--data-gb"):
         SuggestOptions("fcn", data_gb=-1.0)
+
+
+def test_predict_sizes_the_download_as_suggest_does() -> None:
+    from advisor.prediction import data_size
+
+    fcn = workload_info(SuggestOptions("fcn"))
+    assert data_size("fcn", 40_512, 212, None) == (fcn.data_bytes, fcn.data_basis)
+    assert data_size("my.mod:build", 1000, 100, None) == (0.0, "")
+    assert data_size("my.mod:build", 1000, 100, 0.5) == (5e8, "--data-gb")
+    with pytest.raises(AdvisorError, match="--data-gb"):
+        data_size("fcn", 1, 1, float("nan"))
