@@ -5,7 +5,10 @@ performance model for catalog machines.
   ``advisor-probe-cache`` in the same storage as the studies.
 - ``LocalBackend``: real probes (``advisor.probes.runner.run_probe``), measured phases for the
   local machine, the performance model (``advisor.probes.perf.model.predict_phases``) for
-  catalog machines, the iteration-time model for the run.
+  catalog machines, the iteration-time model for the run. A catalog machine with a remote
+  probe (issue #14: a few iterations measured on that machine, ``advisor.remote_probe``) uses
+  its measured phases at that batch size instead of the model; an emulated remote probe (the
+  job ran here, through the local emulation) is labelled so, never as that machine's.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ if TYPE_CHECKING:
     from optuna.storages import BaseStorage
 
 PROBE_CACHE_STUDY = "advisor-probe-cache"
+# How a run time is known when a remote probe measured it (RunTime.source, the report's column).
+REMOTE_SOURCE = "measured (remote probe)"
+EMULATED_SOURCE = "emulated (local stand-in)"
 
 
 # Which failures are reused. Every probe result is cached under its key with its status and
@@ -116,6 +122,9 @@ def probe_cache_key(
 
 RunProbe = Callable[[ProbeRequest], ProbeResult]
 PredictPhases = Callable[[ProbeResult, InstanceType, Any, int], PhaseTimes]
+# (workload, machine, batch, runtime hps) -> the cached remote probe (advisor.remote_probe's
+# RemoteProbe: machine, result, job, cached, emulated) or None.
+RemoteLookup = Callable[[WorkloadInfo, InstanceType, int, dict[str, Any]], Any]
 
 
 class LocalBackend(Backend):
@@ -142,6 +151,8 @@ class LocalBackend(Backend):
         predict_phases: PredictPhases | None = None,
         catalog: Any = None,
         on_probe: Callable[[str], None] | None = None,
+        remote_lookup: RemoteLookup | None = None,
+        ledger_storage: str | None = None,
     ) -> None:
         super().__init__()
         if catalog is None:
@@ -150,6 +161,9 @@ class LocalBackend(Backend):
             catalog = catalog_mod.load(snapshot)
         self.catalog = catalog
         self.cache = ProbeCache(storage)
+        self.storage = storage  # the study storage (remote probes are cached there too)
+        # The calibration ledger the model reads (None: the advisor's SQLite file).
+        self.ledger_storage = ledger_storage
         self.started_at = time.time()  # transient probe failures from before are retried
         self.iterations = iterations
         self.max_probe_s = max_probe_s  # time box of a probe's iterations (at least 5 run)
@@ -159,6 +173,10 @@ class LocalBackend(Backend):
         self._run_probe = run_probe
         self._predict = predict_phases
         self._on_probe = on_probe
+        # Remote probes (issue #14) by (machine key, batch, runtime hps): found in the storage
+        # by ``remote_lookup`` (once per key), or handed over by the cloud-probe step.
+        self._remote_lookup = remote_lookup
+        self._remote: dict[tuple[str, int, str], Any] = {}
 
     @property
     def snapshot(self) -> str:
@@ -244,6 +262,29 @@ class LocalBackend(Backend):
         self.cache.put(key, probe)
         return probe
 
+    def _rt_key(self, machine: str, batch_size: int, hps: dict[str, Any]) -> tuple[str, int, str]:
+        rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
+        return machine, batch_size, json.dumps(rt_hps, sort_keys=True)
+
+    def use_remote(self, remote: Any, batch_size: int, hps: dict[str, Any] | None = None) -> None:
+        """Use ``remote`` (a successful ``RemoteProbe``) for its machine at ``batch_size``."""
+        self._remote[self._rt_key(remote.machine, batch_size, hps or {})] = remote
+
+    def remote(
+        self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
+    ) -> Any:
+        """The successful remote probe of ``instance`` at ``batch_size``, or None."""
+        if instance.provider == "local":
+            return None
+        key = self._rt_key(instance.key, batch_size, hps)
+        if key not in self._remote:
+            found = None
+            if self._remote_lookup is not None:
+                rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
+                found = self._remote_lookup(workload, instance, batch_size, rt_hps)
+            self._remote[key] = found if found is not None and found.result.ok else None
+        return self._remote[key]
+
     def _runtime(
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
     ) -> RunTime:
@@ -264,14 +305,28 @@ class LocalBackend(Backend):
                 new_probe=new,
                 error=f"probe {probe.status}: {probe.error or 'no detail'}",
             )
+        remote = self.remote(workload, instance, batch_size, hps)
+        source, extra = None, {}
         try:
-            if instance.provider == "local":
+            if remote is not None:  # measured on that machine (or emulated here): no model
+                phases = phase_times(remote.result, workload.n_train, workload.n_val)
+                source = EMULATED_SOURCE if remote.emulated else REMOTE_SOURCE
+                extra = {"remote_probe": remote_summary(remote)}
+            elif instance.provider == "local":
                 phases = phase_times(probe, workload.n_train, workload.n_val)
             else:
                 from advisor.probes.perf.model import predict_phases
 
-                predict = self._predict or predict_phases
-                phases = predict(probe, instance, self.catalog, batch_size)
+                if self._predict is not None:
+                    phases = self._predict(probe, instance, self.catalog, batch_size)
+                else:
+                    phases = predict_phases(
+                        probe,
+                        instance,
+                        self.catalog,
+                        batch_size,
+                        ledger_storage=self.ledger_storage,
+                    )
             est = estimate(phases, workload.n_train, workload.n_val, epochs, batch_size)
         except (ValueError, ArithmeticError) as exc:
             return RunTime(
@@ -279,10 +334,10 @@ class LocalBackend(Backend):
             )
         return RunTime(
             runtime=est.runtime,
-            source=phases.source,
+            source=source or phases.source,
             epochs=epochs,
             probe_s=probe_duration_s(phases, self.iterations),
-            estimate={**est.to_dict(), "epochs_model": epochs_est.to_dict()},  # issue #19
+            estimate={**est.to_dict(), "epochs_model": epochs_est.to_dict(), **extra},
             phases=phases,
             probe=probe,
             new_probe=new,
@@ -306,6 +361,53 @@ class LocalBackend(Backend):
     ) -> RunTime | None:
         # The model is the cheap part: one local probe per batch size, then arithmetic.
         return self._runtime(workload, instance, batch_size, hps)
+
+
+def remote_lookup(
+    storage: str | BaseStorage, iterations: int, emulated: bool = False
+) -> RemoteLookup:
+    """Finds remote probes cached in ``storage`` (``advisor.remote_probe``): a real one, else,
+    when ``emulated``, an emulated one. The cache's keys are read once, then only hits are."""
+    from advisor.remote_probe import RemoteProbeCache, remote_probe_key
+
+    cache: list[Any] = []  # (RemoteProbeCache, its keys), made on first use
+
+    def lookup(
+        workload: WorkloadInfo, machine: InstanceType, batch: int, hps: dict[str, Any]
+    ) -> Any:
+        if not cache:
+            import optuna
+
+            from advisor.remote_probe import REMOTE_PROBE_STUDY
+
+            found = optuna.get_all_study_summaries(storage, include_best_trial=False)
+            keys: set[str] = set()
+            for summary in found:
+                if summary.study_name == REMOTE_PROBE_STUDY:
+                    keys = set(summary.user_attrs)
+            cache.append((RemoteProbeCache(storage) if keys else None, keys))
+        store, keys = cache[0]
+        for emu in (False, True) if emulated else (False,):
+            key = remote_probe_key(machine.key, workload, batch, iterations, hps or None, emu)
+            if key in keys:
+                hit = store.get(key)
+                if hit is not None and hit.result.ok:
+                    return hit
+        return None
+
+    return lookup
+
+
+def remote_summary(remote: Any) -> dict[str, Any]:
+    """What a run time measured by a remote probe records of its job: id, service, state,
+    wall and billed seconds, cost, and whether it was emulated here."""
+    job = remote.job.to_dict() if hasattr(remote.job, "to_dict") else dict(remote.job)
+    keep = ("job_id", "service", "state", "wall_s", "billed_s", "billed_source", "cost_usd")
+    return {
+        "machine": remote.machine,
+        "emulated": bool(remote.emulated),
+        **{k: job.get(k) for k in keep},
+    }
 
 
 def _local_filter(machines: MachineFilter) -> MachineFilter:

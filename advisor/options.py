@@ -47,6 +47,13 @@ class SuggestOptions:
     n_train: int | None = None
     n_val: int | None = None
     screen: bool = True
+    # Issue #14: probe the N most promising distinct cloud machines for real after the
+    # screen (advisor.cloud_probes); their spend counts against the probe budget.
+    cloud_probes: int = 0
+    # Where the cloud settings come from: a cloud.yaml path, a CloudSettings object, or None
+    # ($ADVISOR_HOME/cloud.yaml).
+    cloud_settings: Any = None
+    emulate_cloud: bool = False  # every provider's probe job runs through the local emulation
     data_gb: float | None = None  # issue #14: the dataset a cloud job downloads (GB)
 
     def __post_init__(self) -> None:
@@ -71,6 +78,15 @@ class SuggestOptions:
             raise AdvisorError(
                 f"--at-batch {self.at_batch} needs --epochs and a positive batch size.",
                 "pass --epochs N --at-batch B (N epochs seen at batch size B).",
+            )
+        if (
+            isinstance(self.cloud_probes, bool)
+            or not isinstance(self.cloud_probes, int)
+            or self.cloud_probes < 0
+        ):
+            raise AdvisorError(
+                f"--cloud-probes must be a whole number >= 0, got {self.cloud_probes!r}.",
+                "give how many cloud machines to probe for real (0: none).",
             )
         if self.probe_iterations < 3:
             raise AdvisorError(

@@ -35,7 +35,11 @@ if TYPE_CHECKING:
 
     from advisor.scoring import Evaluation
 
-SOURCES = ("measured", "modelled", "replayed", "managed")
+SOURCES = (
+    "measured", "modelled", "replayed", "managed",
+    # issue #14: measured on the machine by a remote probe, or its emulation here
+    "measured (remote probe)", "emulated (local stand-in)",
+)  # fmt: skip
 
 # The stored attribute keys (the format). Renaming one breaks old studies: add, never rename.
 SOURCE = "source"

@@ -16,7 +16,7 @@ from advisor.options import METRIC_NAMES
 from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
 from advisor.records import TrialRecord
 from advisor.report_overheads import overheads_notes, overheads_section, run_overheads_of
-from advisor.report_rows import managed_rows, runtime_params, scored_rows, tuned_ranges
+from advisor.report_rows import KNOWN, managed_rows, runtime_params, scored_rows, tuned_ranges
 from advisor.scoring import Evaluation
 from advisor.selection import (
     TIE_SHARE,
@@ -111,6 +111,8 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "epochs_per_batch": epochs_rows,  # issue #19
         "stale_warning": _stale(outcome),
         "probe_failures": outcome.probe_failures,  # {status, batch_sizes, reason, text}
+        "known_legend": KNOWN,  # issue #14: each row's "known" (measured here/there, modelled)
+        "cloud_probes": outcome.cloud or None,  # issue #14: --cloud-probes jobs, stop reason
         "overheads": startup,  # issue #14: start-up terms per service, billing
         "notes": _notes(outcome, complete)
         + overheads_notes(startup)  # issue #14
@@ -119,16 +121,19 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     return report
 
 
-POINT_FIELDS = ("machine", "batch_size", "spot", "service", "feasible", "runtime_s", "cost_usd")
+POINT_FIELDS = (
+    "machine", "batch_size", "spot", "service", "feasible", "runtime_s", "cost_usd", "known",
+)  # fmt: skip
 
 
 def _compact(row: dict[str, Any]) -> list[Any]:
     """A scored row as [machine, batch, spot, service, feasible, [time v, lo, hi], [cost v,
-    lo, hi]] (``POINT_FIELDS``): the plot needs every point, the JSON stays small."""
+    lo, hi], known] (``POINT_FIELDS``): the plot needs every point, the JSON stays small."""
     return [
         *(row[k] for k in POINT_FIELDS[:5]),
         *([round(d["value"], 6), round(d["low"], 6), round(d["high"], 6)]
           for d in (row["runtime_s"], row["cost_usd"])),
+        row.get("known"),
     ]  # fmt: skip
 
 

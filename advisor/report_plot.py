@@ -11,10 +11,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
+REMOTE = ("probed", "emulated")  # issue #14: measured on the machine (or emulated) by a probe
 GROUPS = (  # (name, test, marker, colour)
-    ("on demand", lambda r: not r["spot"] and r.get("service") != "local", "o", "#1f77b4"),
-    ("spot", lambda r: bool(r["spot"]), "^", "#ff7f0e"),
+    (
+        "on demand",
+        lambda r: not r["spot"] and r.get("service") != "local" and r.get("known") not in REMOTE,
+        "o",
+        "#1f77b4",
+    ),
+    ("spot", lambda r: bool(r["spot"]) and r.get("known") not in REMOTE, "^", "#ff7f0e"),
     ("this machine", lambda r: r.get("service") == "local", "s", "#2ca02c"),
+    ("remote probe", lambda r: r.get("known") == "probed", "D", "#9467bd"),
+    ("remote probe, emulated here", lambda r: r.get("known") == "emulated", "d", "#8c564b"),
 )
 
 
@@ -57,8 +65,9 @@ def _rows(report: dict[str, Any]) -> list[dict[str, Any]]:
         row = dict(
             zip(("machine", "batch_size", "spot", "service", "feasible"), p[:5], strict=True)
         )
-        for key, (v, lo, hi) in zip(("runtime_s", "cost_usd"), p[5:], strict=True):
+        for key, (v, lo, hi) in zip(("runtime_s", "cost_usd"), p[5:7], strict=True):
             row[key] = {"value": v, "low": lo, "high": hi}
+        row["known"] = p[7] if len(p) > 7 else None  # issue #14
         rows.append(row)
     return rows
 
@@ -233,7 +242,13 @@ def plot_html(report: dict[str, Any], path: str) -> None:
     def y(r: dict[str, Any]) -> float:
         return float(r["cost_usd"]["value"]) if r["cost_usd"]["value"] > 0 else floor
 
-    symbols = {"o": "circle", "^": "triangle-up", "s": "square"}
+    symbols = {
+        "o": "circle",
+        "^": "triangle-up",
+        "s": "square",
+        "D": "diamond",
+        "d": "diamond-tall",
+    }
     for name, test, marker, colour in GROUPS:
         pts = [r for r in rows if test(r)]
         if not pts:

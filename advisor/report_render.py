@@ -97,7 +97,7 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Any:
         title=escape(title),
         title_justify="left",
         caption="time = start-up (provisioning, image pull or VM boot, data download: see the "
-        "notes) + training; (screen) = predicted by the screen, never a trial",
+        "notes) + training; (screen) = predicted by the screen, not a trial",
         caption_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -114,7 +114,7 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Any:
         ("time (interval)", {"justify": "right", "no_wrap": True}),
         ("cost USD", {"justify": "right", "no_wrap": True}),
         ("limited by", {"min_width": 8, "ratio": 1, **fold}),
-        ("source", {"min_width": 8, "ratio": 1, **fold}),
+        ("known", {"min_width": 8, "ratio": 1, **fold}),  # issue #14: legend under the ranking
     ):
         table.add_column(escape(col), **kw)
     for i, r in enumerate(rows, 1):
@@ -129,12 +129,18 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Any:
             _time_iv(r["runtime_s"]),
             _money_short(r["cost_usd"]),
             escape(r.get("limiting") or "-"),
-            escape(
-                r["source"].replace(", screen only", " (screen)")
-                + ("" if r["feasible"] else " [over limit]")
-            ),
+            escape(_known_text(r)),
         )
     return table
+
+
+def _known_text(r: dict[str, Any]) -> str:
+    """How a row's time is known (the legend's key; the full source is in the JSON), marked
+    "(screen)" when no trial evaluated it and "[over limit]" when it breaks a limit."""
+    text = r.get("known") or r["source"]
+    if r["source"].endswith("screen only"):
+        text += " (screen)"
+    return text + ("" if r["feasible"] else " [over limit]")
 
 
 def _pick_line(label: str, row: dict[str, Any]) -> str:
@@ -205,6 +211,7 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
     console.print(
         _table(f"Ranking (top {top} of {report['ranking_total']})", report["ranking"][:top])
     )
+    _render_known(report, console)  # issue #14
     rec = report["recommended"]
     if rec:
         console.print(_pick_line("recommended", rec))
@@ -262,6 +269,8 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
         console.print(table)
     if report.get("managed"):
         console.print(_managed_table(report["managed"]))
+    if report.get("cloud_probes"):
+        _render_cloud(report["cloud_probes"], console)  # issue #14
     t, p = report["trials"], report["probes"]
     console.print(
         escape(
@@ -274,3 +283,71 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
     )
     for note in report["notes"]:
         console.print(f"[dim]{escape(note)}[/]")
+
+
+# -- issue #14: how each time is known, and the cloud probes ---------------------------------
+
+
+def _render_known(report: dict[str, Any], console: Console) -> None:
+    """The legend of the "known" column: only the kinds the ranking shows."""
+    from rich.markup import escape
+
+    legend = report.get("known_legend") or {}
+    shown = {r.get("known") for r in report["ranking"]}
+    parts = [f"{k} = {v}" for k, v in legend.items() if k in shown]
+    if parts:
+        console.print(f"[dim]known: {escape('; '.join(parts))}[/]")
+
+
+def _render_cloud(cloud: dict[str, Any], console: Console) -> None:
+    """The cloud probes: one row per job, the lines of skipped machines, the stop reason."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(
+        title=f"Cloud probes (--cloud-probes {cloud['requested']}): measured on the machine",
+        title_justify="left",
+    )
+    for col in (
+        "machine", "batch", "job", "state", "wall", "billed", "cost USD", "step measured",
+        "step predicted", "measured / predicted",
+    ):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("machine", "job", "state") else "right")
+    for j in cloud.get("jobs", []):
+        state = str(j.get("state"))
+        if j.get("emulated"):
+            state += " (emulated here)"
+        if j.get("cached"):
+            state += " (cached, not charged)"
+        ratio = j.get("ratio")
+        table.add_row(
+            escape(str(j["machine"])),
+            str(j["batch_size"]),
+            escape(str(j.get("job_id") or "-")),
+            escape(state),
+            _seconds(j.get("wall_s")),
+            _seconds(j.get("billed_s")),
+            f"{j['cost_usd']:.4f}" if j.get("cost_usd") is not None else "-",
+            _step(j.get("measured_step_s")),
+            _step(j.get("predicted_step_s")),
+            f"x{ratio:.2f}" if ratio else "-",
+        )
+    if cloud.get("jobs"):
+        console.print(table)
+    for line in cloud.get("skipped", []):
+        console.print(f"[yellow]{escape(line)}[/]")
+    console.print(
+        escape(
+            f"cloud probes: {len(cloud.get('jobs', []))} job(s) ({cloud.get('new', 0)} new), USD "
+            f"{cloud.get('spent_usd', 0.0):.4f} charged to the probe budget; stopped: "
+            f"{cloud.get('stop_reason') or '-'}"
+        )
+    )
+
+
+def _seconds(v: Any) -> str:
+    return "-" if v is None else f"{float(v):.0f} s"
+
+
+def _step(v: Any) -> str:
+    return "-" if v is None else f"{float(v) * 1e3:.3g} ms"

@@ -58,6 +58,29 @@ def job_terms(estimate: dict[str, Any]) -> dict[str, Any]:
     return {"startup_s": over.get("startup_s"), "training_s": over.get("training_s")}
 
 
+# How a row's time is known (issue #14), the report's "known" column, and its legend.
+KNOWN = {
+    "here": "measured here: probed on this machine",
+    "probed": "measured on that machine by a remote probe (--cloud-probes)",
+    "emulated": "remote probe emulated here (local stand-in): this machine's timings, not that machine's",
+    "model": "modelled from this machine's probe by the performance model",
+    "replay": "replayed from a recorded table",
+}
+
+
+def how_known(source: str, service: str | None) -> str:
+    """A row's ``known`` key (``KNOWN``) from its source and service."""
+    if source.startswith("emulated"):
+        return "emulated"
+    if source.startswith("measured (remote"):
+        return "probed"
+    if source.startswith("measured"):
+        return "here" if service == "local" else "probed"
+    if source.startswith("replayed"):
+        return "replay"
+    return "model"
+
+
 def runtime_params(space: JointSpace) -> list[str]:
     """Hyperparameters that change the run time (width, depth...): advised with the machine."""
     return [p.name for p in space.hyperparameters if p.affects_runtime]
@@ -106,6 +129,7 @@ def trial_row(t: FrozenTrial, space: JointSpace) -> dict[str, Any]:
         **job_terms(rec.estimate),  # issue #14: runtime_s = startup_s + training_s
         "cost_usd": rec.cost.to_dict() if rec.cost else None,
         "source": rec.source,
+        "known": how_known(rec.source, (rec.instance or {}).get("service")),
         "feasible": rec.feasible is not False,
         "epochs": rec.epochs,
         "price_per_hour": rec.price_per_hour,
@@ -127,6 +151,7 @@ def screen_row(outcome: SuggestOutcome, ev: Evaluation) -> dict[str, Any]:
         **job_terms(ev.estimate),  # issue #14
         "cost_usd": ev.cost.to_dict() if ev.cost else None,
         "source": f"{ev.source}, screen only",
+        "known": how_known(ev.source, cand.instance.service),
         "feasible": is_feasible(outcome.options, ev),
         "epochs": ev.epochs,
         "price_per_hour": ev.price_per_hour,

@@ -63,6 +63,8 @@ def study_name_for(
         "job_overheads": 1,
         "data_bytes": workload.data_bytes,
     }
+    if options.cloud_probes:  # issue #14: measured machines change the answer (and emulated)
+        ident["cloud_probes"] = [options.cloud_probes, options.emulate_cloud]
     digest = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
     name = workload.name.replace(":", ".")
     return f"advisor-{name}-{workload.framework}-{objective}-{digest[:8]}"

@@ -107,6 +107,14 @@ class SuggestOutcome:
     # Failed local probes, one entry per status: {status, batch_sizes, reason, text}; the
     # report shows each ``text`` ("3 of 12 batch sizes ran out of memory on this machine").
     probe_failures: list[dict[str, Any]] = field(default_factory=list)
+    # Issue #14, --cloud-probes: {requested, jobs (machine, batch, state, wall, billed, cost,
+    # measured vs predicted step...), skipped (one line each), stop_reason, spent_usd}.
+    cloud: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cloud_probes(self) -> list[dict[str, Any]]:
+        """The study's remote probe jobs (``cloud["jobs"]``; ``cloud["new"]`` of them now)."""
+        return list(self.cloud.get("jobs", []))
 
 
 def local_backend(
@@ -123,6 +131,8 @@ def local_backend(
         if progress is not None:
             progress(f"probe:{text}", 0, 1)
 
+    from advisor.local_backend import remote_lookup
+
     return LocalBackend(
         storage,
         options.snapshot,
@@ -130,6 +140,10 @@ def local_backend(
         threads=options.threads,
         runtime_params=[p.name for p in space.hyperparameters if p.affects_runtime],
         on_probe=on_probe,
+        # Issue #14: remote probes measured earlier (cached in the storage) replace the model
+        # at their machine and batch; the ledger they were recorded in corrects the model.
+        remote_lookup=remote_lookup(storage, options.probe_iterations, options.emulate_cloud),
+        ledger_storage=storage if isinstance(storage, str) else resolve_storage(options.storage),
     )
 
 
@@ -196,6 +210,11 @@ def run_suggest(
     stopped_before = resumed and bool(last_run.get("final")) and not state.retrying
     try:
         stop = _screen(outcome, backend, progress, deadline)
+        if stop is None and options.cloud_probes:  # issue #14: measure the best for real
+            from advisor.cloud_probes import run_cloud_probes
+
+            outcome.cloud = run_cloud_probes(outcome, backend, progress, deadline).to_dict()
+            state.refresh()  # their spend counts against the probe budget
         if stop is None:
             search = TrialLoop(outcome, backend, storage_obj, state, lock_url, progress, deadline)
             if stopped_before and options.trials is None:

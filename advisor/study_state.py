@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from advisor.cloud_probes import recorded_spend
 from advisor.probe_failures import TRANSIENT_FAILURES
 from advisor.records import TrialRecord
 from advisor.scoring import Evaluation, split_machine_key
@@ -71,6 +72,11 @@ class StudyState:
                     self.failures.setdefault(rec.batch_size, (status, reason))
             self.done[(rec.machine, rec.batch_size)] = rec.to_evaluation()
             self.tried[(rec.machine, rec.batch_size)] += 1
+        # Issue #14: remote probes of ``--cloud-probes`` spent real money from the same budget,
+        # and a trial of a machine and batch they measured pays no probe again.
+        cloud_usd, cloud_measured = recorded_spend(self.study.user_attrs)
+        self.spent_usd += cloud_usd
+        self.charged |= cloud_measured
         if self.work is None or foreign:
             self.work = optuna.create_study(directions=self._directions, sampler=self._sampler)
             self.work.add_trials(trials)

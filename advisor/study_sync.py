@@ -7,9 +7,9 @@
   for milliseconds (a few queries), never while a probe runs.
 - ``Claims``: which (machine, batch) another process is evaluating right now. A claim is a
   study system attribute ``claim:<machine>|<batch>`` (one row, one commit) holding the owner,
-  the time and the probe cost reserved. A claim older
-  than ``STALE_S`` is ignored (its process died without clearing it: SIGKILL, power cut), and
-  so is the claim of a configuration whose trial is written.
+  the time and the probe cost reserved. A claim whose owner ran on this host and no longer
+  exists is ignored at once (SIGKILL, a crash); one from another host once it is older than
+  ``STALE_S`` (a power cut there); so is the claim of a configuration whose trial is written.
   Claims are attributes rather than RUNNING trials because the loop writes each finished
   trial in one transaction (``add_trial``), so a trial is never half-written.
 - ``sigint_deferred()``: Ctrl-C during a storage write is held until the write is done.
@@ -94,6 +94,21 @@ def owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def owner_gone(owner: str) -> bool:
+    """Whether ``owner`` (``host:pid``, see ``owner_id``) ran on this host and has exited.
+    An owner on another host is never known to be gone (its claim lapses after ``STALE_S``)."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)  # signal 0: does the process exist (no signal is sent)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # it exists, under another user
+        return False
+    return False
+
+
 class Claims:
     """Claims of (machine, batch) configurations in one study, and who else is at work on it
     (see the module docstring).
@@ -139,7 +154,11 @@ class Claims:
             if key.startswith(PEER_PREFIX) and key != PEER_PREFIX + self.owner:
                 live = not value.get("ended") and now - at <= 3 * HEARTBEAT_S
                 latest = max(latest, now if live else at)
-            elif key.startswith(CLAIM_PREFIX) and now - at <= STALE_S:
+            elif (
+                key.startswith(CLAIM_PREFIX)
+                and now - at <= STALE_S
+                and not owner_gone(str(value.get("owner", "")))
+            ):
                 machine, _, batch = key.removeprefix(CLAIM_PREFIX).rpartition("|")
                 out[(machine, int(batch))] = float(value.get("probe_usd", 0.0))
                 latest = max(latest, at)

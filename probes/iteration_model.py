@@ -66,8 +66,9 @@ def relative_spread(samples: Iterable[float]) -> float:
 
 
 def _single(value: float, rel: float) -> Interval:
+    # On a busy machine the steady iterations' spread can pass 100 %: the low end stops at 0.
     value = max(value, 0.0)
-    return Interval(value, value * (1.0 - rel), value * (1.0 + rel))
+    return Interval(value, value * max(0.0, 1.0 - rel), value * (1.0 + rel))
 
 
 def init_for_size(probe: ProbeResult, n_train: int | None, n_val: int | None) -> float:

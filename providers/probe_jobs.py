@@ -40,6 +40,19 @@ RESULT_FILE = "probe-result.json"
 # AIP_MODEL_DIR to a gs:// folder, mounted at /gcs/<bucket>/... by Cloud Storage FUSE; an Azure
 # ML command job gets its output folder as a command-line argument (${{outputs.result}}).
 ENTRY_OUTPUT_ENV: dict[str, str] = {"sagemaker": "SM_MODEL_DIR", "vertex": "AIP_MODEL_DIR"}
+# Azure ML: the job's output named "result", which the service replaces in the command by the
+# folder it uploads; the command passes it to the entry as ``--out``.
+AZUREML_OUTPUT = "${{outputs.result}}"
+
+
+def job_command(command: tuple[str, ...], service: str) -> tuple[str, ...]:
+    """``command`` as ``service``'s job runs it: on Azure ML (``azure-ml``/``azureml``) with
+    ``--out ${{outputs.result}}`` appended unless it already names that output; unchanged
+    elsewhere (SageMaker and Vertex AI tell the entry its folder through variables)."""
+    if service in ("azure-ml", "azureml") and AZUREML_OUTPUT not in command:
+        return (*command, "--out", AZUREML_OUTPUT)
+    return command
+
 
 JobState = Literal["pending", "running", "completed", "failed", "stopped"]
 ENDED: frozenset[str] = frozenset({"completed", "failed", "stopped"})
@@ -146,6 +159,13 @@ class ProbeJobRunner(ABC):
     def __init__(self, poll_s: float = 15.0, clock: Callable[[], float] = time.time) -> None:
         self.poll_s = poll_s
         self._clock = clock
+
+    @property
+    def layout(self) -> str:
+        """The managed service whose container conventions the job runs under (its output
+        folder variables, ``job_command``): the runner's own service; the local emulation
+        says which one it emulates."""
+        return self.name
 
     def can_run(self, machine: InstanceType) -> bool:
         return machine.provider in self.providers

@@ -13,6 +13,35 @@ from advisor.cli import params as p
 from advisor.errors import AdvisorError
 
 
+def _remote_options(fn: Any) -> Any:
+    """``--on MACHINE`` and where its job goes (``advisor submit``'s option names; never
+    credentials: those come from each cloud's environment); defaults from cloud.yaml."""
+    options = [
+        click.option(
+            "--on",
+            metavar="MACHINE",
+            help="Probe on this cloud machine in a managed job (ml.g5.xlarge, g2-standard-8, "
+            "Standard_NC6s_v3, a catalog key) instead of here.",
+        ),
+        click.option("--image", help="--on: the advisor's container image (docker/Dockerfile)."),
+        click.option("--role", help="--on SageMaker: execution role ARN."),
+        click.option("--region", help="--on SageMaker: AWS region."),
+        click.option("--project", help="--on Vertex: Google Cloud project."),
+        click.option("--location", help="--on Vertex: region (default us-central1)."),
+        click.option("--subscription", help="--on Azure ML: subscription id."),
+        click.option("--resource-group", help="--on Azure ML: resource group."),
+        click.option("--workspace", help="--on Azure ML: workspace."),
+        click.option("--compute", help="--on Azure ML: compute cluster."),
+        click.option("--output", help="--on: s3://... (SageMaker) or gs://... (Vertex)."),
+        click.option("--spot", is_flag=True, help="--on: run the job on spot capacity."),
+        click.option("--storage", help="--on: Optuna storage URL of the cache (default: SQLite)."),
+        click.option("--emulate", is_flag=True, hidden=True, help="--on: run the job here."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
 def check_workload(model: str, framework: str) -> None:
     """Fail early, with one line, on an unknown built-in model or framework."""
     from advisor.probes.runner import FRAMEWORK_ENTRY
@@ -147,9 +176,19 @@ def _val_note(result: Any) -> str:
     show_default=True,
     help="Training iterations timed (the first is warm-up).",
 )
-@click.option("--threads", type=p.THREADS, default=None, help="CPU threads (default: all cores).")
+@click.option(
+    "--threads",
+    type=p.THREADS,
+    default=None,
+    help="CPU threads (default: all cores; --on: all the machine's).",
+)
 @click.option("--framework", default="torch", show_default=True)
-@click.option("--device", default="cpu", show_default=True)
+@click.option(
+    "--device",
+    default="cpu",
+    show_default=True,
+    help="cpu or cuda (--on: the machine's GPU when it has one, else its CPU).",
+)
 @click.option(
     "--validation-batches",
     type=p.BoundedInt(1, 10_000),
@@ -172,6 +211,7 @@ def _val_note(result: Any) -> str:
     help="Also write the ProbeResult JSON to this file.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line with the ProbeResult.")
+@_remote_options
 def probe(
     model: str,
     batch_size: int,
@@ -184,11 +224,30 @@ def probe(
     seed: int,
     out: Path | None,
     as_json: bool,
+    on: str | None,
+    emulate: bool,
+    spot: bool,
+    storage: str | None,
+    **cloud: Any,
 ) -> None:
-    """Time a few real training iterations of a workload in a separate process."""
+    """Time a few real training iterations of a workload in a separate process.
+
+    \b
+    With --on MACHINE the same probe runs as a short managed training job on that machine
+    (SageMaker, Vertex AI, Azure ML) in the advisor's image; its result is cached in the
+    study storage and the job's wall time, billed time and cost are printed:
+    advisor probe --model fcn --batch-size 256 --on ml.g5.xlarge --image URI \\
+        --role arn:aws:iam::123456789012:role/SageMakerRole --output s3://bucket/advisor
+    """
     from advisor.probes.result import ProbeRequest
 
     check_workload(model, framework)
+    if on is not None:
+        from advisor.cli.probe_remote import run_remote
+
+        run_remote(model, framework, batch_size, iterations, timeout, on, emulate, spot,
+                   storage, out, as_json, cloud)  # fmt: skip
+        return
     request = ProbeRequest(
         workload=model,
         batch_size=batch_size,

@@ -146,6 +146,28 @@ def parse_duration(text: str) -> float:
     help="Scoring back end for tests and benchmarks: replay:TABLE.json (default: local probes).",
 )
 @click.option(
+    "--cloud-probes",
+    type=p.BoundedInt(0, 100),
+    default=0,
+    show_default=True,
+    help="After the screen, probe the N most promising distinct cloud machines for real "
+    "(different accelerator types first) and re-rank with the measurements. Each probe starts "
+    "a short managed training job (SageMaker, Vertex AI, Azure ML) that costs money, charged "
+    "within --probe-budget; stops early when the measured leader cannot be overtaken.",
+)
+@click.option(
+    "--cloud-config",
+    type=click.Path(dir_okay=False),
+    help="Cloud settings for --cloud-probes: image, role, project, workspace... (default: "
+    "$ADVISOR_HOME/cloud.yaml).",
+)
+@click.option(
+    "--emulate-cloud-probes",
+    is_flag=True,
+    hidden=True,
+    help="Run every cloud probe job here through the local emulation (tests, CI).",
+)
+@click.option(
     "--server",
     help="Run on an advisor service (`advisor serve`) at this URL; token from ADVISOR_TOKEN "
     "or --token.",
@@ -178,6 +200,9 @@ def suggest(
     as_json: bool,
     plot_file: Path | None,
     backend_spec: str | None,
+    cloud_probes: int,
+    cloud_config: str | None,
+    emulate_cloud_probes: bool,
     server: str | None,
     token: str | None,
 ) -> None:
@@ -192,6 +217,11 @@ def suggest(
     from advisor.search_spaces.loader import load_space
     from advisor.study import SuggestOptions, run_suggest
 
+    if server and (cloud_probes or cloud_config):  # issue #14: the service has no settings
+        raise AdvisorError(
+            "--cloud-probes has no meaning with --server (the cloud settings are yours).",
+            "drop --cloud-probes/--cloud-config, or run advisor suggest here.",
+        )
     if server:  # issue #17: the same request, run by a service
         from advisor.service.remote import suggest_remote
 
@@ -225,6 +255,9 @@ def suggest(
         n_val=n_val,
         screen=not no_screen,
         data_gb=data_gb,  # issue #14
+        cloud_probes=cloud_probes,
+        cloud_settings=cloud_config,
+        emulate_cloud=emulate_cloud_probes,
     )
     show_progress = not as_json and sys.stderr.isatty()
     if show_progress:
@@ -271,6 +304,8 @@ def progress_label(phase: str, total: int) -> str:
         return f"screening {total} machine x batch pairs (a local probe per new batch size)"
     if phase == "trials":
         return f"trials (up to {total}; a new machine or batch size may probe)"
+    if phase == "cloud":
+        return f"cloud probes (up to {total} machines, each a managed job)"
     return phase.split(":", 1)[1] if ":" in phase else phase
 
 

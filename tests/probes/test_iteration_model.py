@@ -125,6 +125,16 @@ def test_single_sample_phases_take_the_steady_spread() -> None:
     assert ph.init.low == pytest.approx(4.0 * (1 - expected))
 
 
+def test_a_spread_over_100_percent_keeps_single_phases_non_negative() -> None:
+    # a busy machine: steady 0.1 0.1 1.0 3.0 -> quartiles 0.1 and 1.5, median 0.55: 255 %
+    probe = _probe((3.0, 0.1, 1.0, 3.0, 0.1))
+    assert im.relative_spread(probe.iteration_s[1:]) > 1.0
+    ph = im.phase_times(probe)
+    assert ph.t1.low == 0.0 and ph.init.low == 0.0 and ph.t1.high > ph.t1.value
+    est = im.estimate(probe, 1000, 100, 2, 100)  # raised "runtime must be >= 0" before
+    assert 0.0 <= est.runtime.low <= est.runtime.value
+
+
 def test_init_rescales_data_preparation_to_the_dataset_size() -> None:
     # 1 s for 100 samples in the probe; the probe's init (4 s) is for 1000 + 100 samples.
     probe = _probe((1.0, 0.1, 0.1), data_s=1.0, data_samples=100)

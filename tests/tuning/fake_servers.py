@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Responder = Callable[[str, str, Any], tuple[int, Any]]  # (method, path, body) -> (status, json)
+# (method, path, body) -> (status, JSON payload, or bytes sent as they are: a file download)
+Responder = Callable[[str, str, Any], tuple[int, Any]]
 
 
 @contextmanager
-def recording_server(respond: Responder) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """Serve on 127.0.0.1:<free port>; yield (base URL, list of recorded requests)."""
+def recording_server(
+    respond: Responder, tls: ssl.SSLContext | None = None
+) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Serve on 127.0.0.1:<free port> (over TLS with ``tls``, a server context); yield
+    (base URL, list of recorded requests)."""
     seen: list[dict[str, Any]] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -27,9 +32,12 @@ def recording_server(respond: Responder) -> Iterator[tuple[str, list[dict[str, A
                  "headers": dict(self.headers)}
             )  # fmt: skip
             status, payload = respond(self.command, self.path, body)
-            data = json.dumps(payload).encode()
+            raw_out = isinstance(payload, bytes)  # a file's bytes (a storage download)
+            data = payload if raw_out else json.dumps(payload).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header(
+                "Content-Type", "application/octet-stream" if raw_out else "application/json"
+            )
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -40,10 +48,12 @@ def recording_server(respond: Responder) -> Iterator[tuple[str, list[dict[str, A
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}", seen
     finally:
         server.shutdown()
         server.server_close()

@@ -1,0 +1,501 @@
+"""``advisor suggest --cloud-probes N`` (issue #14): measure the most promising machines for real.
+
+The screen models every cloud machine from a probe of this machine (METHOD.md section 4
+measured a few iterations on each candidate instead). This step sits between the screen and
+the trial loop:
+
+1. Rank the screened (machine, batch) candidates by the objective with the report's rule
+   (``advisor.selection.rank``: feasible first, the tie rule), and pick the next machine to
+   probe: the best-ranked cloud machine not probed yet, at its best batch size, a new
+   accelerator type first (an A10G and an L4 before a second A10G box). This machine and
+   machines whose remote probe is already cached are skipped (their measurement is used).
+2. Its probe must fit what is left of the probe budget: the predicted probe time plus the
+   service's billed start-up allowance (``providers.overheads``; its upper bound, so a slow
+   start cannot push the spend over), at the machine's on-demand price. After the job, its
+   real cost (billed seconds x price) is charged; the trial loop spends what is left
+   (``StudyState`` reads the study's record).
+3. Run it (``advisor.remote_probe``), then re-screen every batch size of that machine and of
+   the machines with its accelerator: the measured batch from the measured phases, the others
+   from the model, which the ledger has corrected with the measurement
+   (``probes.perf.calibration``; emulated probes are kept out of the ledger).
+4. Stop after N machines, or early when the measured leader cannot be overtaken: every
+   candidate on a machine not yet probed has an optimistic bound (interval low end of the
+   objective; for a Pareto search its low-end point) worse than the measured leader. The
+   start-up overheads (a per-service prior no probe measures) count at their expected value
+   in that bound: only the training may turn out faster (issue #14).
+5. A failed job (failed, out of memory, timed out) is recorded and the next machine is tried;
+   a provider that is not configured (no credentials, no settings) is skipped with one line
+   and the rest carries on modelled.
+
+Each run records what it probed in the study (user attribute ``cloud_probes``), so a re-run
+of the same command probes nothing new (N counts per study) and the money is charged once.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from advisor.errors import AdvisorError
+from advisor.options import is_feasible
+from advisor.providers.pricing import BillingRule, usd
+from advisor.scoring import Evaluation, split_machine_key
+from advisor.selection import Point, rank
+
+if TYPE_CHECKING:
+    from advisor.probes.result import ProbeResult
+    from advisor.providers.catalog import InstanceType
+    from advisor.scoring import Backend
+    from advisor.study import SuggestOutcome
+
+STUDY_ATTR = "cloud_probes"  # the study's record: {"jobs": [one dict per probe job]}
+Config = tuple[str, int]
+Status = Callable[[str], None]
+# (machine, batch, local probe of that batch, status hook) -> advisor.remote_probe.RemoteProbe
+Prober = Callable[["InstanceType", int, "ProbeResult", Status], Any]
+
+
+class ProviderUnavailable(AdvisorError):
+    """Probe jobs cannot be started on a provider (not configured, no credentials): the
+    step says so in one line and carries on without that provider's machines."""
+
+
+@dataclass
+class CloudProbeStep:
+    """What the step did: the jobs (one dict each), one-line skips, why it stopped, the spend."""
+
+    requested: int
+    jobs: list[dict[str, Any]] = field(default_factory=list)  # started by this run
+    skipped: list[str] = field(default_factory=list)
+    stop_reason: str = ""
+    spent_usd: float = 0.0  # by this run
+    earlier: list[dict[str, Any]] = field(default_factory=list)  # the study's earlier runs'
+
+    def to_dict(self) -> dict[str, Any]:
+        """For the report: every job of the study (``new``: this run's), the total charged."""
+        every = [*self.earlier, *self.jobs]
+        return {
+            "requested": self.requested,
+            "jobs": every,
+            "new": len(self.jobs),
+            "skipped": self.skipped,
+            "stop_reason": self.stop_reason,
+            "spent_usd": round(sum(float(j.get("charged_usd") or 0.0) for j in every), 6),
+            "new_spent_usd": round(self.spent_usd, 6),
+        }
+
+
+# -- the study's record (read by advisor.study_state) ---------------------------------------
+
+
+def recorded_jobs(user_attrs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The probe jobs a study has recorded (any earlier run)."""
+    value = user_attrs.get(STUDY_ATTR) or {}
+    jobs = value.get("jobs") if isinstance(value, dict) else None
+    return [j for j in jobs or [] if isinstance(j, dict)]
+
+
+def recorded_spend(user_attrs: dict[str, Any]) -> tuple[float, set[Config]]:
+    """What a study's cloud probes cost (USD, charged once) and the (machine, batch) pairs
+    they measured: a trial there pays no probe again."""
+    jobs = recorded_jobs(user_attrs)
+    spent = sum(float(j.get("charged_usd") or 0.0) for j in jobs)
+    measured = {(str(j["machine"]), int(j["batch_size"])) for j in jobs if j.get("measured")}
+    return spent, measured
+
+
+# -- choosing ---------------------------------------------------------------------------------
+
+
+def accelerator_type(instance: InstanceType) -> str:
+    """The accelerator a machine is "of" for the variety rule (``cpu`` without one)."""
+    return (instance.accelerator or "cpu").lower()
+
+
+def ranked(outcome: SuggestOutcome) -> list[Evaluation]:
+    """The screened candidates that finished, best first by the report's rule."""
+    evs = [ev for ev in outcome.screen.values() if ev.ok]
+    points = [
+        Point(ev.runtime.value, ev.cost.value, is_feasible(outcome.options, ev), ev)  # type: ignore[union-attr]
+        for ev in sorted(evs, key=lambda e: (e.machine, e.batch_size))
+    ]
+    return [p.ref for p in rank(points, outcome.objective)]
+
+
+def next_machine(
+    order: list[Evaluation],
+    instances: dict[str, InstanceType],
+    exclude: set[str],
+    types_done: set[str],
+) -> Evaluation | None:
+    """The best-ranked candidate on a cloud machine not in ``exclude`` (instance keys), a
+    machine of an accelerator type not in ``types_done`` first; None when none is left."""
+    fallback = None
+    for ev in order:
+        inst = instances[split_machine_key(ev.machine)[0]]
+        if inst.provider == "local" or inst.key in exclude:
+            continue
+        if accelerator_type(inst) not in types_done:
+            return ev
+        fallback = fallback or ev
+    return fallback
+
+
+def expected_cost(ev: Evaluation, instance: InstanceType) -> float:
+    """USD a probe job of ``ev`` may cost: its predicted probe time plus the service's billed
+    start-up (upper bound of the prior), billing rule applied, at the on-demand price."""
+    from advisor.providers.overheads import Span, run_overheads
+
+    try:
+        billed = run_overheads(instance).billed_run(Span(ev.probe_s, ev.probe_s, ev.probe_s)).high
+    except AdvisorError:  # a service without overhead figures: the probe's own time
+        billed = ev.probe_s
+    return usd(billed, instance.price(False))
+
+
+def _objective_value(objective: str, ev: Evaluation, optimistic: bool) -> float:
+    assert ev.runtime is not None and ev.cost is not None
+    iv = ev.cost if objective == "cost" else ev.runtime
+    if not optimistic:
+        return iv.value
+    over = ev.estimate.get("overheads") or {}
+    if not over.get("training_s"):
+        return iv.low
+    # Issue #14: the start-up is a per-service prior that no probe measures (its error is
+    # shared by every machine of the service), so a rival's optimistic bound takes the
+    # training's low end with the start-up at its expected value.
+    train_low = float(over["training_s"]["low"])
+    terms = over.get("terms") or []
+    if objective != "cost":
+        return sum(float(t["seconds"]["value"]) for t in terms) + train_low
+    b = over["billing"]
+    rule = BillingRule(float(b["increment_s"]), float(b["minimum_s"]), str(b["source"]))
+    billed = sum(float(t["seconds"]["value"]) for t in terms if t["billed"]) + train_low
+    return usd(rule.billed(billed), ev.price_per_hour)
+
+
+def leader_stands(
+    objective: str, options: Any, measured: list[Evaluation], unprobed: list[Evaluation]
+) -> tuple[Evaluation | None, bool]:
+    """The measured leader (best feasible measured candidate; None without one) and whether
+    no unprobed candidate can overtake it: each one's optimistic bound (interval low end,
+    optimistically feasible) is worse than the leader's value; for a Pareto search each
+    one's low-end point is dominated by (or equal to) a measured point."""
+    best = [e for e in measured if e.ok and is_feasible(options, e)]
+    if not best:
+        return None, False
+    rivals = [e for e in unprobed if e.ok and is_feasible(options, e, optimistic=True)]
+    if objective == "pareto":
+        pts = [(e.runtime.value, e.cost.value) for e in best]  # type: ignore[union-attr]
+        leader = min(best, key=lambda e: e.runtime.value * e.cost.value)  # type: ignore[union-attr]
+
+        def beaten(e: Evaluation) -> bool:
+            lo = (_objective_value("time", e, True), _objective_value("cost", e, True))
+            return any(p[0] <= lo[0] and p[1] <= lo[1] for p in pts)
+
+        return leader, all(beaten(e) for e in rivals)
+    leader = min(best, key=lambda e: _objective_value(objective, e, False))
+    value = _objective_value(objective, leader, False)
+    return leader, all(_objective_value(objective, e, True) > value for e in rivals)
+
+
+# -- the step -----------------------------------------------------------------------------
+
+
+def run_cloud_probes(
+    outcome: SuggestOutcome,
+    backend: Backend,
+    progress: Callable[[str, int, int], None] | None = None,
+    deadline: float | None = None,
+    prober: Prober | None = None,
+) -> CloudProbeStep:
+    """Probe up to ``outcome.options.cloud_probes`` machines for real (see the module
+    docstring); updates ``outcome.screen`` and the study's record, and returns what it did."""
+    n = outcome.options.cloud_probes
+    step = CloudProbeStep(requested=n)
+    if n <= 0:
+        return step
+    if not hasattr(backend, "use_remote") or not outcome.screen:
+        step.stop_reason = (
+            "cloud probes need the local back end and a screen; nothing probed"
+            if outcome.screen
+            else "cloud probes need the screen (not with --no-screen); nothing probed"
+        )
+        return step
+    study = outcome.study
+    earlier = recorded_jobs(study.user_attrs)
+    step.earlier = earlier
+    instances = {c.instance.key: c.instance for c in outcome.candidates}
+    exclude = {str(j["machine"]) for j in earlier}
+    types_done = {
+        accelerator_type(instances[m]) for j in earlier if (m := str(j["machine"])) in instances
+    }
+    measured: dict[str, Config] = {}  # instance key -> measured candidate config (screen key)
+    for j in earlier:
+        if j.get("measured") and str(j["machine"]) in instances:
+            measured[str(j["machine"])] = (str(j["machine"]), int(j["batch_size"]))
+    left = (
+        outcome.probe_budget_usd - _spent_by_trials(outcome) - recorded_spend(study.user_attrs)[0]
+    )
+    blocked: set[str] = set()  # providers not configured
+    count = len(earlier)
+    if prober is None:
+        prober = default_prober(outcome, backend)
+    while True:
+        if count >= n:
+            step.stop_reason = (
+                f"probed {n} machine(s)"
+                if step.jobs
+                else f"the study already probed {count} "
+                f"machine(s) in an earlier run (--cloud-probes {n})"
+            )
+            break
+        order = ranked(outcome)
+        done = [ev for ev in order if _measured_pair(ev, measured, backend, outcome, instances)]
+        for ev in done:  # measured before (a cached remote probe): used, never paid again
+            exclude.add(split_machine_key(ev.machine)[0])
+            types_done.add(accelerator_type(instances[split_machine_key(ev.machine)[0]]))
+        unprobed = [
+            ev
+            for ev in order
+            if (inst := instances[split_machine_key(ev.machine)[0]]).provider != "local"
+            and inst.key not in exclude
+        ]
+        here = [
+            ev for ev in order if instances[split_machine_key(ev.machine)[0]].provider == "local"
+        ]
+        leader, stands = leader_stands(outcome.objective, outcome.options, done + here, unprobed)
+        if leader is not None and stands:
+            step.stop_reason = (
+                f"the measured leader {leader.machine} b{leader.batch_size} cannot be "
+                "overtaken: every unprobed candidate's optimistic bound is worse"
+            )
+            break
+        pick = next_machine(unprobed, instances, exclude, types_done)
+        if pick is None:
+            step.stop_reason = "no cloud machine left to probe"
+            break
+        ev = pick
+        inst = instances[split_machine_key(ev.machine)[0]]
+        exclude.add(inst.key)
+        if inst.provider in blocked:
+            continue
+        cost = expected_cost(ev, inst)
+        if cost > left + 1e-12:
+            step.skipped.append(
+                f"cloud probe of {inst.key} b{ev.batch_size} skipped for the budget: it may "
+                f"cost USD {cost:.4f}, USD {max(left, 0.0):.4f} of the probe budget is left"
+            )
+            continue
+        if deadline is not None and time.monotonic() > deadline:
+            step.stop_reason = "timeout"
+            break
+        done_job = _probe_one(outcome, backend, prober, inst, ev, (count, n), progress)
+        if isinstance(done_job, ProviderUnavailable):  # cannot start jobs there: one line
+            blocked.add(inst.provider)
+            step.skipped.append(_not_configured_line(inst, done_job))
+            continue
+        job = done_job
+        job["expected_usd"] = round(cost, 6)
+        count += 1
+        types_done.add(accelerator_type(inst))
+        left -= job["charged_usd"]
+        step.spent_usd += job["charged_usd"]
+        step.jobs.append(job)
+        if job["measured"]:
+            measured[inst.key] = (inst.key, ev.batch_size)
+        _record(study, job)
+    if progress:
+        progress("cloud", n, n)
+    return step
+
+
+def _not_configured_line(inst: InstanceType, exc: AdvisorError) -> str:
+    fix = f" ({exc.fix.rstrip('.')})" if exc.fix else ""
+    return (
+        f"cloud probes skipped for {inst.provider}: {exc.problem.rstrip('.')}{fix}; "
+        "carrying on modelled"
+    )
+
+
+def _spent_by_trials(outcome: SuggestOutcome) -> float:
+    """Probe money the study's trials have charged so far (an earlier run's)."""
+    from advisor.records import TrialRecord
+
+    total = 0.0
+    for t in outcome.study.get_trials(deepcopy=False):
+        rec = TrialRecord.from_trial(t)
+        if rec is not None and rec.source != "managed" and t.state.is_finished():
+            total += rec.probe_charged_usd
+    return total
+
+
+def _measured_pair(
+    ev: Evaluation,
+    measured: dict[str, Config],
+    backend: Any,
+    o: SuggestOutcome,
+    instances: dict[str, InstanceType],
+) -> bool:
+    """Whether a remote probe measured ``ev``'s machine at its batch size."""
+    base = split_machine_key(ev.machine)[0]
+    if measured.get(base, ("", 0))[1] == ev.batch_size:
+        return True
+    inst = instances[base]
+    return (
+        inst.provider != "local" and backend.remote(o.workload, inst, ev.batch_size, {}) is not None
+    )
+
+
+def _probe_one(
+    outcome: SuggestOutcome,
+    backend: Any,
+    prober: Prober,
+    inst: InstanceType,
+    ev: Evaluation,
+    place: tuple[int, int],
+    progress: Callable[[str, int, int], None] | None,
+) -> dict[str, Any] | ProviderUnavailable:
+    """Run one remote probe and re-screen its machine: the job's dict, or the prober's
+    ``ProviderUnavailable`` when jobs cannot be started on that provider.
+    A job that fails for any other reason is a result (its state and error recorded)."""
+    from advisor.probes.iteration_model import phase_times
+
+    batch = ev.batch_size
+    started = time.monotonic()
+
+    def status(text: str) -> None:
+        if progress:
+            elapsed = time.monotonic() - started
+            progress(f"cloud:{inst.key} b{batch}: {text} ({elapsed:.0f} s)", *place)
+
+    status("starting the probe job")
+    local, _ = backend.probe(outcome.workload, batch, {})
+    predicted = ev.phases.t2.value if ev.phases is not None else None
+    job: dict[str, Any] = {
+        "machine": inst.key,
+        "accelerator": inst.accelerator,
+        "batch_size": batch,
+        "predicted_step_s": predicted,
+        "measured_step_s": None,
+        "ratio": None,
+        "measured": False,
+        "charged_usd": 0.0,
+    }
+    try:
+        remote = prober(inst, batch, local, status)
+    except ProviderUnavailable as exc:
+        return exc
+    except Exception as exc:  # an SDK or network error mid-job: a failed probe, go on
+        status("error")
+        wall = time.monotonic() - started
+        return {**job, "state": "error", "error": f"{type(exc).__name__}: {exc}", "wall_s": wall}
+    info = _job_info(remote.job)
+    job.update(info)
+    job["emulated"] = bool(remote.emulated)
+    job["cached"] = bool(remote.cached)
+    job["charged_usd"] = 0.0 if remote.cached else float(info.get("cost_usd") or 0.0)
+    result = remote.result
+    if result.ok:
+        step = phase_times(result, outcome.workload.n_train, outcome.workload.n_val).t2.value
+        job.update(measured=True, measured_step_s=step)
+        if predicted:
+            job["ratio"] = step / predicted
+        backend.use_remote(remote, batch)
+    else:
+        job["state"] = f"{info.get('state', 'completed')}, probe {result.status}"
+        job["error"] = result.error or info.get("error")
+    status(f"{job['state']}")
+    _rescreen(outcome, backend, inst)
+    return job
+
+
+def _job_info(job: Any) -> dict[str, Any]:
+    data = job.to_dict() if hasattr(job, "to_dict") else dict(job)
+    keep = ("job_id", "service", "state", "wall_s", "billed_s", "billed_source")
+    out = {k: data.get(k) for k in keep}
+    out["price_per_hour"] = data.get("price_per_hour")
+    out["cost_usd"] = data.get("cost_usd")
+    out["error"] = data.get("error")
+    return out
+
+
+def _rescreen(outcome: SuggestOutcome, backend: Any, inst: InstanceType) -> None:
+    """Screen every batch size of ``inst`` again (on demand and spot), and of the machines
+    with its accelerator (the ledger corrects a device class): the measured batch now from
+    the measured phases, the rest from the ledger-corrected model."""
+    kind = accelerator_type(inst)
+    for cand in outcome.candidates:
+        if cand.local or accelerator_type(cand.instance) != kind:
+            continue
+        for batch in outcome.space.batch_sizes:
+            pred = backend.screen(outcome.workload, cand, batch, {})
+            if pred is not None:
+                outcome.screen[(cand.key, batch)] = pred
+
+
+def _record(study: Any, job: dict[str, Any]) -> None:
+    """Append ``job`` to the study's record (re-read first: another process may have added)."""
+    from advisor.study_sync import sigint_deferred
+
+    jobs = recorded_jobs(study.user_attrs)
+    clean = {
+        k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in job.items()
+    }
+    with sigint_deferred():
+        study.set_user_attr(STUDY_ATTR, {"jobs": [*jobs, clean]})
+
+
+def default_prober(outcome: SuggestOutcome, backend: Any) -> Prober:
+    """Remote probes through ``advisor.remote_probe`` with the cloud settings of the options
+    (a path, a ``CloudSettings``, or ``$ADVISOR_HOME/cloud.yaml``); the local emulation for
+    every provider when ``emulate_cloud``."""
+    from advisor.cloud_settings import provider_of
+    from advisor.remote_probe import remote_probe, runner_for
+
+    options = outcome.options
+    settings = load_settings(options.cloud_settings)
+
+    def probe(machine: InstanceType, batch: int, local: ProbeResult, status: Status) -> Any:
+        try:  # settings and credentials first: a provider that cannot start jobs is one line
+            runner = runner_for(machine, settings, emulate=options.emulate_cloud)
+            runner.check()
+            if not options.emulate_cloud:  # the job's image (the emulation runs this Python)
+                settings.image_for(provider_of(machine.service) or "")
+        except AdvisorError as exc:
+            raise ProviderUnavailable(exc.problem, exc.fix) from exc
+        return remote_probe(
+            outcome.workload,
+            machine,
+            batch,
+            storage=backend.storage,
+            settings=settings,
+            runner=runner,
+            iterations=backend.iterations,
+            max_probe_s=backend.max_probe_s,
+            local_probe=local,
+            catalog=backend.catalog,
+            on_status=status,
+        )
+
+    return probe
+
+
+def load_settings(value: Any) -> Any:
+    """``CloudSettings`` from a path (or the default file when None); an object as is."""
+    from pathlib import Path
+
+    from advisor.cloud_settings import CloudSettings
+
+    if isinstance(value, CloudSettings):
+        return value
+    if value is not None and not Path(value).is_file():
+        raise AdvisorError(
+            f"The cloud settings file {value} does not exist.",
+            "pass --cloud-config with an existing cloud.yaml, or leave it out for "
+            "$ADVISOR_HOME/cloud.yaml.",
+        )
+    return CloudSettings.load(None if value is None else Path(value))

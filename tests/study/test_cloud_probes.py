@@ -1,0 +1,416 @@
+"""`advisor suggest --cloud-probes N` (issue #14): which machines are probed for real, the
+budget, the early stop, failures and unconfigured providers, and what the report shows.
+
+The local probes are fakes with fixed timings (a traced fingerprint: no torch) and the remote
+probe is a fake prober returning what a job would (``FakeRemote``: the fields of
+``advisor.remote_probe.RemoteProbe``); the screen, the performance model, the re-screen, the
+trial loop, the budget accounting and the report are the real ones. The end-to-end run
+through the real job command (the local emulation) is in test_cloud_probes_cli.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from advisor.probes.result import Interval, ProbeRequest, ProbeResult
+from advisor.providers.pricing import usd
+from advisor.providers.probe_jobs import JobPoll, ProbeJobRunner, ProbeJobSpec
+from advisor.search_spaces.loader import default_space
+from advisor.search_spaces.space import MachineFilter
+
+import advisor.cloud_probes as cp
+from advisor.errors import AdvisorError
+from advisor.local_backend import LocalBackend
+from advisor.options import SuggestOptions
+from advisor.report import build_report
+from advisor.scoring import Evaluation
+from advisor.study import run_suggest
+
+TRACE = {"ops_per_iteration": 100, "activation_bytes_per_sample": 1.2e6, "data_s": 0.004}
+MACHINES = (  # two A10G boxes, a T4, an L4 on AWS and an L4 on GCP
+    "ec2:g5.xlarge",
+    "ec2:g5.2xlarge",
+    "ec2:g4dn.xlarge",
+    "ec2:g6.xlarge",
+    "compute-engine:g2-standard-4",
+)
+
+
+def probe_result(batch: int, step_s: float, status: str = "ok") -> ProbeResult:
+    """A probe at ``batch`` whose steady iterations take ``step_s`` (plus a slower first)."""
+    ok = status == "ok"
+    return ProbeResult(
+        workload="fcn",
+        framework="torch",
+        batch_size=batch,
+        device="cpu",
+        threads=1,
+        init_s=1.0 if ok else 0.0,
+        iteration_s=(step_s * 5, *([step_s] * 7)) if ok else (),
+        validation_s=(0.2, 0.1) if ok else (),
+        validation_samples_measured=212,
+        n_train=40_512,
+        n_val=212,
+        wall_s=3.0,
+        fingerprint=dict(TRACE),
+        status=status,  # type: ignore[arg-type]
+        error=None if ok else "CUDA out of memory",
+    )
+
+
+def local_probe(request: ProbeRequest) -> ProbeResult:
+    return probe_result(request.batch_size, 0.1 * request.batch_size / 256)
+
+
+@dataclass(frozen=True)
+class FakeRemote:
+    """What ``advisor.remote_probe.remote_probe`` returns."""
+
+    machine: str
+    result: ProbeResult
+    job: dict[str, Any]
+    cached: bool = False
+    emulated: bool = False
+
+
+@dataclass
+class FakeProber:
+    """Answers each remote probe with ``step_s[machine]`` seconds a step (a failed probe
+    with ``status`` for machines in ``fail``), billed ``billed_s`` at the machine's price;
+    raises the unconfigured provider's one-line error for providers in ``unconfigured``."""
+
+    step_s: dict[str, float] = field(default_factory=dict)
+    fail: dict[str, str] = field(default_factory=dict)
+    unconfigured: tuple[str, ...] = ()
+    billed_s: float = 70.0
+    calls: list[tuple[str, int]] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
+
+    def __call__(self, machine: Any, batch: int, local: ProbeResult, status: Any) -> FakeRemote:
+        assert local.batch_size == batch and local.ok  # the local probe of that batch
+        if machine.provider in self.unconfigured:
+            raise cp.ProviderUnavailable(
+                "No Vertex AI project configured.", "add vertex.project to ~/.advisor/cloud.yaml"
+            )
+        self.calls.append((machine.key, batch))
+        status("running")
+        self.statuses.append(machine.key)
+        failed = self.fail.get(machine.key)
+        result = probe_result(batch, self.step_s.get(machine.key, 0.02), failed or "ok")
+        job = {
+            "job_id": f"advisor-probe-{len(self.calls)}",
+            "service": "sagemaker",
+            "state": "completed",
+            "wall_s": self.billed_s + 90.0,
+            "billed_s": self.billed_s,
+            "billed_source": "BillableTimeInSeconds",
+            "price_per_hour": machine.price(False),
+            "cost_usd": usd(self.billed_s, machine.price(False)),
+            "error": None,
+        }
+        return FakeRemote(machine.key, result, job)
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'studies.db'}"
+
+
+def run(
+    storage: str,
+    prober: FakeProber,
+    monkeypatch: pytest.MonkeyPatch,
+    remote_lookup: Any = None,
+    progress: Any = None,
+    **fields: Any,
+) -> Any:
+    space = dataclasses.replace(
+        default_space("fcn"), machines=MachineFilter(instance_types=MACHINES, spot=False)
+    )
+    monkeypatch.setattr(cp, "default_prober", lambda outcome, backend: prober)
+    backend = LocalBackend(storage, run_probe=local_probe, remote_lookup=remote_lookup)
+    options = SuggestOptions(model="fcn", space=space, storage=storage, **fields)
+    return run_suggest(options, backend, progress=progress)
+
+
+def probed(outcome: Any) -> list[str]:
+    return [j["machine"] for j in outcome.cloud_probes]
+
+
+# -- which machines --------------------------------------------------------------------------
+
+
+def test_distinct_accelerator_types_first_and_the_local_machine_never(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prober = FakeProber()
+    o = run(storage, prober, monkeypatch, budget_usd=5, cloud_probes=4)
+    # The screen ranks both A10G boxes first (fastest), then the T4, then the L4s; one of
+    # each type comes before the second A10G box, each at its best batch size.
+    order = cp.ranked(o)  # the ranking after the measurements
+    assert probed(o)[:3] == ["ec2:g5.xlarge", "ec2:g4dn.xlarge", "compute-engine:g2-standard-4"]
+    assert len({m for m in probed(o)}) == 4 and "local:local" not in probed(o)
+    assert probed(o)[3] in ("ec2:g5.2xlarge", "ec2:g6.xlarge")
+    assert all(b == 1024 for _, b in prober.calls)  # fcn's best batch on these GPUs
+    assert o.cloud["stop_reason"] == "probed 4 machine(s)"
+    # Each measured machine is re-screened: the measured batch from the measured phases.
+    for machine, batch in prober.calls:
+        ev = o.screen[(machine, batch)]
+        assert ev.source == "measured (remote probe)"
+        assert ev.phases is not None and ev.phases.t2.value == pytest.approx(0.02)
+        assert ev.estimate["remote_probe"]["job_id"].startswith("advisor-probe-")
+    assert order[0].source == "measured (remote probe)"  # the measured g5 now leads
+
+
+def test_already_measured_machines_are_used_not_probed_again(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cached = FakeRemote(
+        "ec2:g5.xlarge", probe_result(1024, 0.03), {"job_id": "old", "cost_usd": 0.02}, True
+    )
+
+    def lookup(workload: Any, machine: Any, batch: int, hps: dict[str, Any]) -> Any:
+        return cached if (machine.key, batch) == ("ec2:g5.xlarge", 1024) else None
+
+    prober = FakeProber()
+    o = run(storage, prober, monkeypatch, lookup, budget_usd=5, cloud_probes=2)
+    assert "ec2:g5.xlarge" not in probed(o)
+    assert probed(o) == ["ec2:g4dn.xlarge", "compute-engine:g2-standard-4"]  # new types first
+    assert o.screen[("ec2:g5.xlarge", 1024)].source == "measured (remote probe)"
+
+
+def test_rerun_of_the_same_command_probes_nothing_new_and_charges_once(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = run(storage, FakeProber(), monkeypatch, budget_usd=5, cloud_probes=2)
+    again = FakeProber()
+    second = run(storage, again, monkeypatch, budget_usd=5, cloud_probes=2)
+    assert len(probed(first)) == 2 and again.calls == [] and second.cloud["new"] == 0
+    assert probed(second) == probed(first)  # the study's jobs, reported again
+    assert "already probed 2" in second.cloud["stop_reason"]
+    assert second.cloud["spent_usd"] == first.cloud["spent_usd"] > 0
+    assert second.probe_spent_usd == pytest.approx(first.probe_spent_usd)
+
+
+# -- budget -------------------------------------------------------------------------------
+
+
+def test_a_probe_that_does_not_fit_is_skipped_and_the_total_stays_within_the_budget(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from advisor.providers.catalog import load
+
+    cat = {i.key: i for i in load(None).instances}
+    g5, t4 = cat["ec2:g5.xlarge"], cat["ec2:g4dn.xlarge"]
+    prober = FakeProber(billed_s=70.0)
+    # Enough for the T4's probe (start-up allowance included), not for the A10G's.
+    space = default_space("fcn")
+    budget = 0.03
+    o = run(storage, prober, monkeypatch, budget_usd=5, probe_budget_usd=budget, cloud_probes=3)
+    jobs = {j["machine"]: j for j in o.cloud_probes}
+    assert "ec2:g5.xlarge" not in jobs and "ec2:g4dn.xlarge" in jobs
+    assert any(
+        s.startswith("cloud probe of ec2:g5.xlarge b1024 skipped for the budget")
+        for s in o.cloud["skipped"]
+    )
+    expected_g5 = cp.expected_cost(o.screen[("ec2:g5.xlarge", 1024)], g5)
+    assert expected_g5 > budget
+    # Charged at the billed time x the machine's price (what the job reports), once.
+    assert jobs["ec2:g4dn.xlarge"]["charged_usd"] == pytest.approx(
+        usd(70.0, t4.on_demand_usd_per_h)
+    )
+    spent = sum(j["charged_usd"] for j in jobs.values())
+    assert o.cloud["spent_usd"] == pytest.approx(spent, abs=1e-6)
+    # The trial loop spent only what was left: cloud + trials <= --probe-budget.
+    assert o.probe_spent_usd >= o.cloud["spent_usd"] > 0
+    assert o.probe_spent_usd <= budget + 1e-9
+    assert space.batch_sizes  # the default space is the one the run used (sanity)
+
+
+# -- early stop ---------------------------------------------------------------------------
+
+
+def _ev(machine: str, runtime: float, low: float, cost: float = 0.01) -> Evaluation:
+    return Evaluation(
+        machine=machine,
+        batch_size=512,
+        status="ok",
+        runtime=Interval(runtime, low, runtime * 2),
+        cost=Interval(cost, cost * 0.5, cost * 2),
+        source="modelled",
+        epochs=10,
+        price_per_hour=1.0,
+        spot=False,
+        probe_s=5.0,
+    )
+
+
+def test_leader_stands_only_when_every_optimistic_bound_is_worse() -> None:
+    options = SuggestOptions(model="fcn", budget_usd=5)
+    leader = _ev("ec2:g5.xlarge", 10.0, 9.0)
+    rivals = [_ev("ec2:g6.xlarge", 30.0, 12.0, 0.05), _ev("ec2:g4dn.xlarge", 40.0, 15.0, 0.05)]
+    assert cp.leader_stands("time", options, [leader], rivals) == (leader, True)
+    # One rival whose interval reaches below the leader: it could still win -> go on.
+    rivals.append(_ev("ec2:g5.2xlarge", 20.0, 8.0))
+    assert cp.leader_stands("time", options, [leader], rivals) == (leader, False)
+    # No measured feasible candidate: nothing to stand on.
+    over = _ev("ec2:g5.xlarge", 10.0, 9.0, cost=50.0)
+    assert cp.leader_stands("time", options, [over], rivals[:2]) == (None, False)
+    # Pareto: stands when each rival's low-end point is dominated by a measured point.
+    assert cp.leader_stands("pareto", options, [leader], rivals[:2])[1] is True
+    assert cp.leader_stands("pareto", options, [leader], rivals)[1] is False
+
+
+def test_stops_early_when_the_measured_leader_cannot_be_overtaken(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The A10G measures far faster than modelled: no other machine's optimistic bound reaches it.
+    prober = FakeProber(step_s={"ec2:g5.xlarge": 1e-5})
+    o = run(storage, prober, monkeypatch, budget_usd=5, cloud_probes=3)
+    assert probed(o) == ["ec2:g5.xlarge"]
+    assert o.cloud["stop_reason"].startswith("the measured leader ec2:g5.xlarge b1024 cannot")
+    # Measured slower than modelled: the others may still win, all three are probed.
+    slow = FakeProber(step_s={"ec2:g5.xlarge": 0.05})
+    o2 = run(storage.replace("studies.db", "b.db"), slow, monkeypatch, budget_usd=5, cloud_probes=3)
+    assert len(probed(o2)) == 3 and o2.cloud["stop_reason"] == "probed 3 machine(s)"
+    job = o2.cloud_probes[0]
+    assert job["measured_step_s"] == pytest.approx(0.05)
+    assert job["ratio"] == pytest.approx(0.05 / job["predicted_step_s"])
+
+
+# -- failures ------------------------------------------------------------------------------
+
+
+def test_a_failed_probe_is_recorded_and_the_next_machine_probed(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prober = FakeProber(fail={"ec2:g5.xlarge": "oom"})
+    o = run(storage, prober, monkeypatch, budget_usd=5, cloud_probes=2)
+    first, second = o.cloud_probes
+    assert first["machine"] == "ec2:g5.xlarge" and first["state"] == "completed, probe oom"
+    assert first["measured"] is False and first["error"] == "CUDA out of memory"
+    assert second["machine"] == "ec2:g4dn.xlarge" and second["measured"] is True
+    # The failed machine keeps its modelled screen; its job was still paid for.
+    assert o.screen[("ec2:g5.xlarge", 1024)].source == "modelled"
+    assert first["charged_usd"] > 0
+
+
+def test_unconfigured_provider_is_one_line_and_the_rest_carries_on_modelled(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prober = FakeProber(unconfigured=("gcp",))
+    o = run(storage, prober, monkeypatch, budget_usd=5, cloud_probes=3)
+    lines = [s for s in o.cloud["skipped"] if "gcp" in s]
+    assert lines == [
+        "cloud probes skipped for gcp: No Vertex AI project configured (add vertex.project to "
+        "~/.advisor/cloud.yaml); carrying on modelled"
+    ]
+    assert "compute-engine:g2-standard-4" not in probed(o) and len(probed(o)) == 3
+    assert o.screen[("compute-engine:g2-standard-4", 1024)].source == "modelled"
+    report = build_report(o)
+    known = {(r["machine"], r["batch_size"]): r["known"] for r in report["ranking"]}
+    assert known[("compute-engine:g2-standard-4", 1024)] == "model"
+    assert known[("ec2:g5.xlarge", 1024)] == "probed"
+    assert known[("local:local", 256)] == "here"
+    assert report["cloud_probes"]["skipped"] == o.cloud["skipped"]
+
+
+def test_options_refuse_a_negative_count() -> None:
+    with pytest.raises(AdvisorError, match="--cloud-probes must be a whole number >= 0"):
+        SuggestOptions(model="fcn", cloud_probes=-1)
+
+
+# -- the ledger: a measurement corrects the next predictions ---------------------------------
+
+
+class RecordedJobRunner(ProbeJobRunner):
+    """A SageMaker-like probe job that ends at once: the result file holds the request's
+    probe with ``step_s`` a steady step (what the job's container would write)."""
+
+    name = "sagemaker"
+    providers = ("aws",)
+
+    def __init__(self, step_s: float) -> None:
+        super().__init__(poll_s=0.0)
+        self.step_s = step_s
+        self.specs: list[ProbeJobSpec] = []
+
+    def check(self) -> None:
+        pass
+
+    def _submit(self, spec: ProbeJobSpec) -> str:
+        self.specs.append(spec)
+        return f"job-{len(self.specs)}"
+
+    def _poll(self, job_id: str) -> JobPoll:
+        return JobPoll("completed", 100.0, 160.0, 200.0, 40.0, "BillableTimeInSeconds")
+
+    def _fetch(self, job_id: str, spec: ProbeJobSpec) -> str | None:
+        pieces = spec.command[spec.command.index("--request") + 1 :]
+        request = ProbeRequest.from_json("".join(pieces))
+        return probe_result(request.batch_size, self.step_s).to_json()
+
+    def _stop(self, job_id: str) -> None:
+        pass
+
+
+def test_a_remote_measurement_corrects_the_next_predictions_through_the_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import advisor.remote_probe
+    from advisor.cloud_settings import CloudSettings
+
+    real_prober = cp.default_prober
+    before = run(f"sqlite:///{tmp_path / 'a.db'}", FakeProber(), monkeypatch, budget_usd=5)
+    storage = f"sqlite:///{tmp_path / 'b.db'}"
+    predicted = before.screen[("ec2:g5.xlarge", 1024)].phases.t2.value
+    runner = RecordedJobRunner(step_s=3.0 * predicted)  # the A10G is 3x slower than modelled
+    monkeypatch.setattr(advisor.remote_probe, "runner_for", lambda *a, **k: runner)
+    monkeypatch.setattr(cp, "default_prober", real_prober)
+    # The real default prober and advisor.remote_probe (cache, ledger), a recorded job.
+    space = dataclasses.replace(
+        default_space("fcn"), machines=MachineFilter(instance_types=MACHINES, spot=False)
+    )
+    backend = LocalBackend(storage, run_probe=local_probe, ledger_storage=storage)
+    options = SuggestOptions(model="fcn", space=space, storage=storage, budget_usd=5)
+    settings = CloudSettings(image="advisor:test")  # a job needs its image, nothing else here
+    o = run_suggest(dataclasses.replace(options, cloud_probes=1, cloud_settings=settings), backend)
+    assert [j["machine"] for j in o.cloud_probes] == ["ec2:g5.xlarge"], o.cloud
+    assert len(runner.specs) == 1, [(j["state"], j.get("error")) for j in o.cloud["jobs"]]
+    assert o.cloud_probes[0]["ratio"] == pytest.approx(3.0, rel=0.01), str(o.cloud_probes[0])
+    assert o.cloud_probes[0]["billed_s"] == 40.0  # the job's own billed time, charged
+    # The measured batch uses the measurement; the other batch sizes of that machine and the
+    # other A10G machine (never probed) are corrected by the ledger in the re-screen.
+    for key in (("ec2:g5.xlarge", 512), ("ec2:g5.2xlarge", 1024)):
+        ratio = o.screen[key].phases.t2.value / before.screen[key].phases.t2.value
+        assert ratio == pytest.approx(3.0, rel=0.05), key
+        assert "Calibrated x3.00" in o.screen[key].phases.note
+    assert o.screen[("ec2:g4dn.xlarge", 1024)].phases.t2.value == pytest.approx(
+        before.screen[("ec2:g4dn.xlarge", 1024)].phases.t2.value
+    )  # another device class: untouched
+    # A second prediction, later and without --cloud-probes (another study), is corrected too.
+    later_backend = LocalBackend(storage, run_probe=local_probe, ledger_storage=storage)
+    later = run_suggest(dataclasses.replace(options, budget_usd=4), later_backend)
+    ev = later.screen[("ec2:g5.2xlarge", 512)]
+    assert ev.phases.t2.value / before.screen[("ec2:g5.2xlarge", 512)].phases.t2.value == (
+        pytest.approx(3.0, rel=0.05)
+    )
+
+
+def test_each_remote_probe_shows_a_progress_line_with_machine_state_and_time(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from advisor.cli.suggest import progress_label
+
+    seen: list[tuple[str, int, int]] = []
+    run(storage, FakeProber(), monkeypatch, None, lambda *a: seen.append(a), budget_usd=5,
+        cloud_probes=2)  # fmt: skip
+    lines = [(progress_label(p, t), d, t) for p, d, t in seen if p.startswith("cloud")]
+    assert ("ec2:g5.xlarge b1024: starting the probe job (0 s)", 0, 2) in lines
+    assert ("ec2:g5.xlarge b1024: running (0 s)", 0, 2) in lines
+    assert ("ec2:g4dn.xlarge b1024: completed (0 s)", 1, 2) in lines
+    assert lines[-1] == ("cloud probes (up to 2 machines, each a managed job)", 2, 2)
