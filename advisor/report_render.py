@@ -86,7 +86,7 @@ def _price_dates(rows: list[dict[str, Any]]) -> list[str]:
     return sorted({str(r.get("price_date") or "?") for r in rows if r.get("service") != "local"})
 
 
-def _table(title: str, rows: list[dict[str, Any]]) -> Any:
+def _table(title: str, rows: list[dict[str, Any]], width: int = 200) -> Any:
     """The ranking in about 120 characters: time = start-up + training (issue #14), the price
     (USD/h) and its date in the pick lines and the JSON, cost and time with intervals."""
     from rich import box
@@ -96,25 +96,31 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Any:
     table = Table(
         title=escape(title),
         title_justify="left",
-        caption="time = start-up (provisioning, image pull or VM boot, data download: see the "
-        "notes) + training; (screen) = predicted by the screen, not a trial",
+        caption="time = start-up + training; start-up = provisioning, image pull or VM boot, "
+        "data download (see the notes)\n(screen) = predicted by the screen, not a trial",
         caption_justify="left",
         box=box.SIMPLE_HEAD,
+        show_edge=False,
         pad_edge=False,
-        collapse_padding=True,
+        collapse_padding=width >= 110,
+        padding=(0, 1) if width >= 110 else (0, 0),
     )
     fold = {"overflow": "fold"}
+    # a console narrower than 135 columns wraps the intervals under their values
+    wide = width >= 135
+    narrow: dict[str, Any] = {"no_wrap": True} if wide else {"min_width": 9, **fold}
+    money: dict[str, Any] = {"no_wrap": True} if wide else {"min_width": 14, **fold}
     for col, kw in (
         ("#", {"justify": "right"}),
-        ("machine", {"min_width": 15, "max_width": 26, **fold}),
-        ("GPUs", {"justify": "right", "no_wrap": True}),
+        ("machine", {"min_width": 15 if width >= 110 else 12, "max_width": 26, **fold}),
+        ("GPUs", {"justify": "right", "no_wrap": width >= 110}),
         ("batch", {"justify": "right"}),
         ("start-up", {"justify": "right", "no_wrap": True}),  # issue #14
         ("training", {"justify": "right", "no_wrap": True}),
-        ("time (interval)", {"justify": "right", "no_wrap": True}),
-        ("cost USD", {"justify": "right", "no_wrap": True}),
+        ("time (interval)", {"justify": "right", **narrow}),
+        ("cost USD", {"justify": "right", **money}),
         ("limited by", {"min_width": 8, "ratio": 1, **fold}),
-        ("known", {"min_width": 8, "ratio": 1, **fold}),  # issue #14: legend under the ranking
+        ("known", {"min_width": 8, "ratio": 1, **fold}),  # issue #14: legend below
     ):
         table.add_column(escape(col), **kw)
     for i, r in enumerate(rows, 1):
@@ -129,18 +135,19 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Any:
             _time_iv(r["runtime_s"]),
             _money_short(r["cost_usd"]),
             escape(r.get("limiting") or "-"),
-            escape(_known_text(r)),
+            escape(_known_text(r, width)),
         )
     return table
 
 
-def _known_text(r: dict[str, Any]) -> str:
+def _known_text(r: dict[str, Any], width: int = 200) -> str:
     """How a row's time is known (the legend's key; the full source is in the JSON), marked
     "(screen)" when no trial evaluated it and "[over limit]" when it breaks a limit."""
     text = r.get("known") or r["source"]
     if r["source"].endswith("screen only"):
         text += " (screen)"
-    return text + ("" if r["feasible"] else " [over limit]")
+    over = "\n[over limit]" if width >= 110 else "\n[over\nlimit]"
+    return text + ("" if r["feasible"] else over)
 
 
 def _pick_line(label: str, row: dict[str, Any]) -> str:
@@ -209,7 +216,11 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
     if report.get("stale_warning"):
         console.print(f"[yellow]{escape(report['stale_warning'])}[/]")
     console.print(
-        _table(f"Ranking (top {top} of {report['ranking_total']})", report["ranking"][:top])
+        _table(
+            f"Ranking (top {top} of {report['ranking_total']})",
+            report["ranking"][:top],
+            console.width,
+        )
     )
     _render_known(report, console)  # issue #14
     rec = report["recommended"]
@@ -242,6 +253,7 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
             f"Pareto set (time vs cost, sorted; points within {report.get('tie_share', 0.05):.0%} "
             "merged)",
             report["pareto"],
+            console.width,
         )
     )
     sweep = report.get("epoch_sweep")
