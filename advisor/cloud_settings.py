@@ -8,8 +8,8 @@ options; the keys are ``advisor submit``'s options::
                 output: s3://my-bucket/advisor}
     vertex: {project: my-project, location: us-central1, output: gs://my-bucket/advisor,
              image: us-docker.pkg.dev/my-project/advisor/advisor:latest}
-    azureml: {subscription: 0000-..., resource_group: rg, workspace: ws, compute: gpu-cluster,
-              image: myregistry.azurecr.io/advisor:latest}
+    azureml: {subscription: 0000-..., resource_group: rg, workspace: ws,
+              image: myregistry.azurecr.io/advisor:latest}   # compute: a cluster (optional)
 
 A provider section may name its own ``image`` (each cloud pulls from its own registry). A
 provider without a section is "not configured": asking for it is a one-line error naming the
@@ -32,13 +32,16 @@ SETTINGS_FILE = "cloud.yaml"
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "sagemaker": ("role", "region", "output", "image"),
     "vertex": ("project", "location", "output", "image"),
-    "azureml": ("subscription", "resource_group", "workspace", "compute", "image"),
+    "azureml": ("subscription", "resource_group", "workspace", "compute", "image", "tracking_uri"),
 }
 # What each provider cannot start a probe job without.
 REQUIRED: dict[str, tuple[str, ...]] = {
     "sagemaker": ("role", "output"),
     "vertex": ("project", "output"),
-    "azureml": ("compute",),
+    # Azure: without a compute cluster the job runs serverless on the machine's own VM size;
+    # subscription, resource group and workspace may come from AZURE_* variables (the runner's
+    # check says which is missing).
+    "azureml": (),
 }
 # The catalog's services -> the provider whose managed service runs their probe jobs.
 SERVICE_PROVIDER: dict[str, str] = {
@@ -116,8 +119,9 @@ class CloudSettings:
         """``name``'s settings; raises one line when a required one is missing."""
         section = dict(self.providers.get(name, {}))
         missing = [k for k in REQUIRED[name] if not section.get(k)]
-        if missing:
-            options = " ".join(f"--{k.replace('_', '-')} ..." for k in missing)
+        if missing or name not in self.providers:
+            need = missing or [k for k in PROVIDER_KEYS[name] if k != "image"][:3]
+            options = " ".join(f"--{k.replace('_', '-')} ..." for k in need)
             where = "no section" if name not in self.providers else f"no {', '.join(missing)}"
             raise AdvisorError(
                 f"{_LABEL[name]} probe jobs are not configured ({where} in {settings_path()}).",

@@ -26,6 +26,7 @@ from advisor.probe_failures import TRANSIENT_FAILURES
 from advisor.probes.epochs_model import EpochsEstimate
 from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
 from advisor.providers.catalog import InstanceType
+from advisor.remote_measured import EMULATED_SOURCE, REMOTE_SOURCE, RemoteLookup, remote_summary
 from advisor.scoring import Backend, RunTime, WorkloadInfo, matches, probe_duration_s
 from advisor.search_spaces.space import MachineFilter
 from advisor.study_sync import file_lock
@@ -34,9 +35,6 @@ if TYPE_CHECKING:
     from optuna.storages import BaseStorage
 
 PROBE_CACHE_STUDY = "advisor-probe-cache"
-# How a run time is known when a remote probe measured it (RunTime.source, the report's column).
-REMOTE_SOURCE = "measured (remote probe)"
-EMULATED_SOURCE = "emulated (local stand-in)"
 
 
 # Which failures are reused. Every probe result is cached under its key with its status and
@@ -122,9 +120,6 @@ def probe_cache_key(
 
 RunProbe = Callable[[ProbeRequest], ProbeResult]
 PredictPhases = Callable[[ProbeResult, InstanceType, Any, int], PhaseTimes]
-# (workload, machine, batch, runtime hps) -> the cached remote probe (advisor.remote_probe's
-# RemoteProbe: machine, result, job, cached, emulated) or None.
-RemoteLookup = Callable[[WorkloadInfo, InstanceType, int, dict[str, Any]], Any]
 
 
 class LocalBackend(Backend):
@@ -267,13 +262,16 @@ class LocalBackend(Backend):
         return machine, batch_size, json.dumps(rt_hps, sort_keys=True)
 
     def use_remote(self, remote: Any, batch_size: int, hps: dict[str, Any] | None = None) -> None:
-        """Use ``remote`` (a successful ``RemoteProbe``) for its machine at ``batch_size``."""
-        self._remote[self._rt_key(remote.machine, batch_size, hps or {})] = remote
+        """Use ``remote`` (a ``RemoteProbe``) for its machine at ``batch_size``: its phases, or
+        its lasting failure (out of memory, NaN); a transient failure is not used."""
+        if _lasting(remote):
+            self._remote[self._rt_key(remote.machine, batch_size, hps or {})] = remote
 
     def remote(
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
     ) -> Any:
-        """The successful remote probe of ``instance`` at ``batch_size``, or None."""
+        """The remote probe of ``instance`` at ``batch_size``: a successful one, or one that
+        failed for good there (out of memory, NaN: properties of that machine); else None."""
         if instance.provider == "local":
             return None
         key = self._rt_key(instance.key, batch_size, hps)
@@ -282,7 +280,7 @@ class LocalBackend(Backend):
             if self._remote_lookup is not None:
                 rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
                 found = self._remote_lookup(workload, instance, batch_size, rt_hps)
-            self._remote[key] = found if found is not None and found.result.ok else None
+            self._remote[key] = found if found is not None and _lasting(found) else None
         return self._remote[key]
 
     def _runtime(
@@ -307,6 +305,18 @@ class LocalBackend(Backend):
             )
         remote = self.remote(workload, instance, batch_size, hps)
         source, extra = None, {}
+        if remote is not None and not remote.result.ok:  # measured there: it cannot run
+            r = remote.result
+            return RunTime(
+                None,
+                EMULATED_SOURCE if remote.emulated else REMOTE_SOURCE,
+                epochs,
+                0.0,
+                estimate={"remote_probe": remote_summary(remote)},
+                probe=probe,
+                new_probe=new,
+                error=f"remote probe {r.status} on {instance.key}: {r.error or 'no detail'}",
+            )
         try:
             if remote is not None:  # measured on that machine (or emulated here): no model
                 phases = phase_times(remote.result, workload.n_train, workload.n_val)
@@ -363,51 +373,9 @@ class LocalBackend(Backend):
         return self._runtime(workload, instance, batch_size, hps)
 
 
-def remote_lookup(
-    storage: str | BaseStorage, iterations: int, emulated: bool = False
-) -> RemoteLookup:
-    """Finds remote probes cached in ``storage`` (``advisor.remote_probe``): a real one, else,
-    when ``emulated``, an emulated one. The cache's keys are read once, then only hits are."""
-    from advisor.remote_probe import RemoteProbeCache, remote_probe_key
-
-    cache: list[Any] = []  # (RemoteProbeCache, its keys), made on first use
-
-    def lookup(
-        workload: WorkloadInfo, machine: InstanceType, batch: int, hps: dict[str, Any]
-    ) -> Any:
-        if not cache:
-            import optuna
-
-            from advisor.remote_probe import REMOTE_PROBE_STUDY
-
-            found = optuna.get_all_study_summaries(storage, include_best_trial=False)
-            keys: set[str] = set()
-            for summary in found:
-                if summary.study_name == REMOTE_PROBE_STUDY:
-                    keys = set(summary.user_attrs)
-            cache.append((RemoteProbeCache(storage) if keys else None, keys))
-        store, keys = cache[0]
-        for emu in (False, True) if emulated else (False,):
-            key = remote_probe_key(machine.key, workload, batch, iterations, hps or None, emu)
-            if key in keys:
-                hit = store.get(key)
-                if hit is not None and hit.result.ok:
-                    return hit
-        return None
-
-    return lookup
-
-
-def remote_summary(remote: Any) -> dict[str, Any]:
-    """What a run time measured by a remote probe records of its job: id, service, state,
-    wall and billed seconds, cost, and whether it was emulated here."""
-    job = remote.job.to_dict() if hasattr(remote.job, "to_dict") else dict(remote.job)
-    keep = ("job_id", "service", "state", "wall_s", "billed_s", "billed_source", "cost_usd")
-    return {
-        "machine": remote.machine,
-        "emulated": bool(remote.emulated),
-        **{k: job.get(k) for k in keep},
-    }
+def _lasting(remote: Any) -> bool:
+    """Whether a remote probe's result holds for good: a success, or out of memory / NaN."""
+    return bool(remote.result.ok or remote.result.status not in TRANSIENT_FAILURES)
 
 
 def _local_filter(machines: MachineFilter) -> MachineFilter:

@@ -112,33 +112,24 @@ def runner_for(
             role=cfg.get("role"), region=cfg.get("region"), output=cfg.get("output"), poll_s=poll_s
         )
     if provider == "vertex":
-        vertex = _runner_class("vertex_probe", "VertexProbeJobRunner", "Vertex AI")
-        return vertex(
+        from advisor.providers.vertex_probe import VertexProbeJobRunner
+
+        return VertexProbeJobRunner(
             project=cfg.get("project"),
             location=cfg.get("location") or "us-central1",
             output=cfg.get("output"),
             poll_s=poll_s,
         )
-    azure = _runner_class("azureml_probe", "AzureMLProbeJobRunner", "Azure ML")
-    return azure(
+    from advisor.providers.azureml_probe import AzureMLProbeJobRunner
+
+    return AzureMLProbeJobRunner(
         subscription=cfg.get("subscription"),
         resource_group=cfg.get("resource_group"),
         workspace=cfg.get("workspace"),
         compute=cfg.get("compute"),
+        tracking_uri=cfg.get("tracking_uri"),
         poll_s=poll_s,
     )
-
-
-def _runner_class(module: str, name: str, label: str) -> Any:
-    import importlib
-
-    try:
-        return getattr(importlib.import_module(f"advisor.providers.{module}"), name)
-    except (ImportError, AttributeError) as exc:
-        raise AdvisorError(
-            f"{label} probe jobs are not available in this installation ({exc}).",
-            "probe on a SageMaker machine, or update the advisor.",
-        ) from exc
 
 
 def cached_remote_probe(
@@ -247,9 +238,13 @@ def _run_job(
     )
     image = (settings.image or "advisor:local") if emulated else _image(settings, machine)
     output = None if emulated else settings.providers.get(_provider(machine), {}).get("output")
+    if catalog is None:
+        from advisor.providers.catalog import load
+
+        catalog = load()
     spec = ProbeJobSpec(
         job_name=job_name(workload.name, batch_size),
-        machine=machine,
+        machine=machine if emulated else job_machine(machine, catalog, spot),
         image=image,
         command=probe_command(request, runner.layout),
         max_runtime_s=int(timeout_s) + STARTUP_S,
@@ -274,10 +269,6 @@ def _run_job(
     ):
         from advisor.probes.perf.model import calibrate_from
 
-        if catalog is None:
-            from advisor.providers.catalog import load
-
-            catalog = load()
         origin = "remote-probe" if not emulated else "remote-probe (emulated, test)"
         calibration = calibrate_from(
             local_probe, result, machine, catalog, origin=origin, ledger_storage=storage
@@ -298,6 +289,25 @@ def _result(outcome: ProbeJobOutcome, request: ProbeRequest) -> ProbeResult:
     status = _JOB_STATUS.get(outcome.state, "error")
     why = f"{outcome.service} job {outcome.job_id} {outcome.state}: {outcome.error or 'no detail'}"
     return ProbeResult.failure(request, status, why, outcome.wall_s)
+
+
+# A VM row's probe job runs on its provider's managed service (same hardware, its own price).
+_MANAGED_SERVICE = {"ec2": "sagemaker", "compute-engine": "vertex", "azure-vm": "azure-ml"}
+
+
+def job_machine(machine: InstanceType, catalog: Any, spot: bool = False) -> InstanceType:
+    """The catalog row a probe job of ``machine`` is billed at: the managed service's row of
+    the same machine (``ec2:g5.xlarge`` -> ``sagemaker:ml.g5.xlarge``, USD 1.408/h, not EC2's
+    1.006), else ``machine`` itself when the catalog lists no such row."""
+    service = _MANAGED_SERVICE.get(machine.service)
+    if service is None:
+        return machine
+    name = f"ml.{machine.instance_type}" if service == "sagemaker" else machine.instance_type
+    try:
+        row: InstanceType = catalog.get(f"{service}:{name}")
+    except AdvisorError:
+        return machine
+    return machine if spot and row.spot_usd_per_h is None else row
 
 
 def _provider(machine: InstanceType) -> str:

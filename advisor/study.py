@@ -131,7 +131,7 @@ def local_backend(
         if progress is not None:
             progress(f"probe:{text}", 0, 1)
 
-    from advisor.local_backend import remote_lookup
+    from advisor.remote_measured import remote_lookup
 
     return LocalBackend(
         storage,

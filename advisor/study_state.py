@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from advisor.cloud_probes import recorded_spend
+from advisor.cloud_probe_rules import recorded_spend
 from advisor.probe_failures import TRANSIENT_FAILURES
 from advisor.records import TrialRecord
 from advisor.scoring import Evaluation, split_machine_key

@@ -322,9 +322,9 @@ def _default(p: Param) -> Any:
     return p.low
 
 
-def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+def azure_call(fn: Any, *args: Any, feature: str = "Azure ML tuning", **kwargs: Any) -> Any:
     """Call MLClient; authentication and service errors become one-line AdvisorErrors."""
-    core = require("azure.core.exceptions", "azure", "Azure ML tuning")
+    core = require("azure.core.exceptions", "azure", feature)
     try:
         return fn(*args, **kwargs)
     except core.ClientAuthenticationError as exc:
@@ -333,6 +333,10 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
             "run `az login` (or set AZURE_CLIENT_ID, AZURE_TENANT_ID and a secret/certificate).",
         ) from exc
     except core.HttpResponseError as exc:
-        raise AdvisorError(
-            f"Azure ML: {exc.reason or exc.message}", "check the names and values."
-        ) from exc
+        # The service's own message (exc.reason is only the HTTP phrase, "Bad Request").
+        error = getattr(exc, "error", None)
+        text = " ".join(str(getattr(error, "message", None) or exc.message or exc.reason).split())
+        raise AdvisorError(f"Azure ML: {text}", "check the names and values.") from exc
+
+
+_call = azure_call

@@ -27,13 +27,14 @@ billed seconds: the base class bills start..end with the per-minute rule of
 from __future__ import annotations
 
 import os
+import shlex
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from advisor.providers.azureml import AzureMLBackend
+from advisor.providers.azureml import AzureMLBackend, azure_call
 from advisor.providers.probe_jobs import (
     RESULT_FILE,
     JobPoll,
@@ -168,7 +169,8 @@ class AzureMLProbeJobRunner(ProbeJobRunner):
             name=spec.job_name,
             display_name=spec.job_name,
             experiment_name=self.experiment,
-            command=" ".join(_quote(a) for a in (*argv, "--out", RESULT_DIR)),
+            # Azure ML runs ``command`` in a shell: quote each argument (the request is JSON).
+            command=" ".join(shlex.quote(a) for a in (*argv, "--out", RESULT_DIR)),
             environment=environment,
             environment_variables=dict(spec.env),
             timeout=spec.max_runtime_s,
@@ -271,27 +273,5 @@ def _without_out(command: tuple[str, ...]) -> list[str]:
     return out
 
 
-def _quote(arg: str) -> str:
-    """``arg`` quoted for the job's shell command line (Azure ML runs ``command`` in a shell)."""
-    import shlex
-
-    return shlex.quote(arg)
-
-
 def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call MLClient; authentication and service errors become one-line AdvisorErrors."""
-    core = require("azure.core.exceptions", "azure", FEATURE)
-    try:
-        return fn(*args, **kwargs)
-    except core.ClientAuthenticationError as exc:
-        raise AdvisorError(
-            "Azure refused or found no credentials.",
-            "run `az login` (or set AZURE_CLIENT_ID, AZURE_TENANT_ID and a secret/certificate).",
-        ) from exc
-    except core.HttpResponseError as exc:
-        # The service's own message (exc.reason is only the HTTP phrase, "Bad Request").
-        error = getattr(exc, "error", None)
-        text = " ".join(str(getattr(error, "message", None) or exc.message or exc.reason).split())
-        raise AdvisorError(
-            f"Azure ML: {text}", "check the workspace, compute and image names."
-        ) from exc
+    return azure_call(fn, *args, feature=FEATURE, **kwargs)

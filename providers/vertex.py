@@ -361,10 +361,11 @@ def _types() -> Any:
     return require("google.cloud.aiplatform_v1", "gcp", "Vertex AI tuning")
 
 
-def _call(fn: Any, **kwargs: Any) -> Any:
-    """Call the Vertex client; auth and API errors become one-line AdvisorErrors."""
-    core = require("google.api_core.exceptions", "gcp", "Vertex AI tuning")
-    auth_exc = require("google.auth.exceptions", "gcp", "Vertex AI tuning")
+def vertex_call(fn: Any, feature: str = "Vertex AI tuning", **kwargs: Any) -> Any:
+    """Call a Vertex client method; auth and API errors become one-line AdvisorErrors
+    (``feature`` names what needed the call, for the missing-extra message)."""
+    core = require("google.api_core.exceptions", "gcp", feature)
+    auth_exc = require("google.auth.exceptions", "gcp", feature)
     try:
         return fn(**kwargs)
     except auth_exc.DefaultCredentialsError as exc:
@@ -372,13 +373,17 @@ def _call(fn: Any, **kwargs: Any) -> Any:
             "No Google Cloud credentials found.",
             "run `gcloud auth application-default login`.",
         ) from exc
-    except (core.Unauthenticated, core.PermissionDenied) as exc:
+    # gRPC says Unauthenticated / PermissionDenied; the REST transport, Unauthorized / Forbidden.
+    except (core.Unauthenticated, core.PermissionDenied, core.Unauthorized, core.Forbidden) as exc:
         raise AdvisorError(
             f"Vertex AI refused the request ({type(exc).__name__}: {exc.message}).",
             "check the project and that your account has the Vertex AI User role.",
         ) from exc
     except core.GoogleAPICallError as exc:
-        raise AdvisorError(f"Vertex AI: {exc.message}", "check the job name and values.") from exc
+        raise AdvisorError(f"Vertex AI: {exc.message}", "check the names and values.") from exc
 
 
-__all__ = ["ACCELERATORS", "VertexBackend", "accelerator_enum", "coerce"]
+_call = vertex_call
+
+
+__all__ = ["ACCELERATORS", "VertexBackend", "accelerator_enum", "coerce", "vertex_call"]

@@ -25,7 +25,7 @@ from advisor.providers.probe_jobs import (
     ProbeJobRunner,
     ProbeJobSpec,
 )
-from advisor.providers.vertex import VertexBackend, accelerator_enum
+from advisor.providers.vertex import VertexBackend, accelerator_enum, vertex_call
 
 from advisor._lazy import require
 from advisor.errors import AdvisorError
@@ -214,23 +214,4 @@ def _unix(stamp: Any) -> float | None:
 
 
 def _call(fn: Any, **kwargs: Any) -> Any:
-    """Call the Vertex client; auth and API errors become one-line AdvisorErrors."""
-    core = require("google.api_core.exceptions", "gcp", FEATURE)
-    auth_exc = require("google.auth.exceptions", "gcp", FEATURE)
-    try:
-        return fn(**kwargs)
-    except auth_exc.DefaultCredentialsError as exc:
-        raise AdvisorError(
-            "No Google Cloud credentials found.",
-            "run `gcloud auth application-default login`.",
-        ) from exc
-    # gRPC says Unauthenticated / PermissionDenied; the REST transport, Unauthorized / Forbidden.
-    except (core.Unauthenticated, core.PermissionDenied, core.Unauthorized, core.Forbidden) as exc:
-        raise AdvisorError(
-            f"Vertex AI refused the probe job ({type(exc).__name__}: {exc.message}).",
-            "check the project and that your account has the Vertex AI User role.",
-        ) from exc
-    except core.GoogleAPICallError as exc:
-        raise AdvisorError(
-            f"Vertex AI: {exc.message}", "check the machine, image and project."
-        ) from exc
+    return vertex_call(fn, FEATURE, **kwargs)

@@ -104,7 +104,9 @@ def test_cloud_yaml_is_read_and_options_override_it(_advisor_home: Path) -> None
                                           "output": "s3://b/p"}  # fmt: skip
     assert over.image_for("sagemaker") == "reg/advisor:2"
     assert "project" not in over.providers["sagemaker"]
-    with pytest.raises(AdvisorError, match=r"Azure ML probe jobs are not configured.*--compute"):
+    with pytest.raises(
+        AdvisorError, match=r"Azure ML probe jobs are not configured \(no section.*--subscription"
+    ):
         settings.provider("azureml")
     only = CloudSettings().with_options("azureml", compute="gpu-cluster")
     assert only.provider("azureml") == {"compute": "gpu-cluster"}

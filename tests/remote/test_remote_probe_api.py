@@ -79,3 +79,18 @@ def test_job_names_suit_every_service() -> None:
     assert len(name) <= 63 and re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", name)
     assert name.startswith("advisor-probe-examples-my-torch-model")
     assert job_name("fcn", 32) != job_name("fcn", 32)
+
+
+def test_a_vm_rows_probe_job_is_billed_at_its_managed_service_row() -> None:
+    from advisor.providers.catalog import load
+
+    from advisor.remote_probe import job_machine
+
+    catalog = load()
+    ec2 = catalog.get("ec2:g5.xlarge")
+    row = job_machine(ec2, catalog)
+    assert row.key == "sagemaker:ml.g5.xlarge" and row.price(False) != ec2.price(False)
+    assert job_machine(catalog.get("compute-engine:g2-standard-8"), catalog).service == "vertex"
+    assert job_machine(catalog.get("azure-vm:NC6s_v3"), catalog).key == "azure-ml:NC6s_v3"
+    managed = catalog.get("sagemaker:ml.g5.xlarge")
+    assert job_machine(managed, catalog) is managed

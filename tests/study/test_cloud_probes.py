@@ -22,6 +22,7 @@ from advisor.providers.probe_jobs import JobPoll, ProbeJobRunner, ProbeJobSpec
 from advisor.search_spaces.loader import default_space
 from advisor.search_spaces.space import MachineFilter
 
+import advisor.cloud_probe_rules as rules
 import advisor.cloud_probes as cp
 from advisor.errors import AdvisorError
 from advisor.local_backend import LocalBackend
@@ -151,7 +152,7 @@ def test_distinct_accelerator_types_first_and_the_local_machine_never(
     o = run(storage, prober, monkeypatch, budget_usd=5, cloud_probes=4)
     # The screen ranks both A10G boxes first (fastest), then the T4, then the L4s; one of
     # each type comes before the second A10G box, each at its best batch size.
-    order = cp.ranked(o)  # the ranking after the measurements
+    order = rules.ranked(o)  # the ranking after the measurements
     assert probed(o)[:3] == ["ec2:g5.xlarge", "ec2:g4dn.xlarge", "compute-engine:g2-standard-4"]
     assert len({m for m in probed(o)}) == 4 and "local:local" not in probed(o)
     assert probed(o)[3] in ("ec2:g5.2xlarge", "ec2:g6.xlarge")
@@ -217,7 +218,7 @@ def test_a_probe_that_does_not_fit_is_skipped_and_the_total_stays_within_the_bud
         s.startswith("cloud probe of ec2:g5.xlarge b1024 skipped for the budget")
         for s in o.cloud["skipped"]
     )
-    expected_g5 = cp.expected_cost(o.screen[("ec2:g5.xlarge", 1024)], g5)
+    expected_g5 = rules.expected_cost(o.screen[("ec2:g5.xlarge", 1024)], g5)
     assert expected_g5 > budget
     # Charged at the billed time x the machine's price (what the job reports), once.
     assert jobs["ec2:g4dn.xlarge"]["charged_usd"] == pytest.approx(
@@ -253,16 +254,16 @@ def test_leader_stands_only_when_every_optimistic_bound_is_worse() -> None:
     options = SuggestOptions(model="fcn", budget_usd=5)
     leader = _ev("ec2:g5.xlarge", 10.0, 9.0)
     rivals = [_ev("ec2:g6.xlarge", 30.0, 12.0, 0.05), _ev("ec2:g4dn.xlarge", 40.0, 15.0, 0.05)]
-    assert cp.leader_stands("time", options, [leader], rivals) == (leader, True)
+    assert rules.leader_stands("time", options, [leader], rivals) == (leader, True)
     # One rival whose interval reaches below the leader: it could still win -> go on.
     rivals.append(_ev("ec2:g5.2xlarge", 20.0, 8.0))
-    assert cp.leader_stands("time", options, [leader], rivals) == (leader, False)
+    assert rules.leader_stands("time", options, [leader], rivals) == (leader, False)
     # No measured feasible candidate: nothing to stand on.
     over = _ev("ec2:g5.xlarge", 10.0, 9.0, cost=50.0)
-    assert cp.leader_stands("time", options, [over], rivals[:2]) == (None, False)
+    assert rules.leader_stands("time", options, [over], rivals[:2]) == (None, False)
     # Pareto: stands when each rival's low-end point is dominated by a measured point.
-    assert cp.leader_stands("pareto", options, [leader], rivals[:2])[1] is True
-    assert cp.leader_stands("pareto", options, [leader], rivals)[1] is False
+    assert rules.leader_stands("pareto", options, [leader], rivals[:2])[1] is True
+    assert rules.leader_stands("pareto", options, [leader], rivals)[1] is False
 
 
 def test_stops_early_when_the_measured_leader_cannot_be_overtaken(
@@ -294,9 +295,19 @@ def test_a_failed_probe_is_recorded_and_the_next_machine_probed(
     assert first["machine"] == "ec2:g5.xlarge" and first["state"] == "completed, probe oom"
     assert first["measured"] is False and first["error"] == "CUDA out of memory"
     assert second["machine"] == "ec2:g4dn.xlarge" and second["measured"] is True
-    # The failed machine keeps its modelled screen; its job was still paid for.
-    assert o.screen[("ec2:g5.xlarge", 1024)].source == "modelled"
+    # Out of memory on that machine at that batch: the screen says so (never recommended),
+    # its other batch sizes stay modelled; the job was still paid for.
+    failed = o.screen[("ec2:g5.xlarge", 1024)]
+    assert failed.status == "failed" and failed.source == "measured (remote probe)"
+    assert failed.error == "remote probe oom on ec2:g5.xlarge: CUDA out of memory"
+    assert o.screen[("ec2:g5.xlarge", 512)].ok
+    assert o.screen[("ec2:g5.xlarge", 512)].source == "modelled"
     assert first["charged_usd"] > 0
+    report = build_report(o)
+    assert ("ec2:g5.xlarge", 1024) not in {
+        (r["machine"], r["batch_size"]) for r in report["ranking"]
+    }
+    assert report["probe_failures"] == []  # this machine's probes did not fail
 
 
 def test_unconfigured_provider_is_one_line_and_the_rest_carries_on_modelled(
@@ -414,3 +425,27 @@ def test_each_remote_probe_shows_a_progress_line_with_machine_state_and_time(
     assert ("ec2:g5.xlarge b1024: running (0 s)", 0, 2) in lines
     assert ("ec2:g4dn.xlarge b1024: completed (0 s)", 1, 2) in lines
     assert lines[-1] == ("cloud probes (up to 2 machines, each a managed job)", 2, 2)
+
+
+def test_without_any_cloud_settings_each_provider_is_one_line_and_all_stays_modelled(
+    storage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real prober (advisor.remote_probe's runners) with no cloud.yaml: no job starts."""
+    space = dataclasses.replace(
+        default_space("fcn"), machines=MachineFilter(instance_types=MACHINES, spot=False)
+    )
+    backend = LocalBackend(storage, run_probe=local_probe)
+    options = SuggestOptions(
+        model="fcn", space=space, storage=storage, budget_usd=5, cloud_probes=3
+    )
+    o = run_suggest(options, backend)
+    assert o.cloud_probes == []
+    lines = o.cloud["skipped"]
+    assert [line.split(":")[0] for line in lines] == [
+        "cloud probes skipped for aws",
+        "cloud probes skipped for gcp",
+    ]
+    assert all(line.endswith("; carrying on modelled") and "\n" not in line for line in lines)
+    assert o.cloud["stop_reason"] == "no cloud machine left to probe"
+    assert {ev.source for ev in o.screen.values()} == {"modelled", "measured"}
+    assert o.probe_spent_usd <= o.probe_budget_usd

@@ -96,3 +96,17 @@ def test_cloud_probes_with_server_is_refused_in_one_line(
     err = capsys.readouterr().err
     assert "--cloud-probes has no meaning with --server" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_cloud_probes_on_the_replay_back_end_say_so_and_the_run_carries_on(
+    capsys: pytest.CaptureFixture[str], table_file: Path, tmp_path: Path
+) -> None:
+    space = tmp_path / "space.yaml"
+    space.write_text("workload: fcn\nbatch_sizes: [256, 512]\n")
+    main(["suggest", "--model", "fcn", "--budget", "5", "--cloud-probes", "2", "--space",
+          str(space), "--backend", f"replay:{table_file}", "--json"])  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    cloud = report["cloud_probes"]
+    assert cloud["jobs"] == [] and cloud["stop_reason"].startswith("cloud probes need the local")
+    assert report["recommended"] is not None
+    assert {r["known"] for r in report["ranking"]} <= {"replay", "here", "model"}
