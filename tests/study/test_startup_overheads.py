@@ -7,12 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
+from advisor.probes.iteration_model import priced
 from advisor.probes.result import Interval
 from advisor.providers.overheads import overheads_for
 
 from advisor.cli.main import main
+from advisor.cloud_probe_rules import leader_stands
 from advisor.options import SuggestOptions, workload_info
 from advisor.replay import ReplayEntry, ReplayTable
+from advisor.scoring import Evaluation
 
 from .conftest import instance
 
@@ -139,3 +142,26 @@ def test_deadline_judges_the_total(
     # within 3 minutes, EC2 (148 s, USD 0.15) is cheaper than SageMaker (173 s, USD 0.83)
     assert report["recommended"]["machine"] == "ec2:p3.2xlarge"
     assert report["recommended"]["runtime_s"]["value"] <= 180
+
+
+def _priced_ev(machine: str, training: Interval) -> Evaluation:
+    """An Evaluation priced as the scorer prices it (EC2 start-up + training, fcn's data)."""
+    over = overheads_for("aws", "ec2", workload_info(SuggestOptions("fcn")).data_bytes)
+    runtime, cost, notes = priced(training, 3.06, service="ec2", overheads=over)
+    return Evaluation(
+        machine, 256, "ok", runtime, cost, "modelled", 10, 3.06, False, 5.0, estimate=notes
+    )
+
+
+def test_cloud_probes_early_stop_keeps_the_start_up_at_its_expected_value() -> None:
+    # The start-up is one prior shared by every EC2 machine: a rival's optimistic bound is
+    # its training's low end plus the expected start-up, not the start-up's low end too.
+    options = SuggestOptions("fcn", budget_usd=5)
+    leader = _priced_ev("ec2:g5.xlarge", Interval(1.0, 1.0, 1.0))
+    rival = _priced_ev("ec2:g4dn.xlarge", Interval(30.0, 20.0, 60.0))
+    assert rival.runtime is not None and leader.runtime is not None
+    assert rival.runtime.low < leader.runtime.value  # the plain low end would go on probing
+    assert leader_stands("time", options, [leader], [rival]) == (leader, True)
+    assert leader_stands("cost", options, [leader], [rival])[1] is True  # 68 s > 60 s billed
+    close = _priced_ev("ec2:g6.xlarge", Interval(30.0, 0.5, 60.0))  # could still be faster
+    assert leader_stands("time", options, [leader], [rival, close])[1] is False
