@@ -178,7 +178,7 @@ def run_cloud_probes(
         exclude.add(inst.key)
         if inst.provider in blocked:
             continue
-        cost = expected_cost(ev, inst)
+        cost = expected_cost(ev, _job_row(inst, backend))
         if cost > left + 1e-12:
             step.skipped.append(
                 f"cloud probe of {inst.key} b{ev.batch_size} skipped for the budget: it may "
@@ -399,3 +399,11 @@ def load_settings(value: Any) -> Any:
             "$ADVISOR_HOME/cloud.yaml.",
         )
     return CloudSettings.load(None if value is None else Path(value))
+
+
+def _job_row(inst: InstanceType, backend: Backend) -> InstanceType:
+    """The row a probe job on ``inst`` is billed at (a VM's job runs on the managed service)."""
+    from advisor.remote_probe import job_machine
+
+    catalog = getattr(backend, "catalog", None)
+    return inst if catalog is None else job_machine(inst, catalog)
