@@ -64,11 +64,14 @@ def next_machine(
     types_done: set[str],
 ) -> Evaluation | None:
     """The best-ranked candidate on a cloud machine not in ``exclude`` (instance keys), a
-    machine of an accelerator type not in ``types_done`` first; None when none is left."""
+    machine of an accelerator type not in ``types_done`` first; None when none is left.
+    Only machines with at most one accelerator: a probe times one device at the full batch,
+    so it measures a one-device machine; a multi-device machine's run stays modelled, corrected
+    for its device class by the ledger entry the one-device measurement writes."""
     fallback = None
     for ev in order:
         inst = instances[split_machine_key(ev.machine)[0]]
-        if inst.provider == "local" or inst.key in exclude:
+        if inst.provider == "local" or inst.key in exclude or inst.accelerator_count > 1:
             continue
         if accelerator_type(inst) not in types_done:
             return ev

@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+SKIPPED_SHOWN = 3  # lines of machines the cloud probes skipped (the JSON lists all)
+
+
 def _iv(d: dict[str, float] | None, fmt: str, scale: float = 1.0) -> str:
     if not d:
         return "-"
@@ -346,8 +349,12 @@ def _render_cloud(cloud: dict[str, Any], console: Console) -> None:
         )
     if cloud.get("jobs"):
         console.print(table)
-    for line in cloud.get("skipped", []):
+    skipped = cloud.get("skipped", [])
+    for line in skipped[:SKIPPED_SHOWN]:
         console.print(f"[yellow]{escape(line)}[/]")
+    if len(skipped) > SKIPPED_SHOWN:
+        more = len(skipped) - SKIPPED_SHOWN
+        console.print(f"[yellow]... and {more} more not probed (all listed in --json)[/]")
     console.print(
         escape(
             f"cloud probes: {len(cloud.get('jobs', []))} job(s) ({cloud.get('new', 0)} new), USD "

@@ -450,3 +450,16 @@ def test_without_any_cloud_settings_each_provider_is_one_line_and_all_stays_mode
     assert o.cloud["stop_reason"] == "no cloud machine left to probe"
     assert {ev.source for ev in o.screen.values()} == {"modelled", "measured"}
     assert o.probe_spent_usd <= o.probe_budget_usd
+
+
+def test_only_one_device_machines_are_probed_a_multi_gpu_leader_stays_modelled() -> None:
+    from advisor.providers.catalog import load
+
+    cat = {i.key: i for i in load(None).instances}
+    four, one = cat["ec2:g5.12xlarge"], cat["ec2:g5.xlarge"]
+    assert four.accelerator_count == 4 and one.accelerator_count == 1
+    order = [_ev(four.key, 10.0, 5.0), _ev(one.key, 20.0, 10.0)]
+    instances = {four.key: four, one.key: one}
+    pick = rules.next_machine(order, instances, set(), set())
+    assert pick is not None and pick.machine == one.key  # the 4-GPU leader is not probed
+    assert rules.next_machine(order, instances, {one.key}, set()) is None
