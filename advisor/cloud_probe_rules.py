@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
 from advisor.options import is_feasible
-from advisor.providers.pricing import usd
+from advisor.providers.pricing import BillingRule, usd
 from advisor.scoring import Evaluation, split_machine_key
 from advisor.selection import Point, rank
 
@@ -64,11 +64,14 @@ def next_machine(
     types_done: set[str],
 ) -> Evaluation | None:
     """The best-ranked candidate on a cloud machine not in ``exclude`` (instance keys), a
-    machine of an accelerator type not in ``types_done`` first; None when none is left."""
+    machine of an accelerator type not in ``types_done`` first; None when none is left.
+    Only machines with at most one accelerator: a probe times one device at the full batch,
+    so it measures a one-device machine; a multi-device machine's run stays modelled, corrected
+    for its device class by the ledger entry the one-device measurement writes."""
     fallback = None
     for ev in order:
         inst = instances[split_machine_key(ev.machine)[0]]
-        if inst.provider == "local" or inst.key in exclude:
+        if inst.provider == "local" or inst.key in exclude or inst.accelerator_count > 1:
             continue
         if accelerator_type(inst) not in types_done:
             return ev
@@ -91,7 +94,22 @@ def expected_cost(ev: Evaluation, instance: InstanceType) -> float:
 def _objective_value(objective: str, ev: Evaluation, optimistic: bool) -> float:
     assert ev.runtime is not None and ev.cost is not None
     iv = ev.cost if objective == "cost" else ev.runtime
-    return iv.low if optimistic else iv.value
+    if not optimistic:
+        return iv.value
+    over = ev.estimate.get("overheads") or {}
+    if not over.get("training_s"):
+        return iv.low
+    # Issue #14: the start-up is a per-service prior that no probe measures (its error is
+    # shared by every machine of the service), so a rival's optimistic bound takes the
+    # training's low end with the start-up at its expected value.
+    train_low = float(over["training_s"]["low"])
+    terms = over.get("terms") or []
+    if objective != "cost":
+        return sum(float(t["seconds"]["value"]) for t in terms) + train_low
+    b = over["billing"]
+    rule = BillingRule(float(b["increment_s"]), float(b["minimum_s"]), str(b["source"]))
+    billed = sum(float(t["seconds"]["value"]) for t in terms if t["billed"]) + train_low
+    return usd(rule.billed(billed), ev.price_per_hour)
 
 
 def leader_stands(
@@ -110,7 +128,7 @@ def leader_stands(
         leader = min(best, key=lambda e: e.runtime.value * e.cost.value)  # type: ignore[union-attr]
 
         def beaten(e: Evaluation) -> bool:
-            lo = (e.runtime.low, e.cost.low)  # type: ignore[union-attr]
+            lo = (_objective_value("time", e, True), _objective_value("cost", e, True))
             return any(p[0] <= lo[0] and p[1] <= lo[1] for p in pts)
 
         return leader, all(beaten(e) for e in rivals)

@@ -20,7 +20,9 @@ the trial loop:
    (``probes.perf.calibration``; emulated probes are kept out of the ledger).
 4. Stop after N machines, or early when the measured leader cannot be overtaken: every
    candidate on a machine not yet probed has an optimistic bound (interval low end of the
-   objective; for a Pareto search its low-end point) worse than the measured leader.
+   objective; for a Pareto search its low-end point) worse than the measured leader. The
+   start-up overheads (a per-service prior no probe measures) count at their expected value
+   in that bound: only the training may turn out faster (issue #14).
 5. A failed job (failed, out of memory, timed out) is recorded and the next machine is tried;
    a provider that is not configured (no credentials, no settings) is skipped with one line
    and the rest carries on modelled.
@@ -176,7 +178,7 @@ def run_cloud_probes(
         exclude.add(inst.key)
         if inst.provider in blocked:
             continue
-        cost = expected_cost(ev, inst)
+        cost = expected_cost(ev, _job_row(inst, backend))
         if cost > left + 1e-12:
             step.skipped.append(
                 f"cloud probe of {inst.key} b{ev.batch_size} skipped for the budget: it may "
@@ -397,3 +399,11 @@ def load_settings(value: Any) -> Any:
             "$ADVISOR_HOME/cloud.yaml.",
         )
     return CloudSettings.load(None if value is None else Path(value))
+
+
+def _job_row(inst: InstanceType, backend: Backend) -> InstanceType:
+    """The row a probe job on ``inst`` is billed at (a VM's job runs on the managed service)."""
+    from advisor.remote_probe import job_machine
+
+    catalog = getattr(backend, "catalog", None)
+    return inst if catalog is None else job_machine(inst, catalog)

@@ -125,7 +125,8 @@ class CloudSettings:
             where = "no section" if name not in self.providers else f"no {', '.join(missing)}"
             raise AdvisorError(
                 f"{_LABEL[name]} probe jobs are not configured ({where} in {settings_path()}).",
-                f"pass {options}, or add them under '{name}:' in {settings_path()}.",
+                f"add them under '{name}:' in {settings_path()} (`advisor probe --on` also "
+                f"takes {options}).",
             )
         return section
 

@@ -60,6 +60,9 @@ def summary(rec: TrialRecord) -> dict[str, Any]:
     if rec.runtime is not None:
         out["runtime_s"] = round(rec.runtime.value, 1)
         out["runtime_interval"] = _span(rec.runtime.low, rec.runtime.high)
+        startup = (rec.estimate.get("overheads") or {}).get("startup_s")
+        if startup:  # issue #14: runtime_s = startup_s + the training
+            out["startup_s"] = round(float(startup["value"]), 1)
     if rec.cost is not None:
         out["cost_usd"] = round(rec.cost.value, 4)
         out["cost_interval"] = f"{rec.cost.low:.3g}-{rec.cost.high:.3g}"
@@ -91,6 +94,11 @@ def trial_note(rec: TrialRecord) -> str:
     for name, iv, unit in (("run time", rec.runtime, "s"), ("cost", rec.cost, "USD")):
         if iv is not None:
             lines.append(f"| {name} ({unit}) | {iv.value:.4g} | {iv.low:.4g} | {iv.high:.4g} |")
+    over = rec.estimate.get("overheads") or {}
+    for name, key in (("start-up", "startup_s"), ("training", "training_s")):  # issue #14
+        if over.get(key):
+            d = over[key]
+            lines.append(f"| {name} (s) | {d['value']:.4g} | {d['low']:.4g} | {d['high']:.4g} |")
     if rec.phases is not None:
         for key in ("init", "t1", "t2", "v1", "v2"):
             iv = getattr(rec.phases, key)

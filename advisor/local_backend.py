@@ -272,8 +272,8 @@ class LocalBackend(Backend):
     ) -> Any:
         """The remote probe of ``instance`` at ``batch_size``: a successful one, or one that
         failed for good there (out of memory, NaN: properties of that machine); else None."""
-        if instance.provider == "local":
-            return None
+        if instance.provider == "local" or instance.accelerator_count > 1:
+            return None  # a probe times one device: a multi-device run stays modelled
         key = self._rt_key(instance.key, batch_size, hps)
         if key not in self._remote:
             found = None

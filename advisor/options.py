@@ -54,8 +54,11 @@ class SuggestOptions:
     # ($ADVISOR_HOME/cloud.yaml).
     cloud_settings: Any = None
     emulate_cloud: bool = False  # every provider's probe job runs through the local emulation
+    data_gb: float | None = None  # issue #14: the dataset a cloud job downloads (GB)
 
     def __post_init__(self) -> None:
+        if self.data_gb is not None and not 0 <= self.data_gb < math.inf:
+            raise AdvisorError(f"--data-gb must be >= 0, got {self.data_gb}.", "give a size in GB.")
         for name in ("budget_usd", "deadline_s", "timeout_s"):
             v = getattr(self, name)
             if v is not None and not 0 < v < math.inf:  # NaN and inf refused too
@@ -126,6 +129,7 @@ def workload_info(options: SuggestOptions) -> WorkloadInfo:
             n_val=options.n_val or 0,
             epochs=options.epochs,
             at_batch=options.at_batch,  # issue #19
+            **_data_size(options, None),  # issue #14
         )
     from advisor.search_spaces import workloads
 
@@ -144,7 +148,25 @@ def workload_info(options: SuggestOptions) -> WorkloadInfo:
         at_batch=options.at_batch,  # issue #19
         epochs_to_stabilise=dict(wl.epochs_to_stabilise),
         default_epochs=wl.default_epochs,
+        **_data_size(options, wl),  # issue #14
     )
+
+
+def _data_size(options: SuggestOptions, wl: Any) -> dict[str, Any]:
+    """Issue #14: the bytes a cloud job downloads before training and where the figure comes
+    from: --data-gb, else a built-in workload's size model (``Workload.data_bytes``), else
+    none (a user model without --data-gb: the term is left out, and the report says so)."""
+    if options.data_gb is not None:
+        return {"data_bytes": options.data_gb * 1e9, "data_basis": "--data-gb"}
+    if wl is None:
+        return {}
+    n_train = options.n_train or wl.n_train
+    n_val = options.n_val if options.n_val is not None else wl.n_val
+    shape = "x".join(map(str, wl.input_shape))
+    return {
+        "data_bytes": wl.data_bytes(n_train, n_val),
+        "data_basis": f"{n_train + n_val:,} samples x fp32 {shape}, modelled",
+    }
 
 
 def objective_values(objective: str, ev: Evaluation) -> list[float]:

@@ -41,11 +41,13 @@ class Prediction:
 
     @property
     def fastest(self) -> Forecast:
+        """The shortest job (start-up + training; rows are sorted so)."""
         return self.rows[0]
 
     @property
     def cheapest(self) -> Forecast:
-        return min(self.rows, key=lambda f: f.estimate.cost.value if f.estimate.cost else 0.0)
+        """The cheapest job (billed start-up + training)."""
+        return min(self.rows, key=job_cost)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document ``advisor predict --json`` prints."""
@@ -64,6 +66,29 @@ class Prediction:
                 for k, t in self.tables.items()
             },
         }
+
+
+def job_cost(f: Forecast) -> float:
+    """USD of the whole job (its training alone when it has no job price)."""
+    if f.job_cost_usd is not None:
+        return f.job_cost_usd.value
+    return f.estimate.cost.value if f.estimate.cost else 0.0
+
+
+def data_size(model: str, n_train: int, n_val: int, data_gb: float | None) -> tuple[float, str]:
+    """Issue #14: bytes a cloud job downloads before training, and the basis of the figure:
+    ``data_gb``, else a built-in workload's size model, else 0 (left out)."""
+    if data_gb is not None:
+        if not 0 <= data_gb < float("inf"):
+            raise AdvisorError(f"--data-gb must be >= 0, got {data_gb}.", "give a size in GB.")
+        return data_gb * 1e9, "--data-gb"
+    if ":" in model:
+        return 0.0, ""
+    from advisor.search_spaces.workloads import get
+
+    wl = get(model)
+    shape = "x".join(map(str, wl.input_shape))
+    return wl.data_bytes(n_train, n_val), f"{n_train + n_val:,} samples x fp32 {shape}, modelled"
 
 
 def load_probe(path: str | Path) -> ProbeResult:
@@ -189,6 +214,7 @@ def predict(
     n_train: int | None = None,
     n_val: int | None = None,
     trace: bool = True,
+    data_gb: float | None = None,
 ) -> Prediction:
     """Predict time and cost of training ``model`` (a built-in workload or your own
     ``module:function``) at ``batch_size`` on each instance.
@@ -200,6 +226,8 @@ def predict(
     override the dataset sizes (needed for a user model whose probe does not know them).
     ``trace=False`` skips tracing a training step here (a shared service predicting from an
     uploaded probe): a probe without a trace keeps the model's priors for the host terms.
+    ``data_gb``: the dataset a cloud job downloads (default: a built-in workload's size
+    model; a user model without it leaves the download term out).
     """
     from advisor.probes.perf.report import forecast, normalised_tables
     from advisor.search_spaces.workloads import get
@@ -247,6 +275,7 @@ def predict(
             "pass --n-train N (and --n-val N).",
         )
     n_val = n_val or 0
+    data_bytes, data_basis = data_size(model, n_train, n_val, data_gb)
     rows = forecast(
         measured,
         machines,
@@ -257,6 +286,8 @@ def predict(
         n_val,
         spot=spot,
         strategy=strategy,
+        data_bytes=data_bytes,
+        data_basis=data_basis,
     )
     return Prediction(
         workload=model,

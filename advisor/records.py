@@ -12,6 +12,11 @@ Attributes of an evaluated trial (``source`` measured, modelled or replayed)::
     estimate, phases, probe, runtime_s {value, low, high}, cost_usd {value, low, high},
     feasible (finished trials), pruned_reason (failed or pruned trials)
 
+Since issue #14 ``runtime_s`` and ``cost_usd`` are the whole job's (start-up + training) and
+``estimate["overheads"]`` keeps the terms: each start-up term (phase, seconds, billed, status
+documented/prior, source), the billing rule, ``startup_s``, ``training_s``, ``job_billed_s``
+(each {value, low, high}); a record without it was priced on its training alone.
+
 A trial imported from a managed tuning job (``source`` managed) stores instead::
 
     source, provider, tuning_job, managed_job, managed_metric {name, value}, managed_status,

@@ -15,6 +15,7 @@ from advisor.errors import AdvisorError
 from advisor.options import METRIC_NAMES
 from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
 from advisor.records import TrialRecord
+from advisor.report_overheads import overheads_notes, overheads_section, run_overheads_of
 from advisor.report_rows import KNOWN, managed_rows, runtime_params, scored_rows, tuned_ranges
 from advisor.scoring import Evaluation
 from advisor.selection import (
@@ -51,7 +52,9 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
 
     study = outcome.study
     objective = outcome.objective
-    points = [_point(r) for r in scored_rows(outcome)]
+    rows = scored_rows(outcome)
+    points = [_point(r) for r in rows]
+    startup = overheads_section(rows, outcome.workload)  # issue #14
     ranked = rank(points, objective)
     ranking = [p.ref for p in ranked]
     best = recommended(points, objective)
@@ -110,7 +113,10 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "probe_failures": outcome.probe_failures,  # {status, batch_sizes, reason, text}
         "known_legend": KNOWN,  # issue #14: each row's "known" (measured here/there, modelled)
         "cloud_probes": outcome.cloud or None,  # issue #14: --cloud-probes jobs, stop reason
-        "notes": _notes(outcome, complete) + _epochs_notes(epochs_rows),  # issue #19
+        "overheads": startup,  # issue #14: start-up terms per service, billing
+        "notes": _notes(outcome, complete)
+        + overheads_notes(startup)  # issue #14
+        + _epochs_notes(epochs_rows),  # issue #19
     }
     return report
 
@@ -238,7 +244,8 @@ def _phases(outcome: SuggestOutcome, row: dict[str, Any]) -> Any:
 
 def _epoch_sweep(outcome: SuggestOutcome, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Run time (relative to the best per column) and cost (USD; the local machine costs 0)
-    for 5/10/20 (+ the run's own) epochs of the Pareto set's runs."""
+    for 5/10/20 (+ the run's own) epochs of the Pareto set's runs: the whole job, start-up
+    overheads included (issue #14), priced as the scorer priced the run."""
     with_phases = [(r, ph) for r in rows if (ph := _phases(outcome, r)) is not None]
     if not with_phases:
         return None
@@ -253,7 +260,7 @@ def _epoch_sweep(outcome: SuggestOutcome, rows: list[dict[str, Any]]) -> dict[st
     for r, phases in with_phases:
         sweep = epoch_sweep(
             phases, wl.n_train, wl.n_val, r["batch_size"], epochs, r["price_per_hour"] or 0.0,
-            spot=r["spot"], service=r["service"],
+            spot=r["spot"], service=r["service"], overheads=run_overheads_of(r, wl),
         )  # fmt: skip
         label = f"{r['machine']} b{r['batch_size']}"
         runtime[label] = {ep: est.runtime.value for ep, est in sweep.items()}

@@ -173,7 +173,7 @@ def plot(report: dict[str, Any], path: str) -> None:
     ax.yaxis.set_major_locator(FixedLocator([*free, *ticks]))
     ax.yaxis.set_minor_locator(NullLocator())
     ax.grid(True, which="major", lw=0.3, alpha=0.6)
-    ax.set_xlabel("estimated run time (log scale)")
+    ax.set_xlabel("estimated run time: start-up + training (log scale)")
     ax.set_ylabel("estimated cost, USD (log scale; 0 = this machine)")
     ax.set_title(
         f"{report['workload']}: cost vs run time of {len(rows)} scored candidates "
@@ -304,7 +304,7 @@ def plot_html(report: dict[str, Any], path: str) -> None:
         fig.add_vline(x=report["deadline_s"], line_color="purple", annotation_text="deadline")
     ticks = _time_ticks(t_lo, t_hi)
     fig.update_xaxes(
-        type="log", title="estimated run time", tickvals=ticks,
+        type="log", title="estimated run time: start-up + training", tickvals=ticks,
         ticktext=[duration_tick(t) for t in ticks],
     )  # fmt: skip
     fig.update_yaxes(type="log", title="estimated cost, USD (this machine, free, at the bottom)")

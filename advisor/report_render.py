@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+SKIPPED_SHOWN = 3  # lines of machines the cloud probes skipped (the JSON lists all)
+
+
 def _iv(d: dict[str, float] | None, fmt: str, scale: float = 1.0) -> str:
     if not d:
         return "-"
@@ -27,10 +30,41 @@ def _money(d: dict[str, float] | None) -> str:
     return _iv(d, ".3g" if small else ".2f")
 
 
+def _money_short(d: dict[str, float] | None) -> str:
+    """``_money`` for a table cell: below 10 cents, the bounds to two digits."""
+    if not d or not 0 < abs(d["value"]) < 0.1:
+        return _money(d)
+    return f"{d['value']:.3g} ({d['low']:.2g}-{d['high']:.2g})"
+
+
 def _runtime_text(d: dict[str, float] | None) -> str:
     if not d:
         return "-"
     return f"{duration_text(d['value'])} ({duration_text(d['low'])}-{duration_text(d['high'])})"
+
+
+def _time_iv(d: dict[str, float] | None) -> str:
+    """A run time with its interval in the value's unit: "5.8 min (5.1-7.5)"."""
+    if not d:
+        return "-"
+    unit, size = next((u, n) for u, n in (("h", 3600.0), ("min", 60.0), ("s", 1.0))
+                      if d["value"] >= n or u == "s")  # fmt: skip
+    fmt = ".0f" if unit == "s" else (".2f" if unit == "h" else ".1f")
+    lo, hi = d["low"] / size, d["high"] / size
+    return f"{d['value'] / size:{fmt}} {unit} ({lo:{fmt}}-{hi:{fmt}})"
+
+
+def _startup_text(r: dict[str, Any]) -> str:
+    """Issue #14: the start-up term of a row ("none" on this machine, "-" when unknown)."""
+    d = r.get("startup_s")
+    if not d:
+        return "-"
+    return "none" if d["value"] <= 0 else duration_text(d["value"])
+
+
+def _training_text(r: dict[str, Any]) -> str:
+    d = r.get("training_s")
+    return duration_text(d["value"]) if d else "-"
 
 
 def _hps_text(hps: dict[str, Any], limit: int = 4) -> str:
@@ -40,60 +74,97 @@ def _hps_text(hps: dict[str, Any], limit: int = 4) -> str:
     return " ".join(parts)
 
 
-def _price_text(r: dict[str, Any]) -> str:
+def _price_text(r: dict[str, Any], dated: bool) -> str:
     price = r.get("price_per_hour")
     if price is None:
         return "-"
     if r.get("service") == "local":
         return "0 (yours)"
-    date = r.get("price_date") or "?"
-    return f"{price:.3g} ({date})"
+    if not dated:
+        return f"{price:.3g}"
+    return f"{price:.3g} ({r.get('price_date') or '?'})"
 
 
-def _table(title: str, rows: list[dict[str, Any]]) -> Any:
+def _price_dates(rows: list[dict[str, Any]]) -> list[str]:
+    return sorted({str(r.get("price_date") or "?") for r in rows if r.get("service") != "local"})
+
+
+def _table(title: str, rows: list[dict[str, Any]], width: int = 200) -> Any:
+    """The ranking in about 120 characters: time = start-up + training (issue #14), the price
+    (USD/h) and its date in the pick lines and the JSON, cost and time with intervals."""
+    from rich import box
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=escape(title), title_justify="left")
+    table = Table(
+        title=escape(title),
+        title_justify="left",
+        caption="time = start-up + training; start-up = provisioning, image pull or VM boot, "
+        "data download (see the notes)\n(screen) = predicted by the screen, not a trial",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=width >= 110,
+        padding=(0, 1) if width >= 110 else (0, 0),
+    )
+    fold = {"overflow": "fold"}
+    # a console narrower than 135 columns wraps the intervals under their values
+    wide = width >= 135
+    narrow: dict[str, Any] = {"no_wrap": True} if wide else {"min_width": 9, **fold}
+    money: dict[str, Any] = {"no_wrap": True} if wide else {"min_width": 14, **fold}
     for col, kw in (
         ("#", {"justify": "right"}),
-        ("machine", {"no_wrap": True}),
-        ("GPUs", {"justify": "right"}),
-        ("capacity", {}),
+        ("machine", {"min_width": 15 if width >= 110 else 12, "max_width": 26, **fold}),
+        ("GPUs", {"justify": "right", "no_wrap": width >= 110}),
         ("batch", {"justify": "right"}),
-        ("runtime (interval)", {"justify": "right"}),
-        ("cost USD (interval)", {"justify": "right"}),
-        ("USD/h (price date)", {"justify": "right"}),
-        ("limited by", {}),
-        ("known", {}),  # issue #14: legend under the ranking
-        ("source", {}),
+        ("start-up", {"justify": "right", "no_wrap": True}),  # issue #14
+        ("training", {"justify": "right", "no_wrap": True}),
+        ("time (interval)", {"justify": "right", **narrow}),
+        ("cost USD", {"justify": "right", **money}),
+        ("limited by", {"min_width": 8, "ratio": 1, **fold}),
+        ("known", {"min_width": 8, "ratio": 1, **fold}),  # issue #14: legend below
     ):
         table.add_column(escape(col), **kw)
     for i, r in enumerate(rows, 1):
         gpus = f"{r['gpus']}x {r['accelerator']}" if r["gpus"] else "cpu"
         table.add_row(
             str(i),
-            escape(r["machine"].removesuffix(":spot")),
+            escape(r["machine"].removesuffix(":spot") + (" spot" if r["spot"] else "")),
             escape(gpus),
-            "spot" if r["spot"] else "on demand",
             str(r["batch_size"]),
-            _runtime_text(r["runtime_s"]),
-            _money(r["cost_usd"]),
-            escape(_price_text(r)),
+            _startup_text(r),
+            _training_text(r),
+            _time_iv(r["runtime_s"]),
+            _money_short(r["cost_usd"]),
             escape(r.get("limiting") or "-"),
-            escape(r.get("known") or "-"),
-            escape(r["source"] + ("" if r["feasible"] else " [over limit]")),
+            escape(_known_text(r, width)),
         )
     return table
+
+
+def _known_text(r: dict[str, Any], width: int = 200) -> str:
+    """How a row's time is known (the legend's key; the full source is in the JSON), marked
+    "(screen)" when no trial evaluated it and "[over limit]" when it breaks a limit."""
+    text = r.get("known") or r["source"]
+    if r["source"].endswith("screen only"):
+        text += " (screen)"
+    over = "\n[over limit]" if width >= 110 else "\n[over\nlimit]"
+    return text + ("" if r["feasible"] else over)
 
 
 def _pick_line(label: str, row: dict[str, Any]) -> str:
     from rich.markup import escape
 
     hps = _hps_text(row["hyperparameters"], 8)
+    startup = row.get("startup_s")
+    parts = ""
+    if startup and startup["value"] > 0:  # issue #14
+        parts = f" = {_startup_text(row)} start-up + {_training_text(row)} training"
     return f"[bold]{label}:[/] " + escape(
         f"{row['machine']} batch {row['batch_size']}{' ' + hps if hps else ''} - "
-        f"{_runtime_text(row['runtime_s'])}, USD {_money(row['cost_usd'])}, {row['source']}"
+        f"{_runtime_text(row['runtime_s'])}{parts}, USD {_money(row['cost_usd'])} at "
+        f"{_price_text(row, True)} USD/h, {row['source']}"
     )
 
 
@@ -148,7 +219,11 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
     if report.get("stale_warning"):
         console.print(f"[yellow]{escape(report['stale_warning'])}[/]")
     console.print(
-        _table(f"Ranking (top {top} of {report['ranking_total']})", report["ranking"][:top])
+        _table(
+            f"Ranking (top {top} of {report['ranking_total']})",
+            report["ranking"][:top],
+            console.width,
+        )
     )
     _render_known(report, console)  # issue #14
     rec = report["recommended"]
@@ -181,12 +256,14 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
             f"Pareto set (time vs cost, sorted; points within {report.get('tie_share', 0.05):.0%} "
             "merged)",
             report["pareto"],
+            console.width,
         )
     )
     sweep = report.get("epoch_sweep")
     if sweep:
         table = Table(
-            title="Epoch sweep: runtime relative to the fastest per column / cost in USD",
+            title="Epoch sweep: run time (start-up included) relative to the fastest per column "
+            "/ cost in USD",
             title_justify="left",
         )
         table.add_column("candidate")
@@ -194,6 +271,9 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
             table.add_column(f"{ep} ep", justify="right")
         for label, row in sweep["runtime_normalised"].items():
             costs = sweep["cost_usd"].get(label, {})
+            # a report read back from JSON (--server) has its epochs as string keys
+            row = {int(k): v for k, v in row.items()}
+            costs = {int(k): v for k, v in costs.items()}
             table.add_row(
                 escape(label),
                 *[
@@ -269,8 +349,12 @@ def _render_cloud(cloud: dict[str, Any], console: Console) -> None:
         )
     if cloud.get("jobs"):
         console.print(table)
-    for line in cloud.get("skipped", []):
+    skipped = cloud.get("skipped", [])
+    for line in skipped[:SKIPPED_SHOWN]:
         console.print(f"[yellow]{escape(line)}[/]")
+    if len(skipped) > SKIPPED_SHOWN:
+        more = len(skipped) - SKIPPED_SHOWN
+        console.print(f"[yellow]... and {more} more not probed (all listed in --json)[/]")
     console.print(
         escape(
             f"cloud probes: {len(cloud.get('jobs', []))} job(s) ({cloud.get('new', 0)} new), USD "

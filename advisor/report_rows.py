@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 # The run time's terms (advisor.probes.iteration_model.estimate's breakdown), as the report names them.
 TERMS = {
-    "init": "start-up",
+    "init": "initialisation",
     "first_iteration": "first iteration",
     "steady_iterations": "training steps",
     "validation": "validation",
@@ -34,15 +34,28 @@ def limiting(estimate: dict[str, Any]) -> str:
     """The largest term of a run's time and its share ("training steps 93 %"), plus the
     modelled iteration bottleneck when the estimate carries one; "" when unknown."""
     parts = {k: float(v) for k, v in (estimate.get("breakdown") or {}).items() if k in TERMS}
+    job = job_terms(estimate)  # issue #14: the cloud job's start-up is a term of its own
+    if job["startup_s"] and job["startup_s"]["value"] > 0:
+        if not parts and job["training_s"]:  # no breakdown (a replayed run): training whole
+            parts["training"] = float(job["training_s"]["value"])
+        parts["startup"] = float(job["startup_s"]["value"])
     total = sum(parts.values())
     text = ""
     if total > 0:
         top = max(parts, key=lambda k: parts[k])
-        text = f"{TERMS[top]} {parts[top] / total:.0%}"
+        text = f"{TERMS.get(top, top.replace('startup', 'start-up'))} {parts[top] / total:.0%}"
     neck = estimate.get("bottleneck")
     if neck:
         text = f"{text}, {'host-bound: ' if neck in HOST_BOUND else ''}{neck}".strip(", ")
     return text
+
+
+def job_terms(estimate: dict[str, Any]) -> dict[str, Any]:
+    """Issue #14: the run's start-up (provisioning, image pull or VM boot, data download) and
+    training seconds as {value, low, high}, from the priced estimate; None for a record
+    priced before start-up was counted (its runtime is the training alone)."""
+    over = estimate.get("overheads") or {}
+    return {"startup_s": over.get("startup_s"), "training_s": over.get("training_s")}
 
 
 # How a row's time is known (issue #14), the report's "known" column, and its legend.
@@ -113,6 +126,7 @@ def trial_row(t: FrozenTrial, space: JointSpace) -> dict[str, Any]:
         "batch_size": rec.batch_size,
         "hyperparameters": {k: v for k, v in t.params.items() if k in shown},
         "runtime_s": rec.runtime.to_dict() if rec.runtime else None,
+        **job_terms(rec.estimate),  # issue #14: runtime_s = startup_s + training_s
         "cost_usd": rec.cost.to_dict() if rec.cost else None,
         "source": rec.source,
         "known": how_known(rec.source, (rec.instance or {}).get("service")),
@@ -134,6 +148,7 @@ def screen_row(outcome: SuggestOutcome, ev: Evaluation) -> dict[str, Any]:
         "batch_size": ev.batch_size,
         "hyperparameters": {},
         "runtime_s": ev.runtime.to_dict() if ev.runtime else None,
+        **job_terms(ev.estimate),  # issue #14
         "cost_usd": ev.cost.to_dict() if ev.cost else None,
         "source": f"{ev.source}, screen only",
         "known": how_known(ev.source, cand.instance.service),

@@ -16,7 +16,11 @@ dropout: probes are cached by that key (plus hyperparameters flagged ``affects_r
 
 Prices: ``Backend._finish`` prices every run through the one pricing path
 (``advisor.providers.pricing``: list price on demand or spot, the spot restart overhead, the
-service's billing rule), the same path ``advisor predict`` and the report use.
+start-up overheads of the machine's service (``advisor.providers.overheads``, issue #14), the
+service's billing rule), the same path ``advisor predict`` and the report use. An
+``Evaluation``'s runtime and cost are the whole job's (start-up + training): what the user
+waits for and pays, and what the budget and deadline judge; the terms are in its
+``estimate["overheads"]``.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ class WorkloadInfo:
     epochs_to_stabilise: dict[int, int] = field(default_factory=dict)
     default_epochs: int = 10
     at_batch: int | None = None  # issue #19: --at-batch, the batch size --epochs was seen at
+    # issue #14: bytes a cloud job downloads before training (0: unknown, term left out)
+    data_bytes: float = 0.0
+    data_basis: str = ""  # where that size comes from
 
     def __post_init__(self) -> None:
         if self.n_train <= 0:
@@ -60,6 +67,8 @@ class WorkloadInfo:
             raise ValueError(f"epochs must be > 0, but got {self.epochs}")
         if self.at_batch is not None and (self.at_batch <= 0 or self.epochs is None):
             raise ValueError(f"at_batch needs epochs and must be > 0, got {self.at_batch}")
+        if not 0 <= self.data_bytes < float("inf"):
+            raise ValueError(f"data_bytes must be >= 0, but got {self.data_bytes}")
 
     # -- issue #19: epochs per batch size from the gradient noise scale ----------------------
     def epochs_anchor(self) -> EpochsAnchor | None:
@@ -274,7 +283,7 @@ class Backend(ABC):
         rt = self._runtime(workload, candidate.instance, batch_size, hps)
         self.evaluations += 1
         self.new_probes += int(rt.new_probe)
-        return self._finish(candidate, batch_size, rt)
+        return self._finish(candidate, batch_size, rt, workload)
 
     def screen(
         self, workload: WorkloadInfo, candidate: Candidate, batch_size: int, hps: dict[str, Any]
@@ -284,17 +293,31 @@ class Backend(ABC):
         if rt is None:
             return None
         self.new_probes += int(rt.new_probe)
-        return self._finish(candidate, batch_size, rt)
+        return self._finish(candidate, batch_size, rt, workload)
 
-    def _finish(self, candidate: Candidate, batch_size: int, rt: RunTime) -> Evaluation:
+    def _finish(
+        self,
+        candidate: Candidate,
+        batch_size: int,
+        rt: RunTime,
+        workload: WorkloadInfo | None = None,
+    ) -> Evaluation:
+        """Price the run (the job: start-up overheads + training; issue #14)."""
         from advisor.probes.iteration_model import priced
+        from advisor.providers.overheads import run_overheads
 
         price = candidate.price_per_hour
         runtime = cost = None
         estimate = dict(rt.estimate)
         if rt.runtime is not None:
+            data = (workload.data_bytes, workload.data_basis) if workload else (0.0, "")
+            over = run_overheads(candidate.instance, *data)
             runtime, cost, notes = priced(
-                rt.runtime, price, spot=candidate.spot, service=candidate.instance.service
+                rt.runtime,
+                price,
+                spot=candidate.spot,
+                service=candidate.instance.service,
+                overheads=over,
             )
             estimate.update(notes)
         return Evaluation(

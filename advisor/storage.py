@@ -58,6 +58,10 @@ def study_name_for(
         "iterations": options.probe_iterations,
         "n_train": workload.n_train,
         "n_val": workload.n_val,
+        # issue #14: runtime and cost are the whole job's (start-up + training) since this
+        # key: an older study (training alone) is not resumed with the new meaning
+        "job_overheads": 1,
+        "data_bytes": workload.data_bytes,
     }
     if options.cloud_probes:  # issue #14: measured machines change the answer (and emulated)
         ident["cloud_probes"] = [options.cloud_probes, options.emulate_cloud]

@@ -25,10 +25,13 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from advisor.probes.result import Interval, PhaseTimes, ProbeResult, Source
+
+if TYPE_CHECKING:
+    from advisor.providers.pricing import StartUp
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_LEVEL = 0.90
@@ -188,25 +191,36 @@ def _combine(terms: Mapping[str, tuple[float, Interval]]) -> tuple[Interval, dic
 
 
 def priced(
-    runtime: Interval, price_per_hour: float, *, spot: bool = False, service: str | None = None
+    runtime: Interval,
+    price_per_hour: float,
+    *,
+    spot: bool = False,
+    service: str | None = None,
+    overheads: StartUp | None = None,
 ) -> tuple[Interval, Interval, dict[str, Any]]:
-    """Run time (with the spot overhead on spot), cost and the pricing notes of a run whose
-    on-demand run time is ``runtime``: the one pricing path (``advisor.providers.pricing``)
-    as Intervals. The study's scorer, the report and ``advisor predict`` all price here."""
+    """Run time (start-up + training, with the spot overhead on spot), cost and the pricing
+    notes of a run whose on-demand training time is ``runtime``: the one pricing path
+    (``advisor.providers.pricing.price_run``) as Intervals. The study's scorer, the report
+    and ``advisor predict`` all price here; ``overheads`` (``providers/overheads.py``) are
+    the start-up terms of the machine's service (None: training alone)."""
     from advisor.providers.pricing import price_run
 
-    p = price_run(runtime, price_per_hour, spot=spot, service=service)
+    p = price_run(runtime, price_per_hour, spot=spot, service=service, overheads=overheads)
     return Interval(*p.runtime), Interval(*p.cost), p.notes()
 
 
 def _cost(
-    runtime: Interval, price_per_hour: float | None, spot: bool, service: str | None
+    runtime: Interval,
+    price_per_hour: float | None,
+    spot: bool,
+    service: str | None,
+    overheads: StartUp | None = None,
 ) -> tuple[Interval, Interval | None, dict[str, Any]]:
     if price_per_hour is None:
-        if spot:
-            raise ValueError("spot=True needs a price_per_hour (the spot price)")
+        if spot or overheads is not None:
+            raise ValueError("spot=True or overheads need a price_per_hour")
         return runtime, None, {}
-    return priced(runtime, price_per_hour, spot=spot, service=service)
+    return priced(runtime, price_per_hour, spot=spot, service=service, overheads=overheads)
 
 
 def estimate(
@@ -220,11 +234,14 @@ def estimate(
     *,
     spot: bool = False,
     service: str | None = None,
+    overheads: StartUp | None = None,
 ) -> Estimate:
     """Runtime (and cost, given a price in USD/h) of ``epochs`` epochs over ``n_train``
     samples at ``batch_size``, by the iteration-based formula with or without validation.
     ``spot`` (with the spot price) and ``service`` apply the spot restart overhead and the
-    service's billing rule (``advisor.providers.pricing``)."""
+    service's billing rule (``advisor.providers.pricing``); ``overheads`` add the start-up
+    terms (the runtime is then start-up + training, its ``breakdown`` has a ``startup``
+    term, and ``extra["overheads"]`` lists them)."""
     if isinstance(phases, ProbeResult):
         phases = phase_times(phases, n_train, n_val)
     _check_sizes(n_train, n_val, epochs, batch_size)
@@ -242,7 +259,9 @@ def estimate(
     breakdown["validation"] = breakdown.pop("validation", 0.0) + breakdown.pop(
         "validation_later", 0.0
     )
-    runtime, cost, notes = _cost(runtime, price_per_hour, spot, service)
+    runtime, cost, notes = _cost(runtime, price_per_hour, spot, service, overheads)
+    if overheads is not None:
+        breakdown["startup"] = float(overheads.wall.value)
     return Estimate(
         runtime=runtime,
         cost=cost,
@@ -307,8 +326,10 @@ def epoch_sweep(
     *,
     spot: bool = False,
     service: str | None = None,
+    overheads: StartUp | None = None,
 ) -> dict[int, Estimate]:
-    """The estimate at each epoch count (sorted, duplicates dropped)."""
+    """The estimate at each epoch count (sorted, duplicates dropped); with ``overheads``,
+    each is the whole job (start-up + training)."""
     if isinstance(phases, ProbeResult):
         phases = phase_times(phases, n_train, n_val)
     return {
@@ -322,6 +343,7 @@ def epoch_sweep(
             validation,
             spot=spot,
             service=service,
+            overheads=overheads,
         )
         for n in sorted(set(epochs))
     }

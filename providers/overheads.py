@@ -5,16 +5,18 @@ A managed job (SageMaker training job, Vertex AI CustomJob, Azure ML command job
 provisions an instance, pulls the container image (or boots the VM), downloads the data, and
 only then trains; the bill counts some of those phases and rounds the billed time to the
 service's increment with its minimum. For a 20-second training run these terms dominate, so
-``run_overheads`` returns them as their own terms for the report, and ``RunOverheads.billed_run`` applies
-the service's billing rule, which lives with the rest of pricing in ``providers/pricing.py``.
+``run_overheads`` returns them as their own terms for the report; the one pricing path
+(``providers/pricing.py`` ``price_run(..., overheads=...)``) adds them to the run's time and
+bill and applies the service's billing rule once, on the total.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from advisor.providers.catalog import InstanceType
-from advisor.providers.pricing import BillingRule, billing_rule, usd
+from advisor.providers.pricing import BillingRule, billing_rule, price_run
 
 from advisor.errors import AdvisorError
 
@@ -120,33 +122,72 @@ class RunOverheads:
         return sum((t.seconds for t in self.terms if t.billed), Span(0, 0, 0))
 
     def billed_run(self, train_s: Span) -> Span:
-        """Billed seconds of a run whose training takes ``train_s``, granularity applied."""
-        total = self.billed + train_s
-        return Span(*(self.billing.billed(x) for x in (total.value, total.low, total.high)))
+        """Billed seconds of a run whose training takes ``train_s``, granularity applied
+        (``providers.pricing.price_run``, the one formula)."""
+        return Span(*price_run(train_s, 0.0, overheads=self).billed)
 
     def cost(self, train_s: Span, usd_per_h: float) -> Span:
         """USD of the run at ``usd_per_h``, overheads and granularity included."""
-        billed = self.billed_run(train_s)
-        return Span(*(usd(x, usd_per_h) for x in (billed.value, billed.low, billed.high)))
+        return Span(*price_run(train_s, usd_per_h, overheads=self).cost)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The terms (phase, seconds, billed, status, source) and the billing rule."""
+        return {
+            "service": self.service,
+            "terms": [
+                {
+                    "phase": t.phase,
+                    "seconds": _span_dict(t.seconds),
+                    "billed": t.billed,
+                    "status": t.status,
+                    "source": t.source,
+                }
+                for t in self.terms
+            ],
+            "billing": {
+                "increment_s": self.billing.increment_s,
+                "minimum_s": self.billing.minimum_s,
+                "status": self.billing.status,
+                "source": self.billing.source,
+            },
+        }
 
 
-def run_overheads(machine: InstanceType, data_bytes: float = 0.0) -> RunOverheads:
+def _span_dict(s: Span) -> dict[str, float]:
+    return {"value": s.value, "low": s.low, "high": s.high}
+
+
+def run_overheads(
+    machine: InstanceType, data_bytes: float = 0.0, data_basis: str = ""
+) -> RunOverheads:
     """The start-up terms and billing of a run on ``machine``; ``data_bytes`` of training
-    data downloaded before training adds a (billed) "data download" term."""
-    key = (machine.provider, machine.service)
+    data downloaded before training adds a (billed) "data download" term (``data_basis``
+    says where the size comes from). The local machine has none."""
+    return overheads_for(machine.provider, machine.service, data_bytes, data_basis)
+
+
+def overheads_for(
+    provider: str, service: str, data_bytes: float = 0.0, data_basis: str = ""
+) -> RunOverheads:
+    """``run_overheads`` by the machine's provider and service."""
+    key = (provider, service)
     if key not in SERVICES:
         raise AdvisorError(
-            f"No overhead figures for {machine.provider}/{machine.service} ({machine.key}).",
+            f"No overhead figures for {provider}/{service}.",
             "add the service to providers/overheads.py SERVICES with its sources.",
         )
-    if data_bytes < 0:
+    if not 0 <= data_bytes < float("inf"):
         raise AdvisorError(f"data_bytes must be >= 0, but got {data_bytes}.", "pass a size.")
     terms = SERVICES[key]
-    if data_bytes > 0 and machine.provider != "local":
+    if data_bytes > 0 and provider != "local":
         rate = DOWNLOAD_BYTES_PER_S
         span = Span(data_bytes / rate.value, data_bytes / rate.high, data_bytes / rate.low)
+        source = f"prior: 200 MB/s (50-1000) same-region, for {data_bytes / 1e9:.3g} GB"
         terms = (
             *terms,
-            Overhead("data download", span, True, PRIOR, "prior: 200 MB/s (50-1000) same-region"),
-        )
-    return RunOverheads(machine.service, terms, billing_rule(machine.service))
+            Overhead(
+                "data download", span, True, PRIOR,
+                source + (f" ({data_basis})" if data_basis else ""),
+            ),
+        )  # fmt: skip
+    return RunOverheads(service, terms, billing_rule(service))

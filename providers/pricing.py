@@ -13,6 +13,11 @@ same inputs give the same numbers everywhere. Three rules, each with its source:
 - **Billing**: the billed time is the run time rounded up to the service's billing increment,
   and at least its minimum (:data:`BILLING`). Per-second rounding (< 1 s) is below the model's
   resolution and is not applied; minimums and coarser increments are.
+- **Start-up** (issue #14): a run on a cloud machine first provisions it, pulls the image or
+  boots the VM and downloads the data (``providers/overheads.py``: each term documented or a
+  marked prior). Given those ``overheads``, the run's wall time is start-up + training, and
+  the billed time is the billed start-up terms + training, the billing rule applied once to
+  that total. The local machine has none.
 """
 
 from __future__ import annotations
@@ -94,6 +99,30 @@ class Span(NamedTuple):
     high: float
 
 
+ZERO = Span(0.0, 0.0, 0.0)
+
+
+class StartUp(Protocol):
+    """What a run pays before training (``advisor.providers.overheads.RunOverheads`` is one):
+    its wall seconds, the seconds of those the bill counts, the service's billing rule."""
+
+    @property
+    def wall(self) -> Bounds: ...
+    @property
+    def billed(self) -> Bounds: ...
+    @property
+    def billing(self) -> BillingRule: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def _span(b: Bounds) -> Span:
+    return Span(float(b.value), float(b.low), float(b.high))
+
+
+def _span_dict(s: Span) -> dict[str, float]:
+    return {"value": s.value, "low": s.low, "high": s.high}
+
+
 def spot_runtime(runtime: Bounds, spot: bool) -> Span:
     """The run time on spot capacity: expected +10 %, upper bound +30 % (priors)."""
     if not spot:
@@ -112,43 +141,70 @@ def usd(seconds: float, price_per_hour: float) -> float:
 
 @dataclass(frozen=True)
 class PricedRun:
-    """A run's time (with the spot overhead when on spot) and what it is billed."""
+    """A run's wall time (start-up + training, the spot overhead on the training when on
+    spot), its billed seconds and cost. Without start-up overheads ``runtime == training``."""
 
     runtime: Span
     cost: Span
     price_per_hour: float
     spot: bool
     billing: BillingRule
+    training: Span = ZERO
+    startup: Span = ZERO
+    billed: Span = ZERO
+    overheads: StartUp | None = None
 
     def notes(self) -> dict[str, Any]:
-        """What was applied beyond time x price, for a trial's estimate (empty on demand)."""
-        if not self.spot:
-            return {}
-        return {
-            "spot_restart_overhead": {
+        """What was applied beyond time x price, for a trial's estimate: the spot overhead
+        (on spot) and the start-up terms with the billing applied (given overheads)."""
+        out: dict[str, Any] = {}
+        if self.spot:
+            out["spot_restart_overhead"] = {
                 "expected": SPOT_RESTART_OVERHEAD,
                 "high": SPOT_RESTART_OVERHEAD_HIGH,
             }
-        }
+        if self.overheads is not None:
+            out["overheads"] = {
+                **self.overheads.to_dict(),
+                "startup_s": _span_dict(self.startup),
+                "training_s": _span_dict(self.training),
+                "job_wall_s": _span_dict(self.runtime),
+                "job_billed_s": _span_dict(self.billed),
+                "job_cost_usd": _span_dict(self.cost),
+            }
+        return out
 
 
 def price_run(
-    runtime: Bounds, price_per_hour: float, *, spot: bool = False, service: str | None = None
+    runtime: Bounds,
+    price_per_hour: float,
+    *,
+    spot: bool = False,
+    service: str | None = None,
+    overheads: StartUp | None = None,
 ) -> PricedRun:
-    """Price a run whose on-demand run time is ``runtime`` at ``price_per_hour`` USD/h (the
-    spot price when ``spot``) on ``service``: spot overhead first, then the billing rule."""
+    """Price a run whose on-demand training time is ``runtime`` at ``price_per_hour`` USD/h
+    (the spot price when ``spot``) on ``service``: the spot overhead on the training; given
+    ``overheads``, their wall seconds before it and their billed seconds on the bill; then
+    the billing rule (``overheads.billing``, else ``service``'s) once on the billed total.
+    Each bound adds its terms' bounds (low with low, high with high)."""
     if price_per_hour < 0:
         raise ValueError(f"price_per_hour must be >= 0, but got {price_per_hour}")
-    rule = billing_rule(service)
-    rt = spot_runtime(runtime, spot)
-    cost = Span(
-        usd(rule.billed(rt.value), price_per_hour),
-        usd(rule.billed(rt.low), price_per_hour),
-        usd(rule.billed(rt.high), price_per_hour),
-    )
-    return PricedRun(rt, cost, price_per_hour, spot, rule)
+    rule = billing_rule(service) if overheads is None else overheads.billing
+    train = spot_runtime(runtime, spot)
+    wall = billed_start = ZERO
+    if overheads is not None:
+        wall, billed_start = _span(overheads.wall), _span(overheads.billed)
+    total = Span(*(w + t for w, t in zip(wall, train, strict=True)))
+    billed = Span(*(rule.billed(b + t) for b, t in zip(billed_start, train, strict=True)))
+    cost = Span(*(usd(b, price_per_hour) for b in billed))
+    return PricedRun(total, cost, price_per_hour, spot, rule, train, wall, billed, overheads)
 
 
-def price_on(instance: InstanceType, runtime: Bounds, spot: bool = False) -> PricedRun:
+def price_on(
+    instance: InstanceType, runtime: Bounds, spot: bool = False, overheads: StartUp | None = None
+) -> PricedRun:
     """``price_run`` with the instance's list price and service."""
-    return price_run(runtime, instance.price(spot), spot=spot, service=instance.service)
+    return price_run(
+        runtime, instance.price(spot), spot=spot, service=instance.service, overheads=overheads
+    )

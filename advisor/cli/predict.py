@@ -46,8 +46,8 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     console.print(header)
     table = Table(show_lines=False)
     for col in (
-        "#", "machine", "GPUs", "b/GPU", "t2 ms", "runtime h:mm:ss", "cost USD", "source",
-        "limit", "start-up s", "job cost USD",
+        "#", "machine", "GPUs", "b/GPU", "t2 ms", "training h:mm:ss", "training USD",
+        "source", "limit", "start-up s", "job h:mm:ss", "job cost USD",
     ):  # fmt: skip
         table.add_column(col)
     for i, f in enumerate(rows, 1):
@@ -64,6 +64,7 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
             pred.source + (f" x{pred.calibration:.2f}" if pred.calibration_points else ""),
             pred.bottleneck or "-",
             _span(_startup(f), "{:.0f}"),
+            _hms(f.job_wall_s),
             _span(f.job_cost_usd, "{:.2f}"),
         )
     console.print(table)
@@ -72,12 +73,18 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
         "\\[interval] in brackets; modelled = predicted from the local probe "
         "(docs/calibration.md), measured = this machine; limit = what bounds the step; "
         "start-up = provisioning, image pull or VM boot before training (priors unless "
-        "documented, providers/overheads.py); job cost = billed start-up + training, rounded "
-        "to the service's billing increment and minimum."
+        "documented, providers/overheads.py); job = start-up + training (what advisor suggest "
+        "ranks); job cost = billed start-up + training, rounded to the service's billing "
+        "increment and minimum."
     )
     fastest = rows[0]
-    cheapest = min(rows, key=lambda f: f.estimate.cost.value if f.estimate.cost else 0.0)
-    console.print(f"Fastest: {fastest.machine.key}   Cheapest: {cheapest.machine.key}")
+    from advisor.prediction import job_cost
+
+    cheapest = min(rows, key=job_cost)
+    console.print(
+        f"Fastest: {fastest.machine.key}   Cheapest: {cheapest.machine.key} "
+        "(whole jobs: start-up included)"
+    )
     for kind in ("runtime", "cost"):
         norm = tables[kind]
         cols = sorted({c for row in norm.values() for c in row})
@@ -88,6 +95,12 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
         for key, row in norm.items():
             t.add_row(key, *(f"{row[c]:.2f}" if c in row else "-" for c in cols))
         console.print(t)
+
+
+def _hms(span: Any) -> str:
+    if span is None:
+        return "-"
+    return f"{_duration(span.value)} [{_duration(span.low)}-{_duration(span.high)}]"
 
 
 def _startup(f: Any) -> Any:
@@ -152,6 +165,13 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
 )
 @click.option("--n-train", type=int, default=None, help="Training samples (user models).")
 @click.option("--n-val", type=int, default=None, help="Validation samples (user models).")
+@click.option(
+    "--data-gb",
+    type=p.FiniteFloat(0.0, 1e6),
+    default=None,
+    help="GB of data a cloud job downloads before training (default: a built-in workload's "
+    "size; a user model without it leaves the download out).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def predict(
     model: str,
@@ -166,6 +186,7 @@ def predict(
     strategy: str,
     n_train: int | None,
     n_val: int | None,
+    data_gb: float | None,
     as_json: bool,
 ) -> None:
     """Predict time and cost of training MODEL (a built-in workload or your own
@@ -215,6 +236,7 @@ def predict(
         note=note,
         n_train=n_train,
         n_val=n_val,
+        data_gb=data_gb,
     )
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=1))

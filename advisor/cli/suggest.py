@@ -117,6 +117,12 @@ def parse_duration(text: str) -> float:
 @click.option("--threads", type=p.THREADS, help="Threads for local probes (default: all cores).")
 @click.option("--n-train", type=p.POSITIVE, help="Training samples (user models).")
 @click.option("--n-val", type=p.COUNT_OR_ZERO, help="Validation samples (user models).")
+@click.option(
+    "--data-gb",
+    type=p.FiniteFloat(0.0, 1e6),
+    help="GB of data a cloud job downloads before training (default: a built-in workload's "
+    "size; a user model without it leaves the download out).",
+)
 @click.option("--no-screen", is_flag=True, help="Let the sampler alone choose machines.")
 @click.option(
     "--top",
@@ -188,6 +194,7 @@ def suggest(
     threads: int | None,
     n_train: int | None,
     n_val: int | None,
+    data_gb: float | None,
     no_screen: bool,
     top: int,
     as_json: bool,
@@ -247,6 +254,7 @@ def suggest(
         n_train=n_train,
         n_val=n_val,
         screen=not no_screen,
+        data_gb=data_gb,  # issue #14
         cloud_probes=cloud_probes,
         cloud_settings=cloud_config,
         emulate_cloud=emulate_cloud_probes,

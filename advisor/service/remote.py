@@ -41,6 +41,7 @@ def suggest_remote(server: str, token: str | None, opts: dict[str, Any]) -> dict
         "probe_iterations": opts["probe_iterations"],
         "n_train": opts["n_train"],
         "n_val": opts["n_val"],
+        "data_gb": opts.get("data_gb"),  # issue #14
         "screen": not opts["no_screen"],
     }
     if opts.get("space_file"):

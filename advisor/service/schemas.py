@@ -49,6 +49,7 @@ class SuggestRequest(_Strict):
     n_train: int | None = Field(None, gt=0)
     n_val: int | None = Field(None, gt=0)
     screen: bool = True
+    data_gb: float | None = Field(None, ge=0, le=1e6)  # issue #14: the job's data download
 
     @field_validator("model")
     @classmethod

@@ -7,12 +7,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.probes.iteration_model import DEFAULT_EPOCHS, Estimate, epoch_sweep, normalise
+from advisor.probes.iteration_model import (
+    DEFAULT_EPOCHS,
+    Estimate,
+    epoch_sweep,
+    estimate,
+    normalise,
+)
 from advisor.probes.perf.model import AcceleratorLookup, predict
 from advisor.probes.perf.types import Prediction
 from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
-from advisor.providers.overheads import RunOverheads, Span, run_overheads
+from advisor.providers.overheads import RunOverheads, run_overheads
+from advisor.providers.pricing import PricedRun, Span, price_run
 
 from advisor.errors import AdvisorError
 
@@ -21,7 +28,9 @@ from advisor.errors import AdvisorError
 class Forecast:
     """One machine's prediction and the run it implies (``estimate`` at the chosen epochs,
     ``sweep`` at several epoch counts), plus what a real job adds (``overheads``: start-up
-    terms and billing granularity of the machine's service, providers/overheads.py)."""
+    terms and billing granularity of the machine's service, providers/overheads.py) and the
+    whole job priced by the one pricing path (``job``: the same numbers ``advisor suggest``
+    scores)."""
 
     machine: InstanceType
     price_per_hour: float
@@ -29,22 +38,17 @@ class Forecast:
     estimate: Estimate
     sweep: dict[int, Estimate]
     overheads: RunOverheads | None = None
-
-    def _train(self) -> Span:
-        rt = self.estimate.runtime
-        return Span(rt.value, rt.low, rt.high)
+    job: PricedRun | None = None
 
     @property
     def job_wall_s(self) -> Span | None:
         """Seconds from submission to the end: start-up terms + the training run."""
-        return None if self.overheads is None else self.overheads.wall + self._train()
+        return None if self.job is None else self.job.runtime
 
     @property
     def job_cost_usd(self) -> Span | None:
         """USD billed: billed start-up terms + training, rounded to the service's billing."""
-        if self.overheads is None:
-            return None
-        return self.overheads.cost(self._train(), self.price_per_hour)
+        return None if self.job is None else self.job.cost
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,38 +59,8 @@ class Forecast:
             "prediction": self.prediction.to_dict(),
             "estimate": self.estimate.to_dict(),
             "sweep": {str(n): e.to_dict() for n, e in self.sweep.items()},
-            "overheads": None if self.overheads is None else _overheads_dict(self),
+            "overheads": None if self.job is None else self.job.notes().get("overheads"),
         }
-
-
-def _span(s: Span | None) -> dict[str, float] | None:
-    return None if s is None else {"value": s.value, "low": s.low, "high": s.high}
-
-
-def _overheads_dict(f: Forecast) -> dict[str, Any]:
-    over = f.overheads
-    assert over is not None
-    return {
-        "terms": [
-            {
-                "phase": t.phase,
-                "seconds": _span(t.seconds),
-                "billed": t.billed,
-                "status": t.status,
-                "source": t.source,
-            }
-            for t in over.terms
-        ],
-        "billing": {
-            "increment_s": over.billing.increment_s,
-            "minimum_s": over.billing.minimum_s,
-            "status": over.billing.status,
-            "source": over.billing.source,
-        },
-        "job_wall_s": _span(f.job_wall_s),
-        "job_billed_s": _span(over.billed_run(f._train())),
-        "job_cost_usd": _span(f.job_cost_usd),
-    }
 
 
 def forecast(
@@ -100,8 +74,11 @@ def forecast(
     spot: bool = False,
     strategy: str | None = None,
     sweep_epochs: Sequence[int] = DEFAULT_EPOCHS,
+    data_bytes: float = 0.0,
+    data_basis: str = "",
 ) -> list[Forecast]:
-    """Predict each machine and estimate the run; sorted fastest first."""
+    """Predict each machine and estimate the run, and price the whole job (start-up
+    overheads with ``data_bytes`` downloaded, + training); sorted by the job's wall time."""
     rows = []
     for machine in machines:
         if spot and machine.spot_usd_per_h is None:
@@ -116,8 +93,11 @@ def forecast(
             pred.phases, n_train, n_val, batch_size, counts, price,
             spot=spot, service=machine.service,
         )  # fmt: skip
-        rows.append(Forecast(machine, price, pred, sweep[epochs], sweep, run_overheads(machine)))
-    rows.sort(key=lambda f: f.estimate.runtime.value)
+        over = run_overheads(machine, data_bytes, data_basis)
+        train = estimate(pred.phases, n_train, n_val, epochs, batch_size).runtime  # on demand
+        job = price_run(train, price, spot=spot, service=machine.service, overheads=over)
+        rows.append(Forecast(machine, price, pred, sweep[epochs], sweep, over, job))
+    rows.sort(key=lambda f: (f.job_wall_s or f.estimate.runtime).value)
     return rows
 
 

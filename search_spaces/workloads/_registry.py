@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -48,6 +49,15 @@ class Workload:
             return self.default_epochs
         nearest = min(self.epochs_to_stabilise, key=lambda b: abs(b - batch_size))
         return self.epochs_to_stabilise[nearest]
+
+    def data_bytes(self, n_train: int | None = None, n_val: int | None = None) -> float:
+        """Bytes of the dataset a cloud job downloads (issue #14): ``n_train + n_val``
+        samples (the published sizes by default) of the input as fp32 tensors, labels left
+        out. A size model, not a measured file: the real files may be compressed or not."""
+        n = (self.n_train if n_train is None else n_train) + (
+            self.n_val if n_val is None else n_val
+        )
+        return 4.0 * math.prod(self.input_shape) * n
 
     @property
     def frameworks(self) -> tuple[str, ...]:

@@ -53,7 +53,8 @@ def test_predict_json_ranks_machines_with_intervals(tmp_path: Path, fake_catalog
     out = json.loads(result.output)
     rows = out["machines"]
     assert len(rows) == 6 and out["epochs"] == 14
-    runtimes = [r["estimate"]["runtime_s"]["value"] for r in rows]
+    # issue #14: sorted by the whole job's time (start-up + training)
+    runtimes = [r["overheads"]["job_wall_s"]["value"] for r in rows]
     assert runtimes == sorted(runtimes)
     for r in rows:
         rt, cost = r["estimate"]["runtime_s"], r["estimate"]["cost_usd"]
@@ -63,7 +64,7 @@ def test_predict_json_ranks_machines_with_intervals(tmp_path: Path, fake_catalog
     assert out["fastest"] == rows[0]["machine"]
     norm = out["normalised"]["cost"]
     assert min(v["14"] for v in norm.values()) == 1.0
-    cheapest = min(rows, key=lambda r: r["estimate"]["cost_usd"]["value"])
+    cheapest = min(rows, key=lambda r: r["overheads"]["job_cost_usd"]["value"])
     assert out["cheapest"] == cheapest["machine"]
 
 

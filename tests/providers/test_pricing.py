@@ -18,7 +18,8 @@ from click.testing import CliRunner
 
 from advisor.cli.main import cli
 from advisor.local_backend import LocalBackend
-from advisor.scoring import Candidate, WorkloadInfo
+from advisor.options import SuggestOptions, workload_info
+from advisor.scoring import Candidate
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "probes"))
 from test_performance_model_fixtures import FakeCatalog, gpu_machine, probe
@@ -83,7 +84,8 @@ def _suggest_scores(machine: InstanceType, epochs: int) -> tuple[Interval, Inter
         catalog=FakeCatalog(),
         run_probe=lambda request: p,
     )
-    wl = WorkloadInfo("fcn", n_train=p.n_train, n_val=p.n_val, epochs=epochs)
+    # the workload as `advisor suggest` builds it (its data size for the download term too)
+    wl = workload_info(SuggestOptions("fcn", n_train=p.n_train, n_val=p.n_val, epochs=epochs))
     ev = backend.evaluate(wl, Candidate(machine, spot=True), 512, {})
     assert ev.ok and ev.runtime is not None and ev.cost is not None, ev.error
     return ev.runtime, ev.cost
@@ -103,8 +105,16 @@ def test_predict_spot_agrees_with_suggest(
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.output)["machines"]
     runtime, cost = _suggest_scores(machine, epochs=3)
-    assert row["estimate"]["runtime_s"] == pytest.approx(runtime.to_dict(), rel=1e-12)
-    assert row["estimate"]["cost_usd"] == pytest.approx(cost.to_dict(), rel=1e-12)
-    # The spot overhead is in both (predict used to leave it out).
+    # issue #14: suggest scores the whole job (start-up + training), predict shows it as the
+    # job's total next to the training estimate; the two agree to the last digit.
+    job = row["overheads"]
+    assert job["job_wall_s"] == pytest.approx(runtime.to_dict(), rel=1e-12)
+    assert job["job_cost_usd"] == pytest.approx(cost.to_dict(), rel=1e-12)
+    assert [t["phase"] for t in job["terms"]][-1] == "data download"  # fcn's size, both
+    # The spot overhead is in both (predict used to leave it out), on the training only.
     on_demand = row["sweep"]["3"]["breakdown"]
-    assert runtime.value == pytest.approx(sum(on_demand.values()) * 1.10, rel=1e-9)
+    assert job["training_s"]["value"] == pytest.approx(sum(on_demand.values()) * 1.10, rel=1e-9)
+    assert runtime.value == pytest.approx(
+        job["startup_s"]["value"] + sum(on_demand.values()) * 1.10, rel=1e-9
+    )
+    assert row["estimate"]["runtime_s"]["value"] == pytest.approx(job["training_s"]["value"])

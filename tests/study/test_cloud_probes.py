@@ -206,24 +206,25 @@ def test_a_probe_that_does_not_fit_is_skipped_and_the_total_stays_within_the_bud
     from advisor.providers.catalog import load
 
     cat = {i.key: i for i in load(None).instances}
-    g5, t4 = cat["ec2:g5.xlarge"], cat["ec2:g4dn.xlarge"]
+    g5 = cat["ec2:g5.xlarge"]
     prober = FakeProber(billed_s=70.0)
-    # Enough for the T4's probe (start-up allowance included), not for the A10G's.
+    # Enough for a cheaper machine's probe (start-up allowance included), not for the A10G's,
+    # whose job runs on SageMaker at ml.g5.xlarge's price (USD 1.408/h, not EC2's 1.006).
     space = default_space("fcn")
-    budget = 0.03
+    budget = 0.05
     o = run(storage, prober, monkeypatch, budget_usd=5, probe_budget_usd=budget, cloud_probes=3)
     jobs = {j["machine"]: j for j in o.cloud_probes}
-    assert "ec2:g5.xlarge" not in jobs and "ec2:g4dn.xlarge" in jobs
+    assert jobs and "ec2:g5.xlarge" not in jobs
     assert any(
         s.startswith("cloud probe of ec2:g5.xlarge b1024 skipped for the budget")
         for s in o.cloud["skipped"]
     )
-    expected_g5 = rules.expected_cost(o.screen[("ec2:g5.xlarge", 1024)], g5)
-    assert expected_g5 > budget
+    job_row = cat["sagemaker:ml.g5.xlarge"]
+    expected_g5 = rules.expected_cost(o.screen[("ec2:g5.xlarge", 1024)], job_row)
+    assert expected_g5 > budget > rules.expected_cost(o.screen[("ec2:g5.xlarge", 1024)], g5)
     # Charged at the billed time x the machine's price (what the job reports), once.
-    assert jobs["ec2:g4dn.xlarge"]["charged_usd"] == pytest.approx(
-        usd(70.0, t4.on_demand_usd_per_h)
-    )
+    for machine, job in jobs.items():
+        assert job["charged_usd"] == pytest.approx(usd(70.0, cat[machine].on_demand_usd_per_h))
     spent = sum(j["charged_usd"] for j in jobs.values())
     assert o.cloud["spent_usd"] == pytest.approx(spent, abs=1e-6)
     # The trial loop spent only what was left: cloud + trials <= --probe-budget.
@@ -449,3 +450,16 @@ def test_without_any_cloud_settings_each_provider_is_one_line_and_all_stays_mode
     assert o.cloud["stop_reason"] == "no cloud machine left to probe"
     assert {ev.source for ev in o.screen.values()} == {"modelled", "measured"}
     assert o.probe_spent_usd <= o.probe_budget_usd
+
+
+def test_only_one_device_machines_are_probed_a_multi_gpu_leader_stays_modelled() -> None:
+    from advisor.providers.catalog import load
+
+    cat = {i.key: i for i in load(None).instances}
+    four, one = cat["ec2:g5.12xlarge"], cat["ec2:g5.xlarge"]
+    assert four.accelerator_count == 4 and one.accelerator_count == 1
+    order = [_ev(four.key, 10.0, 5.0), _ev(one.key, 20.0, 10.0)]
+    instances = {four.key: four, one.key: one}
+    pick = rules.next_machine(order, instances, set(), set())
+    assert pick is not None and pick.machine == one.key  # the 4-GPU leader is not probed
+    assert rules.next_machine(order, instances, {one.key}, set()) is None
