@@ -104,6 +104,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "tuned_ranges": tuned_ranges(outcome.space),
         "ranking_total": len(ranking),
         "local": _local_row(ranking),
+        "measured_elsewhere": _measured_rows(ranking),  # issue #14: probed machines' places
         "ranking": ranking[:RANKING_ROWS],
         "points": [_compact(r) for r in ranking],  # every scored candidate, for the plot
         "managed": managed_rows(study.get_trials(deepcopy=False)),
@@ -229,6 +230,16 @@ def _local_row(ranking: list[dict[str, Any]]) -> dict[str, Any] | None:
         if row["service"] == "local":
             return dict(row, rank=place)
     return None
+
+
+def _measured_rows(ranking: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row measured on its machine by a remote probe (or emulated), with its rank, so
+    the report shows where the measured machines stand even below the top rows."""
+    return [
+        dict(row, rank=place)
+        for place, row in enumerate(ranking, 1)
+        if row.get("known") in ("probed", "emulated")
+    ]
 
 
 def _phases(outcome: SuggestOutcome, row: dict[str, Any]) -> Any:

@@ -250,6 +250,14 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
                 f"{local['batch_size']} - {_runtime_text(local['runtime_s'])}, {local['source']}"
             )
         )
+    for row in report.get("measured_elsewhere") or []:  # issue #14: remote probes' places
+        console.print(
+            escape(
+                f"{row['known']} on the machine: {row['machine']} batch {row['batch_size']}, "
+                f"rank {row['rank']} of {report['ranking_total']} - "
+                f"{_runtime_text(row['runtime_s'])}, {row['source']}"
+            )
+        )
     render_epochs(report.get("epochs_per_batch") or [], console)  # issue #19
     console.print(
         _table(

@@ -165,6 +165,11 @@ def test_distinct_accelerator_types_first_and_the_local_machine_never(
         assert ev.phases is not None and ev.phases.t2.value == pytest.approx(0.02)
         assert ev.estimate["remote_probe"]["job_id"].startswith("advisor-probe-")
     assert order[0].source == "measured (remote probe)"  # the measured g5 now leads
+    report = build_report(o)  # each measured (machine, batch) with its place in the ranking
+    placed = {(r["machine"], r["batch_size"]): r["rank"] for r in report["measured_elsewhere"]}
+    assert set(placed) == set(prober.calls)
+    ranking = [(r["machine"], r["batch_size"]) for r in report["ranking"]]
+    assert all(ranking[rank - 1] == pair for pair, rank in placed.items() if rank <= len(ranking))
 
 
 def test_already_measured_machines_are_used_not_probed_again(

@@ -72,6 +72,10 @@ def test_suggest_cloud_probes_measures_three_machines_through_the_job_command(
         else:
             assert r["known"] == "model"
     assert {(r["machine"], r["batch_size"]) for r in rows if r["known"] == "emulated"} == probed
+    # Wherever they rank, the measured machines are listed with their place.
+    placed = report["measured_elsewhere"]
+    assert {(r["machine"], r["batch_size"]) for r in placed} == probed
+    assert all(1 <= r["rank"] <= report["ranking_total"] for r in placed)
     # The probe budget holds the cloud probes' real charge and the trials' together.
     probes = report["probes"]
     assert cloud["spent_usd"] == pytest.approx(sum(j["charged_usd"] for j in jobs), abs=1e-6)
@@ -84,6 +88,7 @@ def test_suggest_cloud_probes_measures_three_machines_through_the_job_command(
     assert "Cloud probes (--cloud-probes 3)" in out and "emulated here" in out
     assert "cloud probes: 3 job(s) (0 new)" in out
     assert "already probed 3 machine(s)" in out
+    assert out.count("emulated on the machine: ") == 3  # each measured machine's rank line
     assert "known: " in out and "emulated = remote probe emulated here" in out
 
 
