@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> Any:
     except AdvisorError as exc:
         click.echo(f"Error: {one_line(str(exc))}", err=True)
         sys.exit(2)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):  # Ctrl-C, also outside click's own
         click.echo("Aborted.", err=True)
         sys.exit(130)
     except click.UsageError as exc:  # one line: what is wrong and where to read more
