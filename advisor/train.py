@@ -11,6 +11,10 @@ reports the metrics in the form each service reads:
   (default ``/tmp/hypertune/output.metrics``) when running in a Vertex trial;
 - ``mlflow.log_metric`` when MLflow is importable and a tracking run is configured (Azure ML).
 
+Besides the objective it reports ``epoch_s`` and ``step_s`` (the epoch's median seconds per
+training step, steps 2..n, timed as the probes time them): ``advisor import`` records
+``step_s`` in the calibration ledger. Vertex's report carries the objective only.
+
 Hyperparameters come from the command line (any ``--name value`` not listed below is passed
 to the workload builder) and, when present, from SageMaker's
 ``/opt/ml/input/config/hyperparameters.json`` (the command line wins).

@@ -8,7 +8,7 @@ study's screening trials and never become the recommendation by themselves.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
@@ -32,6 +32,7 @@ def import_results(
     backend: type[TuningBackend] | TuningBackend,
     job: str,
     catalog: Any = None,
+    on_imported: Callable[[TrialResult, InstanceType | None, int | None], None] | None = None,
 ) -> list[int]:
     """Add each finished training job of tuning job ``job`` to ``study``; return the new trial
     numbers. Jobs already imported, and running or pending ones, are skipped.
@@ -39,6 +40,8 @@ def import_results(
     Completed jobs with a metric are COMPLETE with the study's objectives measured (run time,
     and cost at the price of the machine and tier that ran); jobs stopped early with a metric
     are PRUNED (their last metric kept in the record); failed or metric-less ones are FAIL.
+    ``on_imported(result, catalog row, batch size)`` is called for each job added (the
+    calibration ledger records its measured step time: ``advisor.tuning_calibration``).
     """
     import optuna
 
@@ -110,6 +113,8 @@ def import_results(
             ) from exc
         study.add_trial(trial)
         added.append(study.trials[-1].number)
+        if on_imported is not None:
+            on_imported(r, row, record.batch_size or None)
     return added
 
 

@@ -28,6 +28,7 @@ from advisor.errors import AdvisorError
 from advisor.providers.tuning import (
     DEFAULT_METRIC,
     REPORTED_METRICS,
+    STEP_METRIC,
     Submission,
     TuningBackend,
     TuningSpec,
@@ -149,6 +150,12 @@ def plan_job(
 
 def check_metric(metric: str, goal: str) -> None:
     """Refuse an objective ``advisor.train`` never reports, or one optimised the wrong way."""
+    if metric == STEP_METRIC:  # reported for the calibration ledger, not to tune
+        raise AdvisorError(
+            f"{STEP_METRIC} (the measured seconds per step) is reported for calibration, "
+            "not as a tuning objective.",
+            f"use --metric {' or '.join(REPORTED_METRICS)}.",
+        )
     if metric not in REPORTED_METRICS:
         raise AdvisorError(
             f"advisor.train does not report '{metric}', so no trial would ever report it.",
@@ -228,12 +235,15 @@ def job_status(job: str, backend: TuningBackend | str, **options: Any) -> dict[s
 
 @dataclass(frozen=True)
 class ImportSummary:
-    """What ``import_job`` did: the training jobs seen and the study trials added."""
+    """What ``import_job`` did: the training jobs seen, the study trials added, how many of
+    those were recorded in the calibration ledger and why the others were not."""
 
     study: str
     job: str
     trials_seen: int
     trials_added: list[int]
+    calibrated: int = 0
+    not_calibrated: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -247,14 +257,22 @@ def import_job(
     storage: str | None = None,
     **options: Any,
 ) -> ImportSummary:
-    """Add the finished trials of tuning job ``job`` to ``study``; importing again adds nothing."""
+    """Add the finished trials of tuning job ``job`` to ``study``; importing again adds nothing.
+    Each added trial's measured step time goes to the calibration ledger in the study's
+    storage (``advisor.tuning_calibration``)."""
+    from advisor.storage import resolve_storage
+    from advisor.tuning_calibration import TrialLedger, storage_url
     from advisor.tuning_import import import_results
 
     b = _backend(backend, options)
     s = _study(study, storage)
     results = b.results(job)
-    added = import_results(s, results, b, job)
-    return ImportSummary(s.study_name, job, len(results), added)
+    url = resolve_storage(storage) if isinstance(study, str) or storage else None
+    ledger = TrialLedger(s, storage_url(s, url))
+    added = import_results(s, results, b, job, on_imported=ledger)
+    return ImportSummary(
+        s.study_name, job, len(results), added, ledger.recorded, dict(ledger.skipped)
+    )
 
 
 __all__ = [

@@ -14,6 +14,7 @@ and backward passes and the update, and the iterations tile the wall clock witho
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import statistics
@@ -203,6 +204,12 @@ def validate(
     return (total_loss / seen if seen else float("nan")), accuracy, seen, elapsed
 
 
+def _steady_step_s(ends: list[float]) -> float | None:
+    """The median step time of one epoch's steps 2..n (``ends``: each step's end)."""
+    steps = [b - a for a, b in itertools.pairwise(ends)]
+    return statistics.median(steps) if steps else None
+
+
 def train(
     setup: TorchSetup,
     epochs: int,
@@ -215,7 +222,9 @@ def train(
     validation pass), with the same step and timing as the probe.
 
     ``on_epoch(epoch, metrics)`` is called after each epoch with ``train_loss``, ``val_loss``,
-    ``val_accuracy`` and ``epoch_s``. ``patience`` stops early after that many epochs without
+    ``val_accuracy``, ``epoch_s`` and ``step_s`` (the median seconds per training step of
+    that epoch's steps 2..n, each from the previous step's end to its own, as the probe times
+    them; absent when the epoch had one step). ``patience`` stops early after that many epochs without
     a lower validation loss. Returns ``runtime_s`` (first batch ready to the end),
     ``first_batch_wall`` (``time.time()`` when the first batch was ready), ``epoch_s``,
     ``train_loss``, ``val_loss``, ``val_accuracy`` (per epoch), ``validation_s`` (per pass),
@@ -246,7 +255,7 @@ def train(
                 sync(dev)
                 first_wall, start = time.time(), time.perf_counter()
                 epoch_start = start
-            total, count = 0.0, 0
+            total, count, first_step = 0.0, 0, len(timer.ends)
             while batch is not None:
                 total += train_step(setup, batch, dev)
                 count += 1
@@ -262,6 +271,9 @@ def train(
             now = time.perf_counter()
             metrics["epoch_s"] = now - epoch_start
             epoch_start = now
+            step_s = _steady_step_s(timer.ends[first_step:])
+            if step_s is not None:
+                metrics["step_s"] = step_s
             result["epoch_s"].append(metrics["epoch_s"])
             result["train_loss"].append(metrics["train_loss"])
             result["val_loss"].append(metrics.get("val_loss", float("nan")))

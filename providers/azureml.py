@@ -13,7 +13,13 @@ import os
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from advisor.providers.tuning import TrialResult, TuningBackend, TuningSpec, int_choices
+from advisor.providers.tuning import (
+    STEP_METRIC,
+    TrialResult,
+    TuningBackend,
+    TuningSpec,
+    int_choices,
+)
 from advisor.search_spaces.space import CategoricalParam, FloatParam, IntParam, Param
 
 from advisor._lazy import require
@@ -249,6 +255,7 @@ class AzureMLBackend(TuningBackend):
         out = []
         for run in self._child_runs(job, j.experiment_name):
             value = run.data.metrics.get(metric)
+            step_s = run.data.metrics.get(STEP_METRIC)  # logged by advisor.train, last epoch's
             info = run.info
             runtime = (info.end_time - info.start_time) / 1000 if info.end_time else None
             out.append(
@@ -262,6 +269,7 @@ class AzureMLBackend(TuningBackend):
                     instance_type=tags.get("advisor:vm_size"),
                     spot=spot == "spot",
                     static={k: v for k, v in run.data.params.items() if k in _STATIC},
+                    step_s=float(step_s) if step_s is not None else None,
                 )
             )
         return out

@@ -16,11 +16,12 @@ from typing import Any, ClassVar
 
 from advisor.providers.aws import aws_error, boto3_client, call, validate_request
 from advisor.providers.tuning import (
+    STEP_METRIC,
     TrialResult,
     TuningBackend,
     TuningSpec,
     coerce,
-    metric_regex,
+    metric_definitions,
 )
 from advisor.search_spaces.space import CategoricalParam, FloatParam, IntParam
 
@@ -135,9 +136,7 @@ class SageMakerBackend(TuningBackend):
             "AlgorithmSpecification": {
                 "TrainingImage": spec.image,
                 "TrainingInputMode": "File",
-                "MetricDefinitions": [
-                    {"Name": spec.objective_metric, "Regex": metric_regex(spec.objective_metric)}
-                ],
+                "MetricDefinitions": metric_definitions(spec.objective_metric),
             },
             "RoleArn": self.role or PLACEHOLDER_ROLE,
             "OutputDataConfig": {"S3OutputPath": spec.output or PLACEHOLDER_OUTPUT},
@@ -248,11 +247,12 @@ class SageMakerBackend(TuningBackend):
                 k: v for k, v in (detail.get("HyperParameters") or {}).items() if k in params
             }
             hps = {k: coerce(params[k], v) if k in params else v for k, v in raw.items()}
+            final = {
+                m.get("MetricName"): m.get("Value") for m in detail.get("FinalMetricDataList") or []
+            }
             value = (summary.get("FinalHyperParameterTuningJobObjectiveMetric") or {}).get("Value")
             if value is None:
-                for m in detail.get("FinalMetricDataList") or []:
-                    if m.get("MetricName") == metric:
-                        value = m.get("Value")
+                value = final.get(metric)
             start, end = detail.get("TrainingStartTime"), detail.get("TrainingEndTime")
             runtime = detail.get("TrainingTimeInSeconds")
             if runtime is None and isinstance(start, datetime) and isinstance(end, datetime):
@@ -268,6 +268,7 @@ class SageMakerBackend(TuningBackend):
                     billable_s=_float_or_none(detail.get("BillableTimeInSeconds")),
                     instance_type=(detail.get("ResourceConfig") or {}).get("InstanceType"),
                     spot=bool(detail.get("EnableManagedSpotTraining", False)),
+                    step_s=_float_or_none(final.get(STEP_METRIC)),
                     static={
                         k: str(v)
                         for k, v in (detail.get("HyperParameters") or {}).items()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.providers.sagemaker import PLACEHOLDER_OUTPUT, STRATEGY
-from advisor.providers.tuning import TuningSpec, metric_regex
+from advisor.providers.tuning import TuningSpec, metric_definitions
 from advisor.search_spaces.space import CategoricalParam, FloatParam
 
 from advisor._lazy import require
@@ -53,9 +53,7 @@ def sdk_tuner(spec: TuningSpec, role: str, volume_gb: int, session: Any = None) 
         model_trainer=trainer,
         objective_metric_name=spec.objective_metric,
         objective_type=spec.goal.capitalize(),
-        metric_definitions=[
-            {"Name": spec.objective_metric, "Regex": metric_regex(spec.objective_metric)}
-        ],
+        metric_definitions=metric_definitions(spec.objective_metric),
         hyperparameter_ranges=sdk_ranges(spec),
         strategy=STRATEGY[spec.strategy],
         max_jobs=spec.max_trials,

@@ -38,6 +38,9 @@ REPORTED_METRICS: dict[str, str] = {
     "train_loss": "minimize",
     "epoch_s": "minimize",
 }
+# Also reported after each epoch, not an objective: the epoch's median seconds per training step
+# (steps 2..n). Imported trials record it in the calibration ledger (issue #14).
+STEP_METRIC = "step_s"
 # What ``advisor.train`` prints after each epoch; SageMaker's metric regex reads it.
 METRIC_LINE = "advisor-metric: {name}={value:.6g};"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -56,6 +59,12 @@ def static_from_args(args: Iterable[str]) -> dict[str, str]:
 def metric_regex(name: str) -> str:
     """The regex (one capture group) that reads metric ``name`` from ``METRIC_LINE`` output."""
     return rf"advisor-metric: {re.escape(name)}=([-+0-9.eEinfa]+);"
+
+
+def metric_definitions(objective: str) -> list[dict[str, str]]:
+    """SageMaker's metric definitions for a tuning job: the objective, and ``STEP_METRIC``
+    (the measured step time the calibration ledger records; SageMaker allows 40)."""
+    return [{"Name": n, "Regex": metric_regex(n)} for n in dict.fromkeys((objective, STEP_METRIC))]
 
 
 @dataclass(frozen=True)
@@ -185,6 +194,7 @@ class TrialResult:
     accelerator_count: int = 0
     spot: bool | None = None  # None: the service does not say
     static: dict[str, str] = field(default_factory=dict)  # fixed values it ran with (batch_size...)
+    step_s: float | None = None  # its last epoch's measured seconds per step (STEP_METRIC)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

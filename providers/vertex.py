@@ -324,6 +324,8 @@ class VertexBackend(TuningBackend):
                     metric=value_m,
                     runtime_s=runtime,
                     instance_type=machine.machine_type,
+                    # step_s stays None: a Vertex trial's measurement holds only the study's
+                    # (objective) metrics, so the measured step time does not come back.
                 )
             )
         return out

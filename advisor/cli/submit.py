@@ -240,6 +240,12 @@ def import_job(
         f"Added {len(summary.trials_added)} of {summary.trials_seen} trials of {job} "
         f"to study '{study_name}'."
     )
+    if summary.calibrated or summary.not_calibrated:
+        skipped = ", ".join(f"{n} {why}" for why, n in sorted(summary.not_calibrated.items()))
+        click.echo(
+            f"{summary.calibrated} trial(s) recorded in the calibration ledger "
+            f"(advisor calibration)" + (f"; not recorded: {skipped}." if skipped else ".")
+        )
 
 
 def _native_names(backend: Any, names: tuple[str, ...], accelerator: str | None) -> tuple[str, ...]:

@@ -31,12 +31,34 @@ wires = sys.modules["wires"]
 PARAMS = (FloatParam("momentum", 0.5, 0.99), IntParam("layers", 1, 4),
           CategoricalParam("optimizer", ("sgd", "adam")))  # fmt: skip
 ROUND_TRIP_PARAMS = (FloatParam("lr", 0.01, 0.3), CategoricalParam("optimizer", ("sgd", "adam")))
-TRIALS = [
-    wires.Outcome("completed", 0.05, "sgd", 0.91, 300.0),
-    wires.Outcome("failed", 0.2, "adam", None, 30.0),
-    wires.Outcome("stopped", 0.25, "adam", 0.42, 120.0),  # stopped early by the service
+TRIALS = [  # the last value is the measured step time each reports (step_s)
+    wires.Outcome("completed", 0.05, "sgd", 0.91, 300.0, 0.004),
+    wires.Outcome("failed", 0.2, "adam", None, 30.0, 0.003),
+    wires.Outcome("stopped", 0.25, "adam", 0.42, 120.0, 0.006),  # stopped early by the service
     wires.Outcome("running", 0.1, "sgd", None, 0.0),
 ]
+
+
+@pytest.fixture(scope="module")
+def fcn_probe() -> Any:
+    """A real local probe of fcn at the round trip's batch size (1024)."""
+    from advisor.probes.result import ProbeRequest
+    from advisor.probes.runner import run_probe
+
+    probe = run_probe(ProbeRequest(workload="fcn", batch_size=1024, iterations=4, threads=1,
+                                   gradient_noise=False))  # fmt: skip
+    assert probe.ok, probe.error
+    return probe
+
+
+def _cache_probe(storage: str, probe: Any) -> None:
+    """Put ``probe`` in the study storage's probe cache, as ``advisor suggest`` leaves it."""
+    from advisor.local_backend import ProbeCache, probe_cache_key
+    from advisor.scoring import WorkloadInfo
+
+    key = probe_cache_key(WorkloadInfo(name="fcn", framework="torch", n_train=1),
+                          probe.batch_size, probe.threads, len(probe.iteration_s), {})  # fmt: skip
+    ProbeCache(storage).put(key, probe)
 
 
 @pytest.fixture(params=registry.names())
@@ -102,6 +124,7 @@ class TestProviderContract:
         study_factory: Any,
         tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch,
+        fcn_probe: Any,
     ) -> None:
         import optuna
 
@@ -109,6 +132,7 @@ class TestProviderContract:
         from advisor.tuning_jobs import import_job, job_status, submit_job
 
         study = study_factory(storage, params=ROUND_TRIP_PARAMS)
+        _cache_probe(storage, fcn_probe)
         before = _recommended(study).number
         spec = self.spec(wire, make_spec, hyperparameters=ROUND_TRIP_PARAMS,
                          output="s3://bucket/advisor" if wire.name == "sagemaker" else None,
@@ -157,6 +181,41 @@ class TestProviderContract:
         assert stopped.user_attrs["managed_metric"]["value"] == pytest.approx(0.42)
         # Imported trials never become the recommendation by themselves.
         assert _recommended(study).number == before
+        _check_ledger(wire, storage, fcn_probe, first, again)
+
+
+def _check_ledger(wire: Any, storage: str, probe: Any, first: Any, again: Any) -> None:
+    """The measured step times of the imported trials are in the ledger (issue #14 s. 4)
+    and correct the next prediction for that device class, with the evidence."""
+    import math
+
+    from advisor.probes.perf.ledger import records
+    from advisor.probes.perf.model import predict
+    from advisor.providers.catalog import load
+
+    catalog = load()
+    row = catalog.get(wire.catalog_key)
+    uncorrected = predict(probe, row, catalog, 1024, calibrate=False)
+    corrected = predict(probe, row, catalog, 1024, ledger_storage=storage)
+    found = records(storage)
+    assert again.calibrated == 0 and not again.not_calibrated  # nothing recorded twice
+    if not wire.reports_step_s:  # Vertex: no step time comes back, nothing is recorded
+        assert first.calibrated == 0 and first.not_calibrated == {"no measured step time": 3}
+        assert found == [] and corrected.calibration_points == 0
+        return
+    # The completed and the stopped trial; the failed one is counted, not recorded.
+    assert first.calibrated == 2 and first.not_calibrated == {"failed": 1}
+    assert sorted(r.measured_t2 for r in found) == [0.004, 0.006]
+    assert {(r.origin, r.machine, r.batch_size, r.workload) for r in found} == {
+        ("tuning-trial", wire.catalog_key, 1024, "fcn")
+    }
+    assert all(r.predicted_t2 == pytest.approx(uncorrected.phases.t2.value) for r in found)
+    factor = math.exp(sum(math.log(r.ratio) for r in found) / 2)
+    assert corrected.calibration_points == 2
+    assert corrected.calibration == pytest.approx(factor)
+    assert corrected.phases.t2.value == pytest.approx(uncorrected.phases.t2.value * factor)
+    assert "2 measured run(s)" in corrected.calibration_evidence
+    assert "tuning-trial" in corrected.calibration_evidence
 
 
 def _recommended(study: Any) -> Any:

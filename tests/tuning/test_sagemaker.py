@@ -63,6 +63,10 @@ def test_bayesian_request_passes_stubber(aws_env: None, make_spec: Any) -> None:
     regex = definition["AlgorithmSpecification"]["MetricDefinitions"][0]["Regex"]
     line = METRIC_LINE.format(name="val_accuracy", value=0.8765)
     assert float(re.search(regex, line).group(1)) == pytest.approx(0.8765)  # type: ignore[union-attr]
+    # ... and the measured step time, for the calibration ledger (not an objective).
+    names = [d["Name"] for d in definition["AlgorithmSpecification"]["MetricDefinitions"]]
+    assert names == ["val_accuracy", "step_s"]
+    assert config["HyperParameterTuningJobObjective"]["MetricName"] == "val_accuracy"
 
 
 def test_hyperband_spot_request_passes_stubber(aws_env: None, make_spec: Any) -> None:
@@ -135,6 +139,7 @@ def test_submit_status_import_against_moto(
     from advisor.cli.main import cli
 
     study_factory(storage)
+    _cache_local_probe(storage, 512)  # as `advisor suggest` leaves it: the ledger needs it
     runner = CliRunner()
     common = ["--provider", "sagemaker", "--region", "us-east-1"]
     with mock_aws():
@@ -172,7 +177,8 @@ def test_submit_status_import_against_moto(
                 StoppingCondition={"MaxRuntimeInSeconds": 3600},
             )  # fmt: skip
             backend.training_jobs[name].final_metric_data_list = [
-                {"MetricName": "val_accuracy", "Value": acc}
+                {"MetricName": "val_accuracy", "Value": acc},
+                {"MetricName": "step_s", "Value": 0.002 * (i + 1)},  # measured, per step
             ]
         sm.create_training_job(  # an unrelated job that must not be imported
             TrainingJobName="someone-else-001",
@@ -189,10 +195,14 @@ def test_submit_status_import_against_moto(
 
         imported = runner.invoke(
             cli, ["import", "advisor-fcn-moto", *common, "--study", "fcn-study",
-                  "--storage", storage, "--json"],
+                  "--storage", storage],
         )  # fmt: skip
         assert imported.exit_code == 0, imported.output
-        assert json.loads(imported.output)["trials_seen"] == 2
+        assert "Added 2 of 2 trials of advisor-fcn-moto" in imported.output
+        # Both measured step times went to the ledger next to the model's prediction.
+        assert "2 trial(s) recorded in the calibration ledger (advisor calibration)." in (
+            imported.output
+        )
         again = runner.invoke(
             cli, ["import", "advisor-fcn-moto", *common, "--study", "fcn-study",
                   "--storage", storage, "--json"],
@@ -212,6 +222,15 @@ def test_submit_status_import_against_moto(
     assert first.user_attrs["managed_metric"] == {"name": "val_accuracy", "value": 0.91}
     assert first.user_attrs["tuning_job"] == "advisor-fcn-moto"
     assert first.values is not None and first.values[0] >= 0.0
+    listed = runner.invoke(cli, ["calibration", "--storage", storage, "--json"])
+    assert listed.exit_code == 0, listed.output
+    ledger = json.loads(listed.output)
+    assert sorted((r["origin"], r["machine"], r["batch_size"], r["measured_t2"])
+                  for r in ledger["records"]) == [
+        ("tuning-trial", "sagemaker:ml.p3.2xlarge", 512, 0.002),
+        ("tuning-trial", "sagemaker:ml.p3.2xlarge", 512, 0.004),
+    ]  # fmt: skip
+    assert [(c["device_class"], c["points"]) for c in ledger["corrections"]] == [("V100", 2)]
     # Credentials never reach the study.
     dump = json.dumps([study.user_attrs, *[t.user_attrs for t in study.trials]], default=str)
     assert "sEcReT" not in dump and "testing" not in dump
@@ -231,6 +250,22 @@ def test_missing_credentials_is_one_line(
     sts = boto3.session.Session().client("sts", region_name="us-east-1")
     with pytest.raises(AdvisorError, match=r"No AWS credentials found.*aws configure"):
         SageMakerBackend(role=ROLE, sts=sts, region="us-east-1").submit(make_spec())
+
+
+def _cache_local_probe(storage: str, batch_size: int) -> None:
+    """A real probe of fcn on this machine, in the study storage's probe cache."""
+    from advisor.probes.result import ProbeRequest
+    from advisor.probes.runner import run_probe
+
+    from advisor.local_backend import ProbeCache, probe_cache_key
+    from advisor.scoring import WorkloadInfo
+
+    probe = run_probe(ProbeRequest(workload="fcn", batch_size=batch_size, iterations=4,
+                                   threads=1, gradient_noise=False))  # fmt: skip
+    assert probe.ok, probe.error
+    key = probe_cache_key(WorkloadInfo(name="fcn", framework="torch", n_train=1), batch_size,
+                          1, 4, {})  # fmt: skip
+    ProbeCache(storage).put(key, probe)
 
 
 def test_the_sagemaker_sdk_tuner_submits_the_same_job(

@@ -60,4 +60,9 @@ def test_a_tiny_real_run_prints_what_sagemaker_reads(tmp_path: Path) -> None:
     assert len(found) == 2 and all(0.0 <= float(v) <= 1.0 for v in found)
     runtime = re.findall(metric_regex("runtime_s"), proc.stdout)
     assert len(runtime) == 1 and float(runtime[0]) > 0
+    # The measured step time (median of each epoch's steps 2..4: 128 samples / 32), for the
+    # calibration ledger: positive, and no more than the epoch it is part of.
+    steps = [float(v) for v in re.findall(metric_regex("step_s"), proc.stdout)]
+    epochs = [float(v) for v in re.findall(metric_regex("epoch_s"), proc.stdout)]
+    assert len(steps) == 2 and all(0 < s < e for s, e in zip(steps, epochs, strict=True))
     assert '"lr": 0.05' in proc.stdout and '"momentum": 0.9' in proc.stdout

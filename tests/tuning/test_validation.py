@@ -38,6 +38,11 @@ def test_a_loss_maximised_is_refused_with_the_goal_to_use() -> None:
     check_metric("val_loss", "minimize")
     with pytest.raises(AdvisorError, match="pass --goal minimize"):
         check_metric("val_loss", "maximize")
+    # step_s is reported (for the calibration ledger) but is not a tuning objective.
+    check_metric("val_accuracy", "maximize")
+    with pytest.raises(AdvisorError, match="not as a tuning objective") as info:
+        check_metric("step_s", "minimize")
+    assert "--metric val_accuracy" in str(info.value) and "step_s or" not in str(info.value)
 
 
 def test_numeric_choices_reach_the_trial_as_numbers_from_every_service() -> None:
@@ -90,3 +95,29 @@ def test_epochs_reach_the_learning_rate_schedule() -> None:
     assert _epochs_arg("fcn", 3) == {"epochs": 3}
     setup, _, _ = build_setup("fcn", 32, 64, 16, hyperparameters=_epochs_arg("fcn", 3))
     assert setup.scheduler.T_max == 3
+
+
+def test_imported_trials_the_ledger_cannot_use_are_counted_not_recorded() -> None:
+    from advisor.providers.catalog import load
+    from advisor.providers.tuning import TrialResult
+
+    from advisor.tuning_calibration import TrialLedger
+
+    catalog = load()
+    multi = next(r for r in catalog.instances if r.accelerator_count > 1)
+    single = catalog.get("sagemaker:ml.g5.2xlarge")
+
+    def trial(status: str, step_s: float | None) -> TrialResult:
+        return TrialResult("j", status, {}, "val_accuracy", 0.9, step_s=step_s)  # type: ignore[arg-type]
+
+    ledger = TrialLedger(study=None, storage=None, catalog=catalog)  # type: ignore[arg-type]
+    ledger(trial("completed", None), single, 512)
+    ledger(trial("completed", 0.01), multi, 512)  # a data-parallel step: not this measurement
+    ledger(trial("failed", 0.01), single, 512)
+    ledger(trial("completed", 0.01), None, 512)
+    ledger(trial("completed", 0.01), single, 512)  # no storage to find the local probe in
+    assert ledger.recorded == 0
+    assert dict(ledger.skipped) == {
+        "no measured step time": 1, "several GPUs": 1, "failed": 1,
+        "machine not in the catalog": 1, "study storage unknown": 1,
+    }  # fmt: skip

@@ -44,6 +44,7 @@ class Outcome:
     optimizer: str
     metric: float | None
     runtime_s: float
+    step_s: float | None = None  # the measured step time advisor.train reports (step_s)
 
 
 class Wire:
@@ -54,6 +55,8 @@ class Wire:
     refusals: ClassVar[list[tuple[dict[str, Any], str]]]
     image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/advisor:1"
     counts_trials = True  # whether the fake service counts the trials it ran in its status
+    # whether a trial's measured step time comes back (Vertex keeps only the objective metric)
+    reports_step_s = True
 
     def validate(self, request: dict[str, Any]) -> None:
         """Check ``request`` with the SDK's own rules (raises when it does not accept it)."""
@@ -137,11 +140,11 @@ class SageMakerWire(Wire):
                                        "stopped": "Stopped", "running": "InProgress"}[t.status]  # fmt: skip
             job.training_start_time = NOW
             job.training_end_time = NOW + dt.timedelta(seconds=t.runtime_s)
-            job.final_metric_data_list = (
-                [{"MetricName": "val_accuracy", "Value": t.metric, "Timestamp": NOW}]
-                if t.metric is not None
-                else []
-            )
+            job.final_metric_data_list = [
+                {"MetricName": name, "Value": value, "Timestamp": NOW}
+                for name, value in (("val_accuracy", t.metric), ("step_s", t.step_s))
+                if value is not None
+            ]
         # Another tuning job whose name starts like this one ("<job>-2"): not ours.
         other = f"{sub.job_id}-2-001-abcd9999"
         self._create(client, definition, other, {"lr": "0.1", "optimizer": "sgd"})
@@ -170,6 +173,7 @@ class VertexWire(Wire):
     name = "vertex"
     machine = "g2-standard-8"
     catalog_key = "vertex:g2-standard-8"
+    reports_step_s = False
     options: ClassVar[dict[str, Any]] = {"project": "p1", "location": "us-central1"}
     refusals: ClassVar[list[tuple[dict[str, Any], str]]] = [
         ({"strategy": "hyperband"}, "does not offer the 'hyperband'"),
@@ -345,6 +349,8 @@ class AzureMLWire(Wire):
             client.log_param(run_id, "optimizer", t.optimizer)
             if t.metric is not None:
                 client.log_metric(run_id, "val_accuracy", t.metric, step=3)
+            if t.step_s is not None:
+                client.log_metric(run_id, "step_s", t.step_s, step=3)
             if t.status != "running":
                 end = start + int(t.runtime_s * 1000)
                 client.set_terminated(run_id, status=states[t.status], end_time=end)
