@@ -11,7 +11,8 @@ the trial loop:
    machines whose remote probe is already cached are skipped (their measurement is used).
 2. Its probe must fit what is left of the probe budget: the predicted probe time plus the
    service's billed start-up allowance (``providers.overheads``; its upper bound, so a slow
-   start cannot push the spend over), at the machine's on-demand price. After the job, its
+   start cannot push the spend over), at the on-demand price of the row the job runs on (a
+   VM's job runs on its managed service: ``remote_probe.job_machine``). After the job, its
    real cost (billed seconds x price) is charged; the trial loop spends what is left
    (``StudyState`` reads the study's record).
 3. Run it (``advisor.remote_probe``), then re-screen every batch size of that machine and of
