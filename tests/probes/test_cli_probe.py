@@ -170,5 +170,6 @@ def test_ctrl_c_stops_the_probe_child_and_exits_130() -> None:
         _, err = proc.communicate(timeout=30)
     finally:
         proc.kill()
-    assert proc.returncode == 130 and "Aborted." in err
+    # exit 130, or Python ends the process by the signal itself (-2; a shell shows 130 too)
+    assert proc.returncode in (130, -signal.SIGINT) and "Aborted." in err
     assert not Path(f"/proc/{child}").exists()  # killed and reaped, not left running
