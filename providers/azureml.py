@@ -188,13 +188,7 @@ class AzureMLBackend(TuningBackend):
     def client(self) -> Any:
         if self._client is None:
             missing = [
-                flag
-                for flag, value in (
-                    ("--subscription (AZURE_SUBSCRIPTION_ID)", self.subscription),
-                    ("--resource-group (AZURE_RESOURCE_GROUP)", self.resource_group),
-                    ("--workspace (AZUREML_WORKSPACE_NAME)", self.workspace),
-                )
-                if not value
+                f"--{name.replace(' ', '-')} ({env})" for name, env in unnamed_workspace_parts(self)
             ]
             if missing:
                 raise AdvisorError(
@@ -328,6 +322,17 @@ def _default(p: Param) -> Any:
     if isinstance(p, CategoricalParam):
         return p.choices[0]
     return p.low
+
+
+def unnamed_workspace_parts(names: Any) -> list[tuple[str, str]]:
+    """Which of ``names``' subscription, resource group and workspace are missing, each as
+    (setting, environment variable), e.g. ``("resource group", "AZURE_RESOURCE_GROUP")``."""
+    parts = (
+        ("subscription", "AZURE_SUBSCRIPTION_ID", names.subscription),
+        ("resource group", "AZURE_RESOURCE_GROUP", names.resource_group),
+        ("workspace", "AZUREML_WORKSPACE_NAME", names.workspace),
+    )
+    return [(name, env) for name, env, value in parts if not value]
 
 
 def azure_call(fn: Any, *args: Any, feature: str = "Azure ML tuning", **kwargs: Any) -> Any:

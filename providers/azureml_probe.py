@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from advisor.providers.azureml import AzureMLBackend, azure_call
+from advisor.providers.azureml import AzureMLBackend, azure_call, unnamed_workspace_parts
 from advisor.providers.probe_jobs import (
     RESULT_FILE,
     JobPoll,
@@ -99,15 +99,7 @@ class AzureMLProbeJobRunner(ProbeJobRunner):
     # -- settings ---------------------------------------------------------------------------
     def check(self) -> None:
         if self._client is None:
-            missing = [
-                flag
-                for flag, value in (
-                    ("subscription (AZURE_SUBSCRIPTION_ID)", self.subscription),
-                    ("resource group (AZURE_RESOURCE_GROUP)", self.resource_group),
-                    ("workspace (AZUREML_WORKSPACE_NAME)", self.workspace),
-                )
-                if not value
-            ]
+            missing = [f"{name} ({env})" for name, env in unnamed_workspace_parts(self)]
             if missing:
                 raise AdvisorError(
                     "The Azure ML workspace for probe jobs is not fully named.",
