@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from advisor.probes.epochs_fit import FIT_CHECK
 from advisor.probes.epochs_model import EARLY_NOISE_CAVEAT, LR_RULE
 from advisor.records import TrialRecord
 
@@ -34,13 +35,17 @@ def epochs_per_batch(
 
 
 def epochs_note(rows: list[dict[str, Any]]) -> str | None:
-    """The learning-rate rule the predicted epochs assume, when any epochs are predicted."""
-    if not any(r["source"] == "predicted" for r in rows):
+    """The learning-rate rule the modelled epochs assume, and how far to trust them: the fit's
+    leave-one-out check, or the probe's early-noise caveat; None when none is modelled."""
+    modelled = [r for r in rows if r["source"] in ("predicted", "fitted")]
+    if not modelled:
         return None
-    return (
-        f"Predicted epochs assume the learning rate scaled with the batch: {LR_RULE}. "
-        f"{EARLY_NOISE_CAVEAT}"
-    )
+    text = f"Modelled epochs assume the learning rate scaled with the batch: {LR_RULE}."
+    if any(r.get("b_noise_from") == "fit" for r in modelled):
+        text += f" {FIT_CHECK}"
+    if any(r.get("b_noise_from") == "probe" for r in modelled):
+        text += f" {EARLY_NOISE_CAVEAT}"
+    return text
 
 
 def render_epochs(rows: list[dict[str, Any]], console: Console) -> None:
@@ -51,14 +56,16 @@ def render_epochs(rows: list[dict[str, Any]], console: Console) -> None:
     if not rows:
         return
     table = Table(title="Epochs per batch size", title_justify="left")
-    for col in ("batch", "epochs", "interval", "how", "basis"):
-        table.add_column(col, justify="right" if col in ("batch", "epochs") else "left")
+    for col in ("batch", "epochs", "interval", "how", "known", "basis"):
+        table.add_column(col, justify="right" if col in ("batch", "epochs", "known") else "left")
     for r in rows:
+        known = r.get("known")
         table.add_row(
             str(r["batch_size"]),
             str(r["epochs"]),
             f"{r['low']:.1f}-{r['high']:.1f}",
             escape(str(r["source"])),
+            "" if known is None else f"{known:g}",
             escape(str(r["basis"])),
         )
     console.print(table)

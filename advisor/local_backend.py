@@ -361,7 +361,7 @@ class LocalBackend(Backend):
         from advisor.probes.gradient_noise import from_probe
 
         anchor = workload.epochs_anchor()
-        if anchor is None:
+        if anchor is None or not workload.needs_noise_scale():  # none, or fitted to points
             return workload.epochs_estimate(batch_size), False
         ref, new = self.probe(workload, anchor.batch_size, hps, noise=True)
         return workload.epochs_estimate(batch_size, from_probe(ref) if ref.ok else None), new

@@ -31,6 +31,8 @@ class SuggestOptions:
     probe_budget_usd: float | None = None
     epochs: int | None = None
     at_batch: int | None = None  # issue #19: the batch size --epochs was seen at
+    # issue #19: epochs known at several batch sizes ((B, N) pairs, --epochs-at B=N)
+    epochs_at: tuple[tuple[int, int], ...] = ()
     sampler: str = "tpe"
     seed: int = 0
     # None: run until the search stops on its own (at most DEFAULT_TRIALS), and a re-run of a
@@ -79,6 +81,7 @@ class SuggestOptions:
                 f"--at-batch {self.at_batch} needs --epochs and a positive batch size.",
                 "pass --epochs N --at-batch B (N epochs seen at batch size B).",
             )
+        self._check_epochs_at()
         if (
             isinstance(self.cloud_probes, bool)
             or not isinstance(self.cloud_probes, int)
@@ -92,6 +95,34 @@ class SuggestOptions:
             raise AdvisorError(
                 f"--probe-iterations must be >= 3, got {self.probe_iterations}.",
                 "the first iteration is warm-up; give at least 3.",
+            )
+
+    def _check_epochs_at(self) -> None:
+        """--epochs-at B=N: positive whole numbers, one per batch size, not with --epochs alone."""
+        try:
+            pairs = [tuple(p) for p in self.epochs_at if not isinstance(p, str | bytes)]
+        except TypeError:  # not pairs at all, e.g. (256, 13)
+            pairs = [()]
+        if len(pairs) != len(self.epochs_at) or any(
+            len(p) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in p)
+            for p in pairs
+        ):
+            raise AdvisorError(
+                f"--epochs-at needs positive whole numbers B=N, got {self.epochs_at!r}.",
+                "write each as --epochs-at 256=13 (13 epochs seen at batch size 256).",
+            )
+        batches = [p[0] for p in pairs] + ([self.at_batch] if self.at_batch else [])
+        if len(set(batches)) != len(batches):
+            raise AdvisorError(
+                f"--epochs-at gives batch size {_first_repeat(batches)} more than once.",
+                "give each batch size's epochs once.",
+            )
+        object.__setattr__(self, "epochs_at", tuple(sorted(pairs)))  # lists from JSON too
+        if pairs and self.epochs is not None and self.at_batch is None:
+            raise AdvisorError(
+                f"--epochs {self.epochs} (every batch size) contradicts --epochs-at.",
+                "drop --epochs, or say where it was seen with --at-batch B.",
             )
 
     @property
@@ -129,6 +160,7 @@ def workload_info(options: SuggestOptions) -> WorkloadInfo:
             n_val=options.n_val or 0,
             epochs=options.epochs,
             at_batch=options.at_batch,  # issue #19
+            epochs_at=_sorted_pairs(options.epochs_at),
             **_data_size(options, None),  # issue #14
         )
     from advisor.search_spaces import workloads
@@ -146,10 +178,19 @@ def workload_info(options: SuggestOptions) -> WorkloadInfo:
         n_val=options.n_val if options.n_val is not None else wl.n_val,
         epochs=options.epochs,
         at_batch=options.at_batch,  # issue #19
+        epochs_at=_sorted_pairs(options.epochs_at),
         epochs_to_stabilise=dict(wl.epochs_to_stabilise),
         default_epochs=wl.default_epochs,
         **_data_size(options, wl),  # issue #14
     )
+
+
+def _sorted_pairs(pairs: Any) -> tuple[tuple[int, int], ...]:
+    return tuple(sorted((int(b), int(e)) for b, e in pairs))
+
+
+def _first_repeat(values: list[int]) -> int:
+    return next(v for i, v in enumerate(values) if v in values[:i])
 
 
 def _data_size(options: SuggestOptions, wl: Any) -> dict[str, Any]:

@@ -264,7 +264,10 @@ def predict(
             "try a smaller batch size or check the workload.",
         )
     measured = traced(given, note) if trace else given
-    epochs = epochs or (workload.epochs_for(batch_size) if workload else USER_MODEL_EPOCHS)
+    if not epochs:
+        from advisor.probes.epochs_fit import default_epochs
+
+        epochs = default_epochs(workload, batch_size) if workload else USER_MODEL_EPOCHS
     if n_train is None:
         n_train = measured.n_train or (workload.n_train if workload else 0)
         if n_val is None:

@@ -165,7 +165,9 @@ class ReplayBackend(Backend):
     def _runtime(
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
     ) -> RunTime:
-        epochs = workload.epochs_for(batch_size)
+        epochs_est = workload.epochs_estimate(batch_size)  # issue #19: as suggest counts them
+        epochs = epochs_est.epochs
+        per_batch = {"epochs_model": epochs_est.to_dict()}
         entry = self.table.entry(instance.key, batch_size)
         if self.table.delay_s > 0:
             time.sleep(self.table.delay_s)
@@ -188,7 +190,7 @@ class ReplayBackend(Backend):
                 entry.phases.source,
                 epochs,
                 entry.probe_s,
-                estimate=est.to_dict(),
+                estimate={**est.to_dict(), **per_batch},
                 phases=entry.phases,
                 new_probe=new,
             )

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from advisor.probes.epochs_fit import fit_noise_scale, fitted_epochs
 from advisor.probes.epochs_model import EpochsAnchor, EpochsEstimate, predict_epochs
 from advisor.probes.result import Interval, PhaseTimes, ProbeResult
 from advisor.providers.catalog import InstanceType
@@ -54,6 +55,8 @@ class WorkloadInfo:
     epochs_to_stabilise: dict[int, int] = field(default_factory=dict)
     default_epochs: int = 10
     at_batch: int | None = None  # issue #19: --at-batch, the batch size --epochs was seen at
+    # issue #19: --epochs-at B=N, epochs known at other batch sizes (sorted (B, N) pairs)
+    epochs_at: tuple[tuple[int, int], ...] = ()
     # issue #14: bytes a cloud job downloads before training (0: unknown, term left out)
     data_bytes: float = 0.0
     data_basis: str = ""  # where that size comes from
@@ -71,39 +74,56 @@ class WorkloadInfo:
             raise ValueError(f"data_bytes must be >= 0, but got {self.data_bytes}")
 
     # -- issue #19: epochs per batch size from the gradient noise scale ----------------------
+    def known_epochs(self) -> tuple[dict[int, float], str]:
+        """The known (batch size: epochs) points and what they are: the user's (``--epochs N
+        --at-batch B`` and every ``--epochs-at B=N``), else the workload's published epochs to
+        stabilise; none when ``--epochs`` is one number for every batch size."""
+        if self.epochs is not None and self.at_batch is None:
+            return {}, f"--epochs {self.epochs}"
+        given = dict(self.epochs_at)
+        if self.epochs is not None and self.at_batch is not None:
+            given[self.at_batch] = self.epochs
+        if given:
+            return {b: float(e) for b, e in given.items()}, "given epochs (--epochs-at, --at-batch)"
+        published = {b: float(e) for b, e in self.epochs_to_stabilise.items()}
+        return published, "published epochs to stabilise (METHOD.md 2.3)"
+
     def epochs_anchor(self) -> EpochsAnchor | None:
-        """The known point the epochs model starts from: ``--epochs N --at-batch B``, else the
-        published epochs to stabilise at the smallest published batch size; None when the
-        epochs are one number for every batch size (``--epochs`` alone, or no figures)."""
-        if self.epochs is not None:
-            if self.at_batch is None:
-                return None
-            basis = f"--epochs {self.epochs} --at-batch {self.at_batch}"
-            return EpochsAnchor(self.at_batch, self.epochs, "given", basis)
-        if not self.epochs_to_stabilise:
+        """The known point the epochs model starts from (the smallest known batch size), or
+        None when the epochs are one number for every batch size (``--epochs`` alone, or no
+        known figures). With exactly one known point, its probe also measures the gradient
+        noise scale."""
+        known, _ = self.known_epochs()
+        if not known:
             return None
-        ref = min(self.epochs_to_stabilise)
-        basis = "published epochs to stabilise (METHOD.md 2.3)"
-        return EpochsAnchor(ref, self.epochs_to_stabilise[ref], "given", basis)
+        ref = min(known)
+        if self.epochs is not None and self.at_batch == ref:
+            basis = f"--epochs {self.epochs} --at-batch {self.at_batch}"
+        elif self.epochs_at:
+            basis = f"--epochs-at {ref}={known[ref]:g}"
+        else:
+            basis = "published epochs to stabilise (METHOD.md 2.3)"
+        return EpochsAnchor(ref, known[ref], "given", basis)
+
+    def needs_noise_scale(self) -> bool:
+        """Whether the epochs model needs the probe's noise scale: exactly one known point."""
+        return len(self.known_epochs()[0]) == 1
 
     def epochs_estimate(self, batch_size: int, noise: Any = None) -> EpochsEstimate:
-        """Epochs at ``batch_size``: a published figure where there is one, else the anchor
-        scaled by the noise scale ``noise`` (:class:`advisor.probes.gradient_noise.NoiseScale`),
-        or the single given number."""
+        """Epochs at ``batch_size`` from the model ``E(B) = E_min (1 + B/B_noise)``: with two
+        or more known points ``B_noise`` is fitted to them (:mod:`advisor.probes.epochs_fit`);
+        with one, it is the probe's ``noise`` (:class:`advisor.probes.gradient_noise.
+        NoiseScale`); with none, the single given number."""
+        known, basis = self.known_epochs()
+        if len(known) >= 2:
+            # The probe's noise scale, measured at the start of training, is far below the
+            # one that sets the epochs and varies widely across seeds (fcn: 49-10,257 over 10
+            # seeds after 8 steps; docs/benchmarks.md, issue #19): known points fit better.
+            return fitted_epochs(fit_noise_scale(known), batch_size, basis, noise)
         anchor = self.epochs_anchor()
-        published = self.epochs is None and batch_size in self.epochs_to_stabilise
-        # A published measurement wins over a prediction: the probe's noise scale, measured
-        # at the start of training, is far below the one that sets the epochs and varies
-        # widely across seeds (fcn: 49-10,257 over 10 seeds after 8 steps, 2,316-7,285 after
-        # 3 epochs; docs/benchmarks.md, issue #19), so the model fills in only the batch sizes
-        # nobody measured.
-        if anchor is not None and not published:
+        if anchor is not None:
             return predict_epochs(anchor, batch_size, noise)
         e = self.epochs_for(batch_size)
-        if published:
-            return EpochsEstimate(
-                batch_size, e, e, e, e, "given", "published epochs to stabilise (METHOD.md 2.3)"
-            )
         basis = f"--epochs {e}" if self.epochs is not None else "the workload's default"
         return EpochsEstimate(batch_size, e, e, e, e, "given", f"{basis}, every batch size")
 

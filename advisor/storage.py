@@ -53,7 +53,9 @@ def study_name_for(
         "deadline": options.deadline_s,
         "epochs": options.epochs,
         "at_batch": options.at_batch,  # issue #19
-        "epochs_model": "gradient-noise-scale",  # issue #19: epochs per batch size changed
+        "epochs_at": sorted(options.epochs_at),  # issue #19
+        # issue #19: epochs per batch size changed (fitted to known points since "-fit")
+        "epochs_model": "gradient-noise-scale-fit",
         "snapshot": snapshot,
         "iterations": options.probe_iterations,
         "n_train": workload.n_train,

@@ -306,6 +306,7 @@ def study_attrs(
         "objective": options.resolved_objective,
         "epochs": options.epochs,
         "at_batch": options.at_batch,  # issue #19
+        "epochs_at": sorted(options.epochs_at),  # issue #19
         "n_train": workload.n_train,
         "n_val": workload.n_val,
         "backend": backend.name,

@@ -183,6 +183,7 @@ def _spec_without_study(
     catalog: Any,
     options: dict[str, Any],
 ) -> TuningSpec:
+    from advisor.probes.epochs_fit import default_epochs
     from advisor.search_spaces.loader import default_space
     from advisor.search_spaces.workloads import get
 
@@ -208,7 +209,7 @@ def _spec_without_study(
         fixed={
             "model": model,
             "batch_size": batch_size,
-            "epochs": get(model).epochs_for(batch_size),
+            "epochs": default_epochs(get(model), batch_size),  # issue #19: as suggest counts
         },
         image=image or PLACEHOLDER_IMAGE,
         catalog=catalog,

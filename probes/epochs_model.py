@@ -25,7 +25,8 @@ from typing import Any, Literal
 
 from advisor.probes.gradient_noise import NoiseScale
 
-EpochsSource = Literal["given", "measured", "predicted"]
+# "fitted": the model fitted to several known points, at one of them (advisor.probes.epochs_fit)
+EpochsSource = Literal["given", "measured", "fitted", "predicted"]
 
 LR_RULE = (
     "lr(B) = lr_ref (1 + B_noise/B_ref) / (1 + B_noise/B) for SGD (linear for B << B_noise, "
@@ -72,6 +73,8 @@ class EpochsEstimate:
     source: EpochsSource
     basis: str
     b_noise: float | None = None  # the noise scale used (None: not used; inf: unresolved)
+    b_noise_from: str = ""  # "probe" (its B_simple) or "fit" (fitted to known points)
+    known: float | None = None  # the given or published figure at this batch size, if any
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -103,7 +106,9 @@ def predict_epochs(
     """
     e = anchor.epochs
     if batch_size == anchor.batch_size:
-        return EpochsEstimate(batch_size, math.ceil(e - 1e-9), e, e, e, anchor.source, anchor.basis)
+        return EpochsEstimate(
+            batch_size, math.ceil(e - 1e-9), e, e, e, anchor.source, anchor.basis, known=e
+        )
     if noise is None:
         return EpochsEstimate(
             batch_size,
@@ -138,6 +143,7 @@ def predict_epochs(
         "predicted",
         basis,
         noise.value,
+        "probe",
     )
 
 

@@ -28,11 +28,12 @@ def _load_probe(path: Path) -> Any:
 
 
 def _default_epochs(workload: str, batch_size: int) -> int:
+    from advisor.probes.epochs_fit import default_epochs
     from advisor.search_spaces.workloads import get
 
     if ":" in workload:
         return 10
-    return get(workload).epochs_for(batch_size)
+    return default_epochs(get(workload), batch_size)
 
 
 @click.command("estimate")

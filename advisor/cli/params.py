@@ -92,6 +92,24 @@ class BoundedInt(click.ParamType):
         return number
 
 
+class EpochsAt(click.ParamType):
+    """``B=N``: N epochs to target seen at batch size B (issue #19). Returns ``(B, N)``."""
+
+    name = "B=N"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tuple):
+            return value
+        match = re.fullmatch(r"\s*(\d{1,9})\s*=\s*(\d{1,6})\s*", str(value))
+        if not match or min(int(match[1]), int(match[2])) < 1:
+            self.fail(
+                f"{value!r} is not B=N with a batch size B and epochs N >= 1 (e.g. 256=13).",
+                param,
+                ctx,
+            )
+        return int(match[1]), int(match[2])
+
+
 class Duration(click.ParamType):
     """A positive duration written 2h, 90m, 3600s or 3600 (seconds), at most a year.
 
@@ -205,6 +223,7 @@ USD_OR_ZERO = FiniteFloat(0.0, 1e9)  # a probe budget may be 0 (use what is cach
 SEED = BoundedInt(0, 2**32 - 1)  # numpy's seeds are 32-bit
 THREADS = BoundedInt(1, 4096)
 POSITIVE = BoundedInt(1, 10**9)  # epochs, batch sizes, samples, trials
+EPOCHS_AT = EpochsAt()
 COUNT_OR_ZERO = BoundedInt(0, 10**9)
 PORT = BoundedInt(1, 65535)
 GPUS = BoundedInt(0, 1024)

@@ -72,15 +72,24 @@ def parse_duration(text: str) -> float:
 @click.option(
     "--epochs",
     type=p.POSITIVE,
-    help="Epochs of the run, the same at every batch size (default: the workload's published "
-    "epochs to stabilise where published, other batch sizes scaled from them by the probe's "
-    "gradient noise scale).",
+    help="Epochs of the run, the same at every batch size (default: per batch size, from the "
+    "gradient-noise-scale model fitted to the workload's published epochs to stabilise).",
 )
 @click.option(
     "--at-batch",
     type=p.POSITIVE,
     help="With --epochs: the batch size those epochs were seen at; the epochs at other batch "
     "sizes are then predicted from the probe's gradient noise scale.",
+)
+@click.option(
+    "--epochs-at",
+    "epochs_at",
+    type=p.EPOCHS_AT,
+    multiple=True,
+    help="Epochs to target seen at a batch size, as B=N (e.g. --epochs-at 256=13); repeat it. "
+    "One known point is scaled to other batch sizes by the probe's gradient noise scale; with "
+    "two or more the noise scale is fitted to them and every batch size's epochs come from the "
+    "fit.",
 )
 @click.option(
     "--sampler",
@@ -183,6 +192,7 @@ def suggest(
     probe_budget: float | None,
     epochs: int | None,
     at_batch: int | None,
+    epochs_at: tuple[tuple[int, int], ...],
     sampler: str,
     seed: int,
     trials: int | None,
@@ -242,6 +252,7 @@ def suggest(
         probe_budget_usd=probe_budget,
         epochs=epochs,
         at_batch=at_batch,
+        epochs_at=epochs_at,
         sampler=sampler,
         seed=seed,
         trials=trials,

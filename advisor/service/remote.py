@@ -32,6 +32,7 @@ def suggest_remote(server: str, token: str | None, opts: dict[str, Any]) -> dict
         "probe_budget_usd": opts["probe_budget"],
         "epochs": opts["epochs"],
         "at_batch": opts.get("at_batch"),
+        "epochs_at": [list(pair) for pair in opts.get("epochs_at") or ()],  # issue #19
         "sampler": opts["sampler"],
         "seed": opts["seed"],
         "trials": opts["trials"],

@@ -38,6 +38,9 @@ class SuggestRequest(_Strict):
     probe_budget_usd: float | None = Field(None, ge=0)
     epochs: int | None = Field(None, gt=0, le=10_000)
     at_batch: int | None = Field(None, gt=0, le=10**9)
+    epochs_at: list[tuple[int, int]] = Field(
+        default_factory=list, max_length=64, description="Epochs known at batch sizes: [[B, N]]."
+    )
     sampler: Literal["tpe", "gp", "random", "nsga2", "skopt"] = "tpe"
     seed: int = 0
     trials: int = Field(60, gt=0, le=2000)

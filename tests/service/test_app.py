@@ -151,6 +151,7 @@ def test_a_bad_space_is_refused_at_the_door(client: Any, token: str) -> None:
         ({"model": "no-such-net"}, "model", "use one of: "),
         ({"model": "fcn", "study_name": "../../etc/passwd"}, "study_name", "no '/' or '..'"),
         ({"model": "fcn", "sampler": "magic"}, "sampler", "'tpe'"),
+        ({"model": "fcn", "epochs_at": [[256]]}, "epochs_at.0.1", "Field required"),  # issue #19
     ],
 )
 def test_bad_bodies_get_422_naming_the_field(
@@ -160,6 +161,21 @@ def test_bad_bodies_get_422_naming_the_field(
     assert r.status_code == 422
     problems = {d["field"]: d["problem"] for d in r.json()["detail"]}
     assert field in problems and words in problems[field], problems
+
+
+def test_epochs_at_reaches_the_study_and_bad_pairs_are_400(client: Any, token: str) -> None:
+    body = {"model": "fcn", "budget_usd": 50, "epochs_at": [[2048, 30], [256, 10]]}
+    r = client.post("/v1/suggestions", json=body, headers=_h(token))
+    assert r.status_code == 202, r.text
+    job = wait_job(client, r.json()["id"], token)
+    assert job["status"] == "done", job["error"]
+    study = job["result"]["study"]
+    one = client.get(f"/v1/studies/{study}", headers=_h(token)).json()
+    assert one["user_attrs"]["epochs_at"] == [[256, 10], [2048, 30]]
+    bad = client.post(
+        "/v1/suggestions", json={"model": "fcn", "epochs_at": [[256, 0]]}, headers=_h(token)
+    )
+    assert bad.status_code == 400 and "--epochs-at" in bad.json()["detail"], bad.text
 
 
 def test_malformed_json_is_422(client: Any, token: str) -> None:

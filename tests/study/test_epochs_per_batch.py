@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from advisor.probes.epochs_fit import fit_noise_scale
 from advisor.probes.epochs_model import epochs_ratio
 from advisor.probes.gradient_noise import estimate_pooled
 from advisor.probes.result import ProbeRequest, ProbeResult
@@ -64,38 +65,75 @@ def evaluate(be: LocalBackend, wl: WorkloadInfo, batch: int) -> Any:
     return be.evaluate(wl, Candidate(local_machine()), batch, {})
 
 
-def test_published_anchor_scaled_by_the_probe_noise_scale(tmp_path: Path) -> None:
+def test_published_points_fit_the_noise_scale_for_every_batch_size(tmp_path: Path) -> None:
     probes = FakeProbes()
     be = backend(tmp_path, probes)
     wl = workload_info(SuggestOptions(model="fcn"))
-    at_4096 = evaluate(be, wl, 4096)  # not published: predicted from the anchor
-    expected = 13 * epochs_ratio(4096, 256, 1000.0)  # fcn: 13 epochs at 256 (METHOD.md 2.3)
-    assert at_4096.epochs == math.ceil(expected)
+    fit = fit_noise_scale({256: 13, 512: 14, 1024: 14, 2048: 16})  # METHOD.md 2.3
+    at_4096 = evaluate(be, wl, 4096)  # not published: predicted from the fit, not the probe
+    expected = fit.epochs_at(4096)[0]
+    assert at_4096.epochs == round(expected) > 16
     model = at_4096.estimate["epochs_model"]
-    assert model["source"] == "predicted" and model["value"] == pytest.approx(expected)
+    assert model["source"] == "predicted" and model["b_noise_from"] == "fit"
+    assert model["value"] == pytest.approx(expected)
+    assert "B_simple" not in model["basis"]  # the probe's noise scale is not needed
     assert at_4096.estimate["epochs"] == at_4096.epochs  # the runtime uses these epochs
-    at_256 = evaluate(be, wl, 256)
-    assert at_256.epochs == 13 and at_256.estimate["epochs_model"]["source"] == "given"
-    assert probes.asked == [4096, 256]  # one reference probe, then served from the cache
-    note = epochs_note(epochs_per_batch([], [at_256, at_4096])) or ""
-    assert "learning rate" in note
-    assert "start of training" in note  # says which way the prediction is likely off
-
-
-def test_a_published_figure_wins_over_the_noise_scale_prediction(tmp_path: Path) -> None:
-    be = backend(tmp_path, FakeProbes())
-    wl = workload_info(SuggestOptions(model="fcn"))
-    at_2048 = evaluate(be, wl, 2048)  # published: 16 epochs (METHOD.md 2.3)
-    assert at_2048.epochs == 16
-    assert at_2048.estimate["epochs_model"]["source"] == "given"
+    at_2048 = evaluate(be, wl, 2048)
+    assert at_2048.epochs == 16  # the fit rounds to the published figure here
+    assert at_2048.estimate["epochs_model"]["source"] == "fitted"
+    assert at_2048.estimate["epochs_model"]["known"] == 16
+    assert probes.asked == [4096, 2048]  # no noise probe at the anchor: nothing uses it
     at_1024 = evaluate(be, wl, 1024)
-    assert at_1024.epochs == 14
-    longer = evaluate(be, wl, 2048)
-    assert at_1024.runtime.value < longer.runtime.value  # more epochs and the same time/epoch
-    at_256 = evaluate(be, wl, 256)
-    rows = epochs_per_batch([], [at_2048, at_256, at_1024])
-    assert [r["batch_size"] for r in rows] == [256, 1024, 2048]
-    assert epochs_note(rows) is None  # nothing predicted: no learning-rate rule to state
+    assert at_1024.epochs == 14 and at_1024.runtime.value < at_2048.runtime.value
+    rows = epochs_per_batch([], [at_2048, at_4096, at_1024])
+    assert [r["batch_size"] for r in rows] == [1024, 2048, 4096]
+    note = epochs_note(rows) or ""
+    assert "learning rate" in note and "left out one at a time" in note
+    assert "start of training" not in note  # the probe's caveat is not this fit's
+
+
+def test_given_points_fit_a_user_curve(tmp_path: Path) -> None:
+    be = backend(tmp_path, FakeProbes())
+    opts = SuggestOptions(model="fcn", epochs=10, at_batch=256, epochs_at=((2048, 20),))
+    wl = workload_info(opts)
+    assert wl.known_epochs()[0] == {256: 10.0, 2048: 20.0}
+    ev = evaluate(be, wl, 1024)
+    b_noise = ev.estimate["epochs_model"]["b_noise"]
+    assert b_noise == pytest.approx(1536.0, rel=0.01)  # 10 (1 + 256/B) x 2 = 10 (1 + 2048/B)
+    assert ev.epochs == round(10 * epochs_ratio(1024, 256, 1536.0))
+    assert ev.estimate["epochs_model"]["source"] == "predicted"
+
+
+def test_epochs_at_is_checked() -> None:
+    with pytest.raises(AdvisorError, match="more than once"):
+        SuggestOptions(model="fcn", epochs=10, at_batch=256, epochs_at=((256, 12),))
+    with pytest.raises(AdvisorError, match="contradicts --epochs-at"):
+        SuggestOptions(model="fcn", epochs=10, epochs_at=((256, 12),))
+    for bad in [((256, 0),), (256, 13), ("256=13",), ((256, 13.5),)]:
+        with pytest.raises(AdvisorError, match="positive whole numbers"):
+            SuggestOptions(model="fcn", epochs_at=bad)  # type: ignore[arg-type]
+    ok = SuggestOptions(model="fcn", epochs_at=[[2048, 16], [256, 13]])  # as JSON gives them
+    assert ok.epochs_at == ((256, 13), (2048, 16))
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--epochs-at", "256"], "is not B=N"),
+        (["--epochs-at", "256=0"], "is not B=N"),
+        (["--epochs", "5", "--epochs-at", "256=13"], "contradicts --epochs-at"),
+    ],
+)
+def test_cli_epochs_at_errors_are_one_line(
+    args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from advisor.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["suggest", "--model", "fcn", *args])
+    assert exit_info.value.code == 2
+    out, err = capsys.readouterr()
+    assert says in out + err and "Traceback" not in out + err
 
 
 def test_user_anchor_and_single_epochs(tmp_path: Path) -> None:
@@ -109,12 +147,15 @@ def test_user_anchor_and_single_epochs(tmp_path: Path) -> None:
     assert evaluate(be, flat, 2048).estimate["epochs_model"]["source"] == "given"
 
 
-def test_without_a_noise_scale_the_published_figures_stay(tmp_path: Path) -> None:
+def test_one_known_point_without_a_noise_scale_stays_unchanged(tmp_path: Path) -> None:
     be = backend(tmp_path, FakeProbes(with_noise=False))
-    wl = workload_info(SuggestOptions(model="simple-cnn"))
-    assert evaluate(be, wl, 2048).epochs == 28  # METHOD.md 2.3
-    other = evaluate(be, wl, 768)  # not published: the anchor, said to be unchanged
+    wl = workload_info(SuggestOptions(model="simple-cnn", epochs=15, at_batch=256))
+    assert evaluate(be, wl, 256).epochs == 15
+    other = evaluate(be, wl, 768)  # the anchor, said to be unchanged
+    assert other.epochs == 15
     assert "no gradient noise scale" in other.estimate["epochs_model"]["basis"]
+    published = workload_info(SuggestOptions(model="simple-cnn"))  # fitted, no probe needed
+    assert evaluate(be, published, 2048).epochs == 29  # 28.7 by the fit; 28 published
 
 
 def test_at_batch_needs_epochs() -> None:
@@ -133,3 +174,27 @@ def test_cli_at_batch_without_epochs_is_a_one_line_error(
     out, err = capsys.readouterr()
     assert "--at-batch 256 needs --epochs" in out + err
     assert "Traceback" not in out + err
+
+
+@pytest.mark.slow
+def test_cli_epochs_at_fits_the_run_lengths_of_real_probes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`advisor suggest --epochs-at` end to end on this machine's real probes (2 batch sizes)."""
+    import json
+
+    from advisor.cli.main import main
+
+    space = tmp_path / "space.yaml"
+    space.write_text("workload: fcn\nbatch_sizes: [256, 512]\n")
+    args = "--budget 5 --epochs-at 256=10 --epochs-at 2048=30 --trials 2 --probe-iterations 3"
+    main(["suggest", "--model", "fcn", "--space", str(space), *args.split(), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    rows = {r["batch_size"]: r for r in report["epochs_per_batch"]}
+    assert rows[256]["source"] == "fitted" and rows[256]["known"] == 10
+    fit = fit_noise_scale({256: 10, 2048: 30})
+    assert rows[512]["source"] == "predicted"
+    assert rows[512]["epochs"] == round(fit.epochs_at(512)[0]) == 13  # B_noise 640
+    rec = report["recommended"]
+    assert rec["epochs"] == rows[rec["batch_size"]]["epochs"]  # the advice uses the model
+    assert any("left out one at a time" in n for n in report["notes"])
