@@ -5,7 +5,6 @@ MLflow store (what the workspace's MLflow tracking serves: run times and artifac
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import ipaddress
 import json
 import os
@@ -30,17 +29,8 @@ pytest.importorskip("azure.ai.ml")
 pytest.importorskip("mlflow")
 
 
-def _fake_servers() -> Any:
-    path = Path(__file__).resolve().parents[1] / "tuning" / "fake_servers.py"
-    if "fake_servers" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("fake_servers", path)
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        sys.modules["fake_servers"] = module
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return sys.modules["fake_servers"]
+from fake_servers import recording_server  # tests/tuning, on pytest's pythonpath
 
-
-recording_server = _fake_servers().recording_server
 NOW = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.timezone.utc)
 SUB = "00000000-0000-0000-0000-000000000001"
 WS = f"/subscriptions/{SUB}/resourceGroups/rg/providers/Microsoft.MachineLearningServices/workspaces/ws"

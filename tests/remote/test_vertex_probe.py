@@ -5,7 +5,6 @@ CustomJob resource) and Cloud Storage (the job's output folder)."""
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import json
 import os
 import subprocess
@@ -28,17 +27,8 @@ pytest.importorskip("google.cloud.aiplatform_v1")
 pytest.importorskip("google.cloud.storage")
 
 
-def _fake_servers() -> Any:
-    path = Path(__file__).resolve().parents[1] / "tuning" / "fake_servers.py"
-    if "fake_servers" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("fake_servers", path)
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        sys.modules["fake_servers"] = module
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return sys.modules["fake_servers"]
+from fake_servers import recording_server  # tests/tuning, on pytest's pythonpath
 
-
-recording_server = _fake_servers().recording_server
 NOW = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.timezone.utc)
 PARENT = "projects/p1/locations/us-central1"
 IMAGE = "us-docker.pkg.dev/p1/advisor/advisor:1"

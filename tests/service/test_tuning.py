@@ -29,7 +29,8 @@ def _load(name: str, path: Path) -> Any:
     return sys.modules[name]
 
 
-wires = _load("wires", TUNING / "wires.py")
+import wires  # noqa: E402  (tests/tuning, on pytest's pythonpath)
+
 make_study = _load("tuning_fixtures", TUNING / "conftest.py").make_study
 ROUND_TRIP = [
     wires.Outcome("completed", 0.05, "sgd", 0.91, 300.0),

@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 from typing import Any
 
+import fake_servers  # tests/tuning, on pytest's pythonpath
 import pytest
 
 from advisor.errors import AdvisorError
 
 pytestmark = pytest.mark.slow  # azure.ai.ml takes ~2 s to import
-
-_spec = importlib.util.spec_from_file_location(
-    "fake_servers", Path(__file__).with_name("fake_servers.py")
-)
-fake_servers = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
-sys.modules["fake_servers"] = fake_servers
-_spec.loader.exec_module(fake_servers)  # type: ignore[union-attr]
 
 
 class FakeToken:

@@ -7,26 +7,18 @@ status -> import -> import again (idempotent), with completed, failed, stopped a
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import wires  # tests/tuning, on pytest's pythonpath
 from advisor.providers import registry
 from advisor.search_spaces.space import CategoricalParam, FloatParam, IntParam
 
 from advisor.errors import AdvisorError
 
 pytestmark = pytest.mark.slow  # imports each cloud SDK
-
-if "wires" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("wires", Path(__file__).with_name("wires.py"))
-    _module = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
-    sys.modules["wires"] = _module
-    _spec.loader.exec_module(_module)  # type: ignore[union-attr]
-wires = sys.modules["wires"]
 
 PARAMS = (FloatParam("momentum", 0.5, 0.99), IntParam("layers", 1, 4),
           CategoricalParam("optimizer", ("sgd", "adam")))  # fmt: skip

@@ -30,7 +30,8 @@ def _load(name: str) -> Any:
     return sys.modules[name]
 
 
-recording_server = _load("fake_servers").recording_server
+from fake_servers import recording_server  # noqa: E402  (tests/tuning, on pytest's pythonpath)
+
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 NOW = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.timezone.utc)
 
