@@ -72,3 +72,13 @@ def test_fitted_epochs_at_the_published_points_round_to_them() -> None:
 def test_bad_points_are_refused(points: dict[int, float]) -> None:
     with pytest.raises(ValueError):
         fit_noise_scale(points)
+
+
+def test_default_epochs_count_as_suggest_does() -> None:
+    """`advisor predict`, `estimate` and `submit` use the same run lengths as `suggest`."""
+    from advisor.probes.epochs_fit import default_epochs
+
+    fcn = workloads.get("fcn")
+    assert [default_epochs(fcn, b) for b in (256, 512, 1024, 2048)] == [13, 14, 14, 16]
+    assert default_epochs(fcn, 4096) == 19  # the fit, not the nearest published figure (16)
+    assert default_epochs(workloads.get("resnet50"), 256) == 30  # nothing published: default
