@@ -171,6 +171,33 @@ def epochs_to(evals: list[tuple[float, float]], target: float) -> float | None:
     return None
 
 
+def fit_checks(medians: dict[int, float]) -> dict[str, Any]:
+    """The fitted model (``advisor.probes.epochs_fit``, what ``--epochs-at`` uses) on these
+    measured medians: fitted to the two end batch sizes, predicting those between, and fitted
+    to all but one, predicting the one left out. No probe involved."""
+    from advisor.probes.epochs_fit import fit_noise_scale
+
+    batches = sorted(medians)
+    ends = {b: medians[b] for b in (batches[0], batches[-1])}
+    fit = fit_noise_scale(ends)
+    from_ends = {b: fit.epochs_at(b) for b in batches[1:-1]}
+    loo = {}
+    for b in batches:
+        rest = fit_noise_scale({k: v for k, v in medians.items() if k != b})
+        loo[b] = rest.epochs_at(b)
+    return {
+        "from_ends": {
+            b: {"predicted": v, "low": lo, "high": hi, "error": v / medians[b] - 1.0}
+            for b, (v, lo, hi) in from_ends.items()
+        },
+        "from_ends_b_noise": fit.value,
+        "leave_one_out": {
+            b: {"predicted": v, "low": lo, "high": hi, "error": v / medians[b] - 1.0}
+            for b, (v, lo, hi) in loo.items()
+        },
+    }
+
+
 def run_workload(workload: str, args: argparse.Namespace) -> dict[str, Any]:
     from advisor.probes.epochs_model import epochs_ratio, scaled_lr
 
@@ -240,6 +267,7 @@ def run_workload(workload: str, args: argparse.Namespace) -> dict[str, Any]:
             name: {b: epochs_ratio(b, pub_ref, bn) for b in pub}
             for name, bn in (("probe", b_noise), ("training-average", b_avg))
         },
+        "fitted": fit_checks({b: float(m["median"]) for b, m in measured.items()}),
         "runs": runs,
         "wall_s": time.perf_counter() - t0,
     }
@@ -286,6 +314,15 @@ def main() -> None:
                 f"{res['predictions']['training-average'][b]:.2f} "
                 f"({res['errors']['training-average'][b]:+.0%})"
             )
+        for kind, rows in res["fitted"].items():
+            if isinstance(rows, dict):
+                print(
+                    f"  fitted, {kind.replace('_', ' ')}: "
+                    + ", ".join(
+                        f"b{b} {r['predicted']:.2f} ({r['low']:.2f}-{r['high']:.2f}) {r['error']:+.0%}"
+                        for b, r in rows.items()
+                    )
+                )
     print(f"total wall {out['wall_s']:.0f} s")
 
 
