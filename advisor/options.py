@@ -160,7 +160,7 @@ def workload_info(options: SuggestOptions) -> WorkloadInfo:
             n_val=options.n_val or 0,
             epochs=options.epochs,
             at_batch=options.at_batch,  # issue #19
-            epochs_at=_sorted_pairs(options.epochs_at),
+            epochs_at=options.epochs_at,  # sorted (B, N) pairs
             **_data_size(options, None),  # issue #14
         )
     from advisor.search_spaces import workloads
@@ -178,15 +178,11 @@ def workload_info(options: SuggestOptions) -> WorkloadInfo:
         n_val=options.n_val if options.n_val is not None else wl.n_val,
         epochs=options.epochs,
         at_batch=options.at_batch,  # issue #19
-        epochs_at=_sorted_pairs(options.epochs_at),
+        epochs_at=options.epochs_at,  # sorted (B, N) pairs
         epochs_to_stabilise=dict(wl.epochs_to_stabilise),
         default_epochs=wl.default_epochs,
         **_data_size(options, wl),  # issue #14
     )
-
-
-def _sorted_pairs(pairs: Any) -> tuple[tuple[int, int], ...]:
-    return tuple(sorted((int(b), int(e)) for b, e in pairs))
 
 
 def _first_repeat(values: list[int]) -> int:

@@ -119,7 +119,7 @@ class WorkloadInfo:
             # The probe's noise scale, measured at the start of training, is far below the
             # one that sets the epochs and varies widely across seeds (fcn: 49-10,257 over 10
             # seeds after 8 steps; docs/benchmarks.md, issue #19): known points fit better.
-            return fitted_epochs(fit_noise_scale(known), batch_size, basis, noise)
+            return fitted_epochs(fit_noise_scale(known), batch_size, basis)
         anchor = self.epochs_anchor()
         if anchor is not None:
             return predict_epochs(anchor, batch_size, noise)

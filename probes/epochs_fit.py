@@ -12,7 +12,7 @@ interval is the profile likelihood's 90 % set, ``(SSR(B_noise) - SSR_min) / sigm
 Why not the probe's ``B_simple``: it is measured at the start of training and is 1-2 orders
 of magnitude below the noise scale the published figures imply, and varies 8-200x between
 seeds (docs/benchmarks.md, issue #19). Points the user or the literature measured are better
-evidence; the probe's value is shown next to the fit.
+evidence, so with them the probe does not measure the noise scale at all.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from functools import lru_cache
 
 import numpy as np
 from advisor.probes.epochs_model import EpochsEstimate
-from advisor.probes.gradient_noise import NoiseScale
 from advisor.search_spaces.workloads import Workload
 
 # Prior scale of log epochs-to-target around the model: the seed-to-seed spread of measured
@@ -113,22 +112,15 @@ def _accepted(ssr: np.ndarray, sigma: float) -> np.ndarray:
     return np.asarray((ssr - ssr.min()) / sigma**2 <= CHI2_90_1DOF)
 
 
-def fitted_epochs(
-    fit: NoiseScaleFit, batch_size: int, basis: str, noise: NoiseScale | None = None
-) -> EpochsEstimate:
+def fitted_epochs(fit: NoiseScaleFit, batch_size: int, basis: str) -> EpochsEstimate:
     """Epochs at ``batch_size`` from the fitted model: "fitted" at a known point (the known
-    figure is in the basis), "predicted" elsewhere; whole epochs by rounding, as the points
-    are whole epochs. ``noise`` (the probe's early ``B_simple``) is only shown."""
+    figure in ``known``), "predicted" elsewhere; whole epochs by rounding, as the points are
+    whole epochs. ``basis`` names the points (e.g. "published epochs to stabilise")."""
     value, low, high = fit.epochs_at(batch_size)
     known = dict(fit.points)
-    probe = (
-        f"; the probe's B_simple {_fmt(noise.value)} (start of training) not used"
-        if noise is not None
-        else ""
-    )
     text = (
         f"fitted to {len(known)} {basis}: B_noise = {_fmt(fit.value)} "
-        f"({_fmt(fit.low)}-{_fmt(fit.high)}, 90 %){probe}"
+        f"({_fmt(fit.low)}-{_fmt(fit.high)}, 90 %)"
     )
     return EpochsEstimate(
         batch_size,
