@@ -35,12 +35,17 @@ LR_RULE = (
 )
 
 # What the probe's noise scale misses (docs/benchmarks.md, issue #19): measured at the start
-# of training, it is far below its value later on, so larger batches get too many epochs.
+# of training, it is far below its value near convergence, so for long runs larger batches get
+# too many epochs; on short runs to a modest target it did well for simple-cnn and gave too
+# few for fcn at its largest batch, where training was unstable.
 EARLY_NOISE_CAVEAT = (
     "B_noise is measured near the start of training, where it is usually far smaller than "
     "later (medians of 5 seeds after 8 steps: fcn 187 and 1,329, simple-cnn 90 and 54; after "
-    "3 epochs: fcn 2,316-7,285, simple-cnn 646-4,810), so the epochs predicted for batches "
-    "above the anchor are likely too many (an upper estimate)"
+    "3 epochs: fcn 2,316-7,285, simple-cnn 646-4,810). For runs to convergence the epochs "
+    "predicted above the anchor batch are then too many (fcn's published 512-2048: 1.6-4.9x); "
+    "on short runs to a modest target they were within 25 % for simple-cnn at batch 32-128 and "
+    "11-49 % too few for fcn (-49 % at 128, where training was unstable). A second known point "
+    "(--epochs-at B=N) fits the curve instead"
 )
 
 
@@ -99,7 +104,8 @@ def predict_epochs(
 ) -> EpochsEstimate:
     """Epochs at ``batch_size`` from the anchor and the noise scale; the interval spans the
     noise scale's own interval and ``B_noise = inf`` (the anchor's epochs), because the noise
-    scale the probe measures early in training grows later.
+    scale the probe measures early in training grows later (:data:`EARLY_NOISE_CAVEAT` says
+    where that interval was measured to be too narrow).
 
     At the anchor's batch size the anchor itself is returned; without a noise scale the
     anchor's epochs are used unchanged and marked as given at another batch size.

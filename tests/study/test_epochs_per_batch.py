@@ -142,6 +142,9 @@ def test_user_anchor_and_single_epochs(tmp_path: Path) -> None:
     ev = evaluate(be, anchored, 2048)
     assert ev.epochs == math.ceil(20 * epochs_ratio(2048, 512, 1000.0))
     assert "--epochs 20 --at-batch 512" in ev.estimate["epochs_model"]["basis"]
+    note = epochs_note(epochs_per_batch([], [ev])) or ""
+    assert "start of training" in note and "--epochs-at" in note  # its bias, and the remedy
+    assert "left out one at a time" not in note  # the fit's check is not this prediction's
     flat = workload_info(SuggestOptions(model="fcn", epochs=20))
     assert evaluate(be, flat, 2048).epochs == 20
     assert evaluate(be, flat, 2048).estimate["epochs_model"]["source"] == "given"
