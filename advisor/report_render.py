@@ -162,10 +162,17 @@ def _pick_line(label: str, row: dict[str, Any]) -> str:
     if startup and startup["value"] > 0:  # issue #14
         parts = f" = {_startup_text(row)} start-up + {_training_text(row)} training"
     return f"[bold]{label}:[/] " + escape(
-        f"{row['machine']} batch {row['batch_size']}{' ' + hps if hps else ''} - "
+        f"{row['machine']} batch {row['batch_size']}{_epochs_text(row)}"
+        f"{' ' + hps if hps else ''} - "
         f"{_runtime_text(row['runtime_s'])}{parts}, USD {_money(row['cost_usd'])} at "
         f"{_price_text(row, True)} USD/h, {row['source']}"
     )
+
+
+def _epochs_text(row: dict[str, Any]) -> str:
+    """ ", 14 epochs" for a pick line (issue #19: the run length behind its time and cost)."""
+    epochs = row.get("epochs")
+    return f", {epochs} epochs" if epochs else ""
 
 
 def _managed_table(rows: list[dict[str, Any]]) -> Any:

@@ -200,4 +200,12 @@ def test_cli_epochs_at_fits_the_run_lengths_of_real_probes(
     assert rows[512]["epochs"] == round(fit.epochs_at(512)[0]) == 13  # B_noise 640
     rec = report["recommended"]
     assert rec["epochs"] == rows[rec["batch_size"]]["epochs"]  # the advice uses the model
+    from rich.console import Console
+
+    from advisor.report_render import render
+
+    console = Console(width=200, record=True)
+    render(report, console)
+    line = next(x for x in console.export_text().splitlines() if x.startswith("recommended:"))
+    assert f"batch {rec['batch_size']}, {rec['epochs']} epochs" in line
     assert any("left out one at a time" in n for n in report["notes"])
