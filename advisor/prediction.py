@@ -265,7 +265,7 @@ def predict(
         )
     measured = traced(given, note) if trace else given
     if not epochs:
-        from advisor.probes.epochs_fit import default_epochs
+        from advisor.scoring import default_epochs
 
         epochs = default_epochs(workload, batch_size) if workload else USER_MODEL_EPOCHS
     if n_train is None:

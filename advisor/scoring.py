@@ -38,7 +38,8 @@ from advisor.search_spaces.space import JointSpace, MachineFilter
 from advisor.space_checks import check_instance_types
 
 if TYPE_CHECKING:
-    pass
+    from advisor.search_spaces.workloads import Workload
+
 
 SPOT_SUFFIX = ":spot"
 
@@ -137,6 +138,20 @@ class WorkloadInfo:
         if batch_size in known:
             return known[batch_size]
         return known[min(known, key=lambda b: abs(b - batch_size))]
+
+
+def default_epochs(workload: Workload, batch_size: int) -> int:
+    """A built-in workload's whole epochs at ``batch_size``, as ``advisor suggest`` counts them
+    (:meth:`WorkloadInfo.epochs_estimate` on its published figures): for ``advisor predict``,
+    ``estimate`` and the tuning job's fixed ``epochs``."""
+    info = WorkloadInfo(
+        name=workload.name,
+        n_train=workload.n_train,
+        n_val=workload.n_val,
+        epochs_to_stabilise=dict(workload.epochs_to_stabilise),
+        default_epochs=workload.default_epochs,
+    )
+    return info.epochs_estimate(batch_size).epochs
 
 
 @dataclass(frozen=True)

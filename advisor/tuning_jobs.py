@@ -183,7 +183,7 @@ def _spec_without_study(
     catalog: Any,
     options: dict[str, Any],
 ) -> TuningSpec:
-    from advisor.probes.epochs_fit import default_epochs
+    from advisor.scoring import default_epochs
     from advisor.search_spaces.loader import default_space
     from advisor.search_spaces.workloads import get
 

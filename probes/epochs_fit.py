@@ -24,7 +24,6 @@ from functools import lru_cache
 
 import numpy as np
 from advisor.probes.epochs_model import EpochsEstimate
-from advisor.search_spaces.workloads import Workload
 
 # Prior scale of log epochs-to-target around the model: the seed-to-seed spread of measured
 # epochs to a target (docs/benchmarks.md, "Epochs to a target on small data": e.g. 7, 8, 8
@@ -58,8 +57,7 @@ class NoiseScaleFit:
         """Fitted epochs at ``batch_size``: the best fit, and a 90 % prediction interval (the
         curve's range over the ``B_noise`` interval, widened by the scatter ``sigma`` of one
         run about the curve)."""
-        lem = _log_e_min(self.points)
-        ssr = _ssr(self.points, lem)
+        lem, ssr = _profile(self.points)
         accepted = _accepted(ssr, self.sigma)
         curve = np.exp(lem) * (1.0 + batch_size / _GRID)
         best = float(curve[int(np.argmin(ssr))])
@@ -79,8 +77,7 @@ def fit_noise_scale(points: Mapping[int, float]) -> NoiseScaleFit:
 
 @lru_cache(maxsize=64)
 def _fit(points: tuple[tuple[int, float], ...]) -> NoiseScaleFit:
-    lem = _log_e_min(points)
-    ssr = _ssr(points, lem)
+    _, ssr = _profile(points)
     best = int(np.argmin(ssr))
     dof = len(points) - 2
     resid = math.sqrt(float(ssr[best]) / len(points))
@@ -91,20 +88,14 @@ def _fit(points: tuple[tuple[int, float], ...]) -> NoiseScaleFit:
     )
 
 
-def _log_features(points: tuple[tuple[int, float], ...]) -> tuple[np.ndarray, np.ndarray]:
+def _profile(points: tuple[tuple[int, float], ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Over the ``B_noise`` grid: the best ``log E_min`` (closed form) and the sum of squared
+    log-epochs residuals it leaves."""
     b = np.array([p[0] for p in points], dtype=float)
     log_e = np.log(np.array([p[1] for p in points], dtype=float))
-    return log_e, np.log1p(b[None, :] / _GRID[:, None])
-
-
-def _log_e_min(points: tuple[tuple[int, float], ...]) -> np.ndarray:
-    log_e, feat = _log_features(points)
-    return np.asarray((log_e[None, :] - feat).mean(axis=1))
-
-
-def _ssr(points: tuple[tuple[int, float], ...], lem: np.ndarray) -> np.ndarray:
-    log_e, feat = _log_features(points)
-    return np.asarray(((log_e[None, :] - feat - lem[:, None]) ** 2).sum(axis=1))
+    residual = log_e[None, :] - np.log1p(b[None, :] / _GRID[:, None])
+    lem = residual.mean(axis=1)
+    return lem, ((residual - lem[:, None]) ** 2).sum(axis=1)
 
 
 def _accepted(ssr: np.ndarray, sigma: float) -> np.ndarray:
@@ -138,13 +129,3 @@ def fitted_epochs(fit: NoiseScaleFit, batch_size: int, basis: str) -> EpochsEsti
 
 def _fmt(x: float) -> str:
     return "inf" if not math.isfinite(x) else f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
-
-
-def default_epochs(workload: Workload, batch_size: int) -> int:
-    """A built-in workload's whole epochs at ``batch_size``, as ``advisor suggest`` counts
-    them: the fit to its published figures when it has two or more, else
-    ``Workload.epochs_for``."""
-    known = workload.epochs_to_stabilise
-    if len(known) >= 2:
-        return fitted_epochs(fit_noise_scale(known), batch_size, "published figures").epochs
-    return workload.epochs_for(batch_size)

@@ -28,7 +28,7 @@ def _load_probe(path: Path) -> Any:
 
 
 def _default_epochs(workload: str, batch_size: int) -> int:
-    from advisor.probes.epochs_fit import default_epochs
+    from advisor.scoring import default_epochs
     from advisor.search_spaces.workloads import get
 
     if ":" in workload:
