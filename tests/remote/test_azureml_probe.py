@@ -29,7 +29,7 @@ pytest.importorskip("azure.ai.ml")
 pytest.importorskip("mlflow")
 
 
-from fake_servers import recording_server  # tests/tuning, on pytest's pythonpath
+from fake_servers import recording_server, route  # tests/tuning, on pytest's pythonpath
 
 NOW = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.timezone.utc)
 SUB = "00000000-0000-0000-0000-000000000001"
@@ -220,12 +220,8 @@ def connected(
         yield AzureMLProbeJobRunner(**settings), seen
 
 
-def _route(request: dict[str, Any]) -> str:
-    return str(request["path"]).split("?")[0]
-
-
 def _sent_job(seen: list[dict[str, Any]]) -> dict[str, Any]:
-    puts = [r for r in seen if r["method"] == "PUT" and "/jobs/" in _route(r)]
+    puts = [r for r in seen if r["method"] == "PUT" and "/jobs/" in route(r)]
     assert len(puts) == 1
     body: dict[str, Any] = puts[0]["body"]
     return body
@@ -254,7 +250,7 @@ def test_a_probe_job_is_a_serverless_command_job_on_the_vm_size_and_its_result_c
         outcome = runner.run(spec, on_status=lambda job_id, poll: polls.append(poll.state))
 
     body = _sent_job(seen)
-    env_puts = [r for r in seen if r["method"] == "PUT" and "/environments/" in _route(r)]
+    env_puts = [r for r in seen if r["method"] == "PUT" and "/environments/" in route(r)]
     assert [r["body"]["properties"]["image"] for r in env_puts] == [IMAGE]  # inline image
     props = body["properties"]
     assert props["jobType"] == "Command"
@@ -335,7 +331,7 @@ def test_a_cluster_of_other_hardware_or_tier_is_refused_before_any_job(
     ):
         runner.run(_spec(machine, "advisor-probe-1", spot=spot))
     assert words in str(err.value) and "\n" not in str(err.value)
-    assert not [r for r in seen if "/jobs/" in _route(r)]
+    assert not [r for r in seen if "/jobs/" in route(r)]
 
 
 def test_a_failed_job_ends_failed_and_nothing_is_fetched(

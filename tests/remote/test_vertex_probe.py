@@ -27,7 +27,7 @@ pytest.importorskip("google.cloud.aiplatform_v1")
 pytest.importorskip("google.cloud.storage")
 
 
-from fake_servers import recording_server  # tests/tuning, on pytest's pythonpath
+from fake_servers import recording_server, route  # tests/tuning, on pytest's pythonpath
 
 NOW = dt.datetime(2026, 11, 22, 10, 0, tzinfo=dt.timezone.utc)
 PARENT = "projects/p1/locations/us-central1"
@@ -143,12 +143,8 @@ def connected(
         yield VertexProbeJobRunner(**settings), seen
 
 
-def _route(request: dict[str, Any]) -> str:
-    return str(request["path"]).split("?")[0]
-
-
 def _sent_job(seen: list[dict[str, Any]]) -> dict[str, Any]:
-    posts = [r for r in seen if r["method"] == "POST" and _route(r).endswith("/customJobs")]
+    posts = [r for r in seen if r["method"] == "POST" and route(r).endswith("/customJobs")]
     assert len(posts) == 1
     body: dict[str, Any] = posts[0]["body"]
     return body
@@ -178,7 +174,7 @@ def test_a_probe_job_is_a_custom_job_on_the_machine_and_its_result_comes_back(
         outcome = runner.run(spec, on_status=lambda job_id, poll: polls.append(poll.state))
 
     body = _sent_job(seen)
-    assert _route(seen[0]) == f"/v1/{PARENT}/customJobs"
+    assert route(seen[0]) == f"/v1/{PARENT}/customJobs"
     job = aiplatform_v1.CustomJob.from_json(json.dumps(body))  # strict: what Vertex parses
     assert job.display_name == spec.job_name
     (pool,) = job.job_spec.worker_pool_specs
@@ -262,8 +258,8 @@ def test_a_job_past_its_time_limit_is_cancelled(
     fake = FakeVertex(tmp_path / "gcs", states=["JOB_STATE_PENDING"])
     with connected(fake, monkeypatch, clock=lambda: next(ticks)) as (runner, seen):
         outcome = runner.run(_spec(machine, max_runtime_s=600))
-    cancels = [r for r in seen if r["method"] == "POST" and _route(r).endswith(":cancel")]
-    assert [_route(r) for r in cancels] == [f"/v1/{PARENT}/customJobs/1:cancel"]
+    cancels = [r for r in seen if r["method"] == "POST" and route(r).endswith(":cancel")]
+    assert [route(r) for r in cancels] == [f"/v1/{PARENT}/customJobs/1:cancel"]
     assert fake.jobs[f"{PARENT}/customJobs/1"]["cancelled"] is True
     assert outcome.state == "timeout" and outcome.result_text is None
     assert outcome.billed_s == 0.0  # never started on a machine

@@ -14,6 +14,11 @@ from typing import Any
 Responder = Callable[[str, str, Any], tuple[int, Any]]
 
 
+def route(request: dict[str, Any]) -> str:
+    """A recorded request's path without its query string."""
+    return str(request["path"]).split("?")[0]
+
+
 @contextmanager
 def recording_server(
     respond: Responder, tls: ssl.SSLContext | None = None
