@@ -1,6 +1,6 @@
 """How well the fitted epochs model predicts a known point it has not seen (issue #19).
 
-For each workload with published epochs to stabilise (METHOD.md 2.3), every published point
+For each workload with published epochs to stabilise (docs/method.md 2.3), every published point
 is left out in turn, ``B_noise`` is fitted to the others (:func:`advisor.probes.epochs_fit.
 fit_noise_scale`), and the left-out batch size is predicted; then the same with only the two
 end points (256 and 2048) known, predicting the two between. Prints one row per prediction

@@ -45,7 +45,7 @@ import statistics
 import time
 from typing import Any
 
-PUBLISHED = {  # METHOD.md 2.3: epochs to stabilise at batch 256, 512, 1024, 2048
+PUBLISHED = {  # docs/method.md 2.3: epochs to stabilise at batch 256, 512, 1024, 2048
     "fcn": {256: 13, 512: 14, 1024: 14, 2048: 16},
     "simple-cnn": {256: 15, 512: 17, 1024: 22, 2048: 28},
 }

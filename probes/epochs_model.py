@@ -56,7 +56,7 @@ class EpochsAnchor:
     batch_size: int
     epochs: float
     source: EpochsSource  # "given" (user or published figure) or "measured" (a short run)
-    basis: str  # e.g. "--epochs 13 --at-batch 256", "published (METHOD.md 2.3)"
+    basis: str  # e.g. "--epochs 13 --at-batch 256", "published (docs/method.md 2.3)"
 
     def __post_init__(self) -> None:
         if self.batch_size <= 0:

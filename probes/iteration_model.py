@@ -1,4 +1,4 @@
-"""The iteration-time model (METHOD.md section 3): from a probe's phases to a full run.
+"""The iteration-time model (docs/method.md section 3): from a probe's phases to a full run.
 
 Notation: ``init`` initialisation, ``t1`` first iteration, ``t2`` steady iteration, ``v1``/``v2``
 first and second validation passes, ``N_it = ceil(n_train / batch_size)``, ``N_ep`` epochs.

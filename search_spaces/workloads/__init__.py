@@ -1,4 +1,4 @@
-"""Built-in reference workloads (METHOD.md section 6) and user workloads by import path."""
+"""Built-in reference workloads (docs/method.md section 6) and user workloads by import path."""
 
 from advisor.search_spaces.workloads._registry import (
     Workload,

@@ -21,7 +21,7 @@ class Workload:
     ``advisor.search_spaces.workloads.setups``: ``TorchSetup`` and ``KerasSetup``).
     ``n_train``/``n_val`` are the real published dataset sizes used for extrapolation;
     the probe generates only as many samples as it needs.
-    ``epochs_to_stabilise`` maps batch size to the epochs the model needs (METHOD.md 2.3).
+    ``epochs_to_stabilise`` maps batch size to the epochs the model needs (docs/method.md 2.3).
     ``parameters`` is the trainable parameter count of the default network (the same in
     every framework; tests check it against the built models), None when not recorded.
     """

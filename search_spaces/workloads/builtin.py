@@ -1,4 +1,4 @@
-"""The built-in workloads (METHOD.md section 6). Registering them imports no framework."""
+"""The built-in workloads (docs/method.md section 6). Registering them imports no framework."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ Being fully convolutional, it also runs on larger sections and then yields an ap
 Forward FLOPs per sample (2 per multiply-add, as torch's FlopCounterMode counts):
 2 x (64*64*16*25 + 32*32*32*16*9 + 16*16*32*32*9 + 32*8*8*64 + 64*2) = about 18.1 MFLOP.
 
-Recipe (METHOD.md 6): cross-entropy, momentum SGD (momentum 0.9), lr 0.1 decaying to 0.01 over
+Recipe (docs/method.md section 6): cross-entropy, momentum SGD (momentum 0.9), lr 0.1 decaying to 0.01 over
 ``epochs`` (cosine, stepped per epoch), weight decay 0; early stop after 5 epochs without gain
 (``advisor.probes.torch_runner.train(..., patience=5)``).
 """

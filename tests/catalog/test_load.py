@@ -8,7 +8,7 @@ from advisor.providers.catalog import load, local_machine, snapshots
 
 from advisor.errors import AdvisorError
 
-# METHOD.md section 5, February 2021, USD per hour on demand.
+# docs/method.md section 5, February 2021, USD per hour on demand.
 REFERENCE_2021 = {
     "ec2:p2.xlarge": ("K80", 1, 0.90),
     "ec2:p2.8xlarge": ("K80", 8, 7.20),
@@ -48,7 +48,7 @@ def test_2021_snapshot_has_exactly_the_reference_prices() -> None:
             price,
         )
         assert row.price_date == "2021-02"
-        assert "METHOD.md" in row.source
+        assert "docs/method.md section 5" in row.source
     # Azure ML bills the VM price: the same reference prices, nothing else added.
     extra = {i.key for i in cat.instances} - set(REFERENCE_2021)
     assert extra == {"azure-ml:NC6", "azure-ml:NC12", "azure-ml:NC24"}

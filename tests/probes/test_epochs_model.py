@@ -28,7 +28,7 @@ def test_ratio_formula() -> None:
 
 
 def test_prediction_from_an_anchor_with_interval() -> None:
-    anchor = EpochsAnchor(256, 13, "given", "published (METHOD.md 2.3)")
+    anchor = EpochsAnchor(256, 13, "given", "published (docs/method.md 2.3)")
     est = predict_epochs(anchor, 2048, noise(1000.0, 500.0, 4000.0))
     assert est.source == "predicted"
     assert est.value == pytest.approx(13 * 3.048 / 1.256)

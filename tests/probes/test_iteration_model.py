@@ -1,4 +1,4 @@
-"""The iteration-time model's formulas on hand-computed cases (METHOD.md section 3)."""
+"""The iteration-time model's formulas on hand-computed cases (docs/method.md section 3)."""
 
 from __future__ import annotations
 
