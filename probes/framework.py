@@ -25,6 +25,10 @@ Contract for a framework (``probes/torch_runner.py`` and ``probes/keras_runner.p
   scale on a few more training batches when ``request.gradient_noise``; the base calls it
   after the timed iterations and validation passes, so it does not change their timing.
 
+The optional measurements (the gradient noise scale, the FLOP count, the warnings) never fail
+a probe whose training steps ran (issue #26): an exception in one leaves it unmeasured (None)
+and the probe's ``warnings`` say which measurement was skipped and why.
+
 A hook signals a diverged loss by raising :class:`LossDiverged`. Failures are classified by
 exception type (:meth:`FrameworkRunner.classify`) and come back as a failed
 :class:`~advisor.probes.result.ProbeResult`; they are never raised.
@@ -232,11 +236,18 @@ class FrameworkRunner(ABC):
             v1, v2 = passes
             # The first pass's extra cost (warm-up, tracing) is paid once, not per batch.
             validation = (max(v1 - v2, 0.0) + v2 * scale, v2 * scale)
+        skipped: list[str] = []  # optional measurements that failed (issue #26)
         # issue #19: after the timed iterations and validation passes (untimed; in wall_s)
-        noise = self.gradient_noise(prepared, request) if request.gradient_noise else None
+        noise = None
+        if request.gradient_noise:
+            noise = optional(
+                "gradient noise scale", skipped, self.gradient_noise, prepared, request
+            )
 
         init_s, init_note = self._init(prepared, timed.first_batch_wall - started)
-        flops, flops_note = self.flops(prepared, request)
+        counted = optional("FLOP count", skipped, self.flops, prepared, request)
+        flops, flops_note = counted if counted is not None else (None, "not counted")
+        warnings = optional("warnings", skipped, self.warnings, prepared) or ()
         params, grad_bytes = self.model_size(prepared)
         median = statistics.median(timed.iteration_s[1:])
         fingerprint = self.fingerprint(threads, request.device)
@@ -269,7 +280,7 @@ class FrameworkRunner(ABC):
             fingerprint=fingerprint,
             data_s=prepared.data_s,
             data_samples=prepared.data_samples,
-            warnings=self.warnings(prepared),
+            warnings=(*warnings, *skipped),
             gradient_noise=noise.to_dict() if noise is not None else None,  # issue #19
         )
 
@@ -299,6 +310,17 @@ def classify(
     if isinstance(exc, TimeoutError):
         return "timeout"
     return "error"
+
+
+def optional(what: str, skipped: list[str], hook: Callable[..., Any], *args: Any) -> Any:
+    """``hook(*args)``, or None when it raises: an optional measurement never fails a probe.
+    Out-of-memory and other errors alike are caught; a line saying which measurement was not
+    taken and why is appended to ``skipped`` (the probe's warnings)."""
+    try:
+        return hook(*args)
+    except Exception as exc:  # recorded, not raised: the timed steps already ran
+        skipped.append(one_line(f"{what} not measured: {type(exc).__name__}: {exc}", 300))
+        return None
 
 
 def cpu_utilisation(timed: Timed, threads: int) -> float | None:

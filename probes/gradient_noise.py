@@ -339,7 +339,9 @@ def keras_gradient_noise(
     """Measure ``B_simple`` on a Keras model with ``tf.GradientTape`` (no optimizer step).
 
     Same micro-batch method as :func:`torch_gradient_noise`; ``loss_fn(y_true, y_pred)`` is
-    the model's loss (e.g. ``model.loss``). Returns None when fewer than 2 usable batches came.
+    the loss ``fit`` minimises (:func:`keras_fit_loss`). ``batches`` yield ``(x, y)`` or
+    ``(x, y, sample_weight)`` (the weights are not used). Returns None when fewer than 2
+    usable batches came.
     """
     import tensorflow as tf
 
@@ -362,7 +364,8 @@ def keras_gradient_noise(
             axis=0,
         )
 
-    for inputs, targets in batches:
+    for batch in batches:
+        inputs, targets = batch[0], batch[1]
         if len(sums) >= max_batches or _time_up(len(sums), start, max_seconds):
             break
         b = int(inputs.shape[0]) // chunks
@@ -407,13 +410,26 @@ def from_probe(probe: Any) -> NoiseScale | None:
 def keras_noise_for_probe(
     model: Any, train_data: Any, max_seconds: float | None = NOISE_SECONDS
 ) -> NoiseScale | None:
-    """The noise scale of a Keras probe's compiled ``model`` (its own loss) measured on
-    ``train_data`` (a batched dataset), time-boxed by ``max_seconds``; None when the loss is
-    not a callable Keras knows or fewer than 2 usable batches came."""
-    import keras
+    """The noise scale of a Keras probe's compiled ``model`` measured on ``train_data`` (a
+    batched dataset), time-boxed by ``max_seconds``; None when fewer than 2 usable batches
+    came.
 
-    loss = model.loss
-    loss_fn = keras.losses.get(loss) if isinstance(loss, str) else loss
-    if not callable(loss_fn):
-        return None
-    return keras_gradient_noise(model, loss_fn, iter(train_data), max_seconds=max_seconds)
+    The loss is the one ``fit`` minimises, :func:`keras_fit_loss`: the compiled loss, which
+    shapes the targets to the output as ``fit`` does (1-D labels against a ``(B, 1)`` sigmoid
+    output), plus the model's added losses.
+    """
+    return keras_gradient_noise(
+        model, keras_fit_loss(model), iter(train_data), max_seconds=max_seconds
+    )
+
+
+def keras_fit_loss(model: Any) -> Any:
+    """``loss(y_true, y_pred)`` as ``model.fit`` computes it: ``model.compute_loss``, the
+    compiled loss (targets squeezed or expanded to the output's rank, as in ``fit``) plus
+    regularisation losses. Calling the loss function from ``model.loss`` directly skips that
+    shaping, and Keras then rejects a binary classifier's 1-D labels."""
+
+    def loss(y_true: Any, y_pred: Any) -> Any:
+        return model.compute_loss(y=y_true, y_pred=y_pred, training=True)
+
+    return loss
