@@ -82,8 +82,14 @@ class Operator:
     @property
     def key(self) -> tuple[Any, ...]:
         """What makes two calls the same kernel (everything but ``count``)."""
-        return (self.kind, self.phase, self.name, tuple(sorted(self.dims.items())),
-                self.dtype, self.op)
+        return (
+            self.kind,
+            self.phase,
+            self.name,
+            tuple(sorted(self.dims.items())),
+            self.dtype,
+            self.op,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,7 +124,9 @@ class OperatorTrace:
     """The kernels of one training step of ``workload`` at ``batch_size``.
 
     ``executed`` is False when the step was traced without running it (meta device: shapes
-    only, no timing). ``parameters`` counts trainable parameters.
+    only, no timing). ``parameters`` counts trainable parameters. ``memory_bytes`` is what
+    the step holds, by part (``parameters``, ``gradients``, ``optimizer_state``,
+    ``activations``: the tensors autograd saves for the backward pass); empty when unknown.
     """
 
     workload: str
@@ -128,6 +136,16 @@ class OperatorTrace:
     executed: bool = True
     parameters: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    memory_bytes: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.batch_size <= 0 or self.parameters < 0:
+            raise ValueError(
+                f"batch_size must be > 0 and parameters >= 0, but got {self.batch_size}, "
+                f"{self.parameters}"
+            )
+        if any(v < 0 for v in self.memory_bytes.values()):
+            raise ValueError(f"memory_bytes must be >= 0, but got {self.memory_bytes}")
 
     @property
     def launches(self) -> int:
@@ -152,6 +170,7 @@ class OperatorTrace:
             "executed": self.executed,
             "parameters": self.parameters,
             "notes": list(self.notes),
+            "memory_bytes": dict(self.memory_bytes),
             "operators": [o.to_dict() for o in self.operators],
         }
 
@@ -165,4 +184,5 @@ class OperatorTrace:
             executed=bool(d.get("executed", True)),
             parameters=int(d.get("parameters", 0)),
             notes=tuple(d.get("notes", ())),
+            memory_bytes={k: int(v) for k, v in d.get("memory_bytes", {}).items()},
         )
