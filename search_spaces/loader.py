@@ -59,7 +59,7 @@ _MACHINE_KEYS = (
     "include_local",
 )
 _PARAM_KEYS = ("type", "low", "high", "log", "choices", "condition", "affects_runtime")
-_FIX = "edit the space file (format: advisor.search_spaces.loader docstring, or the README)."
+_FIX = "edit the space file (format: advisor.search_spaces.loader docstring, or docs/suggest.md)."
 
 
 class _Reader:
@@ -148,7 +148,7 @@ def load_space(path_or_text: str | Path, workload: str | None = None) -> JointSp
     r = _Reader(text, origin)
     root = r.root()
     if root is None:
-        raise AdvisorError(f"{origin} is empty.", "write a space (see the README).")
+        raise AdvisorError(f"{origin} is empty.", "write a space (see docs/suggest.md).")
     top = r.mapping(root, "", _TOP_KEYS)
 
     name = workload

@@ -25,7 +25,7 @@ SAFE_TAGS = frozenset(
     f"tag:yaml.org,2002:{t}"
     for t in ("str", "int", "float", "bool", "null", "seq", "map", "merge", "timestamp", "set")
 )
-_FIX = "simplify the space file: plain mappings, lists and scalars (see the README)."
+_FIX = "simplify the space file: plain mappings, lists and scalars (see docs/suggest.md)."
 
 
 class BoundedLoader(yaml.SafeLoader):
