@@ -92,6 +92,10 @@ class ProbeResult:
     # Issue #19: the gradient noise scale B_simple measured after the timed iterations
     # (``advisor.probes.gradient_noise.NoiseScale.to_dict()``); None when not measured.
     gradient_noise: dict[str, Any] | None = None
+    # Issue #26: the operator trace of one training step at this batch size
+    # (``advisor.probes.operators.OperatorTrace.to_dict()``), traced once and kept with the
+    # probe so it is never recomputed; None when not traced.
+    operator_trace: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.batch_size <= 0:
@@ -225,6 +229,13 @@ def _checked(data: Any) -> dict[str, Any]:
             NoiseScale.from_dict(out["gradient_noise"])
         except (TypeError, ValueError) as exc:
             raise ValueError(f"probe field gradient_noise: {exc}") from None
+    if out.get("operator_trace") is not None:  # issue #26: an OperatorTrace.to_dict()
+        from advisor.probes.operators.types import OperatorTrace
+
+        try:
+            OperatorTrace.from_dict(out["operator_trace"])
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"probe field operator_trace: {exc}") from None
     return out
 
 

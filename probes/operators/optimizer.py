@@ -25,8 +25,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from advisor.probes.operators.aten_ops import DeviceTest, dtype_name
+from advisor.probes.operators.aten_ops import DeviceTest
 from advisor.probes.operators.multi_tensor import launches
+from advisor.probes.operators.tensors import dtype_name
 from advisor.probes.operators.types import Operator
 
 NORMS = {"_foreach_norm", "_foreach_max"}  # per-tensor reductions: a cleanup kernel after

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from advisor.probes.operators.aten_ops import records, tensors_of
+from advisor.probes.operators.aten_ops import records
 from advisor.probes.operators.optimizer import (
     cuda_default_foreach,
     host_step_tensors,
@@ -25,6 +25,7 @@ from advisor.probes.operators.optimizer import (
     state_bytes,
 )
 from advisor.probes.operators.recurrent import recurrent_records
+from advisor.probes.operators.tensors import tensors_of
 from advisor.probes.operators.types import Operator, OperatorTrace
 
 

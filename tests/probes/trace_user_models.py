@@ -1,0 +1,35 @@
+"""User builders for the operator-trace tests (``trace_user_models:build_data_dependent``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.data import TensorDataset
+
+
+class _Gated(nn.Module):
+    """Control flow on a tensor's value: no meta-device trace can decide the branch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(8, 4), nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.a(x) if float(x.sum()) > 0 else self.b(x)
+
+
+def build_data_dependent(batch_size: int = 16, seed: int = 0, **_: Any) -> Any:
+    """A model whose forward branches on its input's values; 64 / 16 samples."""
+    torch.manual_seed(seed)
+    model = _Gated()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(80, 8), torch.randint(0, 4, (80,))
+    return (
+        model,
+        nn.CrossEntropyLoss(),
+        opt,
+        TensorDataset(x[:64], y[:64]),
+        TensorDataset(x[64:], y[64:]),
+    )
