@@ -72,7 +72,11 @@ def trace_keras_model(model: Any, batch_size: int, *, workload: str) -> Operator
         es = ELEMENT_BYTES.get(dtype, 4)
         acts += sum(math.prod(s) for s in outs) * es if f else 0
         grads_flow = grads_flow or bool(layer.trainable_weights)
-    loss_f, loss_b = _loss(model, _shapes(model, "output", batch_size), dtype)
+    try:
+        final = _shapes(model, "output", batch_size)
+    except AttributeError:  # a Sequential model not called yet: its last layer's output
+        final = outs
+    loss_f, loss_b = _loss(model, final, dtype)
     weights = model.trainable_weights
     params = int(sum(math.prod(w.shape) for w in weights))
     if not getattr(model.optimizer, "built", True):
