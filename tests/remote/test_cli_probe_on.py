@@ -171,9 +171,9 @@ def test_an_emulated_probe_is_kept_out_of_the_ledger_unless_a_test_opts_in(
     assert "emulated" in " ".join(after.calibration_evidence.split())
 
 
-def test_the_readme_cloud_yaml_example_loads(_advisor_home: Path) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = readme.split("```yaml\nimage: ", 1)[1].split("```", 1)[0]
+def test_the_tuning_doc_cloud_yaml_example_loads(_advisor_home: Path) -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "tuning.md").read_text()
+    block = doc.split("```yaml\nimage: ", 1)[1].split("```", 1)[0]
     _advisor_home.mkdir(parents=True, exist_ok=True)
     (_advisor_home / "cloud.yaml").write_text("image: " + block)
     settings = CloudSettings.load()

@@ -1,5 +1,5 @@
-"""The README's managed-tuning examples work as written: every `advisor submit ... --dry-run`
-command in that section builds its request (the study it names made as `suggest` leaves it)."""
+"""The managed-tuning page's examples work as written: every `advisor submit ... --dry-run`
+command in docs/tuning.md builds its request (the study it names made as `suggest` leaves it)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ from advisor.cli.main import cli
 
 pytestmark = pytest.mark.slow  # imports each cloud SDK
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+TUNING_DOC = Path(__file__).resolve().parents[2] / "docs" / "tuning.md"
 
 
 def _section() -> str:
-    text = README.read_text()
-    start = text.index("### Managed tuning")
-    return text[start : text.index("\n### ", start + 1)]
+    """The page from building the image to following the job (before the remote probes)."""
+    text = TUNING_DOC.read_text()
+    start = text.index("## 1. Build the image")
+    return text[start : text.index("\n## Remote probes", start)]
 
 
 def _commands(prefix: str) -> list[list[str]]:
