@@ -1,7 +1,7 @@
 """``advisor suggest --cloud-probes N`` (issue #14): measure the most promising machines for real.
 
-The screen models every cloud machine from a probe of this machine (METHOD.md section 4
-measured a few iterations on each candidate instead). This step sits between the screen and
+The screen models every cloud machine from a probe of this machine (the published methodology 2,
+docs/method.md section 4, measured a few iterations on each candidate instead). This step sits between the screen and
 the trial loop:
 
 1. Rank the screened (machine, batch) candidates by the objective with the report's rule

@@ -87,7 +87,7 @@ class WorkloadInfo:
         if given:
             return {b: float(e) for b, e in given.items()}, "given epochs (--epochs-at, --at-batch)"
         published = {b: float(e) for b, e in self.epochs_to_stabilise.items()}
-        return published, "published epochs to stabilise (METHOD.md 2.3)"
+        return published, "published epochs to stabilise (docs/method.md 2.3)"
 
     def epochs_anchor(self) -> EpochsAnchor | None:
         """The known point the epochs model starts from (the smallest known batch size), or
@@ -103,7 +103,7 @@ class WorkloadInfo:
         elif self.epochs_at:
             basis = f"--epochs-at {ref}={known[ref]:g}"
         else:
-            basis = "published epochs to stabilise (METHOD.md 2.3)"
+            basis = "published epochs to stabilise (docs/method.md 2.3)"
         return EpochsAnchor(ref, known[ref], "given", basis)
 
     def needs_noise_scale(self) -> bool:

@@ -1,4 +1,4 @@
-"""`advisor estimate`: extrapolate a probe to a full training run (METHOD.md section 3)."""
+"""`advisor estimate`: extrapolate a probe to a full training run (docs/method.md section 3)."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ def test_each_published_figure_is_predicted_from_the_other_three(name: str) -> N
 
 
 def test_fitted_epochs_at_the_published_points_round_to_them() -> None:
-    known = workloads.get("fcn").epochs_to_stabilise  # 13, 14, 14, 16 (METHOD.md 2.3)
+    known = workloads.get("fcn").epochs_to_stabilise  # 13, 14, 14, 16 (docs/method.md 2.3)
     fit = fit_noise_scale(known)
     rows = {b: fitted_epochs(fit, b, "published figures") for b in (*known, 4096)}
     assert {b: rows[b].epochs for b in known} == known

@@ -87,7 +87,7 @@ def replay_table(path: Path) -> Path:
             0.90,
             0.27,
             "2021-02-01",
-            "METHOD.md section 5",
+            "docs/method.md section 5",
         ),
         InstanceType(
             "aws",
@@ -101,7 +101,7 @@ def replay_table(path: Path) -> Path:
             3.06,
             0.92,
             "2021-02-01",
-            "METHOD.md section 5",
+            "docs/method.md section 5",
         ),
     )
     runtimes = {

@@ -36,12 +36,12 @@ def _inst(key: str, gpus: int, price: float, spot: float | None, acc: str) -> In
         on_demand_usd_per_h=price,
         spot_usd_per_h=spot,
         price_date="2021-02-01",
-        source="METHOD.md section 5",
+        source="docs/method.md section 5",
     )
 
 
 def replay_table(probe_s: float = 30.0) -> ReplayTable:
-    """3 machines x 2 batch sizes + local (shaped like METHOD.md 2.4, as tests/study's table)."""
+    """3 machines x 2 batch sizes + local (shaped like docs/method.md 2.4, as tests/study's table)."""
     insts = [
         _inst("ec2:p2.xlarge", 1, 0.90, 0.27, "K80"),
         _inst("ec2:p3.2xlarge", 1, 3.06, 0.92, "V100"),

@@ -31,12 +31,12 @@ def instance(
         on_demand_usd_per_h=price,
         spot_usd_per_h=spot,
         price_date="2021-02-01",
-        source="METHOD.md section 5",
+        source="docs/method.md section 5",
     )
 
 
 def small_table(with_prediction: bool = True, **extra: Any) -> ReplayTable:
-    """3 machines x 2 batch sizes + the local machine; runtimes shaped like METHOD.md 2.4:
+    """3 machines x 2 batch sizes + the local machine; runtimes shaped like docs/method.md 2.4:
     the 8-GPU machine is fastest but dearest, the K80 cheapest per hour but slow."""
     insts = [
         instance("ec2:p2.xlarge", 1, 0.90, 0.27, "K80"),

@@ -69,7 +69,7 @@ def test_published_points_fit_the_noise_scale_for_every_batch_size(tmp_path: Pat
     probes = FakeProbes()
     be = backend(tmp_path, probes)
     wl = workload_info(SuggestOptions(model="fcn"))
-    fit = fit_noise_scale({256: 13, 512: 14, 1024: 14, 2048: 16})  # METHOD.md 2.3
+    fit = fit_noise_scale({256: 13, 512: 14, 1024: 14, 2048: 16})  # docs/method.md 2.3
     at_4096 = evaluate(be, wl, 4096)  # not published: predicted from the fit, not the probe
     expected = fit.epochs_at(4096)[0]
     assert at_4096.epochs == round(expected) > 16
