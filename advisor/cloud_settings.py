@@ -175,4 +175,4 @@ def _read_yaml(path: Path) -> Any:
 
 
 def _fix(path: Path) -> str:
-    return f"write {path} as in the README (image:, sagemaker:, vertex:, azureml:)."
+    return f"write {path} as in docs/tuning.md (image:, sagemaker:, vertex:, azureml:)."
