@@ -1,6 +1,6 @@
 """advisor: where and how to train a model, with the time and the money each choice costs.
 
-The Python API (the CLI is a thin layer over it)::
+The Python API (the CLI and the service are thin layers over it)::
 
     import advisor
     report = advisor.suggest(model="fcn", budget_usd=5)          # advisor suggest
@@ -10,37 +10,25 @@ The Python API (the CLI is a thin layer over it)::
     advisor.job_status(submission.job_id, "sagemaker")
     advisor.import_job(submission.job_id, "sagemaker", name)      # import its trials
 
-Importing this package is cheap: each name is imported on first use (module ``__getattr__``),
-and no deep-learning framework or cloud SDK is imported until a feature needs it.
+Importing this package is cheap: each name is imported on first use (module ``__getattr__``,
+one explicit import per name), and no deep-learning framework or cloud SDK is imported until
+a feature needs it.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
 
 if TYPE_CHECKING:
+    from advisor.evaluation.prediction import Prediction, predict
     from advisor.options import SuggestOptions
-    from advisor.prediction import Prediction, predict
+    from advisor.pipeline import suggest
     from advisor.records import TrialRecord
-    from advisor.study import suggest
-    from advisor.tuning_jobs import import_job, job_status, plan_job, submit_job
+    from advisor.tuning.jobs import import_job, job_status, plan_job, submit_job
 
 __version__ = "0.1.0"
-
-_LAZY = {  # public name -> the module that defines it
-    "suggest": "advisor.study",
-    "SuggestOptions": "advisor.options",
-    "predict": "advisor.prediction",
-    "Prediction": "advisor.prediction",
-    "TrialRecord": "advisor.records",
-    "plan_job": "advisor.tuning_jobs",
-    "submit_job": "advisor.tuning_jobs",
-    "job_status": "advisor.tuning_jobs",
-    "import_job": "advisor.tuning_jobs",
-}
 
 __all__ = [
     "AdvisorError",
@@ -58,12 +46,34 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'advisor' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = _public(name)
     globals()[name] = value  # later look-ups skip __getattr__
     return value
+
+
+def _public(name: str) -> Any:
+    """Import the public ``name`` from the module that defines it."""
+    if name == "suggest":
+        from advisor.pipeline import suggest
+
+        return suggest
+    if name == "SuggestOptions":
+        from advisor.options import SuggestOptions
+
+        return SuggestOptions
+    if name in ("predict", "Prediction"):
+        from advisor.evaluation import prediction
+
+        return getattr(prediction, name)
+    if name == "TrialRecord":
+        from advisor.records import TrialRecord
+
+        return TrialRecord
+    if name in ("plan_job", "submit_job", "job_status", "import_job"):
+        from advisor.tuning import jobs
+
+        return getattr(jobs, name)
+    raise AttributeError(f"module 'advisor' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

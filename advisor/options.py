@@ -8,14 +8,129 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.errors import AdvisorError, unknown_value_error
-from advisor.scoring import Evaluation, WorkloadInfo
+from advisor.evaluation.contract import Evaluation
+from advisor.evaluation.workload import WorkloadInfo
 from advisor.search_spaces.space import JointSpace
+from advisor.search_spaces.workloads import ModelRef
 
 OBJECTIVES = ("time", "cost", "pareto")
 DEFAULT_PROBE_BUDGET_SHARE = 0.10
 DEFAULT_PROBE_BUDGET_USD = 1.0  # when no --budget is given
 DEFAULT_TRIALS = 60  # most trials of a run without --trials
 METRIC_NAMES = {"time": ["runtime_s"], "cost": ["cost_usd"], "pareto": ["runtime_s", "cost_usd"]}
+
+
+@dataclass(frozen=True)
+class OptionDoc:
+    """How one ``SuggestOptions`` field is offered: its CLI flag (None: Python API only), its
+    help (the CLI's and the HTTP API's), and whether the HTTP API accepts it."""
+
+    flag: str | None
+    help: str
+    service: bool = True
+
+
+# The one declaration of what `advisor suggest` takes: the CLI's flags and help, the service's
+# request fields (``advisor.service.schemas.SuggestRequest``) and the ``--server`` request body
+# all follow from it (tests/advisor/test_options.py holds them together).
+OPTIONS: dict[str, OptionDoc] = {
+    "model": OptionDoc(
+        "--model", "Built-in workload (see `advisor workloads`) or your own module:function."
+    ),
+    "framework": OptionDoc("--framework", "Framework the probes train with."),
+    "space": OptionDoc(
+        "--space",
+        "Joint search space YAML (machines, batch sizes, hyperparameters); default: the "
+        "workload's own.",
+    ),
+    "budget_usd": OptionDoc(
+        "--budget",
+        "Most the training run may cost, USD. Dearer candidates are infeasible; the default "
+        "objective becomes the fastest run within the budget.",
+    ),
+    "deadline_s": OptionDoc(
+        "--deadline",
+        "Longest the training run may take (2h, 90m, 1h30m, 3600s). Slower candidates are "
+        "infeasible; the default objective becomes the cheapest run within the deadline.",
+    ),
+    "objective": OptionDoc(
+        "--objective", "Override the objective; pareto reports the time-cost front."
+    ),
+    "probe_budget_usd": OptionDoc(
+        "--probe-budget",
+        "Most the search may spend on probes, USD, priced at each candidate machine's rate "
+        "(default: 10 % of --budget, else 1).",
+    ),
+    "epochs": OptionDoc(
+        "--epochs",
+        "Epochs of the run, the same at every batch size (default: per batch size, from the "
+        "gradient-noise-scale model fitted to the workload's published epochs to stabilise).",
+    ),
+    "at_batch": OptionDoc(
+        "--at-batch",
+        "With --epochs: the batch size those epochs were seen at; the epochs at other batch "
+        "sizes are then predicted from the probe's gradient noise scale.",
+    ),
+    "epochs_at": OptionDoc(
+        "--epochs-at",
+        "Epochs to target seen at a batch size, as B=N (e.g. --epochs-at 256=13); repeat it. "
+        "One known point is scaled to other batch sizes by the probe's gradient noise scale; "
+        "with two or more the noise scale is fitted to them and every batch size's epochs come "
+        "from the fit.",
+    ),
+    "sampler": OptionDoc(
+        "--sampler", "Optuna sampler for the hyperparameters (and machines with --no-screen)."
+    ),
+    "seed": OptionDoc("--seed", "Sampler seed."),
+    "trials": OptionDoc(
+        "--trials",
+        "Trials to add now (default: until the search stops on its own, at most 60; a re-run "
+        "of a study that has stopped adds none).",
+    ),
+    "timeout_s": OptionDoc(
+        "--timeout", "Stop the search after this long (e.g. 10m), screening and probes included."
+    ),
+    "snapshot": OptionDoc("--snapshot", "Catalog snapshot (default: newest)."),
+    "storage": OptionDoc(
+        "--storage", "Optuna storage URL (default: SQLite in ADVISOR_HOME).", service=False
+    ),
+    "study_name": OptionDoc(
+        "--study-name", "Study name (default: from workload, space and limits)."
+    ),
+    "probe_iterations": OptionDoc(
+        "--probe-iterations",
+        "Training iterations each local probe times (fewer, but at least 5, once 4 s have passed).",
+    ),
+    "threads": OptionDoc("--threads", "Threads for local probes (default: all cores)."),
+    "n_train": OptionDoc("--n-train", "Training samples (user models)."),
+    "n_val": OptionDoc("--n-val", "Validation samples (user models)."),
+    "screen": OptionDoc("--no-screen", "Let the sampler alone choose machines."),
+    "cloud_probes": OptionDoc(
+        "--cloud-probes",
+        "After the screen, probe the N most promising distinct cloud machines for real "
+        "(different accelerator types first) and re-rank with the measurements. Each probe "
+        "starts a short managed training job (SageMaker, Vertex AI, Azure ML) that costs money, "
+        "charged within --probe-budget; stops early when the measured leader cannot be "
+        "overtaken.",
+        service=False,
+    ),
+    "cloud_settings": OptionDoc(
+        "--cloud-config",
+        "Cloud settings for --cloud-probes: image, role, project, workspace... (default: "
+        "$ADVISOR_HOME/cloud.yaml).",
+        service=False,
+    ),
+    "emulate_cloud": OptionDoc(
+        "--emulate-cloud-probes",
+        "Run every cloud probe job here through the local emulation (tests, CI).",
+        service=False,
+    ),
+    "data_gb": OptionDoc(
+        "--data-gb",
+        "GB of data a cloud job downloads before training (default: a built-in workload's "
+        "size; a user model without it leaves the download out).",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -50,7 +165,7 @@ class SuggestOptions:
     n_val: int | None = None
     screen: bool = True
     # Issue #14: probe the N most promising distinct cloud machines for real after the
-    # screen (advisor.cloud_probes); their spend counts against the probe budget.
+    # screen (advisor.remote.cloud_probes); their spend counts against the probe budget.
     cloud_probes: int = 0
     # Where the cloud settings come from: a cloud.yaml path, a CloudSettings object, or None
     # ($ADVISOR_HOME/cloud.yaml).
@@ -147,7 +262,7 @@ class SuggestOptions:
 
 def workload_info(options: SuggestOptions) -> WorkloadInfo:
     """The workload from --model: a built-in name, or a user import path ``module:function``."""
-    if ":" in options.model:
+    if ModelRef(options.model).is_user:
         if not options.n_train:
             raise AdvisorError(
                 f"--model {options.model} is a user model, so its dataset size is unknown.",
@@ -235,3 +350,15 @@ def constraints(
 def is_feasible(options: SuggestOptions, ev: Evaluation, optimistic: bool = False) -> bool:
     """Whether ``ev`` meets the budget and deadline."""
     return all(v <= 0 for v in constraints(options, ev, optimistic).values())
+
+
+def request_body(options: SuggestOptions, space_text: str | None = None) -> dict[str, Any]:
+    """The service's request for ``options`` (``advisor suggest --server``): every field the
+    HTTP API accepts (``OPTIONS[...].service``) that is set; the space as its YAML text."""
+    body: dict[str, Any] = {}
+    for name, doc in OPTIONS.items():
+        value = space_text if name == "space" else getattr(options, name)
+        if not doc.service or value is None:
+            continue
+        body[name] = [list(pair) for pair in value] if name == "epochs_at" else value
+    return body

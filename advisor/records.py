@@ -28,12 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from advisor.evaluation.contract import Evaluation, FailedEvaluation, Scored
 from advisor.probes.result import Interval, PhaseTimes
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
-    from advisor.scoring import Evaluation
 
 SOURCES = (
     "measured", "modelled", "replayed", "managed",
@@ -244,7 +244,7 @@ class TrialRecord:
     @classmethod
     def from_evaluation(
         cls,
-        ev: Evaluation,
+        ev: Scored,
         *,
         instance: dict[str, Any] | None,
         charged_usd: float,
@@ -259,37 +259,34 @@ class TrialRecord:
             price_per_hour=ev.price_per_hour,
             spot=ev.spot,
             epochs=ev.epochs,
-            runtime=ev.runtime,
-            cost=ev.cost,
+            runtime=ev.runtime if isinstance(ev, Evaluation) else None,
+            cost=ev.cost if isinstance(ev, Evaluation) else None,
             instance=instance,
             probe_seconds=ev.probe_s,
             probe_charged_usd=charged_usd,
             estimate=ev.estimate,
             phases=ev.phases,
             probe=ev.probe.to_dict() if ev.probe else None,
-            error=None if ev.ok else (ev.error or "probe failed"),
+            error=ev.error,
             feasible=feasible if ev.ok else None,
         )
 
-    def to_evaluation(self) -> Evaluation:
-        """The Evaluation this record was written from (the probe stays a dict: not rebuilt)."""
-        from advisor.scoring import Evaluation
-
-        return Evaluation(
-            machine=self.machine,
-            batch_size=self.batch_size,
-            status="ok" if self.ok else "failed",
-            runtime=self.runtime if self.ok else None,
-            cost=self.cost if self.ok else None,
-            source=self.source,
-            epochs=self.epochs or 0,
-            price_per_hour=self.price_per_hour or 0.0,
-            spot=self.spot,
-            probe_s=self.probe_seconds,
-            estimate=dict(self.estimate),
-            phases=self.phases,
-            error=self.error,
-        )
+    def to_evaluation(self) -> Scored:
+        """The evaluation this record was written from (the probe stays a dict: not rebuilt)."""
+        common: dict[str, Any] = {
+            "machine": self.machine,
+            "batch_size": self.batch_size,
+            "source": self.source,
+            "epochs": self.epochs or 0,
+            "price_per_hour": self.price_per_hour or 0.0,
+            "spot": self.spot,
+            "probe_s": self.probe_seconds,
+            "estimate": dict(self.estimate),
+            "phases": self.phases,
+        }
+        if self.ok and self.runtime is not None and self.cost is not None:
+            return Evaluation(runtime=self.runtime, cost=self.cost, **common)
+        return FailedEvaluation(error=self.error or "probe failed", **common)
 
 
 def _float_or_none(value: Any) -> float | None:

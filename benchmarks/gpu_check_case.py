@@ -63,7 +63,7 @@ def choose_machine(
     catalog: Any, device: str, device_name: str, override: str | None
 ) -> tuple[Any, str]:
     """The catalog row to predict for, and why it was chosen (one line)."""
-    from advisor.prediction import resolve_machines
+    from advisor.evaluation.prediction import resolve_machines
 
     if override:
         _, (row,) = resolve_machines(override, catalog.snapshot)
@@ -176,7 +176,7 @@ def check_one(
     from advisor.probes.iteration_model import estimate, init_for_size
     from advisor.search_spaces.workloads import get
 
-    from advisor.prediction import predict
+    from advisor.evaluation.prediction import predict
 
     spec = get(workload)
     n_train = min(spec.n_train, batch * args.train_steps)

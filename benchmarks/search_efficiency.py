@@ -4,8 +4,8 @@
         [--modes screen,screen+pb,sampler] [--budget 1.0] [--max-trials 200]
         [--slow-seeds 5] [--slow-max-trials 64] [--json]
 
-The study (``advisor.study.run_suggest``, the loop behind ``advisor suggest``) runs on a replay
-back end (``advisor.replay``) serving a fixed table of 8 machines x 4 batch sizes = 32
+The study (``advisor.study.run.run_suggest``, the loop behind ``advisor suggest``) runs on a replay
+back end (``advisor.evaluation.replay``) serving a fixed table of 8 machines x 4 batch sizes = 32
 (machine, batch) configurations for ``resnet50`` (CIFAR-10 shape, 50,000 / 10,000 samples,
 its default 30 epochs and default batch sizes 64-512) with ``--budget`` (objective: the fastest
 run within the budget). For each sampler and seed we count the distinct configurations probed
@@ -69,10 +69,11 @@ from advisor.providers.catalog import load
 from advisor.search_spaces.loader import default_space
 from advisor.search_spaces.space import JointSpace, MachineFilter
 
-from advisor.replay import ReplayBackend, ReplayEntry, ReplayTable
-from advisor.samplers import SAMPLERS
-from advisor.scoring import probe_duration_s
-from advisor.study import SuggestOptions, run_suggest, workload_info
+from advisor.evaluation.contract import probe_duration_s
+from advisor.evaluation.replay import ReplayBackend, ReplayEntry, ReplayTable
+from advisor.options import SuggestOptions, workload_info
+from advisor.study.run import run_suggest
+from advisor.study.samplers import SAMPLERS
 
 MODEL = "resnet50"
 TARGET_SHARE = 0.30  # probe at most 30 % of the configurations ...

@@ -46,7 +46,7 @@ def workers_on_one_study(tmp: Path, n_workers: int, n_trials: int, backend: str)
 
     from advisor.service import db
     from advisor.service.trials import rdb_storage
-    from advisor.storage_check import storage_driver_url
+    from advisor.storage.checks import storage_driver_url
 
     pg_root = Path(tempfile.mkdtemp(prefix="advisor-pg-"))
     pg = Postgres(pg_root)

@@ -1,7 +1,7 @@
 """Per-trial overhead of the study when every probe is already known (target <= 20 ms/trial).
 
-Runs ``advisor.study.run_suggest`` -- the real study loop behind ``advisor suggest`` -- on a
-replay back end (``advisor.replay``) whose entries carry phase times, so each trial still runs
+Runs ``advisor.study.run.run_suggest`` -- the real study loop behind ``advisor suggest`` -- on a
+replay back end (``advisor.evaluation.replay``) whose entries carry phase times, so each trial still runs
 the iteration-time model, the scoring (prices, spot overhead, constraints) and Optuna's
 ask/tell with the trial attributes the report reads, but no probe. What is timed is therefore
 the study's own overhead: sampler + storage + scoring + iteration-time model.
@@ -44,9 +44,10 @@ from advisor.search_spaces.loader import default_space
 from advisor.search_spaces.space import MachineFilter
 from advisor.search_spaces.workloads import get as get_workload
 
-from advisor.replay import ReplayBackend, ReplayEntry, ReplayTable
-from advisor.scoring import probe_duration_s
-from advisor.study import SuggestOptions, run_suggest
+from advisor.evaluation.contract import probe_duration_s
+from advisor.evaluation.replay import ReplayBackend, ReplayEntry, ReplayTable
+from advisor.options import SuggestOptions
+from advisor.study.run import run_suggest
 
 TARGET_MS = 20.0
 MODEL = "fcn"

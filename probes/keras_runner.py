@@ -38,6 +38,7 @@ from advisor.probes.host import cpu_model
 from advisor.probes.keras import LossDiverged, ProbeCallback, train
 from advisor.probes.keras_data import as_dataset
 from advisor.probes.result import ProbeRequest
+from advisor.search_spaces.workloads import ModelRef
 from advisor.search_spaces.workloads.setups import KerasSetup
 
 __all__ = [
@@ -321,7 +322,7 @@ def _input_spec(data: Any) -> Any:
 def _resolve(workload: str) -> tuple[Callable[..., Any], int | None, int | None]:
     from advisor.search_spaces.workloads import get, load_callable
 
-    if ":" in workload:
+    if ModelRef(workload).is_user:
         return load_callable(workload), None, None
     spec = get(workload)
     return spec.builder("keras"), spec.n_train, spec.n_val

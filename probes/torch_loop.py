@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from advisor.probes import allocator
 from advisor.probes.framework import LossDiverged
+from advisor.search_spaces.workloads import ModelRef
 from advisor.search_spaces.workloads.setups import TorchSetup
 from torch.utils.data import DataLoader, Dataset
 
@@ -93,7 +94,7 @@ def build_setup(
     from advisor.search_spaces.workloads import get, load_callable
 
     hp = dict(hyperparameters or {})
-    if ":" in workload:
+    if ModelRef(workload).is_user:
         builder, real_train, real_val = load_callable(workload), None, None
     else:
         spec = get(workload)

@@ -42,6 +42,7 @@ from advisor.probes.torch_loop import (
     train_step,
     validate,
 )
+from advisor.search_spaces.workloads import ModelRef
 from advisor.search_spaces.workloads.setups import TorchSetup
 
 __all__ = [
@@ -108,7 +109,7 @@ class TorchRunner(FrameworkRunner):
     def prepare(self, request: ProbeRequest) -> Prepared:
         b, k, vb = request.batch_size, request.iterations, request.validation_batches
         # Generate only what the probe uses: k batches, and a bounded validation slice.
-        user = ":" in request.workload
+        user = ModelRef(request.workload).is_user
         gen_val = None
         if not user:
             from advisor.search_spaces.workloads import get

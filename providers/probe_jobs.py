@@ -6,7 +6,7 @@ Azure ML command job, in the advisor's container image. This module is the provi
 that: start such a job, wait for it, fetch the one result file the job writes, and read the
 job's own wall time and billed time (what a probe really costs). It knows nothing of probes
 (``providers`` sits below ``probes``): the command is data, built by the caller
-(``advisor.remote_probe``), and the result file's text is handed back unparsed.
+(``advisor.remote.probe``), and the result file's text is handed back unparsed.
 
 - ``ProbeJobSpec``: what to run where (machine, image, command, time limit, output location).
 - ``JobPoll``: one look at the job (state, times, billed seconds when the service says).

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import unknown_value_error
@@ -10,12 +9,7 @@ from advisor.errors import unknown_value_error
 if TYPE_CHECKING:
     from advisor.providers.tuning import TuningBackend
 
-# name -> "module:class"; modules are imported only when the back end is used.
-BACKENDS: dict[str, str] = {
-    "sagemaker": "advisor.providers.sagemaker:SageMakerBackend",
-    "vertex": "advisor.providers.vertex:VertexBackend",
-    "azureml": "advisor.providers.azureml:AzureMLBackend",
-}
+BACKENDS = ("sagemaker", "vertex", "azureml")
 
 
 def names() -> list[str]:
@@ -23,12 +17,21 @@ def names() -> list[str]:
 
 
 def backend_class(name: str) -> type[TuningBackend]:
-    """The back-end class called ``name``; an unknown name lists the valid ones."""
-    if name not in BACKENDS:
-        raise unknown_value_error("provider", name, BACKENDS)
-    module_name, _, attr = BACKENDS[name].partition(":")
-    cls: type[TuningBackend] = getattr(import_module(module_name), attr)
-    return cls
+    """The back-end class called ``name`` (its module imported only now); an unknown name
+    lists the valid ones."""
+    if name == "sagemaker":
+        from advisor.providers.sagemaker import SageMakerBackend
+
+        return SageMakerBackend
+    if name == "vertex":
+        from advisor.providers.vertex import VertexBackend
+
+        return VertexBackend
+    if name == "azureml":
+        from advisor.providers.azureml import AzureMLBackend
+
+        return AzureMLBackend
+    raise unknown_value_error("provider", name, BACKENDS)
 
 
 def get_backend(name: str, **options: Any) -> TuningBackend:

@@ -313,7 +313,14 @@ class SageMakerBackend(TuningBackend):
         from advisor.providers.sagemaker_sdk import sdk_tuner
 
         self.check(spec)
-        return sdk_tuner(spec, self.role or PLACEHOLDER_ROLE, self.volume_gb, session)
+        return sdk_tuner(
+            spec,
+            self.role or PLACEHOLDER_ROLE,
+            self.volume_gb,
+            spec.output or PLACEHOLDER_OUTPUT,
+            STRATEGY[spec.strategy],
+            session,
+        )
 
 
 def parameter_ranges(spec: TuningSpec) -> dict[str, list[dict[str, Any]]]:

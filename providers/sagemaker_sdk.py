@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.providers.sagemaker import PLACEHOLDER_OUTPUT, STRATEGY
 from advisor.providers.tuning import TuningSpec, metric_definitions
 from advisor.search_spaces.space import CategoricalParam, FloatParam
 
@@ -13,8 +12,11 @@ from advisor._lazy import require
 from advisor.errors import AdvisorError
 
 
-def sdk_tuner(spec: TuningSpec, role: str, volume_gb: int, session: Any = None) -> Any:
-    """``spec`` (already checked) as a ``sagemaker.train.tuner.HyperparameterTuner``."""
+def sdk_tuner(
+    spec: TuningSpec, role: str, volume_gb: int, output: str, strategy: str, session: Any = None
+) -> Any:
+    """``spec`` (already checked) as a ``sagemaker.train.tuner.HyperparameterTuner``, writing
+    to ``output`` (S3) with SageMaker's name of the ``strategy``."""
     if spec.strategy == "hyperband":
         raise AdvisorError(
             "The SDK tuner path here does not set Hyperband's resource config.",
@@ -38,14 +40,10 @@ def sdk_tuner(spec: TuningSpec, role: str, volume_gb: int, session: Any = None) 
             max_runtime_in_seconds=spec.max_runtime_s,
             max_wait_time_in_seconds=2 * spec.max_runtime_s if spec.spot else None,
         ),
-        output_data_config=configs.OutputDataConfig(
-            s3_output_path=spec.output or PLACEHOLDER_OUTPUT
-        ),
+        output_data_config=configs.OutputDataConfig(s3_output_path=output),
         hyperparameters=static,
         base_job_name=spec.job_name,
-        checkpoint_config=configs.CheckpointConfig(
-            s3_uri=f"{(spec.output or PLACEHOLDER_OUTPUT).rstrip('/')}/checkpoints"
-        )
+        checkpoint_config=configs.CheckpointConfig(s3_uri=f"{output.rstrip('/')}/checkpoints")
         if spec.spot
         else None,
     )
@@ -55,7 +53,7 @@ def sdk_tuner(spec: TuningSpec, role: str, volume_gb: int, session: Any = None) 
         objective_type=spec.goal.capitalize(),
         metric_definitions=metric_definitions(spec.objective_metric),
         hyperparameter_ranges=sdk_ranges(spec),
-        strategy=STRATEGY[spec.strategy],
+        strategy=strategy,
         max_jobs=spec.max_trials,
         max_parallel_jobs=spec.parallel_trials,
         early_stopping_type="Auto" if spec.early_stopping else "Off",

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from advisor.providers.catalog import MachineKey
 from advisor.search_spaces.space import FloatParam, IntParam, Param
 
 from advisor.errors import AdvisorError
@@ -284,7 +285,8 @@ class TuningBackend(ABC):
     @classmethod
     def machine_type(cls, key: str, instance: InstanceType | None) -> str:
         """This service's machine type for catalog ``key`` (``service:type[:spot]``)."""
-        service, itype, _ = split_machine_key(key)
+        parsed = MachineKey(key)
+        service, itype = parsed.service, parsed.instance_type
         if service not in cls.services:
             raise AdvisorError(
                 f"Machine '{key}' is not one of {cls.name}'s machine types (service '{service}').",
@@ -337,20 +339,6 @@ class TuningBackend(ABC):
 
 
 # -- helpers shared by the back ends ---------------------------------------------------------
-
-
-def split_machine_key(key: str) -> tuple[str, str, bool]:
-    """``"sagemaker:ml.p3.2xlarge:spot"`` -> ``("sagemaker", "ml.p3.2xlarge", True)``."""
-    parts = key.split(":")
-    spot = parts[-1] == "spot"
-    if spot:
-        parts = parts[:-1]
-    if len(parts) != 2 or not all(parts):
-        raise AdvisorError(
-            f"'{key}' is not a machine key.",
-            "write it as service:instance_type, e.g. sagemaker:ml.p3.2xlarge.",
-        )
-    return parts[0], parts[1], spot
 
 
 def provider_for(service: str) -> str:

@@ -1,11 +1,13 @@
-"""Dependencies point one way: CLI -> Python API (advisor/) -> probes -> providers -> search_spaces.
+"""Dependencies point one way, with no circles and no hidden imports.
 
-An equivalent of an import-linter "layers" contract (import-linter's graph builder does not
-follow this project's package-dir mapping, where ``advisor.probes`` lives in ``probes/``): every
-``import`` in the shipped source folders, including the lazy ones inside functions, is read
-with :mod:`ast` and checked against the layer of the module that makes it. A module may import
-from its own layer or a lower one, and never a private name (``_x``) or private module of another
-package.
+An equivalent of import-linter's "layers" and "independence" contracts (its graph builder does
+not follow this project's package-dir mapping, where ``advisor.probes`` lives in ``probes/``):
+every ``import`` in the shipped source folders, including the lazy ones inside functions and
+those under ``TYPE_CHECKING``, is read with :mod:`ast` and checked against the layer of the
+module that makes it. A module may import from its own layer or a lower one, never a private
+name (``_x``) or private module of another package; the modules' imports form no circle; and
+no module loads one of the project's own modules by name (``importlib.import_module``,
+``__import__``), which would hide a dependency from these checks.
 """
 
 from __future__ import annotations
@@ -22,24 +24,34 @@ FOLDERS = {  # folder -> the package it imports as (pyproject's package-dir)
     "providers": "advisor.providers",
     "search_spaces": "advisor.search_spaces",
 }
-# Highest first. A module belongs to the first layer whose prefix matches its name.
+# Highest first; a module belongs to the layer of its longest matching prefix.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("front ends", ("advisor.cli", "advisor.service")),
-    ("base", ("advisor.errors", "advisor.config", "advisor._lazy")),
+    ("python api", ("advisor", "advisor.pipeline")),
+    ("stages", ("advisor.report", "advisor.tuning", "advisor.train")),
+    ("study", ("advisor.study",)),
+    ("remote probes", ("advisor.remote",)),
+    ("values", ("advisor.options", "advisor.records", "advisor.outcome")),
+    ("evaluation", ("advisor.evaluation",)),
+    ("storage", ("advisor.storage",)),
     ("probes", ("advisor.probes",)),
     ("providers", ("advisor.providers",)),
     ("search spaces", ("advisor.search_spaces",)),
-    ("python api", ("advisor",)),
+    ("base", ("advisor.errors", "advisor.config", "advisor._lazy", "advisor.durations")),
 ]
-ORDER = ["front ends", "python api", "probes", "providers", "search spaces", "base"]
+ORDER = [name for name, _ in LAYERS]
 
 
 def layer_of(module: str) -> str:
-    """The layer a dotted module name belongs to."""
+    """The layer a dotted module name belongs to (its longest matching prefix)."""
+    best, best_len = None, -1
     for name, prefixes in LAYERS:
-        if any(module == p or module.startswith(p + ".") for p in prefixes):
-            return name
-    raise ValueError(f"{module} is in no layer")
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best_len:
+                best, best_len = name, len(p)
+    if best is None or (best == "python api" and module not in ("advisor", "advisor.pipeline")):
+        raise ValueError(f"{module} is in no layer: add it to LAYERS")
+    return best
 
 
 def module_name(path: Path) -> str:
@@ -47,7 +59,7 @@ def module_name(path: Path) -> str:
     rel = path.relative_to(ROOT)
     package = FOLDERS[rel.parts[0]]
     parts = list(rel.with_suffix("").parts[1:])
-    if parts and parts[-1] == "__init__":
+    if parts and parts[-1] in ("__init__", "__main__"):
         parts.pop()
     return ".".join([package, *parts])
 
@@ -78,6 +90,15 @@ def owner(module: str) -> str:
     return ".".join(parts[:-1]) if len(parts) > 1 else module
 
 
+def targets(module: str, names: list[str], known: set[str]) -> list[str]:
+    """The modules an import statement depends on: ``from advisor.x import y`` is module
+    ``advisor.x.y`` when that is a module, else ``advisor.x``."""
+    subs = [f"{module}.{n}" for n in names if f"{module}.{n}" in known]
+    if module == "advisor" and names:  # `from advisor import x`: a module or a public name
+        return [s if s in known else "advisor" for s in (f"advisor.{n}" for n in names)]
+    return subs if subs and len(subs) == len(names) else [module, *subs]
+
+
 def violations(path: Path) -> list[str]:
     """The layering and privacy rules ``path`` breaks, one line each."""
     me = module_name(path)
@@ -87,9 +108,9 @@ def violations(path: Path) -> list[str]:
     for line, target, names in imports(path):
         where = f"{path.relative_to(ROOT)}:{line}"
         # `from advisor import x`: x is a module or a name of the API layer
-        targets = [f"advisor.{n}" for n in names] if target == "advisor" and names else [target]
-        for t in targets:
-            theirs = ORDER.index(layer_of(t))
+        ts = [f"advisor.{n}" for n in names] if target == "advisor" and names else [target]
+        for t in ts:
+            theirs = ORDER.index(layer_of(t if t in MODULES or t == "advisor" else "advisor"))
             if theirs < mine:
                 found.append(f"{where}: {layer_of(me)} module {me} imports {t} ({layer_of(t)})")
             private_module = any(p.startswith("_") for p in t.split(".")[1:])
@@ -105,6 +126,55 @@ def source_files() -> list[Path]:
     return sorted(p for folder in FOLDERS for p in (ROOT / folder).rglob("*.py"))
 
 
+MODULES = {module_name(p) for p in source_files()}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports (every import, lazy or not)."""
+    graph: dict[str, set[str]] = {}
+    for path in source_files():
+        me = module_name(path)
+        deps = graph.setdefault(me, set())
+        for _, target, names in imports(path):
+            deps.update(t for t in targets(target, names, MODULES) if t in MODULES and t != me)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
 def test_every_module_is_in_a_layer() -> None:
     for path in source_files():
         layer_of(module_name(path))
@@ -118,14 +188,43 @@ def test_dependencies_point_one_way(folder: str) -> None:
     assert not found, "layering broken:\n" + "\n".join(found)
 
 
-def test_the_check_catches_an_upward_and_a_private_import(tmp_path: Path) -> None:
+def test_no_import_circles() -> None:
+    found = circles(import_graph())
+    assert not found, "import circles:\n" + "\n".join(" -> ".join(c) for c in found)
+
+
+def test_no_module_is_loaded_by_name() -> None:
+    found = []
+    for path in source_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
+            if name in ("import_module", "__import__"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    # The legitimate uses: a user's own module:function (workload builders), and optional
+    # third-party packages (``advisor._lazy.require``: torch, the cloud SDKs), never ours.
+    allowed = {"search_spaces/workloads/_registry.py", "advisor/_lazy.py"}
+    found = [f for f in found if f.split(":")[0] not in allowed]
+    for path in source_files():
+        text = path.read_text(encoding="utf-8")
+        if 'require("advisor' in text or "require('advisor" in text:
+            found.append(f"{path.relative_to(ROOT)}: require() of the project's own module")
+    assert not found, "modules loaded by name (hidden dependencies):\n" + "\n".join(found)
+
+
+def test_the_checks_catch_an_upward_import_a_private_one_and_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c"]]
     bad = ROOT / "providers" / "_layering_probe_tmp.py"
     bad.write_text(
-        "from advisor.study import run_suggest\nfrom advisor.probes.runner import _classify\n"
+        "from advisor.study.run import run_suggest\nfrom advisor.probes.runner import _classify\n"
     )
     try:
         found = violations(bad)
     finally:
         bad.unlink()
-    assert any("imports advisor.study (python api)" in v for v in found)
+    assert any("imports advisor.study.run (study)" in v for v in found)
     assert any("private names ['_classify']" in v for v in found)

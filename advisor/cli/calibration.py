@@ -142,7 +142,7 @@ def record(
     storage: str | None,
 ) -> None:
     """Add a measured run on INSTANCE to the ledger next to the model's prediction for it."""
-    from advisor.prediction import load_probe, resolve_machines
+    from advisor.evaluation.prediction import load_probe, resolve_machines
     from advisor.probes.perf.model import record_run
 
     catalog, machines = resolve_machines(instance, snapshot)

@@ -7,12 +7,16 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import click
 
 from advisor.cli import output
 from advisor.cli import params as p
 from advisor.errors import AdvisorError
+
+if TYPE_CHECKING:
+    from rich.table import JustifyMethod
 
 # Shown when no --service is given: the plain virtual-machine offer of each cloud.
 VM_SERVICES = ("ec2", "compute-engine", "azure-vm")
@@ -122,7 +126,7 @@ def catalog(
         ("region", "left"),
         ("date", "left"),
     ):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        table.add_column(name, justify=cast("JustifyMethod", justify), no_wrap=True)
     for r in rows:
         acc = f"{r.accelerator} x{r.accelerator_count}" if r.accelerator else "-"
         table.add_row(

@@ -10,7 +10,7 @@ import click
 from advisor.cli import params as p
 
 if TYPE_CHECKING:
-    from advisor.dashboard_view import DashboardView
+    from advisor.report.dashboard import DashboardView
 
 
 @click.command("dashboard")
@@ -25,7 +25,7 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
 
     from advisor._lazy import require
     from advisor.errors import AdvisorError
-    from advisor.storage import resolve_storage
+    from advisor.storage.urls import resolve_storage
 
     url = resolve_storage(storage)
     if url.startswith("sqlite:///"):
@@ -48,7 +48,7 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
     dash = require("optuna_dashboard", "dashboard", "advisor dashboard")
     from wsgiref.simple_server import make_server
 
-    from advisor.dashboard_view import with_detail_pages
+    from advisor.report.dashboard import with_detail_pages
 
     app = with_detail_pages(dash.wsgi(view), view.base)
     from sqlalchemy.engine import make_url  # issue #17: never print a database password
@@ -61,12 +61,12 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
 
 
 def _view(url: str) -> DashboardView:
-    """The storage behind ``url``, wrapped for the dashboard (advisor.dashboard_view)."""
+    """The storage behind ``url``, wrapped for the dashboard (advisor.report.dashboard)."""
     import optuna
 
-    from advisor.dashboard_view import DashboardView
     from advisor.errors import AdvisorError
-    from advisor.storage_check import storage_errors
+    from advisor.report.dashboard import DashboardView
+    from advisor.storage.checks import storage_errors
 
     try:
         with storage_errors(url):

@@ -12,6 +12,7 @@ import click
 from advisor.cli import output
 from advisor.cli import params as p
 from advisor.errors import AdvisorError
+from advisor.search_spaces.workloads import ModelRef
 
 
 def _load_probe(path: Path) -> Any:
@@ -28,10 +29,10 @@ def _load_probe(path: Path) -> Any:
 
 
 def _default_epochs(workload: str, batch_size: int) -> int:
-    from advisor.scoring import default_epochs
+    from advisor.evaluation.workload import default_epochs
     from advisor.search_spaces.workloads import get
 
-    if ":" in workload:
+    if ModelRef(workload).is_user:
         return 10
     return default_epochs(get(workload), batch_size)
 
@@ -99,7 +100,7 @@ def estimate(
     else:
         if batch_size is None:
             raise AdvisorError("--model needs --batch-size.", "add e.g. --batch-size 256.")
-        from advisor.cli.probe import check_workload, run_with_progress
+        from advisor.cli.probe_view import check_workload, run_with_progress
         from advisor.probes.result import ProbeRequest
 
         assert model is not None

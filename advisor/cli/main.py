@@ -5,7 +5,6 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-from importlib import import_module
 from typing import Any
 
 import click
@@ -15,42 +14,58 @@ from advisor.errors import AdvisorError
 
 INTERRUPTED = 130  # the exit status after Ctrl-C, as a shell reports 128 + SIGINT
 
-# name -> (module:attribute of the click command, one-line help shown by `advisor --help`)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "suggest": (
-        "advisor.cli.suggest:suggest",
-        "Recommend machine, batch size and hyperparameters.",
-    ),
-    "catalog": (
-        "advisor.cli.catalog:catalog",
-        "List, filter and refresh the priced instance catalog.",
-    ),
-    "probe": ("advisor.cli.probe:probe", "Time a few real training iterations of a workload."),
-    "estimate": ("advisor.cli.estimate:estimate", "Extrapolate a probe to a full training run."),
-    "predict": ("advisor.cli.predict:predict", "Predict time and cost on machines not probed."),
-    "workloads": ("advisor.cli.workloads:workloads", "List the built-in workloads."),
-    "calibration": (
-        "advisor.cli.calibration:calibration",
-        "List what the model has learnt from measured runs; record one.",
-    ),
-    "submit": (
-        "advisor.cli.submit:submit",
-        "Submit the managed tuning job (SageMaker, Vertex, Azure ML).",
-    ),
-    "status": ("advisor.cli.submit:status", "Show a managed tuning job's status."),
-    "import": (
-        "advisor.cli.submit:import_job",
-        "Bring a managed tuning job's trials into a study.",
-    ),
-    "dashboard": (
-        "advisor.cli.dashboard:dashboard",
-        "Open optuna-dashboard on the advisor's studies.",
-    ),
-    # issue #17: the advisor as a shared service
-    "serve": ("advisor.cli.serve:serve", "Serve the advisor over HTTP (tokens, jobs, studies)."),
-    "worker": ("advisor.cli.worker:worker", "Run the service's queued jobs (Redis)."),
-    "token": ("advisor.cli.token:token", "Create, list and revoke service tokens."),
+# name -> the one-line help `advisor --help` shows; ``load_command`` imports each.
+COMMANDS: dict[str, str] = {
+    "suggest": "Recommend machine, batch size and hyperparameters.",
+    "catalog": "List, filter and refresh the priced instance catalog.",
+    "probe": "Time a few real training iterations of a workload.",
+    "estimate": "Extrapolate a probe to a full training run.",
+    "predict": "Predict time and cost on machines not probed.",
+    "workloads": "List the built-in workloads.",
+    "calibration": "List what the model has learnt from measured runs; record one.",
+    "submit": "Submit the managed tuning job (SageMaker, Vertex, Azure ML).",
+    "status": "Show a managed tuning job's status.",
+    "import": "Bring a managed tuning job's trials into a study.",
+    "dashboard": "Open optuna-dashboard on the advisor's studies.",
+    "serve": "Serve the advisor over HTTP (tokens, jobs, studies).",
+    "worker": "Run the service's queued jobs (Redis).",
+    "token": "Create, list and revoke service tokens.",
 }
+
+
+def load_command(name: str) -> click.Command:
+    """Import one subcommand (only the one invoked: `--help` stays fast)."""
+    if name == "suggest":
+        from advisor.cli.suggest import suggest as command
+    elif name == "catalog":
+        from advisor.cli.catalog import catalog as command
+    elif name == "probe":
+        from advisor.cli.probe import probe as command
+    elif name == "estimate":
+        from advisor.cli.estimate import estimate as command
+    elif name == "predict":
+        from advisor.cli.predict import predict as command
+    elif name == "workloads":
+        from advisor.cli.workloads import workloads as command
+    elif name == "calibration":
+        from advisor.cli.calibration import calibration as command
+    elif name == "submit":
+        from advisor.cli.submit import submit as command
+    elif name == "status":
+        from advisor.cli.submit import status as command
+    elif name == "import":
+        from advisor.cli.submit import import_job as command
+    elif name == "dashboard":
+        from advisor.cli.dashboard import dashboard as command
+    elif name == "serve":
+        from advisor.cli.serve import serve as command
+    elif name == "worker":
+        from advisor.cli.worker import worker as command
+    elif name == "token":
+        from advisor.cli.token import token as command
+    else:
+        raise KeyError(name)
+    return command
 
 
 class LazyGroup(click.Group):
@@ -62,13 +77,10 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
             return None
-        path = COMMANDS[cmd_name][0]
-        module_name, _, attr = path.partition(":")
-        command: click.Command = getattr(import_module(module_name), attr)
-        return command
+        return load_command(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
+        rows = list(COMMANDS.items())
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

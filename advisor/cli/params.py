@@ -16,9 +16,8 @@ from typing import Any
 
 import click
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d)?\s*$", re.IGNORECASE)
-_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400}
-MAX_DURATION_S = 366 * 86400.0  # a year: longer is a typo, not a plan
+from advisor.durations import parse_duration
+from advisor.errors import AdvisorError
 
 
 def _range_text(
@@ -111,27 +110,18 @@ class EpochsAt(click.ParamType):
 
 
 class Duration(click.ParamType):
-    """A positive duration written 2h, 90m, 3600s or 3600 (seconds), at most a year.
-
-    Returns seconds as a float."""
+    """A positive duration written 2h, 90m, 1h30m, 3600s or 3600 (seconds), at most a year
+    (``advisor.durations.parse_duration``). Returns seconds as a float."""
 
     name = "duration"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, float | int) and not isinstance(value, bool):
-            seconds = float(value)
-        else:
-            m = _DURATION.match(str(value))
-            if not m:
-                self.fail(
-                    f"Cannot read the duration {value!r}: write it like 2h, 90m or 3600s.",
-                    param,
-                    ctx,
-                )
-            seconds = float(m.group(1)) * _UNITS[(m.group(2) or "s").lower()]
-        if not (math.isfinite(seconds) and 0 < seconds <= MAX_DURATION_S):
-            self.fail(f"{value!r} must be longer than 0 and at most 366 days.", param, ctx)
-        return seconds
+            value = f"{value}s"
+        try:
+            return parse_duration(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 class WritablePath(click.ParamType):
@@ -175,7 +165,7 @@ class StudyName(click.ParamType):
     name = "name"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from advisor.local_backend import PROBE_CACHE_STUDY
+        from advisor.evaluation.local import PROBE_CACHE_STUDY
 
         text = str(value)
         if not text.strip() or len(text) > 500 or any(ord(c) < 32 for c in text):
@@ -192,29 +182,19 @@ class StudyName(click.ParamType):
 
 
 class ModelRef(click.ParamType):
-    """A built-in workload name, or a user model written ``package.module:function``.
-
-    Only the form is checked here (importing a user's module may load a framework); the name
-    of a built-in workload is checked against the registry where it is used."""
+    """A built-in workload name, or a user model written ``package.module:function``
+    (``advisor.search_spaces.workloads.ModelRef``: only the form is checked here, since
+    importing a user's module may load a framework). Returns the ``ModelRef``."""
 
     name = "model"
-    _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        text = str(value)
-        if ":" not in text:
-            if not text.strip() or text != text.strip():
-                self.fail(
-                    f"{value!r} is not a workload name (see `advisor workloads`).", param, ctx
-                )
-            return text
-        module, _, function = text.partition(":")
-        parts = module.split(".")
-        if not (all(self._IDENT.fullmatch(m) for m in parts) and self._IDENT.fullmatch(function)):
-            self.fail(
-                f"{value!r} is not a user model: write it as package.module:function.", param, ctx
-            )
-        return text
+        from advisor.search_spaces.workloads import ModelRef as Ref
+
+        try:
+            return Ref(str(value))
+        except AdvisorError as exc:
+            self.fail(exc.problem, param, ctx)
 
 
 # Shared instances: the same limit means the same thing in every command.

@@ -11,11 +11,13 @@ import click
 
 from advisor.cli import output
 from advisor.cli import params as p
+from advisor.durations import format_duration
 from advisor.errors import AdvisorError
+from advisor.search_spaces.workloads import ModelRef
 
 
 def _run_probe(model: str, batch: int, framework: str, threads: int | None, quiet: bool) -> Any:
-    from advisor.cli.probe import run_with_progress
+    from advisor.cli.probe_view import run_with_progress
     from advisor.probes.result import ProbeRequest
 
     request = ProbeRequest(workload=model, batch_size=batch, framework=framework, threads=threads)
@@ -23,19 +25,13 @@ def _run_probe(model: str, batch: int, framework: str, threads: int | None, quie
 
 
 def _machines(names: str, snapshot: str | None) -> tuple[Any, list[Any]]:
-    from advisor.prediction import resolve_machines
+    from advisor.evaluation.prediction import resolve_machines
 
     return resolve_machines(names, snapshot)
 
 
 def _iv(iv: Any, fmt: str) -> str:
     return f"{fmt.format(iv.value)} [{fmt.format(iv.low)}-{fmt.format(iv.high)}]"
-
-
-def _duration(seconds: float) -> str:
-    m, s = divmod(round(seconds), 60)
-    h, m = divmod(m, 60)
-    return f"{h}:{m:02d}:{s:02d}"
 
 
 def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
@@ -59,7 +55,7 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
             f"{m.accelerator_count}x {m.accelerator}" if m.accelerator else "-",
             str(pred.per_device_batch) if m.accelerator else "-",
             _iv(pred.phases.t2.scale(1000), "{:.1f}"),
-            f"{_duration(rt.value)} [{_duration(rt.low)}-{_duration(rt.high)}]",
+            f"{format_duration(rt.value)} [{format_duration(rt.low)}-{format_duration(rt.high)}]",
             _iv(est.cost, "{:.2f}") if est.cost is not None else "-",
             pred.source + (f" x{pred.calibration:.2f}" if pred.calibration_points else ""),
             pred.bottleneck or "-",
@@ -78,7 +74,7 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
         "increment and minimum."
     )
     fastest = rows[0]
-    from advisor.prediction import job_cost
+    from advisor.evaluation.prediction import job_cost
 
     cheapest = min(rows, key=job_cost)
     console.print(
@@ -100,7 +96,9 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
 def _hms(span: Any) -> str:
     if span is None:
         return "-"
-    return f"{_duration(span.value)} [{_duration(span.low)}-{_duration(span.high)}]"
+    return (
+        f"{format_duration(span.value)} [{format_duration(span.low)}-{format_duration(span.high)}]"
+    )
 
 
 def _startup(f: Any) -> Any:
@@ -192,14 +190,14 @@ def predict(
     """Predict time and cost of training MODEL (a built-in workload or your own
     module:function) on each instance from one local probe: --probe FILE, else the probe
     `advisor suggest` cached here, else a new one."""
-    from advisor.prediction import cached_probe, load_probe
-    from advisor.prediction import predict as run_predict
+    from advisor.evaluation.prediction import cached_probe, load_probe
+    from advisor.evaluation.prediction import predict as run_predict
     from advisor.probes.perf.signature import steady_stats
     from advisor.search_spaces.workloads import get
 
     if batch_size <= 0:
         raise AdvisorError(f"--batch-size must be > 0, but got {batch_size}.", "pass e.g. 512.")
-    if ":" not in model:
+    if not ModelRef(model).is_user:
         get(model)  # an unknown workload is a one-line error before anything runs
     catalog, machines = _machines(instances, snapshot)
     probe = load_probe(probe_file) if probe_file else None

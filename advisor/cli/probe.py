@@ -8,9 +8,8 @@ from typing import Any
 
 import click
 
-from advisor.cli import output
 from advisor.cli import params as p
-from advisor.errors import AdvisorError
+from advisor.cli.probe_view import check_workload, render, run_with_progress
 
 
 def _remote_options(fn: Any) -> Any:
@@ -40,126 +39,6 @@ def _remote_options(fn: Any) -> Any:
     for option in reversed(options):
         fn = option(fn)
     return fn
-
-
-def check_workload(model: str, framework: str) -> None:
-    """Fail early, with one line, on an unknown built-in model or framework."""
-    from advisor.probes.runner import FRAMEWORK_ENTRY
-    from advisor.search_spaces.workloads import get
-
-    if framework not in FRAMEWORK_ENTRY:
-        raise AdvisorError(
-            f"Unknown framework '{framework}'.", f"use one of: {', '.join(FRAMEWORK_ENTRY)}."
-        )
-    if ":" not in model:
-        get(model).builder  # noqa: B018 - raises the one-line "unknown model" error
-        if framework not in get(model).builders:
-            raise AdvisorError(
-                f"Workload '{model}' has no {framework} version.",
-                f"use --framework {' or '.join(get(model).builders)}.",
-            )
-
-
-def run_with_progress(request: Any, show: bool) -> Any:
-    """Run a probe; show a progress bar on stderr when ``show``."""
-    from advisor.probes.runner import run_probe
-
-    if not show:
-        return run_probe(request)
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as progress:
-        task = progress.add_task(f"probing {request.workload} (starting)", total=request.iterations)
-
-        def update(phase: str, done: int, total: int) -> None:
-            progress.update(
-                task,
-                description=f"probing {request.workload} ({phase})",
-                completed=done,
-                total=total,
-            )
-
-        return run_probe(request, on_progress=update)
-
-
-def _fmt_bytes(n: int | None) -> str:
-    return "-" if n is None else f"{n / 2**20:.0f} MiB"
-
-
-def render(result: Any) -> None:
-    """Print a probe's measured phases as a table."""
-    from rich.table import Table
-
-    from advisor.probes.iteration_model import phase_times, relative_spread
-
-    console = output.console()
-    if not result.ok:
-        console.print(f"probe failed ({result.status}): {result.reason}")
-        return
-    ph = phase_times(result)
-    table = Table(
-        title=f"probe: {result.workload}, batch {result.batch_size}, "
-        f"{result.device}, {result.threads} threads ({result.framework})"
-    )
-    table.add_column("phase")
-    table.add_column("measured", justify="right")
-    table.add_column("note")
-    from advisor.probes.gradient_noise import from_probe
-
-    spread = relative_spread(result.iteration_s[1:])
-    rows = [
-        ("init", f"{ph.init.value:.2f} s", result.fingerprint.get("init_note", "")),
-        ("t1 (first iteration)", f"{ph.t1.value:.4f} s", ""),
-        (
-            "t2 (steady, median)",
-            f"{ph.t2.value:.4f} s",
-            f"90% [{ph.t2.low:.4f}, {ph.t2.high:.4f}], IQR/median {spread:.1%}, "
-            f"iterations 2..{len(result.iteration_s)}",
-        ),
-        ("v1 (first validation)", f"{ph.v1.value:.3f} s", _val_note(result)),
-        ("v2 (second validation)", f"{ph.v2.value:.3f} s", ""),
-        ("FLOPs / iteration", f"{(result.flops_per_iteration or 0) / 1e9:.2f} G", ""),
-        ("samples / s", f"{result.samples_per_s or 0:.0f}", ""),
-        ("peak host memory", _fmt_bytes(result.peak_host_memory_bytes), ""),
-        ("peak accelerator memory", _fmt_bytes(result.peak_accelerator_memory_bytes), ""),
-        ("CPU utilisation", f"{(result.cpu_utilisation or 0):.0%}", ""),
-        ("probe wall time", f"{result.wall_s:.1f} s", ""),
-    ]
-    noise = from_probe(result)  # issue #19
-    if noise is not None:
-        value = f"{noise.value:.0f}" if noise.resolved else "unresolved (inf)"
-        rows.append(
-            (
-                "gradient noise scale",
-                value,
-                f"B_simple, {noise.confidence:.0%} [{noise.low:.0f}, {noise.high:.0f}], "
-                f"{noise.iterations} batches, micro-batches of {noise.small_batch} pooled "
-                f"over {noise.big_batch} samples, "
-                f"measured in {noise.overhead_s:.1f} s (in the wall time)",
-            )
-        )
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
-    for warning in result.warnings:
-        console.print(f"warning: {warning}")
-
-
-def _val_note(result: Any) -> str:
-    if result.validation_scale == 1.0:
-        return f"{result.validation_samples_measured} samples"
-    return (
-        f"{result.validation_samples_measured} samples measured, scaled x"
-        f"{result.validation_scale:.2f} to {result.n_val}"
-    )
 
 
 @click.command("probe")

@@ -28,12 +28,12 @@ def run_remote(
 ) -> None:
     """Resolve the machine, run (or reuse) its remote probe, print it like a local probe plus
     what the job cost; exit 1 when the probe failed."""
-    from advisor.cli.probe import render
-    from advisor.cloud_settings import CloudSettings, provider_of
+    from advisor.cli.probe_view import render
+    from advisor.evaluation.workload import WorkloadInfo
     from advisor.providers.catalog import load
-    from advisor.remote_probe import remote_probe, runner_for
-    from advisor.scoring import WorkloadInfo
-    from advisor.storage import resolve_storage
+    from advisor.remote.probe import remote_probe, runner_for
+    from advisor.remote.settings import CloudSettings, provider_of
+    from advisor.storage.urls import resolve_storage
 
     catalog = load()
     machine = resolve_machine(catalog, on)

@@ -12,7 +12,7 @@ import click
 
 from advisor.cli import params as p
 from advisor.errors import AdvisorError
-from advisor.tuning_jobs import PROVIDERS
+from advisor.tuning.jobs import PROVIDERS
 
 
 def _provider_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -129,7 +129,7 @@ def submit(
     advisor submit --provider vertex --instance n1-standard-8 --model fcn --batch-size 512 \\
         --image us-docker.pkg.dev/P/advisor/advisor:latest --project P --dry-run
     """
-    from advisor.tuning_jobs import PLACEHOLDER_IMAGE, make_backend, plan_job
+    from advisor.tuning.jobs import PLACEHOLDER_IMAGE, make_backend, plan_job
 
     if image is None and not dry_run:
         raise AdvisorError("Submitting needs the container image.", "pass --image URI.")
@@ -156,7 +156,7 @@ def submit(
         job_name=job_name,
         spot=spot,
     )
-    from advisor.tuning_jobs import submit_job
+    from advisor.tuning.jobs import submit_job
 
     for note in spec.notes:
         click.echo(f"Note: {note}.", err=True)
@@ -194,7 +194,7 @@ def submit(
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def status(job: str, as_json: bool, provider: str, **provider_opts: Any) -> None:
     """Show a managed tuning job's state and trial counts."""
-    from advisor.tuning_jobs import job_status, make_backend
+    from advisor.tuning.jobs import job_status, make_backend
 
     backend = make_backend(provider, **provider_opts)
     info = job_status(job, backend)
@@ -230,7 +230,7 @@ def import_job(
     **provider_opts: Any,
 ) -> None:
     """Add a managed tuning job's finished trials to an advisor study (for optuna-dashboard)."""
-    from advisor.tuning_jobs import import_job as run_import
+    from advisor.tuning.jobs import import_job as run_import
 
     summary = run_import(job, provider, study_name, storage=storage, **provider_opts)
     if as_json:

@@ -1,11 +1,11 @@
 """The service's one adapter to the advisor's Python API.
 
 Everything the service calls in the rest of the advisor goes through this module
-(``advisor.options``, ``advisor.storage``, ``advisor.study.run_suggest``, ``advisor.records``,
-``advisor.prediction``, ``advisor.tuning_jobs``), so that a rename there is re-pointed here only.
+(``advisor.options``, ``advisor.storage.urls``, ``advisor.study.run.run_suggest``, ``advisor.records``,
+``advisor.evaluation.prediction``, ``advisor.tuning.jobs``), so that a rename there is re-pointed here only.
 
 The scoring back end is a parameter, as ``run_suggest``'s: ``None`` is the real one (local
-probes); tests and benchmarks pass ``replay:TABLE.json`` (``advisor.replay.backend_from_spec``)
+probes); tests and benchmarks pass ``replay:TABLE.json`` (``advisor.evaluation.replay.backend_from_spec``)
 through the hidden ``--backend`` option of ``advisor serve`` / ``advisor worker``.
 """
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.errors import AdvisorError
+from advisor.search_spaces.workloads import ModelRef
 from advisor.service import db
 
 Progress = Callable[[str, int, int], None]
@@ -29,36 +30,36 @@ def uses_local_probes(backend: str | None) -> bool:
 
 
 def resolve_storage(url: str | None) -> str:
-    """``advisor.storage.resolve_storage``: the default SQLite file, or ``url`` checked and
+    """``advisor.storage.urls.resolve_storage``: the default SQLite file, or ``url`` checked and
     mapped to its driver."""
-    from advisor.storage import resolve_storage as resolve
+    from advisor.storage.urls import resolve_storage as resolve
 
     return resolve(url)
 
 
 def driver_url(url: str) -> str:
-    """``advisor.storage_check.storage_driver_url``: ``postgresql://`` through psycopg 3 (the
+    """``advisor.storage.checks.storage_driver_url``: ``postgresql://`` through psycopg 3 (the
     one place that maps it; ``check_storage`` names the ``postgres`` extra without psycopg)."""
-    from advisor.storage_check import storage_driver_url
+    from advisor.storage.checks import storage_driver_url
 
     return storage_driver_url(url)
 
 
 def _backend(spec: str | None) -> Any:
     """The back end of ``spec`` (``replay:PATH.json``), or None for the real one."""
-    from advisor.replay import backend_from_spec
+    from advisor.evaluation.replay import backend_from_spec
 
     return backend_from_spec(spec) if spec else None
 
 
 def study_identity(request: dict[str, Any]) -> dict[str, Any]:
-    """What names a suggestion's study: the name ``advisor.storage.study_name_for`` gives it
+    """What names a suggestion's study: the name ``advisor.storage.urls.study_name_for`` gives it
     (the same function, so the two cannot drift). Requests equal here run the same study, so
     only one may be queued or running. Resolving it also checks the request (workload, space)
     before anything is queued."""
     from advisor.options import workload_info
     from advisor.search_spaces.loader import default_space
-    from advisor.storage import study_name_for
+    from advisor.study.naming import study_name_for
 
     options = _options(request, None)
     if options.study_name:
@@ -76,7 +77,9 @@ def _options(request: dict[str, Any], storage: str | None, seed_offset: int = 0)
     req = dict(request)
     space_text = req.pop("space", None)
     model = str(req["model"])
-    space = load_space(space_text, None if ":" in model else model) if space_text else None
+    space = (
+        load_space(space_text, None if ModelRef(model).is_user else model) if space_text else None
+    )
     req["seed"] = int(req.get("seed", 0)) + seed_offset
     url = db.optuna_url(storage) if storage else None
     return SuggestOptions(space=space, storage=url, **req)
@@ -90,13 +93,10 @@ def suggest(
 ) -> dict[str, Any]:
     """Run (or resume) the study for ``request`` in ``storage``; return the report dict
     (the same document ``advisor suggest --json`` prints)."""
-    from advisor.report import build_report, check_feasible
-    from advisor.study import run_suggest
+    from advisor.pipeline import suggest as run_pipeline
 
     options = _options(request, storage)
-    outcome = run_suggest(options, _backend(backend), progress=progress)
-    check_feasible(outcome)
-    report = build_report(outcome)
+    report = run_pipeline(options, backend=_backend(backend), progress=progress)
     report["storage"] = redacted(storage)
     return report
 
@@ -106,7 +106,7 @@ def predict(request: dict[str, Any]) -> dict[str, Any]:
     from an uploaded probe, with ``advisor.predict``: no probe runs on the server, and the
     step trace of ``advisor predict`` is not taken here (a probe without one keeps the
     model's priors for the host terms, as the response says)."""
-    from advisor.prediction import predict as advisor_predict
+    from advisor.evaluation.prediction import predict as advisor_predict
     from advisor.probes.perf.trace import TRACE_KEYS
     from advisor.probes.result import ProbeResult
 
@@ -137,11 +137,11 @@ def predict(request: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# -- managed tuning jobs (advisor.tuning_jobs) ----------------------------------------------
+# -- managed tuning jobs (advisor.tuning.jobs) ----------------------------------------------
 
 
 def _tuning_backend(request: dict[str, Any]) -> Any:
-    from advisor.tuning_jobs import make_backend
+    from advisor.tuning.jobs import make_backend
 
     return make_backend(request["provider"], **(request.get("provider_options") or {}))
 
@@ -160,7 +160,7 @@ def plan_tuning(request: dict[str, Any], storage: str) -> dict[str, Any]:
 
 
 def _plan(backend: Any, request: dict[str, Any], storage: str) -> Any:
-    from advisor.tuning_jobs import plan_job
+    from advisor.tuning.jobs import plan_job
 
     return plan_job(
         backend,
@@ -179,7 +179,7 @@ def _plan(backend: Any, request: dict[str, Any], storage: str) -> Any:
 
 def submit_tuning(request: dict[str, Any], storage: str) -> dict[str, Any]:
     """Plan and submit the job with the server's credentials; ``dry_run`` only plans it."""
-    from advisor.tuning_jobs import submit_job
+    from advisor.tuning.jobs import submit_job
 
     if request.get("dry_run"):
         return {"dry_run": True, **plan_tuning(request, storage)}
@@ -192,14 +192,14 @@ def submit_tuning(request: dict[str, Any], storage: str) -> dict[str, Any]:
 
 def tuning_status(job: str, request: dict[str, Any]) -> dict[str, Any]:
     """``job_status``: the tuning job's state and trial counts."""
-    from advisor.tuning_jobs import job_status
+    from advisor.tuning.jobs import job_status
 
     return job_status(job, _tuning_backend(request))
 
 
 def import_tuning(job: str, request: dict[str, Any], storage: str) -> dict[str, Any]:
     """``import_job``: the job's finished trials into the study (importing again adds none)."""
-    from advisor.tuning_jobs import import_job
+    from advisor.tuning.jobs import import_job
 
     summary = import_job(
         job, _tuning_backend(request), request["study"], storage=db.optuna_url(storage)
@@ -278,7 +278,7 @@ _STORAGES_LOCK = threading.Lock()
 def _optuna_storage(storage: str) -> Any:
     """One Optuna storage per URL per process: creating one checks (and on a new database
     creates) Optuna's schema, which concurrent requests must not race on."""
-    from advisor.storage import open_storage
+    from advisor.storage.urls import open_storage
 
     with _STORAGES_LOCK:
         if storage not in _STORAGES:
@@ -351,10 +351,11 @@ def study_parts(
     from optuna.study import StudyDirection
 
     from advisor.options import METRIC_NAMES, workload_info
-    from advisor.samplers import make_sampler
     from advisor.search_spaces.loader import default_space
-    from advisor.storage import resolve_storage, study_name_for
-    from advisor.study import local_backend, study_attrs
+    from advisor.storage.urls import resolve_storage
+    from advisor.study.naming import study_name_for
+    from advisor.study.run import local_backend, study_attrs
+    from advisor.study.samplers import make_sampler
 
     options = _options(request, storage, seed_offset)
     workload = workload_info(options)

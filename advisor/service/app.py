@@ -247,7 +247,7 @@ def create_app(settings: Settings) -> FastAPI:
         }
         return await run_in_threadpool(api.catalog_rows, filters)
 
-    # -- managed tuning jobs (advisor.tuning_jobs), with the server's cloud credentials ------
+    # -- managed tuning jobs (advisor.tuning.jobs), with the server's cloud credentials ------
 
     @app.post("/v1/tuning/plan")
     async def tuning_plan(body: TuningPlanRequest, _who: str = Depends(caller)) -> dict[str, Any]:

@@ -97,9 +97,9 @@ def engine_for(url: str) -> Engine:
 
 def optuna_url(url: str) -> str:
     """The URL Optuna's RDB storage gets: PostgreSQL goes through psycopg 3."""
-    from advisor.service.api import driver_url
+    from advisor.storage.checks import storage_driver_url
 
-    return driver_url(url)
+    return storage_driver_url(url)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -1,60 +1,45 @@
-"""``advisor suggest --server URL``: turn the command's options into the service's request."""
+"""``advisor suggest --server URL``: the command's options as the service's request."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from advisor.errors import AdvisorError
+from advisor.options import OPTIONS, SuggestOptions, request_body
 
 
-def suggest_remote(server: str, token: str | None, opts: dict[str, Any]) -> dict[str, Any]:
-    """Send the suggestion to ``server``, wait, return the report (as ``--json`` prints it)."""
+def suggest_remote(
+    server: str,
+    token: str | None,
+    options: SuggestOptions,
+    space_text: str | None = None,
+    backend: str | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """Send the suggestion to ``server``, wait, return the report (as ``--json`` prints it).
+
+    What only this machine can do is refused in one line: its storage, threads, scoring back
+    end, cloud probes and cloud settings."""
     from advisor.service.client import Client
 
-    for name, option in (
-        ("storage", "storage"),
-        ("threads", "threads"),
-        ("backend_spec", "backend"),
-    ):
-        if opts.get(name) is not None:
-            raise AdvisorError(
-                f"--{option} has no meaning with --server (the service has its own).",
-                f"drop --{option}.",
-            )
-    body: dict[str, Any] = {
-        "model": opts["model"],
-        "framework": opts["framework"],
-        "budget_usd": opts["budget"],
-        "deadline_s": opts["deadline"],  # seconds: the CLI's Duration type parsed it
-        "objective": opts["objective"],
-        "probe_budget_usd": opts["probe_budget"],
-        "epochs": opts["epochs"],
-        "at_batch": opts.get("at_batch"),
-        "epochs_at": [list(pair) for pair in opts.get("epochs_at") or ()],  # issue #19
-        "sampler": opts["sampler"],
-        "seed": opts["seed"],
-        "trials": opts["trials"],
-        "timeout_s": opts["timeout_"],
-        "snapshot": opts["snapshot"],
-        "study_name": opts["study_name"],
-        "probe_iterations": opts["probe_iterations"],
-        "n_train": opts["n_train"],
-        "n_val": opts["n_val"],
-        "data_gb": opts.get("data_gb"),  # issue #14
-        "screen": not opts["no_screen"],
+    local_only = {
+        name: getattr(options, name)
+        for name, doc in OPTIONS.items()
+        if not doc.service and name != "space"
     }
-    if opts.get("space_file"):
-        try:
-            body["space"] = Path(opts["space_file"]).read_text()
-        except OSError as exc:
+    local_only["threads"] = options.threads
+    local_only["backend"] = backend
+    for name, value in local_only.items():
+        if value:
+            flag = OPTIONS[name].flag if name in OPTIONS else f"--{name}"
             raise AdvisorError(
-                f"Cannot read {opts['space_file']} ({exc}).", "fix --space."
-            ) from exc
-    body = {k: v for k, v in body.items() if v is not None}
+                f"{flag} has no meaning with --server (the service has its own).",
+                f"drop {flag}, or run advisor suggest here.",
+            )
+    body = request_body(options, space_text)
     client = Client(server, token)
     job_id = client.start_suggestion(body)
-    if not opts.get("as_json") and sys.stderr.isatty():
+    if not quiet and sys.stderr.isatty():
         print(f"job {job_id} on {server}", file=sys.stderr)
     return client.wait(job_id)

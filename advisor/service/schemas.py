@@ -22,42 +22,60 @@ def check_name(value: str, what: str = "study name") -> str:
     return value
 
 
+def _help(name: str) -> str:
+    from advisor.options import OPTIONS
+
+    return OPTIONS[name].help
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", str_max_length=MAX_SPACE_CHARS)
 
 
 class SuggestRequest(_Strict):
-    """What ``advisor suggest`` takes, less the storage (the service's own)."""
+    """What ``advisor suggest`` takes, less what only the caller's machine has (storage,
+    cloud settings): ``advisor.options.OPTIONS`` declares each field and its help."""
 
-    model: str = Field(description="Built-in workload name (see `advisor workloads`).")
-    framework: Literal["torch", "keras"] = "torch"
-    space: str | None = Field(None, description="Joint search space as YAML text.")
-    budget_usd: float | None = Field(None, gt=0)
-    deadline_s: float | None = Field(None, gt=0)
-    objective: Literal["time", "cost", "pareto"] | None = None
-    probe_budget_usd: float | None = Field(None, ge=0)
-    epochs: int | None = Field(None, gt=0, le=10_000)
-    at_batch: int | None = Field(None, gt=0, le=10**9)
-    epochs_at: list[tuple[int, int]] = Field(
-        default_factory=list, max_length=64, description="Epochs known at batch sizes: [[B, N]]."
+    model: str = Field(description=_help("model"))
+    framework: Literal["torch", "keras"] = Field("torch", description=_help("framework"))
+    space: str | None = Field(None, description=_help("space"))
+    budget_usd: float | None = Field(None, gt=0, description=_help("budget_usd"))
+    deadline_s: float | None = Field(None, gt=0, description=_help("deadline_s"))
+    objective: Literal["time", "cost", "pareto"] | None = Field(
+        None, description=_help("objective")
     )
-    sampler: Literal["tpe", "gp", "random", "nsga2", "skopt"] = "tpe"
-    seed: int = 0
-    trials: int = Field(60, gt=0, le=2000)
-    timeout_s: float | None = Field(None, gt=0)
-    snapshot: str | None = None
-    study_name: str | None = None
-    probe_iterations: int = Field(8, ge=3, le=200)
-    threads: int | None = Field(None, gt=0, le=1024)
-    n_train: int | None = Field(None, gt=0)
-    n_val: int | None = Field(None, gt=0)
-    screen: bool = True
-    data_gb: float | None = Field(None, ge=0, le=1e6)  # issue #14: the job's data download
+    probe_budget_usd: float | None = Field(None, ge=0, description=_help("probe_budget_usd"))
+    epochs: int | None = Field(None, gt=0, le=10_000, description=_help("epochs"))
+    at_batch: int | None = Field(None, gt=0, le=10**9, description=_help("at_batch"))
+    epochs_at: list[tuple[int, int]] = Field(
+        default_factory=list, max_length=64, description=_help("epochs_at")
+    )
+    sampler: Literal["tpe", "gp", "random", "nsga2", "skopt"] = Field(
+        "tpe", description=_help("sampler")
+    )
+    seed: int = Field(0, description=_help("seed"))
+    trials: int = Field(60, gt=0, le=2000, description=_help("trials"))
+    timeout_s: float | None = Field(None, gt=0, description=_help("timeout_s"))
+    snapshot: str | None = Field(None, description=_help("snapshot"))
+    study_name: str | None = Field(None, description=_help("study_name"))
+    probe_iterations: int = Field(8, ge=3, le=200, description=_help("probe_iterations"))
+    threads: int | None = Field(None, gt=0, le=1024, description=_help("threads"))
+    n_train: int | None = Field(None, gt=0, description=_help("n_train"))
+    n_val: int | None = Field(None, gt=0, description=_help("n_val"))
+    screen: bool = Field(True, description=_help("screen"))
+    data_gb: float | None = Field(None, ge=0, le=1e6, description=_help("data_gb"))
 
     @field_validator("model")
     @classmethod
     def _model(cls, v: str) -> str:
-        if ":" in v:
+        from advisor.errors import AdvisorError
+        from advisor.search_spaces.workloads import ModelRef
+
+        try:
+            ref = ModelRef(v)
+        except AdvisorError as exc:
+            raise ValueError(exc.problem) from exc
+        if ref.is_user:
             raise ValueError(
                 "the service runs built-in workloads only (module:function would import code "
                 "on the server); probe your own model locally with `advisor suggest`"

@@ -10,6 +10,7 @@ cheapest); ``stale_warning`` says when prices are over 30 days old.
 """
 
 from advisor.providers.catalog._catalog import Catalog, accelerator_aliases
+from advisor.providers.catalog._keys import SPOT_SUFFIX, MachineKey
 from advisor.providers.catalog._local import local_machine
 from advisor.providers.catalog._staleness import MAX_AGE_DAYS, stale_warning
 from advisor.providers.catalog._store import load, snapshot_dir, snapshots
@@ -17,9 +18,11 @@ from advisor.providers.catalog._types import AcceleratorSpec, InstanceType
 
 __all__ = [
     "MAX_AGE_DAYS",
+    "SPOT_SUFFIX",
     "AcceleratorSpec",
     "Catalog",
     "InstanceType",
+    "MachineKey",
     "accelerator_aliases",
     "load",
     "local_machine",

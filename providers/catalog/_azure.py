@@ -81,7 +81,7 @@ def _collect(item: dict[str, object], prices: dict[str, dict[str, float]]) -> No
     elif sku_name.endswith(" Low Priority"):
         kind = "low_priority"
     try:
-        price = float(item["retailPrice"])  # type: ignore[arg-type]
+        price = float(str(item["retailPrice"]))
     except (KeyError, TypeError, ValueError):
         raise SourceError(f"item for {arm} has no numeric retailPrice") from None
     slot = prices.setdefault(arm.removeprefix("Standard_"), {})

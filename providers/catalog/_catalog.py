@@ -40,6 +40,7 @@ class Catalog:
     # Every region's row (``instances`` holds one per key); empty means ``instances``.
     regional: tuple[InstanceType, ...] = ()
     region: str | None = None  # the region asked for, or None: each key's cheapest region
+    _by_key: dict[str, InstanceType] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         seen: dict[str, InstanceType] = {}
@@ -132,7 +133,7 @@ class Catalog:
             from advisor.providers.catalog._local import local_machine
 
             return local_machine()
-        by_key: dict[str, InstanceType] = self._by_key  # type: ignore[attr-defined]
+        by_key = self._by_key
         if name in by_key:
             return by_key[name]
         lowered = {k.lower(): v for k, v in by_key.items()}

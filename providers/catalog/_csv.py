@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -41,6 +42,8 @@ ACCELERATOR_COLUMNS = (
     "link_gbs",
     "source",
 )
+# Optional columns (older files may lack them): what the GPU kernel model needs.
+KERNEL_COLUMNS = ("sm_count", "boost_clock_mhz", "l2_mib", "tdp_w", "kernel_source")
 LINKS = ("PCIe", "NVLink", "ICI")
 _DATE = re.compile(r"^\d{4}-(0[1-9]|1[0-2])(-\d{2})?$")
 # accelerator_memory_gib must equal count x per-device memory within this relative tolerance
@@ -153,7 +156,7 @@ def read_accelerators(path: Path) -> dict[str, AcceleratorSpec]:
     """The accelerator specs table, by name; every column validated."""
     out: dict[str, AcceleratorSpec] = {}
     for line, row in _read(path, ACCELERATOR_COLUMNS):
-        spec = _wrap(path, line, lambda row=row: _accelerator(row))  # type: ignore[misc]
+        spec = _wrap(path, line, functools.partial(_accelerator, row))
         if spec.name in out:
             raise AdvisorError(f"{path} line {line}: accelerator {spec.name!r} is listed twice.")
         out[spec.name] = spec
@@ -175,7 +178,18 @@ def _accelerator(row: Mapping[str, str]) -> AcceleratorSpec:
         link=_text(row["link"], "link"),
         link_gbs=_float(row["link_gbs"], "link_gbs"),
         source=_text(row["source"], "source"),
+        sm_count=_optional(_int)(row.get("sm_count", ""), "sm_count"),
+        boost_clock_mhz=opt(row.get("boost_clock_mhz", ""), "boost_clock_mhz"),
+        l2_mib=opt(row.get("l2_mib", ""), "l2_mib"),
+        tdp_w=opt(row.get("tdp_w", ""), "tdp_w"),
+        kernel_source=row.get("kernel_source", "").strip(),
     )
+    kernel_figures = [getattr(spec, c) for c in KERNEL_COLUMNS[:-1]]
+    if any(v is not None for v in kernel_figures):
+        if any(v is None or v <= 0 for v in kernel_figures):
+            raise _RowError(f"{', '.join(KERNEL_COLUMNS[:-1])} must all be given and > 0")
+        if not spec.kernel_source:
+            raise _RowError("kernel_source is empty (say where sm_count and the rest come from)")
     for column in ("fp32_tflops", "memory_gib", "memory_bandwidth_gbs", "link_gbs"):
         if getattr(spec, column) <= 0:
             raise _RowError(f"{column} must be > 0, but got {getattr(spec, column)}")
@@ -190,7 +204,7 @@ def read_instances(
     """The rows of one provider file, each validated through InstanceType, with line numbers."""
     out = []
     for line, row in _read(path, INSTANCE_COLUMNS):
-        inst = _wrap(path, line, lambda row=row: _instance(row))  # type: ignore[misc]
+        inst = _wrap(path, line, functools.partial(_instance, row))
         if inst.provider != provider:
             raise AdvisorError(
                 f"{path} line {line}: provider {inst.provider!r} in the {provider} file.",

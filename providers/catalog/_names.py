@@ -11,14 +11,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from advisor.providers.catalog._types import SERVICES, InstanceType
 
 from advisor.errors import AdvisorError, close_matches
 
-if TYPE_CHECKING:
-    from advisor.providers.catalog._catalog import Catalog
+
+class Catalog(Protocol):
+    """What resolving a name needs of a catalog: its rows and its snapshot's name."""
+
+    @property
+    def instances(self) -> Sequence[InstanceType]: ...
+
+    @property
+    def snapshot(self) -> str: ...
+
 
 _COUNT = re.compile(r"^(?:(?P<pre>\d+)\s*x\s*)?(?P<name>.+?)(?::(?P<post>\d+))?$", re.IGNORECASE)
 

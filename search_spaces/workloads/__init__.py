@@ -8,10 +8,12 @@ from advisor.search_spaces.workloads._registry import (
     names,
     register,
 )
+from advisor.search_spaces.workloads.ref import ModelRef
 from advisor.search_spaces.workloads.setups import KerasSetup, TorchSetup
 
 __all__ = [
     "KerasSetup",
+    "ModelRef",
     "TorchSetup",
     "Workload",
     "all_workloads",

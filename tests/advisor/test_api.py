@@ -13,7 +13,7 @@ import pytest
 from advisor.search_spaces.loader import default_space
 
 import advisor
-from advisor.replay import ReplayBackend
+from advisor.evaluation.replay import ReplayBackend
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "study"))
 sys.path.insert(0, str(Path(__file__).parents[1] / "probes"))
@@ -28,7 +28,7 @@ def test_public_names_are_lazy_and_listed() -> None:
         assert name in advisor.__all__
     code = (
         "import sys, advisor\n"
-        "assert 'advisor.study' not in sys.modules and 'optuna' not in sys.modules\n"
+        "assert 'advisor.study.run' not in sys.modules and 'optuna' not in sys.modules\n"
         "advisor.SuggestOptions\n"
         "assert 'advisor.options' in sys.modules\n"
     )

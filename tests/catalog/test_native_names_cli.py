@@ -13,7 +13,7 @@ from advisor.search_spaces.space import MachineFilter
 from click.testing import CliRunner
 
 from advisor.cli.main import cli
-from advisor.scoring import matches
+from advisor.evaluation.candidates import matches
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "probes"))
 from test_performance_model_fixtures import probe
@@ -103,7 +103,7 @@ def test_space_instance_types_match_native_names() -> None:
 def test_a_spaces_native_instance_types_become_candidates(tmp_path: Path) -> None:
     from advisor.search_spaces.space import JointSpace
 
-    from advisor.local_backend import LocalBackend
+    from advisor.evaluation.local import LocalBackend
 
     backend = LocalBackend(f"sqlite:///{tmp_path / 's.db'}", catalog=load("2026-11"))
     wanted = MachineFilter(instance_types=("Standard_NC6s_v3",), include_local=False)

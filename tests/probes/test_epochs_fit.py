@@ -76,7 +76,7 @@ def test_bad_points_are_refused(points: dict[int, float]) -> None:
 
 def test_default_epochs_count_as_suggest_does() -> None:
     """`advisor predict`, `estimate` and `submit` use the same run lengths as `suggest`."""
-    from advisor.scoring import default_epochs
+    from advisor.evaluation.workload import default_epochs
 
     fcn = workloads.get("fcn")
     assert [default_epochs(fcn, b) for b in (256, 512, 1024, 2048)] == [13, 14, 14, 16]

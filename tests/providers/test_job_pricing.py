@@ -110,7 +110,7 @@ def test_workload_data_size_for_the_download_term() -> None:
 
 
 def test_predict_sizes_the_download_as_suggest_does() -> None:
-    from advisor.prediction import data_size
+    from advisor.evaluation.prediction import data_size
 
     fcn = workload_info(SuggestOptions("fcn"))
     assert data_size("fcn", 40_512, 212, None) == (fcn.data_bytes, fcn.data_basis)

@@ -17,9 +17,9 @@ from advisor.providers.catalog import InstanceType
 from click.testing import CliRunner
 
 from advisor.cli.main import cli
-from advisor.local_backend import LocalBackend
+from advisor.evaluation.candidates import Candidate
+from advisor.evaluation.local import LocalBackend
 from advisor.options import SuggestOptions, workload_info
-from advisor.scoring import Candidate
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "probes"))
 from test_performance_model_fixtures import FakeCatalog, gpu_machine, probe

@@ -29,7 +29,7 @@ from advisor.probes.result import Interval
 from advisor.providers.catalog._types import InstanceType
 
 from advisor.cli.main import main
-from advisor.replay import ReplayEntry, ReplayTable
+from advisor.evaluation.replay import ReplayEntry, ReplayTable
 
 
 @dataclass(frozen=True)

@@ -399,7 +399,7 @@ def test_malformed_price_items_during_refresh(
 )
 def test_suggest_options_refuse_nan_and_inf(limits: dict[str, float]) -> None:
     from advisor.errors import AdvisorError
-    from advisor.study import SuggestOptions
+    from advisor.options import SuggestOptions
 
     with pytest.raises(AdvisorError, match="must be"):
         SuggestOptions(model="fcn", **limits)

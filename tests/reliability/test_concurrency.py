@@ -13,7 +13,7 @@ import optuna
 import pytest
 
 from advisor.records import TrialRecord
-from advisor.study_sync import CLAIM_PREFIX
+from advisor.study.claims import CLAIM_PREFIX
 
 from .conftest import save_table, start, suggest_cmd
 
@@ -71,8 +71,8 @@ def test_twelve_processes_create_one_new_storage_together(tmp_path: Path) -> Non
     db = tmp_path / "new.db"
     code = (
         "import sys, optuna\n"
-        "from advisor.storage import open_storage\n"
-        "from advisor.local_backend import ProbeCache\n"
+        "from advisor.storage.urls import open_storage\n"
+        "from advisor.evaluation.local import ProbeCache\n"
         "s = open_storage(sys.argv[1])\n"
         "ProbeCache(s)\n"
         "optuna.create_study(study_name='s', storage=s, load_if_exists=True)\n"
@@ -99,9 +99,9 @@ def test_twelve_processes_create_one_new_storage_together(tmp_path: Path) -> Non
 
 PROBE_ONCE = """
 import sys, time
-from advisor.local_backend import LocalBackend
+from advisor.evaluation.local import LocalBackend
 from advisor.probes.result import ProbeResult
-from advisor.scoring import WorkloadInfo
+from advisor.evaluation.workload import WorkloadInfo
 
 log = sys.argv[2]
 

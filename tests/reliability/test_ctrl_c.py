@@ -16,7 +16,7 @@ import optuna
 import pytest
 
 from advisor.records import TrialRecord
-from advisor.study_sync import CLAIM_PREFIX
+from advisor.study.claims import CLAIM_PREFIX
 
 from .conftest import count_trials, start, suggest_cmd
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from advisor.local_backend import PROBE_CACHE_STUDY
+from advisor.evaluation.local import PROBE_CACHE_STUDY
 
 MODELS = Path(__file__).parent.parent / "probes"
 

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from advisor.cli.main import cli
 from advisor.cli.probe_remote import cost_line
-from advisor.cloud_settings import CloudSettings
 from advisor.errors import AdvisorError
+from advisor.remote.settings import CloudSettings
 
 PROBE = ["probe", "--model", "fcn", "--batch-size", "32", "--iterations", "4"]
 
@@ -148,8 +148,8 @@ def test_an_emulated_probe_is_kept_out_of_the_ledger_unless_a_test_opts_in(
     from advisor.providers.catalog import load
     from advisor.providers.probe_jobs_local import LocalJobRunner
 
-    from advisor.remote_probe import remote_probe
-    from advisor.scoring import WorkloadInfo
+    from advisor.evaluation.workload import WorkloadInfo
+    from advisor.remote.probe import remote_probe
 
     catalog = load()
     machine = catalog.get("vertex:g2-standard-8")

@@ -1,4 +1,4 @@
-"""``advisor.remote_probe``: which runner a machine gets, the job command, job names."""
+"""``advisor.remote.probe``: which runner a machine gets, the job command, job names."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from advisor.providers.catalog import load
 from advisor.providers.probe_jobs_local import LocalJobRunner
 from advisor.providers.sagemaker_probe import SageMakerProbeJobRunner
 
-from advisor.cloud_settings import CloudSettings
 from advisor.errors import AdvisorError
-from advisor.remote_probe import job_name, probe_command, runner_for
+from advisor.remote.probe import job_name, probe_command, runner_for
+from advisor.remote.settings import CloudSettings
 
 SETTINGS = CloudSettings(
     image="reg/advisor:1",
@@ -84,7 +84,7 @@ def test_job_names_suit_every_service() -> None:
 def test_a_vm_rows_probe_job_is_billed_at_its_managed_service_row() -> None:
     from advisor.providers.catalog import load
 
-    from advisor.remote_probe import job_machine
+    from advisor.remote.probe import job_machine
 
     catalog = load()
     ec2 = catalog.get("ec2:g5.xlarge")

@@ -19,10 +19,10 @@ from advisor.providers.probe_jobs import RESULT_FILE, ProbeJobSpec
 from advisor.providers.probe_jobs_local import LocalJobRunner
 from advisor.providers.sagemaker_probe import SageMakerProbeJobRunner, read_result
 
-from advisor.cloud_settings import CloudSettings
 from advisor.errors import AdvisorError
-from advisor.remote_probe import probe_command, probe_request, remote_probe
-from advisor.scoring import WorkloadInfo
+from advisor.evaluation.workload import WorkloadInfo
+from advisor.remote.probe import probe_command, probe_request, remote_probe
+from advisor.remote.settings import CloudSettings
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 OUTPUT = "s3://advisor-probes/jobs"
@@ -304,7 +304,7 @@ def test_a_job_without_a_result_file_is_a_failed_probe_and_cached_as_transient(
         assert not probe.result.ok and probe.result.status == "error"
         assert "wrote no result file" in probe.result.reason
         # Reused by a caller that started before it was written, retried by a later one.
-        from advisor.remote_probe import cached_remote_probe
+        from advisor.remote.probe import cached_remote_probe
 
         assert cached_remote_probe(storage, FCN, _machine().key, 32, iterations=4, since=t0)
         assert cached_remote_probe(storage, FCN, _machine().key, 32, iterations=4) is None

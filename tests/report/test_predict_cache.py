@@ -10,10 +10,10 @@ import pytest
 from advisor.probes.result import ProbeResult
 
 from advisor.cli.main import main
-from advisor.local_backend import ProbeCache, probe_cache_key
-from advisor.prediction import cached_probe
-from advisor.scoring import WorkloadInfo
-from advisor.storage import resolve_storage
+from advisor.evaluation.local import ProbeCache, probe_cache_key
+from advisor.evaluation.prediction import cached_probe
+from advisor.evaluation.workload import WorkloadInfo
+from advisor.storage.urls import resolve_storage
 
 TRACE = {"ops_per_iteration": 40.0, "activation_bytes_per_sample": 2.0e5, "data_s": 0.0}
 

@@ -8,7 +8,7 @@ import os
 import time
 from typing import Any
 
-from advisor.replay import ReplayBackend
+from advisor.evaluation.replay import ReplayBackend
 
 _real = ReplayBackend._runtime
 _SLEEP = float(os.environ.get("ADVISOR_TEST_PROBE_SLEEP", "0"))

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from advisor.cli.main import cli, main
 from advisor.service import auth
-from advisor.storage_check import storage_driver_url
+from advisor.storage.checks import storage_driver_url
 
 
 def test_token_create_list_revoke(sqlite_url: str) -> None:

@@ -73,7 +73,7 @@ def _init(storage: str) -> None:
 def _trials(storage: str, name: str) -> list[Any]:
     import optuna
 
-    from advisor.storage_check import storage_driver_url
+    from advisor.storage.checks import storage_driver_url
 
     try:
         study = optuna.load_study(study_name=name, storage=storage_driver_url(storage))

@@ -9,7 +9,7 @@ import pytest
 from advisor.probes.result import Interval
 from advisor.providers.catalog._types import InstanceType
 
-from advisor.replay import ReplayEntry, ReplayTable
+from advisor.evaluation.replay import ReplayEntry, ReplayTable
 
 
 def instance(

@@ -3,7 +3,7 @@ budget, the early stop, failures and unconfigured providers, and what the report
 
 The local probes are fakes with fixed timings (a traced fingerprint: no torch) and the remote
 probe is a fake prober returning what a job would (``FakeRemote``: the fields of
-``advisor.remote_probe.RemoteProbe``); the screen, the performance model, the re-screen, the
+``advisor.remote.probe.RemoteProbe``); the screen, the performance model, the re-screen, the
 trial loop, the budget accounting and the report are the real ones. The end-to-end run
 through the real job command (the local emulation) is in test_cloud_probes_cli.py.
 """
@@ -22,14 +22,14 @@ from advisor.providers.probe_jobs import JobPoll, ProbeJobRunner, ProbeJobSpec
 from advisor.search_spaces.loader import default_space
 from advisor.search_spaces.space import MachineFilter
 
-import advisor.cloud_probe_rules as rules
-import advisor.cloud_probes as cp
+import advisor.remote.prober as prober_mod
+import advisor.remote.rules as rules
 from advisor.errors import AdvisorError
-from advisor.local_backend import LocalBackend
+from advisor.evaluation.contract import Evaluation
+from advisor.evaluation.local import LocalBackend
 from advisor.options import SuggestOptions
-from advisor.report import build_report
-from advisor.scoring import Evaluation
-from advisor.study import run_suggest
+from advisor.report.build import build_report
+from advisor.study.run import run_suggest
 
 TRACE = {"ops_per_iteration": 100, "activation_bytes_per_sample": 1.2e6, "data_s": 0.004}
 MACHINES = (  # two A10G boxes, a T4, an L4 on AWS and an L4 on GCP
@@ -69,7 +69,7 @@ def local_probe(request: ProbeRequest) -> ProbeResult:
 
 @dataclass(frozen=True)
 class FakeRemote:
-    """What ``advisor.remote_probe.remote_probe`` returns."""
+    """What ``advisor.remote.probe.remote_probe`` returns."""
 
     machine: str
     result: ProbeResult
@@ -94,7 +94,7 @@ class FakeProber:
     def __call__(self, machine: Any, batch: int, local: ProbeResult, status: Any) -> FakeRemote:
         assert local.batch_size == batch and local.ok  # the local probe of that batch
         if machine.provider in self.unconfigured:
-            raise cp.ProviderUnavailable(
+            raise prober_mod.ProviderUnavailable(
                 "No Vertex AI project configured.", "add vertex.project to ~/.advisor/cloud.yaml"
             )
         self.calls.append((machine.key, batch))
@@ -132,7 +132,7 @@ def run(
     space = dataclasses.replace(
         default_space("fcn"), machines=MachineFilter(instance_types=MACHINES, spot=False)
     )
-    monkeypatch.setattr(cp, "default_prober", lambda outcome, backend: prober)
+    monkeypatch.setattr(prober_mod, "default_prober", lambda outcome, backend: prober)
     backend = LocalBackend(storage, run_probe=local_probe, remote_lookup=remote_lookup)
     options = SuggestOptions(model="fcn", space=space, storage=storage, **fields)
     return run_suggest(options, backend, progress=progress)
@@ -245,7 +245,6 @@ def _ev(machine: str, runtime: float, low: float, cost: float = 0.01) -> Evaluat
     return Evaluation(
         machine=machine,
         batch_size=512,
-        status="ok",
         runtime=Interval(runtime, low, runtime * 2),
         cost=Interval(cost, cost * 0.5, cost * 2),
         source="modelled",
@@ -378,17 +377,17 @@ class RecordedJobRunner(ProbeJobRunner):
 def test_a_remote_measurement_corrects_the_next_predictions_through_the_ledger(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import advisor.remote_probe
-    from advisor.cloud_settings import CloudSettings
+    import advisor.remote.probe
+    from advisor.remote.settings import CloudSettings
 
-    real_prober = cp.default_prober
+    real_prober = prober_mod.default_prober
     before = run(f"sqlite:///{tmp_path / 'a.db'}", FakeProber(), monkeypatch, budget_usd=5)
     storage = f"sqlite:///{tmp_path / 'b.db'}"
     predicted = before.screen[("ec2:g5.xlarge", 1024)].phases.t2.value
     runner = RecordedJobRunner(step_s=3.0 * predicted)  # the A10G is 3x slower than modelled
-    monkeypatch.setattr(advisor.remote_probe, "runner_for", lambda *a, **k: runner)
-    monkeypatch.setattr(cp, "default_prober", real_prober)
-    # The real default prober and advisor.remote_probe (cache, ledger), a recorded job.
+    monkeypatch.setattr(advisor.remote.probe, "runner_for", lambda *a, **k: runner)
+    monkeypatch.setattr(prober_mod, "default_prober", real_prober)
+    # The real default prober and advisor.remote.probe (cache, ledger), a recorded job.
     space = dataclasses.replace(
         default_space("fcn"), machines=MachineFilter(instance_types=MACHINES, spot=False)
     )
@@ -436,7 +435,7 @@ def test_each_remote_probe_shows_a_progress_line_with_machine_state_and_time(
 def test_without_any_cloud_settings_each_provider_is_one_line_and_all_stays_modelled(
     storage: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The real prober (advisor.remote_probe's runners) with no cloud.yaml: no job starts."""
+    """The real prober (advisor.remote.probe's runners) with no cloud.yaml: no job starts."""
     space = dataclasses.replace(
         default_space("fcn"), machines=MachineFilter(instance_types=MACHINES, spot=False)
     )

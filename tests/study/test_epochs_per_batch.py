@@ -14,11 +14,12 @@ from advisor.probes.gradient_noise import estimate_pooled
 from advisor.probes.result import ProbeRequest, ProbeResult
 from advisor.providers.catalog import local_machine
 
-from advisor.epochs_report import epochs_note, epochs_per_batch
 from advisor.errors import AdvisorError
-from advisor.local_backend import LocalBackend
+from advisor.evaluation.candidates import Candidate
+from advisor.evaluation.local import LocalBackend
+from advisor.evaluation.workload import WorkloadInfo
 from advisor.options import SuggestOptions, workload_info
-from advisor.scoring import Candidate, WorkloadInfo
+from advisor.report.epochs import epochs_note, epochs_per_batch
 
 # What the probe's pooled estimator gets from 4 batches of 8 micro-batches of 32 whose
 # gradients have pairwise dot products |G|^2 = 1 and squared norms 1 + 1000 / 32
@@ -202,7 +203,7 @@ def test_cli_epochs_at_fits_the_run_lengths_of_real_probes(
     assert rec["epochs"] == rows[rec["batch_size"]]["epochs"]  # the advice uses the model
     from rich.console import Console
 
-    from advisor.report_render import render
+    from advisor.report.render import render
 
     console = Console(width=200, record=True)
     render(report, console)

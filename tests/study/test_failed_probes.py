@@ -15,8 +15,9 @@ from advisor.search_spaces.loader import default_space
 from advisor.search_spaces.space import MachineFilter
 
 from advisor.errors import AdvisorError
-from advisor.local_backend import LocalBackend
-from advisor.study import SuggestOptions, run_suggest
+from advisor.evaluation.local import LocalBackend
+from advisor.options import SuggestOptions
+from advisor.study.run import run_suggest
 
 # This machine only (catalog machines would be modelled from the same local probe).
 LOCAL = replace(

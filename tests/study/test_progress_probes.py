@@ -10,7 +10,7 @@ from advisor.search_spaces.loader import default_space
 
 from advisor.cli.suggest import progress_label
 from advisor.options import SuggestOptions, workload_info
-from advisor.study import local_backend
+from advisor.study.run import local_backend
 
 
 def fake_probe(request: ProbeRequest) -> ProbeResult:

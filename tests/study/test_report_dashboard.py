@@ -28,10 +28,10 @@ from advisor.providers.pricing import price_run
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from advisor.cli.main import main
-from advisor.dashboard_view import DashboardView, detail_page, view_trial
-from advisor.local_backend import PROBE_CACHE_STUDY
+from advisor.evaluation.candidates import Candidate
+from advisor.evaluation.local import PROBE_CACHE_STUDY
 from advisor.records import TrialRecord
-from advisor.scoring import Candidate
+from advisor.report.dashboard import DashboardView, detail_page, view_trial
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # Where the browser test keeps its screenshots (CI may collect them from here).

@@ -15,19 +15,13 @@ import pytest
 from advisor.search_spaces.loader import default_space
 from rich.console import Console
 
-from advisor.replay import ReplayBackend, ReplayTable
-from advisor.report import build_report
-from advisor.report_render import render
-from advisor.selection import (
-    PARETO_MAX,
-    TIE_SHARE,
-    Point,
-    pareto_set,
-    rank,
-    recommended,
-    recommended_trial,
-)
-from advisor.study import SuggestOptions, run_suggest
+from advisor.evaluation.ranking import PARETO_MAX, TIE_SHARE, Point, pareto_set, rank, recommended
+from advisor.evaluation.replay import ReplayBackend, ReplayTable
+from advisor.options import SuggestOptions
+from advisor.report.build import build_report
+from advisor.report.render import render
+from advisor.study.run import run_suggest
+from advisor.study.selection import recommended_trial
 
 SPACE = replace(default_space("fcn"), batch_sizes=(256, 512))
 
@@ -220,9 +214,10 @@ def test_imported_managed_runs_are_a_table_never_the_recommendation(
 
 
 def test_the_probe_cache_is_no_study(tmp_path: Path) -> None:
-    from advisor import dashboard_view, selection
     from advisor.errors import AdvisorError
-    from advisor.local_backend import PROBE_CACHE_STUDY
+    from advisor.evaluation.local import PROBE_CACHE_STUDY
+    from advisor.report import dashboard as dashboard_view
+    from advisor.study import selection
 
     # The name is spelt in three places (no import of the local back end where unneeded).
     assert selection.PROBE_CACHE_STUDY == PROBE_CACHE_STUDY

@@ -13,8 +13,9 @@ import pytest
 from advisor.search_spaces.loader import default_space
 
 from advisor.cli.main import main
-from advisor.replay import ReplayBackend
-from advisor.study import SuggestOptions, run_suggest
+from advisor.evaluation.replay import ReplayBackend
+from advisor.options import SuggestOptions
+from advisor.study.run import run_suggest
 
 from .conftest import small_table
 

@@ -10,7 +10,7 @@ import time
 
 import optuna
 
-from advisor.study_sync import Claims
+from advisor.study.claims import Claims
 
 
 def _claims() -> tuple[Claims, optuna.storages.BaseStorage, int]:

@@ -12,10 +12,10 @@ from advisor.probes.result import Interval
 from advisor.providers.overheads import overheads_for
 
 from advisor.cli.main import main
-from advisor.cloud_probe_rules import leader_stands
+from advisor.evaluation.contract import Evaluation
+from advisor.evaluation.replay import ReplayEntry, ReplayTable
 from advisor.options import SuggestOptions, workload_info
-from advisor.replay import ReplayEntry, ReplayTable
-from advisor.scoring import Evaluation
+from advisor.remote.rules import leader_stands
 
 from .conftest import instance
 
@@ -149,7 +149,16 @@ def _priced_ev(machine: str, training: Interval) -> Evaluation:
     over = overheads_for("aws", "ec2", workload_info(SuggestOptions("fcn")).data_bytes)
     runtime, cost, notes = priced(training, 3.06, service="ec2", overheads=over)
     return Evaluation(
-        machine, 256, "ok", runtime, cost, "modelled", 10, 3.06, False, 5.0, estimate=notes
+        machine=machine,
+        batch_size=256,
+        runtime=runtime,
+        cost=cost,
+        source="modelled",
+        epochs=10,
+        price_per_hour=3.06,
+        spot=False,
+        probe_s=5.0,
+        estimate=notes,
     )
 
 
@@ -159,7 +168,6 @@ def test_cloud_probes_early_stop_keeps_the_start_up_at_its_expected_value() -> N
     options = SuggestOptions("fcn", budget_usd=5)
     leader = _priced_ev("ec2:g5.xlarge", Interval(1.0, 1.0, 1.0))
     rival = _priced_ev("ec2:g4dn.xlarge", Interval(30.0, 20.0, 60.0))
-    assert rival.runtime is not None and leader.runtime is not None
     assert rival.runtime.low < leader.runtime.value  # the plain low end would go on probing
     assert leader_stands("time", options, [leader], [rival]) == (leader, True)
     assert leader_stands("cost", options, [leader], [rival])[1] is True  # 68 s > 60 s billed

@@ -13,15 +13,12 @@ from advisor.probes.result import ProbeResult
 from advisor.search_spaces.loader import default_space
 
 from advisor.errors import AdvisorError
-from advisor.local_backend import ProbeCache
-from advisor.replay import ReplayBackend, ReplayTable
-from advisor.study import (
-    SuggestOptions,
-    SuggestOutcome,
-    pareto_front,
-    recommended_trial,
-    run_suggest,
-)
+from advisor.evaluation.local import ProbeCache
+from advisor.evaluation.replay import ReplayBackend, ReplayTable
+from advisor.options import SuggestOptions
+from advisor.outcome import SuggestOutcome
+from advisor.study.run import run_suggest
+from advisor.study.selection import pareto_front, recommended_trial
 
 SPACE = replace(default_space("fcn"), batch_sizes=(256, 512))
 

@@ -45,8 +45,8 @@ def fcn_probe() -> Any:
 
 def _cache_probe(storage: str, probe: Any) -> None:
     """Put ``probe`` in the study storage's probe cache, as ``advisor suggest`` leaves it."""
-    from advisor.local_backend import ProbeCache, probe_cache_key
-    from advisor.scoring import WorkloadInfo
+    from advisor.evaluation.local import ProbeCache, probe_cache_key
+    from advisor.evaluation.workload import WorkloadInfo
 
     key = probe_cache_key(WorkloadInfo(name="fcn", framework="torch", n_train=1),
                           probe.batch_size, probe.threads, len(probe.iteration_s), {})  # fmt: skip
@@ -121,7 +121,7 @@ class TestProviderContract:
         import optuna
 
         from advisor.records import TrialRecord
-        from advisor.tuning_jobs import import_job, job_status, submit_job
+        from advisor.tuning.jobs import import_job, job_status, submit_job
 
         study = study_factory(storage, params=ROUND_TRIP_PARAMS)
         _cache_probe(storage, fcn_probe)
@@ -211,6 +211,6 @@ def _check_ledger(wire: Any, storage: str, probe: Any, first: Any, again: Any) -
 
 
 def _recommended(study: Any) -> Any:
-    from advisor.tuning_jobs import recommended_trial
+    from advisor.study.selection import recommended_trial
 
     return recommended_trial(study)

@@ -257,8 +257,8 @@ def _cache_local_probe(storage: str, batch_size: int) -> None:
     from advisor.probes.result import ProbeRequest
     from advisor.probes.runner import run_probe
 
-    from advisor.local_backend import ProbeCache, probe_cache_key
-    from advisor.scoring import WorkloadInfo
+    from advisor.evaluation.local import ProbeCache, probe_cache_key
+    from advisor.evaluation.workload import WorkloadInfo
 
     probe = run_probe(ProbeRequest(workload="fcn", batch_size=batch_size, iterations=4,
                                    threads=1, gradient_noise=False))  # fmt: skip

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 from advisor.providers import registry
-from advisor.providers.tuning import METRIC_LINE, job_name, metric_regex, split_machine_key
+from advisor.providers.catalog import MachineKey
+from advisor.providers.tuning import METRIC_LINE, job_name, metric_regex
 from advisor.search_spaces.space import FloatParam
 
 from advisor.errors import AdvisorError
-from advisor.tuning_jobs import spec_from_study
+from advisor.tuning.jobs import spec_from_study
 
 
 def test_spec_rejects_bad_values_with_the_values_in_the_message(make_spec: Any) -> None:
@@ -46,9 +47,15 @@ def test_job_names_fit_sagemaker_limits() -> None:
 
 
 def test_machine_keys() -> None:
-    assert split_machine_key("sagemaker:ml.p3.2xlarge:spot") == ("sagemaker", "ml.p3.2xlarge", True)
-    with pytest.raises(AdvisorError, match="not a machine key"):
-        split_machine_key("p3.2xlarge")
+    key = MachineKey("sagemaker:ml.p3.2xlarge:spot")
+    assert (key.service, key.instance_type, key.spot) == ("sagemaker", "ml.p3.2xlarge", True)
+    assert key.base == "sagemaker:ml.p3.2xlarge" and not key.base.spot
+    assert MachineKey.of(key.base, spot=True) == key and key == "sagemaker:ml.p3.2xlarge:spot"
+    assert MachineKey.named("ml.g5.xlarge", "sagemaker") == "sagemaker:ml.g5.xlarge"
+    assert MachineKey.named("ec2:g5.xlarge", "sagemaker") == "ec2:g5.xlarge"
+    for bad in ("p3.2xlarge", "ec2:", ":p3", "a:b:c", ""):
+        with pytest.raises(AdvisorError, match="not a machine key"):
+            MachineKey(bad)
 
 
 def test_registry_lists_valid_names_on_unknown() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from advisor.providers.tuning import metric_regex
 
-from advisor.train import Reporter, parse_args
+from advisor.train.entry import Reporter, parse_args
 
 
 def test_cli_values_win_over_sagemaker_hyperparameters(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import pytest
 from advisor.providers.tuning import metric_regex
 
 from advisor.errors import AdvisorError
-from advisor.train_device import choose_device
+from advisor.train.device import choose_device
 
 SMALL = ["--model", "fcn", "--batch-size", "32", "--n-train", "128", "--n-val", "32",
          "--threads", "1"]  # fmt: skip
@@ -68,7 +68,7 @@ def test_distributed_wrapping_in_a_one_process_group(monkeypatch: pytest.MonkeyP
     from torch.nn.parallel import DistributedDataParallel
     from torch.utils.data import DistributedSampler
 
-    from advisor.train_device import DevicePlan, distribute, free_port
+    from advisor.train.device import DevicePlan, distribute, free_port
 
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", str(free_port()))
@@ -206,8 +206,8 @@ def test_two_process_data_parallel_training_runs_end_to_end(
     checkpoints) with two CPU processes over gloo: the same code the CUDA path runs."""
     import multiprocessing
 
-    from advisor.train import _rank_main, parse_args
-    from advisor.train_device import DevicePlan, spawn
+    from advisor.train.device import DevicePlan, spawn
+    from advisor.train.entry import _rank_main, parse_args
 
     args, hps = parse_args([*SMALL, "--epochs", "2", "--device", "cpu", "--lr", "0.05",
                             "--checkpoint-dir", str(tmp_path / "ckpt")])  # fmt: skip

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from advisor.cli.main import cli
 from advisor.errors import AdvisorError
-from advisor.train import parse_args
+from advisor.train.entry import parse_args
 
 MACHINE = {"sagemaker": "ml.g5.2xlarge", "vertex": "g2-standard-8",
            "azureml": "Standard_NV36ads_A10_v5"}  # fmt: skip
@@ -33,7 +33,7 @@ def test_a_metric_advisor_train_never_reports_is_refused() -> None:
 
 
 def test_a_loss_maximised_is_refused_with_the_goal_to_use() -> None:
-    from advisor.tuning_jobs import check_metric
+    from advisor.tuning.jobs import check_metric
 
     check_metric("val_loss", "minimize")
     with pytest.raises(AdvisorError, match="pass --goal minimize"):
@@ -90,7 +90,7 @@ def test_numeric_categoricals_and_integer_log_ranges(provider: str, make_spec: A
 def test_epochs_reach_the_learning_rate_schedule() -> None:
     from advisor.probes.torch_loop import build_setup
 
-    from advisor.train import _epochs_arg
+    from advisor.train.entry import _epochs_arg
 
     assert _epochs_arg("fcn", 3) == {"epochs": 3}
     setup, _, _ = build_setup("fcn", 32, 64, 16, hyperparameters=_epochs_arg("fcn", 3))
@@ -101,7 +101,7 @@ def test_imported_trials_the_ledger_cannot_use_are_counted_not_recorded() -> Non
     from advisor.providers.catalog import load
     from advisor.providers.tuning import TrialResult
 
-    from advisor.tuning_calibration import TrialLedger
+    from advisor.tuning.calibration import TrialLedger
 
     catalog = load()
     multi = next(r for r in catalog.instances if r.accelerator_count > 1)

@@ -1,0 +1,55 @@
+"""The machines a study chooses from: a catalog instance type, on demand or on spot capacity."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.providers.catalog import InstanceType, MachineKey
+from advisor.search_spaces.space import MachineFilter
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One machine choice: a catalog instance type, on demand or on spot capacity."""
+
+    instance: InstanceType
+    spot: bool = False
+
+    def __post_init__(self) -> None:
+        if self.spot and self.instance.spot_usd_per_h is None:
+            raise ValueError(f"{self.instance.key} has no spot price, so spot=True is invalid")
+
+    @property
+    def key(self) -> MachineKey:
+        """The Optuna ``machine`` value: ``service:instance_type`` (+ ``:spot``)."""
+        return MachineKey.of(self.instance.key, self.spot)
+
+    @property
+    def price_per_hour(self) -> float:
+        return self.instance.price(self.spot)
+
+    @property
+    def local(self) -> bool:
+        return self.instance.provider == "local"
+
+
+def matches(instance: InstanceType, machines: MachineFilter) -> bool:
+    """Whether an instance passes a space's machine filter (the catalog's own filter aside)."""
+    m = machines
+    if m.providers and instance.provider not in m.providers:
+        return False
+    if m.services and instance.service not in m.services:
+        return False
+    if m.instance_types and not (
+        instance.instance_type in m.instance_types or instance.key in m.instance_types
+    ):
+        return False
+    if m.accelerators:
+        acc = (instance.accelerator or "cpu").lower()
+        if acc not in {a.lower() for a in m.accelerators}:
+            return False
+    if instance.accelerator_count < m.min_gpus:
+        return False
+    if m.max_gpus is not None and instance.accelerator_count > m.max_gpus:
+        return False
+    return not (m.max_price is not None and instance.on_demand_usd_per_h > m.max_price)

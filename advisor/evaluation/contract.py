@@ -1,0 +1,229 @@
+"""Score one candidate (machine, batch size, hyperparameters): time, cost, and how we know.
+
+A back end turns a candidate into an ``Evaluation``. The base class ``Backend`` does the
+bookkeeping once (candidate list with spot variants, prices, spot restart overhead, counting
+new probes); subclasses fill in a few private hooks:
+
+- ``LocalBackend``: real probes on this machine (``advisor.probes.runner.run_probe``, cached in
+  the study storage), measured phases for the local machine, the performance model
+  (``advisor.probes.perf.model.predict_phases``) for catalog machines, and the
+  iteration-time model (``advisor.probes.iteration_model.estimate``) for the run.
+- ``advisor.evaluation.replay.ReplayBackend``: serves a fixed recorded table; used by tests and the
+  search-efficiency benchmark exactly the way the real back end is used.
+
+Iteration time depends on (workload, batch size, hardware), not on the learning rate or
+dropout: probes are cached by that key (plus hyperparameters flagged ``affects_runtime``).
+
+Prices: ``Backend._finish`` prices every run through the one pricing path
+(``advisor.providers.pricing``: list price on demand or spot, the spot restart overhead, the
+start-up overheads of the machine's service (``advisor.providers.overheads``, issue #14), the
+service's billing rule), the same path ``advisor predict`` and the report use. An
+``Evaluation``'s runtime and cost are the whole job's (start-up + training): what the user
+waits for and pays, and what the budget and deadline judge; the terms are in its
+``estimate["overheads"]``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from advisor.evaluation.candidates import Candidate
+from advisor.evaluation.space_checks import check_instance_types
+from advisor.evaluation.workload import WorkloadInfo
+from advisor.probes.result import Interval, PhaseTimes, ProbeResult
+from advisor.providers.catalog import InstanceType
+from advisor.search_spaces.space import JointSpace, MachineFilter
+
+
+@dataclass(frozen=True)
+class RunTime:
+    """What a back end's hook returns: the on-demand run time of one (machine, batch)."""
+
+    runtime: Interval | None  # seconds; None when failed
+    source: str  # "measured" | "modelled" | "replayed"
+    epochs: int
+    probe_s: float  # predicted duration of a probe on this machine (for the probe budget)
+    estimate: dict[str, Any] = field(default_factory=dict)
+    phases: PhaseTimes | None = None
+    probe: ProbeResult | None = None
+    new_probe: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Scored:
+    """What every scored candidate says: which one, how it is known, what its probe costs."""
+
+    machine: str  # candidate key (with :spot)
+    batch_size: int
+    source: str
+    epochs: int
+    price_per_hour: float
+    spot: bool
+    probe_s: float
+    estimate: dict[str, Any] = field(default_factory=dict)
+    phases: PhaseTimes | None = None
+    probe: ProbeResult | None = None
+    new_probe: bool = False
+
+    @property
+    def probe_cost_usd(self) -> float:
+        """What one probe of this candidate costs at its price (the probe-budget charge)."""
+        from advisor.providers.pricing import usd
+
+        return usd(self.probe_s, self.price_per_hour)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evaluation(_Scored):
+    """A scored candidate: run time and cost with intervals, and where they come from."""
+
+    runtime: Interval
+    cost: Interval
+    status: ClassVar[Literal["ok"]] = "ok"
+    ok: ClassVar[bool] = True
+    error: ClassVar[None] = None
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.runtime, Interval) and isinstance(self.cost, Interval)):
+            raise ValueError(
+                f"{self.machine} b{self.batch_size}: an evaluation has a runtime and a cost "
+                f"(a failed one is a FailedEvaluation), but got runtime={self.runtime!r}, "
+                f"cost={self.cost!r}"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class FailedEvaluation(_Scored):
+    """A candidate that could not be scored (its probe failed), and why."""
+
+    error: str
+    status: ClassVar[Literal["failed"]] = "failed"
+    ok: ClassVar[bool] = False
+
+
+# What a back end returns for a candidate: ``isinstance(ev, Evaluation)`` tells them apart.
+Scored = Evaluation | FailedEvaluation
+
+
+def probe_duration_s(phases: PhaseTimes, iterations: int) -> float:
+    """How long a probe of ``iterations`` steps and two validation passes takes there."""
+    return (
+        phases.init.value
+        + phases.t1.value
+        + max(iterations - 1, 0) * phases.t2.value
+        + phases.v1.value
+        + phases.v2.value
+    )
+
+
+class Backend(ABC):
+    """Turns (candidate, batch size, hyperparameters) into an ``Evaluation``.
+
+    Contract: the study calls ``candidates`` once, then ``screen`` (cheap, optional: None when
+    the back end cannot predict without probing) and ``evaluate`` for each trial, from one
+    thread. Public methods do the bookkeeping (spot variants, prices, spot overhead, counting
+    new probes); subclasses implement ``_instances``, ``_runtime`` and optionally ``_screen``.
+    """
+
+    name = "base"
+
+    def __init__(self) -> None:
+        self.new_probes = 0
+        self.evaluations = 0
+        # time.monotonic() by which the search must end (--timeout): a back end that runs
+        # probes shortens their time-outs to it.
+        self.deadline: float | None = None
+
+    @property
+    def snapshot(self) -> str:
+        """The catalog snapshot (or table id) whose prices this back end uses."""
+        return "unknown"
+
+    def candidates(self, space: JointSpace) -> list[Candidate]:
+        """Machines of the space, each on demand and (when allowed and sold) on spot."""
+        catalog = getattr(self, "catalog", None)  # native spellings resolve (issue #15)
+        check_instance_types(
+            space.machines.instance_types,
+            self._instances(MachineFilter()),
+            getattr(catalog, "matching_keys", None),
+        )
+        out: list[Candidate] = []
+        for inst in self._instances(space.machines):
+            out.append(Candidate(inst))
+            if space.machines.spot and inst.spot_usd_per_h is not None and inst.provider != "local":
+                out.append(Candidate(inst, spot=True))
+        return out
+
+    def evaluate(
+        self, workload: WorkloadInfo, candidate: Candidate, batch_size: int, hps: dict[str, Any]
+    ) -> Scored:
+        """Score a candidate (may run a probe); failures come back as ``FailedEvaluation``."""
+        rt = self._runtime(workload, candidate.instance, batch_size, hps)
+        self.evaluations += 1
+        self.new_probes += int(rt.new_probe)
+        return self._finish(candidate, batch_size, rt, workload)
+
+    def screen(
+        self, workload: WorkloadInfo, candidate: Candidate, batch_size: int, hps: dict[str, Any]
+    ) -> Scored | None:
+        """A cheap prediction used to order the search, or None if unavailable."""
+        rt = self._screen(workload, candidate.instance, batch_size, hps)
+        if rt is None:
+            return None
+        self.new_probes += int(rt.new_probe)
+        return self._finish(candidate, batch_size, rt, workload)
+
+    def _finish(
+        self,
+        candidate: Candidate,
+        batch_size: int,
+        rt: RunTime,
+        workload: WorkloadInfo | None = None,
+    ) -> Scored:
+        """Price the run (the job: start-up overheads + training; issue #14)."""
+        from advisor.probes.iteration_model import priced
+        from advisor.providers.overheads import run_overheads
+
+        common: dict[str, Any] = {
+            "machine": candidate.key,
+            "batch_size": batch_size,
+            "source": rt.source,
+            "epochs": rt.epochs,
+            "price_per_hour": candidate.price_per_hour,
+            "spot": candidate.spot,
+            "probe_s": rt.probe_s,
+            "phases": rt.phases,
+            "probe": rt.probe,
+            "new_probe": rt.new_probe,
+        }
+        if rt.runtime is None:
+            error = rt.error or "probe failed"
+            return FailedEvaluation(estimate=dict(rt.estimate), error=error, **common)
+        data = (workload.data_bytes, workload.data_basis) if workload else (0.0, "")
+        runtime, cost, notes = priced(
+            rt.runtime,
+            candidate.price_per_hour,
+            spot=candidate.spot,
+            service=candidate.instance.service,
+            overheads=run_overheads(candidate.instance, *data),
+        )
+        return Evaluation(runtime=runtime, cost=cost, estimate={**rt.estimate, **notes}, **common)
+
+    @abstractmethod
+    def _instances(self, machines: MachineFilter) -> Sequence[InstanceType]:
+        """The instance types matching the filter."""
+
+    @abstractmethod
+    def _runtime(
+        self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
+    ) -> RunTime:
+        """The on-demand run time of one (machine, batch); never raises for probe failures."""
+
+    def _screen(
+        self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
+    ) -> RunTime | None:
+        return None

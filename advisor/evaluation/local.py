@@ -1,0 +1,392 @@
+"""The real back end: probes on this machine, cached in the study storage, and the
+performance model for catalog machines.
+
+- ``ProbeCache``: probe results kept as user attributes of a study named
+  ``advisor-probe-cache`` in the same storage as the studies.
+- ``LocalBackend``: real probes (``advisor.probes.runner.run_probe``), measured phases for the
+  local machine, the performance model (``advisor.probes.perf.model.predict_phases``) for
+  catalog machines, the iteration-time model for the run. A catalog machine with a remote
+  probe (issue #14: a few iterations measured on that machine, ``advisor.remote.probe``) uses
+  its measured phases at that batch size instead of the model; an emulated remote probe (the
+  job ran here, through the local emulation) is labelled so, never as that machine's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from advisor.evaluation.candidates import matches
+from advisor.evaluation.contract import Backend, RunTime, probe_duration_s
+from advisor.evaluation.failures import TRANSIENT_FAILURES
+from advisor.evaluation.measured import EMULATED_SOURCE, REMOTE_SOURCE, RemoteLookup, remote_summary
+from advisor.evaluation.workload import WorkloadInfo
+from advisor.probes.epochs_model import EpochsEstimate
+from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
+from advisor.providers.catalog import InstanceType
+from advisor.search_spaces.space import MachineFilter
+from advisor.storage.locks import file_lock
+
+if TYPE_CHECKING:
+    from optuna.storages import BaseStorage
+
+PROBE_CACHE_STUDY = "advisor-probe-cache"
+
+
+# Which failures are reused. Every probe result is cached under its key with its status and
+# one-line reason, so a failing configuration is tried once:
+# - oom and nan are properties of the configuration on this machine (memory, numerics): kept
+#   for good, like a timing.
+# - error, timeout and killed come from the code (a bug the user may fix between runs), a busy
+#   machine or a signal: they are reused within one study run -- by this process and by any
+#   process that started before the failure was written -- and retried by the next run
+#   (``get(key, since=run start)``). So a model that raises is probed once per batch size per
+#   run, not once per machine x batch pair, and a fixed model is picked up on the next run.
+
+
+class ProbeCache:
+    """Probe results kept in the study storage (works with any Optuna storage URL).
+
+    They live as user attributes of a dedicated study named ``advisor-probe-cache``: key ->
+    ``ProbeResult.to_dict()``; a failure is stored as ``{"probe": ..., "at": unix time}`` so
+    that transient failures can be told apart by age (see ``TRANSIENT_FAILURES``).
+    """
+
+    def __init__(self, storage: str | BaseStorage) -> None:
+        import optuna
+
+        from advisor.storage.urls import open_storage
+
+        # A URL is opened as the study storage is (created under its lock, SQLite busy wait).
+        self._storage = open_storage(storage) if isinstance(storage, str) else storage
+        study = optuna.create_study(
+            study_name=PROBE_CACHE_STUDY, storage=self._storage, load_if_exists=True
+        )
+        self._study_id = study._study_id
+        self._memo: dict[str, tuple[ProbeResult, float]] = {}
+
+    def get(self, key: str, since: float | None = None) -> ProbeResult | None:
+        """The cached probe; a transient failure only when written at or after ``since``."""
+        if key not in self._memo:
+            attrs = self._storage.get_study_user_attrs(self._study_id)
+            if key not in attrs:
+                return None
+            value = attrs[key]
+            if isinstance(value, dict) and "probe" in value:
+                self._memo[key] = (ProbeResult.from_dict(value["probe"]), float(value["at"]))
+            else:
+                self._memo[key] = (ProbeResult.from_dict(value), 0.0)
+        probe, at = self._memo[key]
+        if probe.status in TRANSIENT_FAILURES and (since is None or at < since):
+            del self._memo[key]
+            return None
+        return probe
+
+    def put(self, key: str, probe: ProbeResult) -> None:
+        import time
+
+        at = time.time()
+        value = probe.to_dict() if probe.ok else {"probe": probe.to_dict(), "at": at}
+        self._storage.set_study_user_attr(self._study_id, key, value)
+        self._memo[key] = (probe, at)
+
+    def keys(self) -> list[str]:
+        return list(self._storage.get_study_user_attrs(self._study_id))
+
+
+def machine_fingerprint(threads: int) -> str:
+    """Identifies this machine and thread count in probe-cache keys."""
+    return f"{platform.node()}/{platform.machine()}/{os.cpu_count()}cpu/{threads}t"
+
+
+def probe_cache_key(
+    workload: WorkloadInfo,
+    batch_size: int,
+    threads: int,
+    iterations: int,
+    runtime_hps: dict[str, Any],
+    noise: bool = False,
+) -> str:
+    hp = json.dumps(runtime_hps, sort_keys=True) if runtime_hps else ""
+    return (
+        f"{workload.name}|{workload.framework}|b{batch_size}|{machine_fingerprint(threads)}"
+        f"|k{iterations}|{hp}" + ("|gns" if noise else "")  # issue #19: with the noise scale
+    )
+
+
+RunProbe = Callable[[ProbeRequest], ProbeResult]
+PredictPhases = Callable[[ProbeResult, InstanceType, Any, int], PhaseTimes]
+
+
+class LocalBackend(Backend):
+    """Real probes on this machine + the performance model for catalog machines.
+
+    ``run_probe`` and ``predict_phases`` are injectable (tests pass fakes); by default they
+    are ``advisor.probes.runner.run_probe`` and
+    ``advisor.probes.perf.model.predict_phases``.
+    """
+
+    name = "local"
+
+    def __init__(
+        self,
+        storage: str | BaseStorage,
+        snapshot: str | None = None,
+        *,
+        iterations: int = 8,
+        max_probe_s: float | None = 4.0,
+        threads: int | None = None,
+        timeout_s: float = 120.0,
+        runtime_params: Sequence[str] = (),
+        run_probe: RunProbe | None = None,
+        predict_phases: PredictPhases | None = None,
+        catalog: Any = None,
+        on_probe: Callable[[str], None] | None = None,
+        remote_lookup: RemoteLookup | None = None,
+        ledger_storage: str | None = None,
+    ) -> None:
+        super().__init__()
+        if catalog is None:
+            from advisor.providers import catalog as catalog_mod
+
+            catalog = catalog_mod.load(snapshot)
+        self.catalog = catalog
+        self.cache = ProbeCache(storage)
+        self.storage = storage  # the study storage (remote probes are cached there too)
+        # The calibration ledger the model reads (None: the advisor's SQLite file).
+        self.ledger_storage = ledger_storage
+        self.started_at = time.time()  # transient probe failures from before are retried
+        self.iterations = iterations
+        self.max_probe_s = max_probe_s  # time box of a probe's iterations (at least 5 run)
+        self.threads = threads or _default_threads()
+        self.timeout_s = timeout_s
+        self.runtime_params = tuple(runtime_params)
+        self._run_probe = run_probe
+        self._predict = predict_phases
+        self._on_probe = on_probe
+        # Remote probes (issue #14) by (machine key, batch, runtime hps): found in the storage
+        # by ``remote_lookup`` (once per key), or handed over by the cloud-probe step.
+        self._remote_lookup = remote_lookup
+        self._remote: dict[tuple[str, int, str], Any] = {}
+
+    @property
+    def snapshot(self) -> str:
+        return str(self.catalog.snapshot)
+
+    def _instances(self, machines: MachineFilter) -> list[InstanceType]:
+        found = self.catalog.filter(  # the catalog knows accelerator aliases (v100, tpu, cpu)
+            providers=tuple(p for p in machines.providers if p != "local"),
+            services=tuple(s for s in machines.services if s != "local"),
+            accelerators=machines.accelerators,
+            min_gpus=machines.min_gpus,
+            max_gpus=machines.max_gpus,
+            max_price=machines.max_price,
+        )
+        rest = replace(machines, accelerators=())
+        if machines.instance_types:  # native names (ml.p3.2xlarge, Standard_NC6s_v3) match too
+            rest = replace(rest, instance_types=self.catalog.matching_keys(machines.instance_types))
+        out = [i for i in found if i.provider != "local" and matches(i, rest)]
+        if machines.include_local:
+            from advisor.providers.catalog import local_machine
+
+            local = local_machine()
+            if matches(local, _local_filter(machines)):
+                out.append(local)
+        return out
+
+    def probe(
+        self, workload: WorkloadInfo, batch_size: int, hps: dict[str, Any], noise: bool = False
+    ) -> tuple[ProbeResult, bool]:
+        """The local probe for (workload, batch[, runtime hps]): cached, else run now.
+        ``noise``: also measure the gradient noise scale (issue #19; the reference probe)."""
+        rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
+        key = probe_cache_key(workload, batch_size, self.threads, self.iterations, rt_hps, noise)
+        cached = self.cache.get(key, since=self.started_at)
+        if cached is not None:
+            return cached, False
+        # One probe per key across cooperating processes on this machine: the second waits
+        # for the first and reads its result from the cache.
+        with file_lock(self._probe_lock(key)):
+            cached = self.cache.get(key, since=self.started_at)
+            if cached is not None:
+                return cached, False
+            return self._run_and_cache(key, workload, batch_size, rt_hps, noise), True
+
+    @staticmethod
+    def _probe_lock(key: str) -> Path:
+        """Per probe key, whatever the storage: two timing probes of one configuration never
+        run at once on this machine."""
+        import hashlib
+
+        from advisor.config import home
+
+        return home() / "locks" / f"probe-{hashlib.sha1(key.encode()).hexdigest()[:16]}.lock"
+
+    def _run_and_cache(
+        self,
+        key: str,
+        workload: WorkloadInfo,
+        batch_size: int,
+        rt_hps: dict[str, Any],
+        noise: bool = False,
+    ) -> ProbeResult:
+        if self._on_probe is not None:
+            self._on_probe(f"probing {workload.name} at batch {batch_size} on this machine")
+        from advisor.probes.runner import run_probe
+
+        run = self._run_probe or run_probe
+        timeout = self.timeout_s
+        if self.deadline is not None:  # --timeout bounds the whole search, probes included
+            timeout = max(1.0, min(timeout, self.deadline - time.monotonic()))
+        request = ProbeRequest(
+            workload=workload.name,
+            batch_size=batch_size,
+            framework=workload.framework,
+            iterations=self.iterations,
+            threads=self.threads,
+            hyperparameters=rt_hps,
+            timeout_s=timeout,
+            max_seconds=self.max_probe_s,
+            gradient_noise=noise,  # issue #19
+        )
+        probe = run(request)
+        self.cache.put(key, probe)
+        return probe
+
+    def _rt_key(self, machine: str, batch_size: int, hps: dict[str, Any]) -> tuple[str, int, str]:
+        rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
+        return machine, batch_size, json.dumps(rt_hps, sort_keys=True)
+
+    def use_remote(self, remote: Any, batch_size: int, hps: dict[str, Any] | None = None) -> None:
+        """Use ``remote`` (a ``RemoteProbe``) for its machine at ``batch_size``: its phases, or
+        its lasting failure (out of memory, NaN); a transient failure is not used."""
+        if _lasting(remote):
+            self._remote[self._rt_key(remote.machine, batch_size, hps or {})] = remote
+
+    def remote(
+        self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
+    ) -> Any:
+        """The remote probe of ``instance`` at ``batch_size``: a successful one, or one that
+        failed for good there (out of memory, NaN: properties of that machine); else None."""
+        if instance.provider == "local" or instance.accelerator_count > 1:
+            return None  # a probe times one device: a multi-device run stays modelled
+        key = self._rt_key(instance.key, batch_size, hps)
+        if key not in self._remote:
+            found = None
+            if self._remote_lookup is not None:
+                rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
+                found = self._remote_lookup(workload, instance, batch_size, rt_hps)
+            self._remote[key] = found if found is not None and _lasting(found) else None
+        return self._remote[key]
+
+    def _runtime(
+        self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
+    ) -> RunTime:
+        from advisor.probes.iteration_model import estimate, phase_times
+
+        anchor = workload.epochs_anchor()  # issue #19: the anchor's probe measures the noise
+        is_ref = anchor is not None and anchor.batch_size == batch_size
+        probe, new = self.probe(workload, batch_size, hps, noise=is_ref)
+        epochs_est, new_ref = self._epochs(workload, batch_size, hps)
+        epochs, new = epochs_est.epochs, new or new_ref
+        if not probe.ok:
+            return RunTime(
+                None,
+                "measured",
+                epochs,
+                probe.wall_s,
+                probe=probe,
+                new_probe=new,
+                error=f"probe {probe.status}: {probe.error or 'no detail'}",
+            )
+        remote = self.remote(workload, instance, batch_size, hps)
+        source, extra = None, {}
+        if remote is not None and not remote.result.ok:  # measured there: it cannot run
+            r = remote.result
+            return RunTime(
+                None,
+                EMULATED_SOURCE if remote.emulated else REMOTE_SOURCE,
+                epochs,
+                0.0,
+                estimate={"remote_probe": remote_summary(remote)},
+                probe=probe,
+                new_probe=new,
+                error=f"remote probe {r.status} on {instance.key}: {r.error or 'no detail'}",
+            )
+        try:
+            if remote is not None:  # measured on that machine (or emulated here): no model
+                phases = phase_times(remote.result, workload.n_train, workload.n_val)
+                source = EMULATED_SOURCE if remote.emulated else REMOTE_SOURCE
+                extra = {"remote_probe": remote_summary(remote)}
+            elif instance.provider == "local":
+                phases = phase_times(probe, workload.n_train, workload.n_val)
+            else:
+                from advisor.probes.perf.model import predict_phases
+
+                if self._predict is not None:
+                    phases = self._predict(probe, instance, self.catalog, batch_size)
+                else:
+                    phases = predict_phases(
+                        probe,
+                        instance,
+                        self.catalog,
+                        batch_size,
+                        ledger_storage=self.ledger_storage,
+                    )
+            est = estimate(phases, workload.n_train, workload.n_val, epochs, batch_size)
+        except (ValueError, ArithmeticError) as exc:
+            return RunTime(
+                None, "modelled", epochs, 0.0, probe=probe, new_probe=new, error=str(exc)
+            )
+        return RunTime(
+            runtime=est.runtime,
+            source=source or phases.source,
+            epochs=epochs,
+            probe_s=probe_duration_s(phases, self.iterations),
+            estimate={**est.to_dict(), "epochs_model": epochs_est.to_dict(), **extra},
+            phases=phases,
+            probe=probe,
+            new_probe=new,
+        )
+
+    def _epochs(
+        self, workload: WorkloadInfo, batch_size: int, hps: dict[str, Any]
+    ) -> tuple[EpochsEstimate, bool]:
+        """Issue #19: epochs at ``batch_size`` from the gradient noise scale of one probe, at
+        the anchor's batch size (cached like every probe); returns (estimate, new probe)."""
+        from advisor.probes.gradient_noise import from_probe
+
+        anchor = workload.epochs_anchor()
+        if anchor is None or not workload.needs_noise_scale():  # none, or fitted to points
+            return workload.epochs_estimate(batch_size), False
+        ref, new = self.probe(workload, anchor.batch_size, hps, noise=True)
+        return workload.epochs_estimate(batch_size, from_probe(ref) if ref.ok else None), new
+
+    def _screen(
+        self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
+    ) -> RunTime | None:
+        # The model is the cheap part: one local probe per batch size, then arithmetic.
+        return self._runtime(workload, instance, batch_size, hps)
+
+
+def _lasting(remote: Any) -> bool:
+    """Whether a remote probe's result holds for good: a success, or out of memory / NaN."""
+    return bool(remote.result.ok or remote.result.status not in TRANSIENT_FAILURES)
+
+
+def _local_filter(machines: MachineFilter) -> MachineFilter:
+    """The local machine ignores provider/service/price limits (it is always 'yours')."""
+    return MachineFilter(accelerators=machines.accelerators, spot=False)
+
+
+def _default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1

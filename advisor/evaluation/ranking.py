@@ -1,0 +1,147 @@
+"""One selection rule for everything the advice names: the ranking order, the recommended
+run, the fastest, the cheapest and the Pareto set, all over the same scored set with the same
+tie rule. Works on plain ``Point`` values (run time, cost, feasibility) so the report (which
+scores every screened candidate, measured or modelled) and ``advisor.study.selection.recommended_trial`` (which
+only knows the study's trials, for ``advisor submit``) choose the same way.
+
+The tie rule: values within ``TIE_SHARE`` (5 %) of the best are a tie -- well inside the
+estimates' intervals -- and the other metric decides among them (the cheapest of the fastest,
+or the fastest of the cheapest). The ranking is ordered by tie groups, so the first group holds
+the recommendation; a Pareto study recommends the knee of the front.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+TIE_SHARE = 0.05  # values this close to the best count as ties
+PARETO_MAX = 8  # most points the reported Pareto set keeps (ends and knee always kept)
+
+
+def dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether point ``a`` is no worse than ``b`` in both objectives and differs from it."""
+    return a[0] <= b[0] and a[1] <= b[1] and a != b
+
+
+@dataclass(frozen=True)
+class Point:
+    """One scored candidate: run time (s), cost (USD), whether it meets the limits, and what
+    it stands for (a trial, a report row...)."""
+
+    runtime: float
+    cost: float
+    feasible: bool
+    ref: Any = None
+
+
+def _primary(p: Point, objective: str) -> tuple[float, float]:
+    return (p.cost, p.runtime) if objective == "cost" else (p.runtime, p.cost)
+
+
+def tie_groups(points: Sequence[Point], objective: str) -> list[list[Point]]:
+    """Points grouped by the tie rule on the objective's metric (time, or cost for "cost"):
+    each group spans ``TIE_SHARE`` from its best; inside a group the other metric decides."""
+    ordered = sorted(points, key=lambda p: _primary(p, objective))
+    groups: list[list[Point]] = []
+    for p in ordered:
+        v = _primary(p, objective)[0]
+        if groups and v <= _primary(groups[-1][0], objective)[0] * (1 + TIE_SHARE):
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+    return [
+        sorted(g, key=lambda p: (_primary(p, objective)[1], _primary(p, objective)[0]))
+        for g in groups
+    ]
+
+
+def rank(points: Sequence[Point], objective: str) -> list[Point]:
+    """The ranking: feasible points first; by tie group and the other metric for "time" and
+    "cost", by distance to the ideal point (the knee first) for "pareto"."""
+    feasible = [p for p in points if p.feasible]
+    rest = [p for p in points if not p.feasible]
+    if objective == "pareto":
+        front = pareto_set(feasible)
+        ordered = sorted(feasible, key=_knee_distance(front or feasible))
+        if front:  # the knee leads, as it is the recommendation
+            k = knee_point(front)
+            ordered = [k, *(p for p in ordered if p is not k)]
+        return ordered + sorted(rest, key=lambda p: (p.runtime, p.cost))
+    ordered = [p for g in tie_groups(feasible, objective) for p in g]
+    return ordered + [p for g in tie_groups(rest, objective) for p in g]
+
+
+def recommended(points: Sequence[Point], objective: str) -> Point | None:
+    """The run to train with: the ranking's first feasible point (None when none fits)."""
+    ranked = rank(points, objective)
+    return ranked[0] if ranked and ranked[0].feasible else None
+
+
+def fastest(points: Sequence[Point]) -> Point | None:
+    """The feasible point with the least run time (ties: the cheaper)."""
+    feasible = [p for p in points if p.feasible]
+    return min(feasible, key=lambda p: (p.runtime, p.cost)) if feasible else None
+
+
+def cheapest(points: Sequence[Point]) -> Point | None:
+    """The feasible point with the least cost (ties: the faster)."""
+    feasible = [p for p in points if p.feasible]
+    return min(feasible, key=lambda p: (p.cost, p.runtime)) if feasible else None
+
+
+def non_dominated(points: Sequence[Point]) -> list[Point]:
+    """Points no other point dominates in (runtime, cost), sorted by run time."""
+    vals = [(p.runtime, p.cost) for p in points]
+    front = [p for p in points if not any(dominates(q, (p.runtime, p.cost)) for q in vals)]
+    out: list[Point] = []
+    for p in sorted(front, key=lambda p: (p.runtime, p.cost)):
+        if not out or (p.runtime, p.cost) != (out[-1].runtime, out[-1].cost):
+            out.append(p)
+    return out
+
+
+def pareto_set(points: Sequence[Point], max_points: int = PARETO_MAX) -> list[Point]:
+    """The feasible Pareto front, sorted by run time, thinned by the tie rule: a point within
+    ``TIE_SHARE`` of the time of the kept point's tie group replaces it when cheaper, a slower
+    point stays only when it is more than ``TIE_SHARE`` cheaper than the last kept one; at most ``max_points`` (spread evenly,
+    ends and knee kept)."""
+    kept: list[Point] = []
+    anchor = 0.0  # the run time of the fastest point of the last kept point's tie group
+    for p in non_dominated([p for p in points if p.feasible]):
+        if kept and p.runtime <= anchor * (1 + TIE_SHARE):
+            if p.cost < kept[-1].cost:
+                kept[-1] = p
+        elif not kept or p.cost < kept[-1].cost * (1 - TIE_SHARE):
+            kept.append(p)
+            anchor = p.runtime
+    if len(kept) <= max_points:
+        return kept
+    k = knee_point(kept)
+    step = (len(kept) - 1) / (max_points - 1)
+    picks = {round(i * step) for i in range(max_points)} | {kept.index(k)}
+    while len(picks) > max_points:  # the knee took a slot: drop the pick nearest to it
+        inner = sorted(
+            picks - {0, len(kept) - 1, kept.index(k)}, key=lambda i: abs(i - kept.index(k))
+        )
+        picks.discard(inner[0])
+    return [kept[i] for i in sorted(picks)]
+
+
+def _knee_distance(front: Sequence[Point]) -> Any:
+    lo = (min(p.runtime for p in front), min(p.cost for p in front))
+    hi = (max(p.runtime for p in front), max(p.cost for p in front))
+
+    def dist(p: Point) -> tuple[float, float, float]:
+        d = ((p.runtime - lo[0]) / ((hi[0] - lo[0]) or 1.0)) ** 2 + (
+            (p.cost - lo[1]) / ((hi[1] - lo[1]) or 1.0)
+        ) ** 2
+        return (d, p.runtime, p.cost)
+
+    return dist
+
+
+def knee_point(front: Sequence[Point]) -> Point:
+    """The front member closest to the ideal point, each objective scaled to [0, 1] over it."""
+    return min(front, key=_knee_distance(front))

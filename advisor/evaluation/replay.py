@@ -1,0 +1,228 @@
+"""A replay back end: serves a fixed, recorded table instead of running probes.
+
+Tests and the search-efficiency benchmark use it exactly the way the real back end is used.
+A table is JSON::
+
+    {"snapshot": "replay-2026-11", "source": "how the numbers were obtained",
+     "epochs": 10,
+     "delay_s": 0.0,   # optional: seconds each evaluation takes (emulates a probe in tests)
+     "instances": [InstanceType.to_dict(), ...],
+     "entries": [{"machine": "ec2:p3.2xlarge", "batch_size": 512,
+                  "runtime_s": {"value": 620, "low": 600, "high": 650},   # or a number
+                  "predicted_s": {"value": 700, "low": 500, "high": 900}, # optional screen
+                  "phases": PhaseTimes.to_dict(),                          # optional
+                  "probe_s": 30.0, "error": null}, ...]}
+
+``runtime_s`` is the on-demand run time for ``epochs`` epochs; when ``phases`` are given the
+run time is recomputed with the iteration-time model for the study's epochs instead. Costs
+always come from the instance prices (spot variants included), so they stay consistent.
+Every distinct (machine, batch size) served counts as one probe.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.errors import AdvisorError
+from advisor.evaluation.candidates import matches
+from advisor.evaluation.contract import Backend, RunTime
+from advisor.evaluation.workload import WorkloadInfo
+from advisor.probes.result import Interval, PhaseTimes
+from advisor.providers.catalog import InstanceType
+from advisor.search_spaces.space import MachineFilter
+
+
+@dataclass(frozen=True)
+class ReplayEntry:
+    """One recorded (machine, batch size) result."""
+
+    machine: str
+    batch_size: int
+    runtime: Interval | None
+    predicted: Interval | None = None
+    phases: PhaseTimes | None = None
+    probe_s: float = 60.0
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.runtime is None and self.error is None:
+            raise ValueError(f"{self.machine} b{self.batch_size}: need runtime_s or error")
+        if self.probe_s < 0:
+            raise ValueError(f"probe_s must be >= 0, but got {self.probe_s}")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ReplayEntry:
+        return cls(
+            machine=str(d["machine"]),
+            batch_size=int(d["batch_size"]),
+            runtime=Interval.from_dict(d["runtime_s"]) if d.get("runtime_s") is not None else None,
+            predicted=Interval.from_dict(d["predicted_s"])
+            if d.get("predicted_s") is not None
+            else None,
+            phases=PhaseTimes.from_dict(d["phases"]) if d.get("phases") else None,
+            probe_s=float(d.get("probe_s", 60.0)),
+            error=d.get("error"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "machine": self.machine,
+            "batch_size": self.batch_size,
+            "runtime_s": self.runtime.to_dict() if self.runtime else None,
+            "predicted_s": self.predicted.to_dict() if self.predicted else None,
+            "phases": self.phases.to_dict() if self.phases else None,
+            "probe_s": self.probe_s,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class ReplayTable:
+    """Instances and recorded entries; ``epochs`` is the run length the runtimes are for."""
+
+    instances: tuple[InstanceType, ...]
+    entries: tuple[ReplayEntry, ...]
+    snapshot: str = "replay"
+    source: str = ""
+    epochs: int = 10
+    delay_s: float = 0.0
+    _index: dict[tuple[str, int], ReplayEntry] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        keys = {i.key for i in self.instances}
+        for e in self.entries:
+            if e.machine not in keys:
+                raise ValueError(f"entry machine {e.machine!r} is not among the instances")
+            self._index[(e.machine, e.batch_size)] = e
+
+    def entry(self, machine: str, batch_size: int) -> ReplayEntry | None:
+        return self._index.get((machine, batch_size))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "snapshot": self.snapshot,
+            "source": self.source,
+            "epochs": self.epochs,
+            "delay_s": self.delay_s,
+            "instances": [i.to_dict() for i in self.instances],
+            "entries": [e.to_dict() for e in self.entries],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ReplayTable:
+        return cls(
+            instances=tuple(InstanceType(**i) for i in d["instances"]),
+            entries=tuple(ReplayEntry.from_dict(e) for e in d["entries"]),
+            snapshot=str(d.get("snapshot", "replay")),
+            source=str(d.get("source", "")),
+            epochs=int(d.get("epochs", 10)),
+            delay_s=float(d.get("delay_s", 0.0)),
+        )
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> ReplayTable:
+        p = Path(path)
+        if not p.exists():
+            raise AdvisorError(f"Replay table {p} does not exist.", "check the path.")
+        try:
+            return cls.from_dict(json.loads(p.read_text(encoding="utf-8")))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise AdvisorError(f"Replay table {p} is invalid ({exc}).", "fix the file.") from exc
+
+
+class ReplayBackend(Backend):
+    """Serves a ``ReplayTable``; counts each distinct (machine, batch) served as one probe."""
+
+    name = "replay"
+
+    def __init__(self, table: ReplayTable) -> None:
+        super().__init__()
+        self.table = table
+        self.probed: list[tuple[str, int]] = []  # distinct (machine, batch), in probing order
+
+    @property
+    def snapshot(self) -> str:
+        return self.table.snapshot
+
+    def _instances(self, machines: MachineFilter) -> Sequence[InstanceType]:
+        out = []
+        for inst in self.table.instances:
+            if inst.provider == "local":
+                if machines.include_local:
+                    out.append(inst)
+            elif matches(inst, machines):
+                out.append(inst)
+        return out
+
+    def _runtime(
+        self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
+    ) -> RunTime:
+        epochs_est = workload.epochs_estimate(batch_size)  # issue #19: as suggest counts them
+        epochs = epochs_est.epochs
+        per_batch = {"epochs_model": epochs_est.to_dict()}
+        entry = self.table.entry(instance.key, batch_size)
+        if self.table.delay_s > 0:
+            time.sleep(self.table.delay_s)
+        new = (instance.key, batch_size) not in self.probed
+        if new:
+            self.probed.append((instance.key, batch_size))
+        source = "measured" if instance.provider == "local" else "replayed"
+        if entry is None:
+            return RunTime(
+                None, source, epochs, 0.0, new_probe=new, error="not in the replay table"
+            )
+        if entry.runtime is None:
+            return RunTime(None, source, epochs, entry.probe_s, new_probe=new, error=entry.error)
+        if entry.phases is not None:
+            from advisor.probes.iteration_model import estimate
+
+            est = estimate(entry.phases, workload.n_train, workload.n_val, epochs, batch_size)
+            return RunTime(
+                est.runtime,
+                entry.phases.source,
+                epochs,
+                entry.probe_s,
+                estimate={**est.to_dict(), **per_batch},
+                phases=entry.phases,
+                new_probe=new,
+            )
+        return RunTime(
+            entry.runtime,
+            source,
+            self.table.epochs,
+            entry.probe_s,
+            estimate={"runtime": entry.runtime.to_dict(), "source": "replay table"},
+            new_probe=new,
+        )
+
+    def _screen(
+        self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
+    ) -> RunTime | None:
+        entry = self.table.entry(instance.key, batch_size)
+        if entry is None or entry.runtime is None:  # a configuration that cannot run
+            error = "not in the replay table" if entry is None else entry.error
+            return RunTime(None, "modelled", self.table.epochs, 0.0, error=error)
+        if entry.predicted is None:
+            return None
+        return RunTime(entry.predicted, "modelled", self.table.epochs, entry.probe_s)
+
+
+def backend_from_spec(spec: str) -> Backend:
+    """Build a back end from ``advisor suggest --backend`` text: ``replay:PATH.json``."""
+    kind, _, arg = spec.partition(":")
+    if kind == "replay" and arg:
+        return ReplayBackend(ReplayTable.load(arg))
+    raise AdvisorError(
+        f"Unknown back end '{spec}'.",
+        "use --backend replay:PATH.json, or leave it out for local probes.",
+    )

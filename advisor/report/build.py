@@ -1,0 +1,337 @@
+"""What `advisor suggest` shows: ranking, best by time and cost, Pareto set, epoch sweep.
+
+``build_report(outcome)`` returns one JSON-able dict (printed as is by ``--json``);
+``advisor.report.render`` draws it (``render``) and plots it (``plot``).
+``check_feasible`` raises the "nothing fits" error with the cheapest (or fastest) option and
+the fix.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from advisor.durations import format_duration
+from advisor.errors import AdvisorError
+from advisor.evaluation.contract import Evaluation
+from advisor.evaluation.ranking import (
+    TIE_SHARE,
+    Point,
+    cheapest,
+    fastest,
+    pareto_set,
+    rank,
+    recommended,
+    tie_groups,
+)
+from advisor.options import METRIC_NAMES
+from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
+from advisor.records import TrialRecord
+from advisor.report.epochs import epochs_note, epochs_per_batch
+from advisor.report.overheads import overheads_notes, overheads_section, run_overheads_of
+from advisor.report.rows import KNOWN, managed_rows, runtime_params, scored_rows, tuned_ranges
+from advisor.study.selection import feasible_trials
+
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
+
+    from advisor.outcome import SuggestOutcome
+
+SWEEP_EPOCHS = (5, 10, 20)
+SWEEP_ROWS = 8
+RANKING_ROWS = 50  # rows kept in the report (the study keeps every trial)
+
+
+def _point(row: dict[str, Any]) -> Point:
+    return Point(row["runtime_s"]["value"], row["cost_usd"]["value"], row["feasible"], row)
+
+
+def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
+    """Everything the user sees, as one JSON-able document. The recommendation, ranking,
+    fastest, cheapest and Pareto set all come from one scored set (every trial and every
+    screened candidate) by one rule (``advisor.study.selection``)."""
+    import optuna
+
+    study = outcome.study
+    objective = outcome.objective
+    rows = scored_rows(outcome)
+    points = [_point(r) for r in rows]
+    startup = overheads_section(rows, outcome.workload)  # issue #14
+    ranked = rank(points, objective)
+    ranking = [p.ref for p in ranked]
+    best = recommended(points, objective)
+    front = pareto_set(points)
+    complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    states = [t.state for t in study.get_trials(deepcopy=False)]
+    rec_row = None
+    if best is not None:
+        rec_row = dict(best.ref, reason=_reason(outcome, points, best, front))
+        rec_row["region_note"] = _region_note(outcome, rec_row)
+    fast, cheap = fastest(points), cheapest(points)
+    epochs_rows = epochs_per_batch(complete, outcome.screen.values())  # issue #19
+    report: dict[str, Any] = {
+        "study": study.study_name,
+        "storage": outcome.storage_url,
+        "resumed": outcome.resumed,
+        "workload": outcome.workload.name,
+        "framework": outcome.workload.framework,
+        "objective": objective,
+        "metric_names": METRIC_NAMES[objective],
+        "budget_usd": outcome.options.budget_usd,
+        "deadline_s": outcome.options.deadline_s,
+        "epochs": outcome.options.epochs or "per batch size (table below)",  # issue #19
+        "catalog_snapshot": outcome.snapshot,
+        "candidates": len(outcome.candidates),
+        "guided_by_screen": outcome.guided,
+        "stop_reason": outcome.stop_reason,
+        "wall_s": round(outcome.wall_s, 3),
+        "trials": {
+            "total": len(states),
+            "new": outcome.new_trials,
+            "complete": sum(s == optuna.trial.TrialState.COMPLETE for s in states),
+            "failed": sum(s == optuna.trial.TrialState.FAIL for s in states),
+            "pruned": sum(s == optuna.trial.TrialState.PRUNED for s in states),
+        },
+        "probes": {
+            "new": outcome.new_probes,
+            "budget_usd": round(outcome.probe_budget_usd, 6),
+            "spent_usd": round(outcome.probe_spent_usd, 6),
+        },
+        "recommended": rec_row,
+        "best_by_time": fast.ref if fast else None,
+        "best_by_cost": cheap.ref if cheap else None,
+        "tie_share": TIE_SHARE,
+        "pareto": [p.ref for p in front],
+        "runtime_hyperparameters": runtime_params(outcome.space),
+        "tuned_ranges": tuned_ranges(outcome.space),
+        "ranking_total": len(ranking),
+        "local": _local_row(ranking),
+        "measured_elsewhere": _measured_rows(ranking),  # issue #14: probed machines' places
+        "ranking": ranking[:RANKING_ROWS],
+        "points": [_compact(r) for r in ranking],  # every scored candidate, for the plot
+        "managed": managed_rows(study.get_trials(deepcopy=False)),
+        "epoch_sweep": _epoch_sweep(outcome, [p.ref for p in front][:SWEEP_ROWS]),
+        "epochs_per_batch": epochs_rows,  # issue #19
+        "stale_warning": _stale(outcome),
+        "probe_failures": outcome.probe_failures,  # {status, batch_sizes, reason, text}
+        "known_legend": KNOWN,  # issue #14: each row's "known" (measured here/there, modelled)
+        "cloud_probes": outcome.cloud or None,  # issue #14: --cloud-probes jobs, stop reason
+        "overheads": startup,  # issue #14: start-up terms per service, billing
+        "notes": _notes(outcome, complete)
+        + overheads_notes(startup)  # issue #14
+        + _epochs_notes(epochs_rows),  # issue #19
+    }
+    return report
+
+
+POINT_FIELDS = (
+    "machine", "batch_size", "spot", "service", "feasible", "runtime_s", "cost_usd", "known",
+)  # fmt: skip
+
+
+def _compact(row: dict[str, Any]) -> list[Any]:
+    """A scored row as [machine, batch, spot, service, feasible, [time v, lo, hi], [cost v,
+    lo, hi], known] (``POINT_FIELDS``): the plot needs every point, the JSON stays small."""
+    return [
+        *(row[k] for k in POINT_FIELDS[:5]),
+        *([round(d["value"], 6), round(d["low"], 6), round(d["high"], 6)]
+          for d in (row["runtime_s"], row["cost_usd"])),
+        row.get("known"),
+    ]  # fmt: skip
+
+
+def _reason(outcome: SuggestOutcome, points: list[Point], best: Point, front: list[Point]) -> str:
+    """One line: why this run ("fastest within USD 5; the cheapest of 9 machines within 5 %
+    of the best time")."""
+    opts, objective = outcome.options, outcome.objective
+    if objective == "pareto":
+        return (
+            f"knee of the time-cost front ({len(front)} points after the {TIE_SHARE:.0%} tie "
+            "rule): closest to both the fastest and the cheapest run"
+        )
+    limit = ""
+    if opts.budget_usd is not None:
+        limit = f" within USD {opts.budget_usd:g}"
+    elif opts.deadline_s is not None:
+        limit = f" within {format_duration(opts.deadline_s)}"
+    what, other = ("fastest", "time") if objective == "time" else ("cheapest", "cost")
+    group = tie_groups([p for p in points if p.feasible], objective)[0]
+    text = f"{what}{limit}"
+    if len(group) > 1:
+        pick = "cheapest" if objective == "time" else "fastest"
+        text += (
+            f"; the {pick} of {len(group)} candidates within {TIE_SHARE:.0%} of the best {other}"
+        )
+    neck = best.ref.get("limiting") or ""
+    if "host-bound" in neck:
+        text = f"{text} (host-bound, so a bigger accelerator does not help)"
+    return text
+
+
+def _region_note(outcome: SuggestOutcome, row: dict[str, Any]) -> str | None:
+    """Where the recommended machine is priced and why (the catalog's region note)."""
+    if row.get("service") == "local":
+        return "this machine"
+    try:
+        from advisor.providers.catalog import load
+
+        cat = load(outcome.snapshot)
+        base = row["machine"].removesuffix(":spot")
+        inst = next(i for i in cat.instances if i.key == base)
+        return cat.region_note(inst)
+    except Exception:  # a replay table's snapshot is no catalog: no note
+        return row.get("region")
+
+
+def _stale(outcome: SuggestOutcome) -> str | None:
+    """The catalog's stale-price warning (with the refresh command), or None."""
+    from advisor.providers.catalog import stale_warning
+
+    try:
+        return stale_warning(outcome.snapshot, [c.instance for c in outcome.candidates])
+    except (ValueError, TypeError):  # a snapshot name that is not a date (replay tables)
+        return None
+
+
+def _notes(outcome: SuggestOutcome, trials: list[FrozenTrial]) -> list[str]:
+    ranges = tuned_ranges(outcome.space)
+    notes = [
+        "Times are probed at the start of training; a model whose kernels get faster as it "
+        "trains (e.g. max pooling on channels-first CPU tensors: the probe warns) takes less "
+        "than predicted (docs/benchmarks.md).",
+        f"Spot runs include a restart overhead of +{SPOT_RESTART_OVERHEAD:.0%} "
+        f"(upper bound +{SPOT_RESTART_OVERHEAD_HIGH:.0%}) for interruptions.",
+    ]
+    if ranges:
+        notes.insert(
+            0,
+            f"{', '.join(ranges)} do not change the run time, so this study does not judge "
+            "them: it hands their ranges to the managed tuning job (advisor submit), and "
+            "their importance in the dashboard means nothing yet.",
+        )
+    notes += [f"Probe: {w}." for w in _probe_warnings(trials)]
+    notes[:0] = [f"Failed probes: {f['text']}." for f in outcome.probe_failures]
+    return notes
+
+
+def _epochs_notes(rows: list[dict[str, Any]]) -> list[str]:  # issue #19
+    note = epochs_note(rows)
+    return [note] if note else []
+
+
+def _probe_warnings(trials: list[FrozenTrial]) -> list[str]:
+    """The distinct warnings of the probes behind ``trials``."""
+    records = [TrialRecord.from_trial(t) for t in trials]
+    found = {w for r in records if r is not None for w in (r.probe or {}).get("warnings", ())}
+    return sorted(found)
+
+
+def _local_row(ranking: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """This machine's best row in the ranking, with its rank (1-based)."""
+    for place, row in enumerate(ranking, 1):
+        if row["service"] == "local":
+            return dict(row, rank=place)
+    return None
+
+
+def _measured_rows(ranking: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row measured on its machine by a remote probe (or emulated), with its rank, so
+    the report shows where the measured machines stand even below the top rows."""
+    return [
+        dict(row, rank=place)
+        for place, row in enumerate(ranking, 1)
+        if row.get("known") in ("probed", "emulated")
+    ]
+
+
+def _phases(outcome: SuggestOutcome, row: dict[str, Any]) -> Any:
+    """The phase times behind a row: its trial's record, else its screen evaluation."""
+    if row["trial"] is not None:
+        trials = outcome.study.get_trials(deepcopy=False)
+        t = next(t for t in trials if t.number == row["trial"])
+        rec = TrialRecord.from_trial(t)
+        return None if rec is None else rec.phases
+    ev = outcome.screen.get((row["machine"], row["batch_size"]))
+    return None if ev is None else ev.phases
+
+
+def _epoch_sweep(outcome: SuggestOutcome, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Run time (relative to the best per column) and cost (USD; the local machine costs 0)
+    for 5/10/20 (+ the run's own) epochs of the Pareto set's runs: the whole job, start-up
+    overheads included (issue #14), priced as the scorer priced the run."""
+    with_phases = [(r, ph) for r in rows if (ph := _phases(outcome, r)) is not None]
+    if not with_phases:
+        return None
+    from advisor.probes.iteration_model import epoch_sweep, normalise
+
+    epochs = sorted({*SWEEP_EPOCHS, *(r["epochs"] or 10 for r, _ in with_phases)})
+    runtime: dict[str, dict[int, float]] = {}
+    cost: dict[str, dict[int, float]] = {}
+    wl = outcome.workload
+    for r, phases in with_phases:
+        sweep = epoch_sweep(
+            phases, wl.n_train, wl.n_val, r["batch_size"], epochs, r["price_per_hour"] or 0.0,
+            spot=r["spot"], service=r["service"], overheads=run_overheads_of(r, wl),
+        )  # fmt: skip
+        label = f"{r['machine']} b{r['batch_size']}"
+        runtime[label] = {ep: est.runtime.value for ep, est in sweep.items()}
+        cost[label] = {ep: est.cost.value for ep, est in sweep.items() if est.cost is not None}
+    return {
+        "epochs": epochs,
+        "runtime_s": runtime,
+        "cost_usd": cost,
+        "runtime_normalised": normalise(runtime),
+    }
+
+
+def check_feasible(outcome: SuggestOutcome) -> None:
+    """Raise "no candidate fits" with the cheapest/fastest option seen and how to fix it."""
+    if feasible_trials(outcome.study):
+        return
+    opts = outcome.options
+    evs: list[Evaluation] = []
+    for t in outcome.study.get_trials(deepcopy=False):
+        rec = TrialRecord.from_trial(t)
+        ev = None if rec is None else rec.to_evaluation()
+        if isinstance(ev, Evaluation):
+            evs.append(ev)
+    kind = "estimated"
+    if not evs:
+        evs = [e for e in outcome.screen.values() if isinstance(e, Evaluation)]
+        kind = "predicted"
+    if not evs:
+        raise AdvisorError(
+            "No candidate could be evaluated (every probe failed or was unaffordable).",
+            "check the probe errors with `advisor probe`, or raise --probe-budget.",
+        )
+    if opts.budget_usd is None and opts.deadline_s is None:  # issue #18: no limit, no trial
+        raise AdvisorError(
+            f"No trial finished: the search stopped ({outcome.stop_reason or 'no reason given'}) "
+            f"with USD {outcome.probe_spent_usd:.2f} of a USD {outcome.probe_budget_usd:g} "
+            "probe budget spent.",
+            "raise --probe-budget (or --trials / --timeout).",
+        )
+    limits = []
+    fixes = []
+    if opts.budget_usd is not None:
+        cheapest = min(evs, key=lambda e: e.cost.value)
+        limits.append(f"a budget of USD {opts.budget_usd:g}")
+        fixes.append(f"raise --budget to at least {_ceil(cheapest.cost.value)}")
+        best, what = cheapest, "cheapest"
+    if opts.deadline_s is not None:
+        fastest = min(evs, key=lambda e: e.runtime.value)
+        limits.append(f"a deadline of {format_duration(opts.deadline_s)}")
+        fixes.append(f"extend --deadline to at least {format_duration(fastest.runtime.value)}")
+        if opts.budget_usd is None:
+            best, what = fastest, "fastest"
+    raise AdvisorError(
+        f"No candidate fits {' and '.join(limits)}. The {what} option is {best.machine} at batch "
+        f"{best.batch_size}: USD {best.cost.value:.2f} ({best.cost.low:.2f}-{best.cost.high:.2f}) "
+        f"in {format_duration(best.runtime.value)}, {kind}.",
+        " or ".join(fixes) + ".",
+    )
+
+
+def _ceil(x: float) -> str:
+    import math
+
+    return f"{math.ceil(x * 100) / 100:.2f}"

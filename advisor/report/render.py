@@ -1,0 +1,393 @@
+"""Draw ``advisor suggest``'s report (``advisor.report.build.build_report``) with rich (the plot:
+``advisor.report.plot``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from advisor.durations import format_duration
+from advisor.report.epochs import render_epochs  # issue #19
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+SKIPPED_SHOWN = 3  # lines of machines the cloud probes skipped (the JSON lists all)
+
+
+def _iv(d: dict[str, float] | None, fmt: str, scale: float = 1.0) -> str:
+    if not d:
+        return "-"
+    v, lo, hi = d["value"] * scale, d["low"] * scale, d["high"] * scale
+    return f"{v:{fmt}} ({lo:{fmt}}-{hi:{fmt}})"
+
+
+def _money(d: dict[str, float] | None) -> str:
+    """USD with cents, or three significant digits below 10 cents (0.00412)."""
+    if not d:
+        return "-"
+    small = 0 < abs(d["value"]) < 0.1
+    return _iv(d, ".3g" if small else ".2f")
+
+
+def _money_short(d: dict[str, float] | None) -> str:
+    """``_money`` for a table cell: below 10 cents, the bounds to two digits."""
+    if not d or not 0 < abs(d["value"]) < 0.1:
+        return _money(d)
+    return f"{d['value']:.3g} ({d['low']:.2g}-{d['high']:.2g})"
+
+
+def _runtime_text(d: dict[str, float] | None) -> str:
+    if not d:
+        return "-"
+    return (
+        f"{format_duration(d['value'])} ({format_duration(d['low'])}-{format_duration(d['high'])})"
+    )
+
+
+def _time_iv(d: dict[str, float] | None) -> str:
+    """A run time with its interval in the value's unit: "5.8 min (5.1-7.5)"."""
+    if not d:
+        return "-"
+    unit, size = next((u, n) for u, n in (("h", 3600.0), ("min", 60.0), ("s", 1.0))
+                      if d["value"] >= n or u == "s")  # fmt: skip
+    fmt = ".0f" if unit == "s" else (".2f" if unit == "h" else ".1f")
+    lo, hi = d["low"] / size, d["high"] / size
+    return f"{d['value'] / size:{fmt}} {unit} ({lo:{fmt}}-{hi:{fmt}})"
+
+
+def _startup_text(r: dict[str, Any]) -> str:
+    """Issue #14: the start-up term of a row ("none" on this machine, "-" when unknown)."""
+    d = r.get("startup_s")
+    if not d:
+        return "-"
+    return "none" if d["value"] <= 0 else format_duration(d["value"])
+
+
+def _training_text(r: dict[str, Any]) -> str:
+    d = r.get("training_s")
+    return format_duration(d["value"]) if d else "-"
+
+
+def _hps_text(hps: dict[str, Any], limit: int = 4) -> str:
+    parts = []
+    for k, v in list(hps.items())[:limit]:
+        parts.append(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}")
+    return " ".join(parts)
+
+
+def _price_text(r: dict[str, Any], dated: bool) -> str:
+    price = r.get("price_per_hour")
+    if price is None:
+        return "-"
+    if r.get("service") == "local":
+        return "0 (yours)"
+    if not dated:
+        return f"{price:.3g}"
+    return f"{price:.3g} ({r.get('price_date') or '?'})"
+
+
+def _price_dates(rows: list[dict[str, Any]]) -> list[str]:
+    return sorted({str(r.get("price_date") or "?") for r in rows if r.get("service") != "local"})
+
+
+def _table(title: str, rows: list[dict[str, Any]], width: int = 200) -> Any:
+    """The ranking in about 120 characters: time = start-up + training (issue #14), the price
+    (USD/h) and its date in the pick lines and the JSON, cost and time with intervals."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(
+        title=escape(title),
+        title_justify="left",
+        caption="time = start-up + training; start-up = provisioning, image pull or VM boot, "
+        "data download (see the notes)\n(screen) = predicted by the screen, not a trial",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=width >= 110,
+        padding=(0, 1) if width >= 110 else (0, 0),
+    )
+    fold = {"overflow": "fold"}
+    # a console narrower than 135 columns wraps the intervals under their values
+    wide = width >= 135
+    narrow: dict[str, Any] = {"no_wrap": True} if wide else {"min_width": 9, **fold}
+    money: dict[str, Any] = {"no_wrap": True} if wide else {"min_width": 14, **fold}
+    for col, kw in (
+        ("#", {"justify": "right"}),
+        ("machine", {"min_width": 15 if width >= 110 else 12, "max_width": 26, **fold}),
+        ("GPUs", {"justify": "right", "no_wrap": width >= 110}),
+        ("batch", {"justify": "right"}),
+        ("start-up", {"justify": "right", "no_wrap": True}),  # issue #14
+        ("training", {"justify": "right", "no_wrap": True}),
+        ("time (interval)", {"justify": "right", **narrow}),
+        ("cost USD", {"justify": "right", **money}),
+        ("limited by", {"min_width": 8, "ratio": 1, **fold}),
+        ("known", {"min_width": 8, "ratio": 1, **fold}),  # issue #14: legend below
+    ):
+        table.add_column(escape(col), **kw)
+    for i, r in enumerate(rows, 1):
+        gpus = f"{r['gpus']}x {r['accelerator']}" if r["gpus"] else "cpu"
+        table.add_row(
+            str(i),
+            escape(r["machine"].removesuffix(":spot") + (" spot" if r["spot"] else "")),
+            escape(gpus),
+            str(r["batch_size"]),
+            _startup_text(r),
+            _training_text(r),
+            _time_iv(r["runtime_s"]),
+            _money_short(r["cost_usd"]),
+            escape(r.get("limiting") or "-"),
+            escape(_known_text(r, width)),
+        )
+    return table
+
+
+def _known_text(r: dict[str, Any], width: int = 200) -> str:
+    """How a row's time is known (the legend's key; the full source is in the JSON), marked
+    "(screen)" when no trial evaluated it and "[over limit]" when it breaks a limit."""
+    text = r.get("known") or r["source"]
+    if r["source"].endswith("screen only"):
+        text += " (screen)"
+    over = "\n[over limit]" if width >= 110 else "\n[over\nlimit]"
+    return text + ("" if r["feasible"] else over)
+
+
+def _pick_line(label: str, row: dict[str, Any]) -> str:
+    from rich.markup import escape
+
+    hps = _hps_text(row["hyperparameters"], 8)
+    startup = row.get("startup_s")
+    parts = ""
+    if startup and startup["value"] > 0:  # issue #14
+        parts = f" = {_startup_text(row)} start-up + {_training_text(row)} training"
+    return f"[bold]{label}:[/] " + escape(
+        f"{row['machine']} batch {row['batch_size']}{_epochs_text(row)}"
+        f"{' ' + hps if hps else ''} - "
+        f"{_runtime_text(row['runtime_s'])}{parts}, USD {_money(row['cost_usd'])} at "
+        f"{_price_text(row, True)} USD/h, {row['source']}"
+    )
+
+
+def _epochs_text(row: dict[str, Any]) -> str:
+    """ ", 14 epochs" for a pick line (issue #19: the run length behind its time and cost)."""
+    epochs = row.get("epochs")
+    return f", {epochs} epochs" if epochs else ""
+
+
+def _managed_table(rows: list[dict[str, Any]]) -> Any:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(
+        title="Managed tuning runs (imported, measured; never the recommendation)",
+        title_justify="left",
+    )
+    for col in (
+        "trial",
+        "job",
+        "machine",
+        "status",
+        "runtime",
+        "cost USD",
+        "metric",
+        "hyperparameters",
+    ):
+        table.add_column(col)
+    for r in rows:
+        metric = r.get("metric") or {}
+        value = metric.get("value")
+        table.add_row(
+            str(r["trial"]),
+            escape(str(r["job"])),
+            escape(str(r["instance_type"])),
+            escape(str(r["status"])),
+            format_duration(r["runtime_s"]["value"]) if r["runtime_s"] else "-",
+            _money(r["cost_usd"]),
+            escape(f"{metric.get('name', '')}={value:.4g}" if value is not None else "-"),
+            escape(_hps_text(r["hyperparameters"], 6)),
+        )
+    return table
+
+
+def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
+    """Draw the report with rich (every value escaped: "[interval]" stays text)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    console.print(
+        escape(
+            f"{report['workload']} ({report['framework']}), objective {report['objective']}"
+            + (f", budget USD {report['budget_usd']:g}" if report["budget_usd"] else "")
+            + (
+                f", deadline {format_duration(report['deadline_s'])}"
+                if report["deadline_s"]
+                else ""
+            )
+            + f", epochs: {report['epochs']}, catalog {report['catalog_snapshot']}"
+        )
+    )
+    if report.get("stale_warning"):
+        console.print(f"[yellow]{escape(report['stale_warning'])}[/]")
+    console.print(
+        _table(
+            f"Ranking (top {top} of {report['ranking_total']})",
+            report["ranking"][:top],
+            console.width,
+        )
+    )
+    _render_known(report, console)  # issue #14
+    rec = report["recommended"]
+    if rec:
+        console.print(_pick_line("recommended", rec))
+        console.print(f"  [bold]why:[/] {escape(rec['reason'])}")
+        if rec.get("region_note"):
+            console.print(f"  [bold]priced in:[/] {escape(rec['region_note'])}")
+        ranges = report.get("tuned_ranges") or {}
+        if ranges:
+            console.print(
+                "  [bold]tuning ranges[/] (not judged by this study; advisor submit hands "
+                "them to the tuning job): "
+                + escape(", ".join(f"{k} {v}" for k, v in ranges.items()))
+            )
+    for label, key in (("fastest", "best_by_time"), ("cheapest", "best_by_cost")):
+        if report[key]:
+            console.print(_pick_line(label, report[key]))
+    local = report.get("local")
+    if local:
+        console.print(
+            escape(
+                f"this machine: rank {local['rank']} of {report['ranking_total']}, batch "
+                f"{local['batch_size']} - {_runtime_text(local['runtime_s'])}, {local['source']}"
+            )
+        )
+    for row in report.get("measured_elsewhere") or []:  # issue #14: remote probes' places
+        console.print(
+            escape(
+                f"{row['known']} on the machine: {row['machine']} batch {row['batch_size']}, "
+                f"rank {row['rank']} of {report['ranking_total']} - "
+                f"{_runtime_text(row['runtime_s'])}, {row['source']}"
+            )
+        )
+    render_epochs(report.get("epochs_per_batch") or [], console)  # issue #19
+    console.print(
+        _table(
+            f"Pareto set (time vs cost, sorted; points within {report.get('tie_share', 0.05):.0%} "
+            "merged)",
+            report["pareto"],
+            console.width,
+        )
+    )
+    sweep = report.get("epoch_sweep")
+    if sweep:
+        table = Table(
+            title="Epoch sweep: run time (start-up included) relative to the fastest per column "
+            "/ cost in USD",
+            title_justify="left",
+        )
+        table.add_column("candidate")
+        for ep in sweep["epochs"]:
+            table.add_column(f"{ep} ep", justify="right")
+        for label, row in sweep["runtime_normalised"].items():
+            costs = sweep["cost_usd"].get(label, {})
+            # a report read back from JSON (--server) has its epochs as string keys
+            row = {int(k): v for k, v in row.items()}
+            costs = {int(k): v for k, v in costs.items()}
+            table.add_row(
+                escape(label),
+                *[
+                    f"{row[ep]:.2f}x / " + (f"{costs[ep]:.3g}" if ep in costs else "-")
+                    for ep in sweep["epochs"]
+                ],
+            )
+        console.print(table)
+    if report.get("managed"):
+        console.print(_managed_table(report["managed"]))
+    if report.get("cloud_probes"):
+        _render_cloud(report["cloud_probes"], console)  # issue #14
+    t, p = report["trials"], report["probes"]
+    console.print(
+        escape(
+            f"study {report['study']} ({'resumed' if report['resumed'] else 'new'}) in "
+            f"{report['storage']}: {t['total']} trials ({t['new']} new, {t['failed']} failed, "
+            f"{t['pruned']} pruned); {p['new']} new probes; probe budget spent USD "
+            f"{p['spent_usd']:.4f} of {p['budget_usd']:.2f}; stopped: {report['stop_reason']}; "
+            f"{report['wall_s']:.1f} s"
+        )
+    )
+    for note in report["notes"]:
+        console.print(f"[dim]{escape(note)}[/]")
+
+
+# -- issue #14: how each time is known, and the cloud probes ---------------------------------
+
+
+def _render_known(report: dict[str, Any], console: Console) -> None:
+    """The legend of the "known" column: only the kinds the ranking shows."""
+    from rich.markup import escape
+
+    legend = report.get("known_legend") or {}
+    shown = {r.get("known") for r in report["ranking"]}
+    parts = [f"{k} = {v}" for k, v in legend.items() if k in shown]
+    if parts:
+        console.print(f"[dim]known: {escape('; '.join(parts))}[/]")
+
+
+def _render_cloud(cloud: dict[str, Any], console: Console) -> None:
+    """The cloud probes: one row per job, the lines of skipped machines, the stop reason."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(
+        title=f"Cloud probes (--cloud-probes {cloud['requested']}): measured on the machine",
+        title_justify="left",
+    )
+    for col in (
+        "machine", "batch", "job", "state", "wall", "billed", "cost USD", "step measured",
+        "step predicted", "measured / predicted",
+    ):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("machine", "job", "state") else "right")
+    for j in cloud.get("jobs", []):
+        state = str(j.get("state"))
+        if j.get("emulated"):
+            state += " (emulated here)"
+        if j.get("cached"):
+            state += " (cached, not charged)"
+        ratio = j.get("ratio")
+        table.add_row(
+            escape(str(j["machine"])),
+            str(j["batch_size"]),
+            escape(str(j.get("job_id") or "-")),
+            escape(state),
+            _seconds(j.get("wall_s")),
+            _seconds(j.get("billed_s")),
+            f"{j['cost_usd']:.4f}" if j.get("cost_usd") is not None else "-",
+            _step(j.get("measured_step_s")),
+            _step(j.get("predicted_step_s")),
+            f"x{ratio:.2f}" if ratio else "-",
+        )
+    if cloud.get("jobs"):
+        console.print(table)
+    skipped = cloud.get("skipped", [])
+    for line in skipped[:SKIPPED_SHOWN]:
+        console.print(f"[yellow]{escape(line)}[/]")
+    if len(skipped) > SKIPPED_SHOWN:
+        more = len(skipped) - SKIPPED_SHOWN
+        console.print(f"[yellow]... and {more} more not probed (all listed in --json)[/]")
+    console.print(
+        escape(
+            f"cloud probes: {len(cloud.get('jobs', []))} job(s) ({cloud.get('new', 0)} new), USD "
+            f"{cloud.get('spent_usd', 0.0):.4f} charged to the probe budget; stopped: "
+            f"{cloud.get('stop_reason') or '-'}"
+        )
+    )
+
+
+def _seconds(v: Any) -> str:
+    return "-" if v is None else format_duration(float(v))
+
+
+def _step(v: Any) -> str:
+    return "-" if v is None else f"{float(v) * 1e3:.3g} ms"

@@ -1,0 +1,211 @@
+"""The rows of ``advisor suggest``'s report: one dict per scored candidate (a trial, or a
+screened machine x batch that never became one), the limiting term of its run time, the
+hyperparameters the study hands on as ranges, and the imported managed runs.
+
+``advisor.report.build.build_report`` assembles them; nothing here chooses (``advisor.study.selection``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from advisor.evaluation.contract import Evaluation
+from advisor.options import is_feasible
+from advisor.records import TrialRecord, is_managed
+
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
+
+    from advisor.outcome import SuggestOutcome
+    from advisor.search_spaces.space import JointSpace
+
+# The run time's terms (advisor.probes.iteration_model.estimate's breakdown), as the report names them.
+TERMS = {
+    "init": "initialisation",
+    "first_iteration": "first iteration",
+    "steady_iterations": "training steps",
+    "validation": "validation",
+}
+# The performance model's bottlenecks (advisor.probes.perf), when a back end records one.
+HOST_BOUND = {"input", "dispatch"}
+
+
+def limiting(estimate: dict[str, Any]) -> str:
+    """The largest term of a run's time and its share ("training steps 93 %"), plus the
+    modelled iteration bottleneck when the estimate carries one; "" when unknown."""
+    parts = {k: float(v) for k, v in (estimate.get("breakdown") or {}).items() if k in TERMS}
+    job = job_terms(estimate)  # issue #14: the cloud job's start-up is a term of its own
+    if job["startup_s"] and job["startup_s"]["value"] > 0:
+        if not parts and job["training_s"]:  # no breakdown (a replayed run): training whole
+            parts["training"] = float(job["training_s"]["value"])
+        parts["startup"] = float(job["startup_s"]["value"])
+    total = sum(parts.values())
+    text = ""
+    if total > 0:
+        top = max(parts, key=lambda k: parts[k])
+        text = f"{TERMS.get(top, top.replace('startup', 'start-up'))} {parts[top] / total:.0%}"
+    neck = estimate.get("bottleneck")
+    if neck:
+        text = f"{text}, {'host-bound: ' if neck in HOST_BOUND else ''}{neck}".strip(", ")
+    return text
+
+
+def job_terms(estimate: dict[str, Any]) -> dict[str, Any]:
+    """Issue #14: the run's start-up (provisioning, image pull or VM boot, data download) and
+    training seconds as {value, low, high}, from the priced estimate; None for a record
+    priced before start-up was counted (its runtime is the training alone)."""
+    over = estimate.get("overheads") or {}
+    return {"startup_s": over.get("startup_s"), "training_s": over.get("training_s")}
+
+
+# How a row's time is known (issue #14), the report's "known" column, and its legend.
+KNOWN = {
+    "here": "measured here: probed on this machine",
+    "probed": "measured on that machine by a remote probe (--cloud-probes)",
+    "emulated": "remote probe emulated here (local stand-in): this machine's timings, not that machine's",
+    "model": "modelled from this machine's probe by the performance model",
+    "replay": "replayed from a recorded table",
+}
+
+
+def how_known(source: str, service: str | None) -> str:
+    """A row's ``known`` key (``KNOWN``) from its source and service."""
+    if source.startswith("emulated"):
+        return "emulated"
+    if source.startswith("measured (remote"):
+        return "probed"
+    if source.startswith("measured"):
+        return "here" if service == "local" else "probed"
+    if source.startswith("replayed"):
+        return "replay"
+    return "model"
+
+
+def runtime_params(space: JointSpace) -> list[str]:
+    """Hyperparameters that change the run time (width, depth...): advised with the machine."""
+    return [p.name for p in space.hyperparameters if p.affects_runtime]
+
+
+def tuned_ranges(space: JointSpace) -> dict[str, str]:
+    """Hyperparameters that do not change the run time (learning rate, dropout...), as the
+    ranges the managed tuning job searches: the study does not judge their quality."""
+    out: dict[str, str] = {}
+    for p in space.hyperparameters:
+        if p.affects_runtime:
+            continue
+        if hasattr(p, "choices"):
+            out[p.name] = "{" + ", ".join(map(str, p.choices)) + "}"
+        else:
+            scale = " log" if getattr(p, "log", False) else ""
+            out[p.name] = f"{p.low:g}..{p.high:g}{scale}"
+    return out
+
+
+def _instance_fields(inst: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "provider": inst.get("provider"),
+        "service": inst.get("service"),
+        "instance_type": inst.get("instance_type"),
+        "accelerator": inst.get("accelerator"),
+        "gpus": inst.get("accelerator_count", 0),
+        "region": inst.get("region") or None,
+        "price_date": inst.get("price_date"),
+    }
+
+
+def trial_row(t: FrozenTrial, space: JointSpace) -> dict[str, Any]:
+    """A finished trial's row."""
+    rec = TrialRecord.from_trial(t)
+    assert rec is not None, f"trial {t.number} has no advisor record"
+    shown = set(runtime_params(space))
+    return {
+        "trial": t.number,
+        "machine": rec.machine,
+        **_instance_fields(rec.instance or {}),
+        "spot": rec.spot,
+        "batch_size": rec.batch_size,
+        "hyperparameters": {k: v for k, v in t.params.items() if k in shown},
+        "runtime_s": rec.runtime.to_dict() if rec.runtime else None,
+        **job_terms(rec.estimate),  # issue #14: runtime_s = startup_s + training_s
+        "cost_usd": rec.cost.to_dict() if rec.cost else None,
+        "source": rec.source,
+        "known": how_known(rec.source, (rec.instance or {}).get("service")),
+        "feasible": rec.feasible is not False,
+        "epochs": rec.epochs,
+        "price_per_hour": rec.price_per_hour,
+        "limiting": limiting(rec.estimate),
+    }
+
+
+def screen_row(outcome: SuggestOutcome, ev: Evaluation) -> dict[str, Any]:
+    """A screened (machine, batch) that never became a trial: modelled from the screen."""
+    cand = {c.key: c for c in outcome.candidates}[ev.machine]
+    return {
+        "trial": None,
+        "machine": ev.machine,
+        **_instance_fields(cand.instance.to_dict()),
+        "spot": ev.spot,
+        "batch_size": ev.batch_size,
+        "hyperparameters": {},
+        "runtime_s": ev.runtime.to_dict() if ev.runtime else None,
+        **job_terms(ev.estimate),  # issue #14
+        "cost_usd": ev.cost.to_dict() if ev.cost else None,
+        "source": f"{ev.source}, screen only",
+        "known": how_known(ev.source, cand.instance.service),
+        "feasible": is_feasible(outcome.options, ev),
+        "epochs": ev.epochs,
+        "price_per_hour": ev.price_per_hour,
+        "limiting": limiting(ev.estimate),
+    }
+
+
+def scored_rows(outcome: SuggestOutcome) -> list[dict[str, Any]]:
+    """Every scored candidate once: finished trials (one per machine, batch and run-time
+    hyperparameters) and the screened candidates no trial evaluated."""
+    import optuna
+
+    rows: list[dict[str, Any]] = []
+    seen: set[tuple[Any, ...]] = set()
+    tried: set[tuple[str, int]] = set()
+    for t in outcome.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+        rec = TrialRecord.from_trial(t)
+        if rec is None or not rec.ok or is_managed(t):
+            continue
+        row = trial_row(t, outcome.space)
+        key = (rec.machine, rec.batch_size, tuple(sorted(row["hyperparameters"].items())))
+        if key not in seen:
+            seen.add(key)
+            tried.add((rec.machine, rec.batch_size))
+            rows.append(row)
+    for pair, ev in outcome.screen.items():
+        if isinstance(ev, Evaluation) and pair not in tried:
+            rows.append(screen_row(outcome, ev))
+    return rows
+
+
+def managed_rows(trials: list[FrozenTrial]) -> list[dict[str, Any]]:
+    """Imported managed tuning runs: measured run time and metric per training job."""
+    out = []
+    for t in trials:
+        if not is_managed(t):
+            continue
+        rec = TrialRecord.from_trial(t)
+        m = rec.managed if rec is not None else None
+        ua = t.user_attrs
+        out.append(
+            {
+                "trial": t.number,
+                "provider": m.provider if m else ua.get("provider"),
+                "tuning_job": m.tuning_job if m else ua.get("tuning_job"),
+                "job": m.job_name if m else ua.get("managed_job"),
+                "instance_type": m.instance_type if m else ua.get("instance_type"),
+                "status": m.status if m else ua.get("managed_status"),
+                "metric": {"name": m.metric_name, "value": m.metric} if m else None,
+                "runtime_s": rec.runtime.to_dict() if rec and rec.runtime else None,
+                "cost_usd": rec.cost.to_dict() if rec and rec.cost else None,
+                "hyperparameters": {
+                    k: v for k, v in t.params.items() if k not in ("machine", "batch_size")
+                },
+            }
+        )
+    return out

@@ -1,0 +1,42 @@
+"""The study's name: the same question gives the same name, so a re-run resumes the study."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from advisor.evaluation.workload import WorkloadInfo
+from advisor.options import SuggestOptions
+from advisor.search_spaces.space import JointSpace, space_to_dict
+
+
+def study_name_for(
+    options: SuggestOptions, workload: WorkloadInfo, space: JointSpace, snapshot: str
+) -> str:
+    """A stable name: the same inputs give the same study, so a re-run resumes it."""
+    if options.study_name:
+        return options.study_name
+    objective = options.resolved_objective
+    ident = {
+        "space": space_to_dict(space),
+        "budget": options.budget_usd,
+        "deadline": options.deadline_s,
+        "epochs": options.epochs,
+        "at_batch": options.at_batch,  # issue #19
+        "epochs_at": sorted(options.epochs_at),  # issue #19
+        # issue #19: epochs per batch size changed (fitted to known points since "-fit")
+        "epochs_model": "gradient-noise-scale-fit",
+        "snapshot": snapshot,
+        "iterations": options.probe_iterations,
+        "n_train": workload.n_train,
+        "n_val": workload.n_val,
+        # issue #14: runtime and cost are the whole job's (start-up + training) since this
+        # key: an older study (training alone) is not resumed with the new meaning
+        "job_overheads": 1,
+        "data_bytes": workload.data_bytes,
+    }
+    if options.cloud_probes:  # issue #14: measured machines change the answer (and emulated)
+        ident["cloud_probes"] = [options.cloud_probes, options.emulate_cloud]
+    digest = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
+    name = workload.name.replace(":", ".")
+    return f"advisor-{name}-{workload.framework}-{objective}-{digest[:8]}"

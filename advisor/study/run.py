@@ -1,0 +1,305 @@
+"""The joint Optuna study: machine x batch size x hyperparameters, scored by probes + models.
+
+``run_suggest(SuggestOptions(...))`` is the public front of ``advisor suggest``:
+
+1. Resolve the workload, its space, the candidates (catalog machines matching the space, on
+   demand and spot, plus this machine) and the objective (``--budget`` -> fastest run within
+   the budget; ``--deadline`` -> cheapest run within the deadline; ``--objective`` overrides).
+2. Open (or resume) the study in the storage; its name comes from the workload, framework,
+   objective and a hash of the space and limits, so an identical re-run resumes it.
+3. Screen: the back end predicts every (machine, batch) cheaply with an interval (the local
+   back end probes this machine once per batch size, cached, then the performance model and
+   iteration-time model are arithmetic). When a screen is available the machine and batch of
+   each trial are chosen best-first by predicted value, among candidates whose optimistic
+   bound (interval low end) could still beat the best result so far and whose probe fits the
+   probe budget; the sampler chooses the hyperparameters. Without a screen the sampler
+   chooses everything. The study stops when no candidate can improve (converged), the probe
+   budget is spent, ``--trials`` or ``--timeout`` (which bounds the screen too) is reached,
+   or on Ctrl-C (finished trials are kept, the trial in progress is marked FAIL and retried
+   by the next run). The loop itself is ``advisor.study.loop.TrialLoop``.
+4. Failed probes are results: each batch size whose local probe failed is written once as a
+   FAIL trial with its reason, and summarised in ``SuggestOutcome.probe_failures``; when every
+   probe failed the run ends with one line saying why.
+5. Re-running the same command resumes the study: a study that had stopped on its own
+   (converged, budget spent, trial limit) gets no new trials, so the answer is the same;
+   ``--trials N`` adds N on purpose. Several processes may share one study: they see each
+   other's trials, never evaluate a configuration another is evaluating, and spend the probe
+   budget once (``advisor.study.claims``).
+
+Each trial is charged its probe once per (machine, batch): the predicted probe duration on that
+machine times its price, whether the probe ran locally, was modelled or replayed.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from advisor.errors import AdvisorError
+from advisor.evaluation.contract import Backend, Scored
+from advisor.evaluation.failures import failed_probes, summary
+from advisor.evaluation.workload import WorkloadInfo
+from advisor.options import (
+    DEFAULT_TRIALS,
+    METRIC_NAMES,
+    SuggestOptions,
+    workload_info,
+)
+from advisor.outcome import Stop, StopReason, SuggestOutcome
+from advisor.records import TrialRecord
+from advisor.search_spaces.space import JointSpace, space_to_dict
+from advisor.search_spaces.workloads import ModelRef
+from advisor.storage.locks import file_lock, lock_path, sigint_deferred
+from advisor.storage.urls import open_storage, resolve_storage
+from advisor.study.loop import TrialLoop
+from advisor.study.naming import study_name_for
+from advisor.study.state import StudyState
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.storages import BaseStorage
+    from optuna.trial import FrozenTrial
+
+Progress = Callable[[str, int, int], None]
+
+
+def local_backend(
+    options: SuggestOptions,
+    storage: str | BaseStorage,
+    space: JointSpace,
+    progress: Progress | None = None,
+) -> Backend:
+    """The real back end: local probes (cached in ``storage``) and the performance model;
+    each new probe is announced to ``progress`` as phase ``probe:WHAT`` (one line, in place)."""
+    from advisor.evaluation.local import LocalBackend
+
+    def on_probe(text: str) -> None:
+        if progress is not None:
+            progress(f"probe:{text}", 0, 1)
+
+    from advisor.remote.measured import remote_lookup
+
+    return LocalBackend(
+        storage,
+        options.snapshot,
+        iterations=options.probe_iterations,
+        threads=options.threads,
+        runtime_params=[p.name for p in space.hyperparameters if p.affects_runtime],
+        on_probe=on_probe,
+        # Issue #14: remote probes measured earlier (cached in the storage) replace the model
+        # at their machine and batch; the ledger they were recorded in corrects the model.
+        remote_lookup=remote_lookup(storage, options.probe_iterations, options.emulate_cloud),
+        ledger_storage=storage if isinstance(storage, str) else resolve_storage(options.storage),
+    )
+
+
+def run_suggest(
+    options: SuggestOptions,
+    backend: Backend | None = None,
+    progress: Progress | None = None,
+    storage: Any = None,
+) -> SuggestOutcome:
+    """Run (or resume) the study and return what happened; the trials stay in the storage.
+
+    ``storage`` may be an Optuna storage object (tests, benchmarks); otherwise
+    ``options.storage`` or the default SQLite file is used.
+    """
+    import optuna
+
+    from advisor.search_spaces.loader import default_space
+    from advisor.study.samplers import make_sampler
+
+    started = time.perf_counter()
+    deadline = None if options.timeout_s is None else time.monotonic() + options.timeout_s
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    objective = options.resolved_objective
+    workload = workload_info(options)
+    space = options.space or default_space(workload.name)
+    if space.workload != workload.name and not ModelRef(options.model).is_user:
+        raise AdvisorError(
+            f"The space is for '{space.workload}' but the model is '{workload.name}'.",
+            f"use --model {space.workload} or a space written for {workload.name}.",
+        )
+    if isinstance(storage, str):  # a URL: as --storage
+        options, storage = replace(options, storage=storage), None
+    url = resolve_storage(options.storage) if storage is None else "(in memory)"
+    lock_url = url if storage is None else None  # a storage object is this process's own
+    storage_obj = storage if storage is not None else open_storage(url)
+    if backend is None:
+        backend = local_backend(options, storage_obj, space, progress)
+    backend.deadline = deadline
+    candidates = backend.candidates(space)
+    if not candidates:
+        raise AdvisorError(
+            "No machine matches the space's machine filter.",
+            "widen 'machines' in the space file (providers, accelerators, max_price, max_gpus).",
+        )
+    name = study_name_for(options, workload, space, backend.snapshot)
+    study, resumed = _open_study(options, storage_obj, lock_url, name, workload, space, backend)
+    outcome = SuggestOutcome(
+        study=study,
+        storage_url=url,
+        options=options,
+        objective=objective,
+        workload=workload,
+        space=space,
+        candidates=candidates,
+        resumed=resumed,
+        probe_budget_usd=options.resolved_probe_budget,
+        snapshot=backend.snapshot,
+    )
+    directions = study.directions
+    state = StudyState(study, make_sampler(options.sampler, options.seed), list(directions))
+    last_run = study.user_attrs.get("last_run") or {}
+    # A study that stopped on its own is done: the same command gives the same answer,
+    # unless earlier transient probe failures are to be retried (a fixed model).
+    stopped_before = resumed and bool(last_run.get("final")) and not state.retrying
+    try:
+        stop: Stop | None = _screen(outcome, backend, progress, deadline)
+        if stop is None and options.cloud_probes:  # issue #14: measure the best for real
+            from advisor.remote.cloud_probes import run_cloud_probes
+
+            outcome.cloud = run_cloud_probes(outcome, backend, progress, deadline).to_dict()
+            state.refresh()  # their spend counts against the probe budget
+        if stop is None:
+            search = TrialLoop(outcome, backend, storage_obj, state, lock_url, progress, deadline)
+            if stopped_before and options.trials is None:
+                stop = Stop(
+                    StopReason.RESUMED,
+                    f"the study had already stopped ({last_run.get('stop')}) after "
+                    f"{state.finished} trials; no new trials (--trials N adds N)",
+                )
+            else:
+                n = options.trials if options.trials is not None else DEFAULT_TRIALS
+                stop = search.run(n, extend=stopped_before)
+    except KeyboardInterrupt:
+        stop = Stop(StopReason.INTERRUPTED)
+    with sigint_deferred():
+        state.refresh()
+        if stop.reason is not StopReason.RESUMED:
+            study.set_user_attr("last_run", {"stop": stop.text, "final": stop.reason.final})
+    if progress:
+        progress("trials", 1, 1)
+    outcome.stop = stop
+    outcome.new_probes = backend.new_probes
+    outcome.probe_spent_usd = state.spent_usd
+    failures = dict(state.failures)
+    for batch, failed in failed_probes(outcome.screen.values()).items():
+        failures.setdefault(batch, failed)
+    outcome.probe_failures = summary(failures, space.batch_sizes)
+    outcome.wall_s = time.perf_counter() - started
+    if stop.reason is StopReason.INTERRUPTED and not _complete(study):
+        raise KeyboardInterrupt  # nothing finished to report: the CLI says "Aborted." (130)
+    if failures and stop.reason is not StopReason.INTERRUPTED:
+        _refuse_if_nothing_ran(outcome)
+    return outcome
+
+
+def _complete(study: optuna.Study) -> list[FrozenTrial]:
+    import optuna
+
+    return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+
+
+def _open_study(
+    options: SuggestOptions,
+    storage: Any,
+    lock_url: str | None,
+    name: str,
+    workload: WorkloadInfo,
+    space: JointSpace,
+    backend: Backend,
+) -> tuple[optuna.Study, bool]:
+    """Create or load the study under the storage lock (processes may start together)."""
+    import optuna
+    from optuna.study import StudyDirection
+
+    from advisor.study.samplers import make_sampler
+
+    objective = options.resolved_objective
+    directions = [StudyDirection.MINIMIZE] * (2 if objective == "pareto" else 1)
+    with file_lock(lock_path(lock_url) if lock_url else None), sigint_deferred():
+        existing = {s.study_name for s in optuna.get_all_study_summaries(storage)}
+        study = optuna.create_study(
+            study_name=name,
+            storage=storage,
+            directions=directions,
+            sampler=make_sampler(options.sampler, options.seed),
+            load_if_exists=True,
+        )
+        resumed = name in existing
+        if not resumed:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                study.set_metric_names(METRIC_NAMES[objective])
+            for key, value in study_attrs(options, workload, space, backend).items():
+                study.set_user_attr(key, value)
+    return study, resumed
+
+
+def study_attrs(
+    options: SuggestOptions, workload: WorkloadInfo, space: JointSpace, backend: Backend
+) -> dict[str, Any]:
+    """The study's own attributes, written when it is created (the service's workers that
+    join a study write the same)."""
+    return {
+        "workload": workload.name,
+        "framework": workload.framework,
+        "space": space_to_dict(space),
+        "catalog_snapshot": backend.snapshot,
+        "budget_usd": options.budget_usd,
+        "deadline_s": options.deadline_s,
+        "objective": options.resolved_objective,
+        "epochs": options.epochs,
+        "at_batch": options.at_batch,  # issue #19
+        "epochs_at": sorted(options.epochs_at),  # issue #19
+        "n_train": workload.n_train,
+        "n_val": workload.n_val,
+        "backend": backend.name,
+    }
+
+
+def _screen(
+    outcome: SuggestOutcome, backend: Backend, progress: Progress | None, deadline: float | None
+) -> Stop | None:
+    """Predict every (machine, batch) cheaply into ``outcome.screen``; a stop when
+    --timeout ran out meanwhile (the partial screen is kept), else None."""
+    if not outcome.options.screen:
+        return None
+    pairs = [(c, b) for b in outcome.space.batch_sizes for c in outcome.candidates]
+    for i, (cand, batch) in enumerate(pairs):
+        if progress:
+            progress("screen", i, len(pairs))
+        if deadline is not None and time.monotonic() > deadline:
+            outcome.guided = bool(outcome.screen)
+            return Stop(StopReason.SCREEN_TIMEOUT)
+        pred = backend.screen(outcome.workload, cand, batch, {})
+        if pred is None:
+            outcome.screen = {}
+            break
+        outcome.screen[(cand.key, batch)] = pred
+    if progress:
+        progress("screen", len(pairs), len(pairs))
+    return None
+
+
+def _refuse_if_nothing_ran(outcome: SuggestOutcome) -> None:
+    """Every probe failed and nothing finished: say why in one line instead of a report."""
+    if _complete(outcome.study) or any(ev.ok for ev in outcome.screen.values()):
+        return
+    lines = "; ".join(f["text"] for f in outcome.probe_failures)
+    raise AdvisorError(
+        f"Every probe of {outcome.workload.name} failed, so nothing can be recommended: {lines}.",
+        f"run `advisor probe --model {outcome.workload.name} --batch-size "
+        f"{outcome.probe_failures[0]['batch_sizes'][0]}` to see the failure, fix it and re-run "
+        "(failed probes other than out-of-memory and NaN are retried on the next run).",
+    )
+
+
+def evaluation_from_trial(t: FrozenTrial) -> Scored | None:
+    """Rebuild the Evaluation a finished trial recorded (None for trials without one)."""
+    rec = TrialRecord.from_trial(t)
+    return None if rec is None else rec.to_evaluation()
