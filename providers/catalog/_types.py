@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-PROVIDERS = ("aws", "gcp", "azure", "local")
-SERVICES = ("ec2", "sagemaker", "compute-engine", "vertex", "azure-vm", "azure-ml", "local")
+from advisor.providers import registry
+
+PROVIDERS = (*registry.catalog_providers(), registry.LOCAL)
+SERVICES = registry.services()
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,12 @@ class InstanceType:
 
 @dataclass(frozen=True)
 class AcceleratorSpec:
-    """Vendor peak figures of one accelerator (dense, no sparsity), per device."""
+    """Vendor peak figures of one accelerator (dense, no sparsity), per device.
+
+    The GPU kernel model (``advisor.probes.kernels``) also reads ``sm_count``,
+    ``boost_clock_mhz``, ``l2_mib`` (MiB of L2 cache) and ``tdp_w`` (board power), with their
+    source in ``kernel_source``; they are None where the row does not give them (TPUs).
+    """
 
     name: str
     vendor: str
@@ -84,6 +91,11 @@ class AcceleratorSpec:
     link: str  # "PCIe", "NVLink", "ICI"
     link_gbs: float  # per-device intra-node bandwidth, GB/s, one direction
     source: str
+    sm_count: int | None = None
+    boost_clock_mhz: float | None = None
+    l2_mib: float | None = None
+    tdp_w: float | None = None
+    kernel_source: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
