@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
+from advisor.providers import registry
 from advisor.providers.tuning import (
     STEP_METRIC,
     TrialResult,
@@ -47,7 +48,7 @@ class AzureMLBackend(TuningBackend):
     or an existing environment (``azureml:name:version``)."""
 
     name: ClassVar[str] = "azureml"
-    services: ClassVar[tuple[str, ...]] = ("azure-ml", "azure-vm")
+    services: ClassVar[tuple[str, ...]] = registry.get("azureml").services
     strategies: ClassVar[tuple[str, ...]] = ("bayesian", "random", "grid")
 
     @classmethod

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
+from advisor.providers import registry
 from advisor.providers.catalog import InstanceType
 from advisor.providers.probe_jobs import (
     AZUREML_OUTPUT,
@@ -55,8 +56,11 @@ from advisor.providers.probe_jobs import (
 
 from advisor.errors import AdvisorError
 
-LAYOUTS = ("sagemaker", "vertex", "azure-ml")
-_ALIASES = {"azureml": "azure-ml", "ec2": "sagemaker", "compute-engine": "vertex"}
+LAYOUTS = tuple(p.managed_service for p in registry.PROVIDERS)
+# A back end's name or a VM service -> the managed service whose layout its jobs have.
+_ALIASES = {
+    alias: p.managed_service for p in registry.PROVIDERS for alias in (p.backend, p.vm_service)
+}
 # Variables a managed container would not inherit from this shell (stripped from the job's env).
 _CLOUD_PREFIXES = ("SM_", "AIP_", "CLOUD_ML_", "AZUREML_", "AZURE_ML_", "MLFLOW_")
 
@@ -79,7 +83,7 @@ class LocalJobRunner(ProbeJobRunner):
     folder per job (default: a new temporary folder); ``python`` stands for the image's."""
 
     name: ClassVar[str] = "local"
-    providers: ClassVar[tuple[str, ...]] = ("aws", "gcp", "azure", "local")
+    providers: ClassVar[tuple[str, ...]] = (*registry.catalog_providers(), registry.LOCAL)
     START_ALLOWANCE_S: ClassVar[float] = 30.0
 
     def __init__(

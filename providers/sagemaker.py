@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, ClassVar
 
+from advisor.providers import registry
 from advisor.providers.aws import aws_error, boto3_client, call, validate_request
 from advisor.providers.tuning import (
     STEP_METRIC,
@@ -46,7 +47,7 @@ class SageMakerBackend(TuningBackend):
     execution role ARN the training jobs assume."""
 
     name: ClassVar[str] = "sagemaker"
-    services: ClassVar[tuple[str, ...]] = ("sagemaker", "ec2")
+    services: ClassVar[tuple[str, ...]] = registry.get("sagemaker").services
     strategies: ClassVar[tuple[str, ...]] = ("bayesian", "random", "grid", "hyperband")
     max_parallel: ClassVar[int | None] = MAX_PARALLEL
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from advisor.providers import registry
 from advisor.providers.catalog import MachineKey
 from advisor.search_spaces.space import FloatParam, IntParam, Param
 
@@ -342,15 +343,11 @@ class TuningBackend(ABC):
 
 
 def provider_for(service: str) -> str:
-    return {
-        "ec2": "--provider sagemaker",
-        "sagemaker": "--provider sagemaker",
-        "compute-engine": "--provider vertex",
-        "vertex": "--provider vertex",
-        "azure-vm": "--provider azureml",
-        "azure-ml": "--provider azureml",
-        "local": "run it here with `python -m advisor.train`",
-    }.get(service, "another provider")
+    """What to submit a job on ``service``'s machines with (``--provider sagemaker``)."""
+    if service == registry.LOCAL:
+        return "run it here with `python -m advisor.train`"
+    provider = registry.for_service(service)
+    return "another provider" if provider is None else f"--provider {provider.backend}"
 
 
 def coerce(param: Param, value: Any) -> Any:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from advisor.providers import registry
 from advisor.providers.tuning import (
     TrialResult,
     TuningBackend,
@@ -78,7 +79,7 @@ class VertexBackend(TuningBackend):
     (built lazily for ``location`` with the environment's credentials when not given)."""
 
     name: ClassVar[str] = "vertex"
-    services: ClassVar[tuple[str, ...]] = ("vertex", "compute-engine")
+    services: ClassVar[tuple[str, ...]] = registry.get("vertex").services
     strategies: ClassVar[tuple[str, ...]] = ("bayesian", "random", "grid")
 
     def __init__(

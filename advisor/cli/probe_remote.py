@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from advisor.errors import AdvisorError
+from advisor.providers import registry
 
 
 def run_remote(
@@ -72,7 +73,7 @@ def resolve_machine(catalog: Any, name: str) -> Any:
     """The catalog row ``--on`` names; a VM type sold by a managed service too
     (``g2-standard-8``) is that service's row, which is what the probe job runs on and bills."""
     try:
-        return catalog.resolve(name, services=("sagemaker", "vertex", "azure-ml"))
+        return catalog.resolve(name, services=[p.managed_service for p in registry.PROVIDERS])
     except AdvisorError:
         return catalog.resolve(name)  # EC2/Compute Engine/Azure VM keys, or the one-line error
 

@@ -31,6 +31,7 @@ from typing import Any
 from advisor.errors import AdvisorError
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.probes.result import ProbeRequest, ProbeResult, ProbeStatus
+from advisor.providers import registry
 from advisor.providers.catalog import InstanceType
 from advisor.providers.probe_jobs import JobPoll, ProbeJobOutcome, ProbeJobRunner, ProbeJobSpec
 from advisor.providers.probe_jobs import job_command as _service_command
@@ -103,33 +104,10 @@ def runner_for(
     if emulate:
         from advisor.providers.probe_jobs_local import LocalJobRunner
 
-        return LocalJobRunner({"azureml": "azure-ml"}.get(provider, provider))
-    cfg = settings.provider(provider)
-    if provider == "sagemaker":
-        from advisor.providers.sagemaker_probe import SageMakerProbeJobRunner
+        return LocalJobRunner(registry.get(provider).managed_service)
+    from advisor.providers.backends import probe_runner
 
-        return SageMakerProbeJobRunner(
-            role=cfg.get("role"), region=cfg.get("region"), output=cfg.get("output"), poll_s=poll_s
-        )
-    if provider == "vertex":
-        from advisor.providers.vertex_probe import VertexProbeJobRunner
-
-        return VertexProbeJobRunner(
-            project=cfg.get("project"),
-            location=cfg.get("location") or "us-central1",
-            output=cfg.get("output"),
-            poll_s=poll_s,
-        )
-    from advisor.providers.azureml_probe import AzureMLProbeJobRunner
-
-    return AzureMLProbeJobRunner(
-        subscription=cfg.get("subscription"),
-        resource_group=cfg.get("resource_group"),
-        workspace=cfg.get("workspace"),
-        compute=cfg.get("compute"),
-        tracking_uri=cfg.get("tracking_uri"),
-        poll_s=poll_s,
-    )
+    return probe_runner(provider, settings.provider(provider), poll_s)
 
 
 def cached_remote_probe(
@@ -291,20 +269,16 @@ def _result(outcome: ProbeJobOutcome, request: ProbeRequest) -> ProbeResult:
     return ProbeResult.failure(request, status, why, outcome.wall_s)
 
 
-# A VM row's probe job runs on its provider's managed service (same hardware, its own price).
-_MANAGED_SERVICE = {"ec2": "sagemaker", "compute-engine": "vertex", "azure-vm": "azure-ml"}
-
-
 def job_machine(machine: InstanceType, catalog: Any, spot: bool = False) -> InstanceType:
     """The catalog row a probe job of ``machine`` is billed at: the managed service's row of
     the same machine (``ec2:g5.xlarge`` -> ``sagemaker:ml.g5.xlarge``, USD 1.408/h, not EC2's
     1.006), else ``machine`` itself when the catalog lists no such row."""
-    service = _MANAGED_SERVICE.get(machine.service)
-    if service is None:
+    provider = registry.for_service(machine.service)
+    if provider is None or machine.service != provider.vm_service:
         return machine
-    name = f"ml.{machine.instance_type}" if service == "sagemaker" else machine.instance_type
+    name = f"{provider.managed_service}:{provider.managed_type(machine.instance_type)}"
     try:
-        row: InstanceType = catalog.get(f"{service}:{name}")
+        row: InstanceType = catalog.get(name)
     except AdvisorError:
         return machine
     return machine if spot and row.spot_usd_per_h is None else row

@@ -26,32 +26,12 @@ from typing import Any
 
 from advisor.config import home
 from advisor.errors import AdvisorError
+from advisor.providers import registry
 
 SETTINGS_FILE = "cloud.yaml"
-# Each provider's keys (``advisor submit``'s options, plus its output location and image).
-PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
-    "sagemaker": ("role", "region", "output", "image"),
-    "vertex": ("project", "location", "output", "image"),
-    "azureml": ("subscription", "resource_group", "workspace", "compute", "image", "tracking_uri"),
-}
-# What each provider cannot start a probe job without.
-REQUIRED: dict[str, tuple[str, ...]] = {
-    "sagemaker": ("role", "output"),
-    "vertex": ("project", "output"),
-    # Azure: without a compute cluster the job runs serverless on the machine's own VM size;
-    # subscription, resource group and workspace may come from AZURE_* variables (the runner's
-    # check says which is missing).
-    "azureml": (),
-}
-# The catalog's services -> the provider whose managed service runs their probe jobs.
-SERVICE_PROVIDER: dict[str, str] = {
-    "sagemaker": "sagemaker",
-    "ec2": "sagemaker",
-    "vertex": "vertex",
-    "compute-engine": "vertex",
-    "azure-ml": "azureml",
-    "azure-vm": "azureml",
-}
+# Each provider's keys (``advisor submit``'s options, plus its output location and image),
+# by its back end's name: ``advisor.providers.registry``.
+PROVIDER_KEYS: dict[str, tuple[str, ...]] = {p.backend: p.settings for p in registry.PROVIDERS}
 
 
 def settings_path() -> Path:
@@ -118,13 +98,13 @@ class CloudSettings:
     def provider(self, name: str) -> dict[str, Any]:
         """``name``'s settings; raises one line when a required one is missing."""
         section = dict(self.providers.get(name, {}))
-        missing = [k for k in REQUIRED[name] if not section.get(k)]
+        missing = [k for k in registry.get(name).required if not section.get(k)]
         if missing or name not in self.providers:
             need = missing or [k for k in PROVIDER_KEYS[name] if k != "image"][:3]
             options = " ".join(f"--{k.replace('_', '-')} ..." for k in need)
             where = "no section" if name not in self.providers else f"no {', '.join(missing)}"
             raise AdvisorError(
-                f"{_LABEL[name]} probe jobs are not configured ({where} in {settings_path()}).",
+                f"{registry.get(name).backend_label} probe jobs are not configured ({where} in {settings_path()}).",
                 f"add them under '{name}:' in {settings_path()} (`advisor probe --on` also "
                 f"takes {options}).",
             )
@@ -135,18 +115,16 @@ class CloudSettings:
         image = self.providers.get(name, {}).get("image") or self.image
         if not image:
             raise AdvisorError(
-                f"No container image for {_LABEL[name]} probe jobs.",
+                f"No container image for {registry.get(name).backend_label} probe jobs.",
                 f"pass --image URI (docker/Dockerfile, pushed), or set image: in {settings_path()}.",
             )
         return str(image)
 
 
-_LABEL = {"sagemaker": "SageMaker", "vertex": "Vertex AI", "azureml": "Azure ML"}
-
-
 def provider_of(service: str) -> str | None:
-    """The provider whose managed service runs probe jobs for a catalog ``service``."""
-    return SERVICE_PROVIDER.get(service)
+    """The back end whose managed service runs probe jobs for a catalog ``service``."""
+    provider = registry.for_service(service)
+    return None if provider is None else provider.backend
 
 
 def _read_yaml(path: Path) -> Any:

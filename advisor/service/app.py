@@ -305,6 +305,6 @@ def _tuning_target(job: str, provider: str, options: dict[Any, str]) -> dict[str
     if not _TUNING_JOB.match(job):
         raise HTTPException(422, "a tuning job is a provider's job name or id")
     try:
-        return TuningTarget(provider=provider, provider_options=options).model_dump()  # type: ignore[arg-type]
+        return TuningTarget(provider=provider, provider_options=options).model_dump()
     except ValidationError as exc:
         raise HTTPException(422, str(exc).splitlines()[0]) from exc

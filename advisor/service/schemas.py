@@ -64,6 +64,9 @@ class SuggestRequest(_Strict):
     n_val: int | None = Field(None, gt=0, description=_help("n_val"))
     screen: bool = Field(True, description=_help("screen"))
     data_gb: float | None = Field(None, ge=0, le=1e6, description=_help("data_gb"))
+    include_previous_generation: bool = Field(
+        False, description=_help("include_previous_generation")
+    )
 
     @field_validator("model")
     @classmethod
@@ -138,25 +141,27 @@ class TuningTarget(_Strict):
     --region, --project, --location, --subscription, --resource-group, --workspace,
     --compute); credentials are the server's own, never sent."""
 
-    provider: Literal["sagemaker", "vertex", "azureml"]
-    provider_options: dict[
-        Literal[
-            "role",
-            "region",
-            "project",
-            "location",
-            "subscription",
-            "resource_group",
-            "workspace",
-            "compute",
-        ],
-        str,
-    ] = {}
+    provider: str = Field(description="The managed tuning service: sagemaker, vertex or azureml.")
+    provider_options: dict[str, str] = {}
+
+    @field_validator("provider")
+    @classmethod
+    def _provider(cls, v: str) -> str:
+        from advisor.providers import registry
+
+        if v not in registry.backend_names():
+            raise ValueError(f"use one of: {', '.join(registry.backend_names())}")
+        return v
 
     @field_validator("provider_options")
     @classmethod
     def _options(cls, v: dict[str, str]) -> dict[str, str]:
+        from advisor.providers import registry
+
+        known = {o for p in registry.PROVIDERS for o in p.options}
         for key, value in v.items():
+            if key not in known:
+                raise ValueError(f"unknown provider option; use: {', '.join(sorted(known))}")
             if not _OPTION_VALUE.match(value):
                 raise ValueError(f"provider option {key} is not a name, ARN or region")
         return v

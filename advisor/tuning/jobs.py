@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
+from advisor.providers import registry
 from advisor.providers.catalog import MachineKey
 from advisor.providers.tuning import (
     DEFAULT_METRIC,
@@ -44,19 +45,15 @@ if TYPE_CHECKING:
     import optuna
 
 
-PROVIDERS: tuple[str, ...] = ("sagemaker", "vertex", "azureml")
+PROVIDERS: tuple[str, ...] = registry.backend_names()
 PLACEHOLDER_IMAGE = "REPLACE-WITH-IMAGE-URI"
 # The back ends' constructor options, by provider.
-PROVIDER_OPTIONS: dict[str, tuple[str, ...]] = {
-    "sagemaker": ("role", "region"),
-    "vertex": ("project", "location"),
-    "azureml": ("subscription", "resource_group", "workspace", "compute"),
-}
+PROVIDER_OPTIONS: dict[str, tuple[str, ...]] = {p.backend: p.options for p in registry.PROVIDERS}
 
 
 def make_backend(provider: str, **options: Any) -> TuningBackend:
     """The back end of ``provider`` with its own options (other providers' are ignored)."""
-    from advisor.providers.registry import get_backend
+    from advisor.providers.backends import get_backend
 
     keys = PROVIDER_OPTIONS.get(provider, ())
     return get_backend(provider, **{k: options[k] for k in keys if options.get(k)})

@@ -34,7 +34,7 @@ def spec_from_study(
     marked ``affects_runtime`` (the time and cost estimate holds only for them), unless named
     in ``tune``. ``instance`` overrides the machine. ``options`` go to ``TuningSpec``.
     """
-    from advisor.providers.registry import backend_class
+    from advisor.providers.backends import backend_class
 
     attrs = study.user_attrs
     missing = [k for k in ("workload", "space") if k not in attrs]
@@ -114,7 +114,7 @@ def spec_for_machine(
     **options: Any,
 ) -> TuningSpec:
     """A spec on one machine, given as a catalog key or as the service's own type name."""
-    from advisor.providers.registry import backend_class
+    from advisor.providers.backends import backend_class
 
     cls = backend_class(provider)
     key = MachineKey.named(machine, cls.services[0])

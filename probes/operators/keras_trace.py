@@ -44,10 +44,10 @@ def trace_keras_workload(
     workload: str, batch_size: int, hyperparameters: dict[str, Any] | None = None, seed: int = 0
 ) -> OperatorTrace:
     """Build ``workload`` (built-in name or ``module:function``) with Keras and trace it."""
-    from advisor.search_spaces.workloads import get, load_callable
+    from advisor.search_spaces.workloads import ModelRef, get, load_callable
 
     hp = dict(hyperparameters or {})
-    if ":" in workload:
+    if ModelRef(workload).is_user:
         setup = load_callable(workload)(batch_size=batch_size, seed=seed, **hp)
     else:
         small = {"n_train": batch_size, "n_val": batch_size}

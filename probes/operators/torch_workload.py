@@ -91,8 +91,9 @@ def trace_executed(
     """Build for real with one batch of data and trace one real CPU training step."""
     import torch
     from advisor.probes.torch_loop import build_setup, split_batch
+    from advisor.search_spaces.workloads import ModelRef
 
-    user = ":" in workload
+    user = ModelRef(workload).is_user
     n = None if user else batch_size
     setup, _, _ = build_setup(workload, batch_size, n, n, seed, hyperparameters)
     inputs, targets = split_batch(next(iter(setup.train_loader)))

@@ -6,6 +6,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from advisor.providers import registry
 from advisor.providers.catalog._catalog import Catalog
 from advisor.providers.catalog._csv import read_accelerators, read_instances
 from advisor.providers.catalog._types import InstanceType
@@ -15,7 +16,7 @@ from advisor.errors import AdvisorError, unknown_value_error
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 ACCELERATORS_FILE = "accelerators.csv"
-PROVIDER_FILES = ("aws", "gcp", "azure")
+PROVIDER_FILES = registry.catalog_providers()
 SNAPSHOT_NAME = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 

@@ -9,6 +9,12 @@ from advisor.providers import registry
 
 PROVIDERS = (*registry.catalog_providers(), registry.LOCAL)
 SERVICES = registry.services()
+# Issue #27: how a price was obtained -- read out from a named price list, an estimate (best
+# knowledge, or derived from a read-out by a stated rule), or given by the user (this machine).
+PRICE_BASES = ("read-out", "estimate", "given")
+# Whether the type is still offered as current, a previous generation, or retired by its
+# provider (as of the snapshot's date; the source column says whose notice).
+LIFECYCLES = ("current", "previous-generation", "retired")
 
 
 @dataclass(frozen=True)
@@ -17,7 +23,9 @@ class InstanceType:
 
     ``accelerator`` is None for CPU-only machines; ``spot_usd_per_h`` is None where the
     service sells no spot/preemptible capacity. ``source`` says where the price was read,
-    or that it is best knowledge rather than a read-out.
+    or that it is best knowledge rather than a read-out; ``price_basis`` (on demand) and
+    ``spot_basis`` say which (``PRICE_BASES``; derived from ``source`` when not given) and
+    ``lifecycle`` whether the provider still offers the type as current (``LIFECYCLES``).
     """
 
     provider: str
@@ -33,8 +41,21 @@ class InstanceType:
     price_date: str
     source: str
     region: str = ""
+    price_basis: str = ""
+    spot_basis: str = ""
+    lifecycle: str = "current"
 
     def __post_init__(self) -> None:
+        if not self.price_basis:
+            object.__setattr__(self, "price_basis", basis_of(self.provider, self.source))
+        if not self.spot_basis and self.spot_usd_per_h is not None:
+            object.__setattr__(self, "spot_basis", self.price_basis)
+        for name in ("price_basis", "spot_basis"):
+            value = getattr(self, name)
+            if value not in PRICE_BASES and (name == "price_basis" or value):
+                raise ValueError(f"{name} must be one of {PRICE_BASES}, got {value!r}")
+        if self.lifecycle not in LIFECYCLES:
+            raise ValueError(f"lifecycle must be one of {LIFECYCLES}, got {self.lifecycle!r}")
         if self.provider not in PROVIDERS:
             raise ValueError(f"provider must be one of {PROVIDERS}, but got {self.provider!r}")
         if self.service not in SERVICES:
@@ -66,8 +87,26 @@ class InstanceType:
             raise ValueError(f"{self.key} has no spot price")
         return self.spot_usd_per_h
 
+    def basis(self, spot: bool = False) -> str:
+        """How the price used (on demand or spot) was obtained: ``PRICE_BASES``."""
+        return self.spot_basis if spot else self.price_basis
+
+    @property
+    def current(self) -> bool:
+        """Whether the provider still offers this type as a current generation."""
+        return self.lifecycle == "current"
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def basis_of(provider: str, source: str) -> str:
+    """A price's basis from its source text (rows written before the column existed): a
+    ``read-out: ...`` is a read-out, this machine's price is given, the rest (best knowledge,
+    modelled, literature) an estimate."""
+    if provider == "local":
+        return "given"
+    return "read-out" if source.strip().lower().startswith("read-out") else "estimate"
 
 
 @dataclass(frozen=True)

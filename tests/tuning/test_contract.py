@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import wires  # tests/tuning, on pytest's pythonpath
-from advisor.providers import registry
+from advisor.providers import backends, registry
 from advisor.search_spaces.space import CategoricalParam, FloatParam, IntParam
 
 from advisor.errors import AdvisorError
@@ -53,7 +53,7 @@ def _cache_probe(storage: str, probe: Any) -> None:
     ProbeCache(storage).put(key, probe)
 
 
-@pytest.fixture(params=registry.names())
+@pytest.fixture(params=registry.backend_names())
 def wire(request: pytest.FixtureRequest) -> Any:
     return wires.WIRES[request.param]()
 
@@ -69,14 +69,14 @@ class TestProviderContract:
         return make_spec(**fields)
 
     def test_request_is_accepted_by_the_sdks_own_rules(self, wire: Any, make_spec: Any) -> None:
-        backend = registry.get_backend(wire.name, **wire.options)
+        backend = backends.get_backend(wire.name, **wire.options)
         request = backend.build_request(self.spec(wire, make_spec))
         wire.validate(request)
 
     def test_spot_runs_on_spot_capacity_and_resumes_from_checkpoints(
         self, wire: Any, make_spec: Any
     ) -> None:
-        backend = registry.get_backend(wire.name, **wire.options)
+        backend = backends.get_backend(wire.name, **wire.options)
         output = {"sagemaker": "s3://bucket/advisor", "vertex": "gs://bucket/advisor"}
         spec = self.spec(wire, make_spec, spot=True, output=output.get(wire.name))
         request = backend.build_request(spec)
@@ -84,7 +84,7 @@ class TestProviderContract:
         wire.check_spot(request)
 
     def test_trials_train_on_the_machines_gpu(self, wire: Any, make_spec: Any) -> None:
-        backend = registry.get_backend(wire.name, **wire.options)
+        backend = backends.get_backend(wire.name, **wire.options)
         text = json.dumps(backend.build_request(self.spec(wire, make_spec)))
         # SageMaker: a static hyperparameter; Vertex: container args; Azure: the command.
         device = {"sagemaker": '"device": "cuda"', "vertex": '"--device", "cuda"',
@@ -94,7 +94,7 @@ class TestProviderContract:
     def test_what_the_service_cannot_do_is_refused_with_the_fix(
         self, wire: Any, make_spec: Any
     ) -> None:
-        backend = registry.get_backend(wire.name, **wire.options)
+        backend = backends.get_backend(wire.name, **wire.options)
         for overrides, message in wire.refusals:
             spec = self.spec(wire, make_spec, **overrides)
             with pytest.raises(AdvisorError, match=message) as info:
@@ -102,7 +102,7 @@ class TestProviderContract:
             assert "To fix:" in str(info.value), (wire.name, overrides)
 
     def test_only_its_own_cloud_machines_map(self, wire: Any) -> None:
-        cls = registry.backend_class(wire.name)
+        cls = backends.backend_class(wire.name)
         foreign = {"sagemaker": "vertex:n1-standard-8", "vertex": "azure-ml:Standard_NC6",
                    "azureml": "ec2:p3.2xlarge"}[wire.name]  # fmt: skip
         with pytest.raises(AdvisorError, match="is not one of"):

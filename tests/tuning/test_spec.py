@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 import pytest
-from advisor.providers import registry
+from advisor.providers import backends
 from advisor.providers.catalog import MachineKey
 from advisor.providers.tuning import METRIC_LINE, job_name, metric_regex
 from advisor.search_spaces.space import FloatParam
@@ -60,17 +60,17 @@ def test_machine_keys() -> None:
 
 def test_registry_lists_valid_names_on_unknown() -> None:
     with pytest.raises(AdvisorError, match="azureml, sagemaker, vertex"):
-        registry.backend_class("sagemkr")
+        backends.backend_class("sagemkr")
 
 
 def test_sagemaker_maps_ec2_types_and_refuses_other_clouds() -> None:
-    cls = registry.backend_class("sagemaker")
+    cls = backends.backend_class("sagemaker")
     assert cls.machine_type("ec2:p3.2xlarge", None) == "ml.p3.2xlarge"
     assert cls.machine_type("sagemaker:ml.g5.xlarge:spot", None) == "ml.g5.xlarge"
     with pytest.raises(AdvisorError, match="--provider vertex"):
         cls.machine_type("vertex:n1-standard-8", None)
     with pytest.raises(AdvisorError, match="--provider sagemaker"):
-        registry.backend_class("azureml").machine_type("ec2:p3.2xlarge", None)
+        backends.backend_class("azureml").machine_type("ec2:p3.2xlarge", None)
 
 
 def test_spec_from_study_fixes_machine_batch_and_runtime_params(

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 import pytest
-from advisor.providers import registry
+from advisor.providers import backends
 from advisor.search_spaces.space import CategoricalParam, FloatParam, IntParam
 from click.testing import CliRunner
 
@@ -61,7 +61,7 @@ def test_numeric_choices_reach_the_trial_as_numbers_from_every_service() -> None
 def test_numeric_categoricals_and_integer_log_ranges(provider: str, make_spec: Any) -> None:
     params = (CategoricalParam("width", (32, 64, 128)), IntParam("units", 16, 1024, log=True),
               IntParam("layers", 1, 8, log=True), FloatParam("momentum", 0.5, 0.99))  # fmt: skip
-    backend = registry.get_backend(provider, **OPTIONS[provider])
+    backend = backends.get_backend(provider, **OPTIONS[provider])
     spec = make_spec(instance_type=MACHINE[provider], hyperparameters=params, output=None,
                      accelerator="L4", strategy="random")  # fmt: skip
     request = backend.build_request(spec)
