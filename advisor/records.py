@@ -302,8 +302,3 @@ def managed_job(trial: FrozenTrial) -> str | None:
     """The managed training job a trial was imported from (None for other trials)."""
     job = trial.user_attrs.get(MANAGED_JOB)
     return None if job is None else str(job)
-
-
-def record_of(trial: FrozenTrial) -> TrialRecord | None:
-    """``TrialRecord.from_trial`` as a function (for ``map``/comprehensions)."""
-    return TrialRecord.from_trial(trial)

@@ -22,7 +22,6 @@ so the ``N_ep N_it`` multiplier makes ``t2``'s uncertainty dominate long runs, a
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -365,11 +364,3 @@ def normalise(table: Mapping[str, Mapping[int, float]]) -> dict[str, dict[int, f
         }
         for name, row in table.items()
     }
-
-
-def steady_median(iterations: Iterable[float]) -> float:
-    """Median of iterations 2..k (the steady iteration time, ``t2``)."""
-    values = list(iterations)[1:]
-    if not values:
-        raise ValueError("need at least 2 iterations")
-    return float(statistics.median(values))

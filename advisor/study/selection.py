@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from advisor.errors import AdvisorError
-from advisor.evaluation.ranking import Point, knee_point, non_dominated, recommended
+from advisor.evaluation.ranking import Point, non_dominated, recommended
 from advisor.records import TrialRecord, is_managed
 
 if TYPE_CHECKING:
@@ -73,13 +73,6 @@ def recommended_trial(study: optuna.Study, services: Sequence[str] | None = None
     best = recommended(points, objective)
     assert best is not None
     trial: FrozenTrial = best.ref
-    return trial
-
-
-def knee(front: list[FrozenTrial]) -> FrozenTrial:
-    """The front member closest to the ideal point (trials' first two values)."""
-    points = [Point(t.values[0], t.values[1], True, t) for t in front]
-    trial: FrozenTrial = knee_point(points).ref
     return trial
 
 

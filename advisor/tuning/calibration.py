@@ -81,10 +81,6 @@ class TrialLedger:
         )
         return None
 
-    def describe_skipped(self) -> str:
-        """``"2 (no measured step time), 1 (several GPUs)"``; empty when none was skipped."""
-        return ", ".join(f"{n} ({why})" for why, n in sorted(self.skipped.items()))
-
 
 def local_probe(study: optuna.Study, storage: str, batch: int) -> ProbeResult | None:
     """A successful local probe of ``study``'s workload at ``batch`` from the probe cache in
