@@ -74,7 +74,7 @@ def train_run(
     lr: float,
     track_noise: bool,
 ) -> dict[str, Any]:
-    from advisor.probes.gradient_noise import torch_gradient_noise
+    from advisor.probes.gradient_noise_frameworks import torch_gradient_noise
     from advisor.probes.torch_runner import build_setup, train
 
     hps: dict[str, Any] = {"lr": lr}

@@ -23,7 +23,7 @@ from typing import Any
 
 
 def _measure_both(setup: Any, device: Any) -> dict[str, Any]:
-    from advisor.probes.gradient_noise import torch_gradient_noise
+    from advisor.probes.gradient_noise_frameworks import torch_gradient_noise
     from advisor.probes.torch_loop import split_batch, to_device
 
     def batches() -> Any:
@@ -94,7 +94,7 @@ def repeat(args: argparse.Namespace) -> list[dict[str, Any]]:
 def growth(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Pooled ``B_simple`` at ``--at`` steps of one run of the full workload."""
     import torch
-    from advisor.probes.gradient_noise import torch_gradient_noise
+    from advisor.probes.gradient_noise_frameworks import torch_gradient_noise
     from advisor.probes.torch_loop import build_setup, split_batch, to_device, train_step
 
     device = torch.device("cpu")

@@ -16,15 +16,14 @@ comparison) used ``N B / 2``; the noise scale is the ratio of the pooled means, 
 a percentile bootstrap over batches. When ``|G|^2`` is not positive the noise swamps the
 signal: ``B_simple`` is then reported as infinite with a finite lower bound.
 
-The framework parts (:func:`torch_gradient_noise`, :func:`keras_gradient_noise`) only compute
-the micro-batch gradients; they import their framework when called.
+The framework parts, which only compute the micro-batch gradients and import their framework
+when called, are in :mod:`advisor.probes.gradient_noise_frameworks`.
 """
 
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -266,170 +265,7 @@ def _percentiles(g2: np.ndarray, trace: np.ndarray, confidence: float) -> tuple[
     return float(ratios[math.floor(tail * (k - 1))]), float(ratios[math.ceil((1 - tail) * (k - 1))])
 
 
-def torch_gradient_noise(
-    model: Any,
-    loss_fn: Any,
-    batches: Iterable[tuple[Any, Any]],
-    *,
-    max_batches: int = NOISE_BATCHES,
-    max_seconds: float | None = NOISE_SECONDS,
-    chunks: int = CHUNKS,
-) -> NoiseScale | None:
-    """Measure ``B_simple`` on a PyTorch model at its current weights (no optimizer step).
-
-    Each ``(inputs, targets)`` batch (already on the model's device) is split into ``chunks``
-    micro-batches of ``b = B // chunks`` samples; each one's mean gradient is taken with
-    ``loss.backward()`` (the FLOPs of one full pass per batch), and the pooled estimator
-    (:func:`estimate_pooled`) uses every pair of micro-batches over all batches. The model's
-    ``.grad`` buffers are left cleared. Returns None when fewer than 2 batches of at least
-    ``chunks`` samples came (the interval is a bootstrap over batches). ``max_seconds``
-    time-boxes it (at least ``MIN_NOISE_BATCHES`` batches); ``NOISE_MEMORY`` caps the batches.
-    """
-    import torch
-
-    params = [p for p in model.parameters() if p.requires_grad]
-    max_batches = _memory_cap(max_batches, 4 * sum(p.numel() for p in params))
-    sums: list[Any] = []  # per batch: the sum of its micro-batches' mean gradients
-    sq: list[float] = []  # per batch: the sum of their squared norms
-    size: int | None = None
-    start = time.perf_counter()
-
-    def chunk_grad(x: Any, y: Any) -> torch.Tensor:
-        for p in params:
-            p.grad = None
-        loss_fn(model(x), y).backward()
-        return torch.cat(
-            [(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]
-        ).detach()
-
-    model.train()
-    for inputs, targets in batches:
-        if len(sums) >= max_batches or _time_up(len(sums), start, max_seconds):
-            break
-        b = len(inputs) // chunks
-        if b < 1 or (size is not None and b != size):
-            continue  # a short last batch
-        size = b
-        total, norms = None, 0.0
-        for c in range(chunks):
-            g = chunk_grad(inputs[c * b : (c + 1) * b], targets[c * b : (c + 1) * b])
-            norms += float(g.double().square().sum())
-            total = g if total is None else total + g
-        sums.append(total)
-        sq.append(norms)
-    for p in params:
-        p.grad = None
-    if size is None or len(sums) < 2:
-        return None
-    gram = np.array([[float(torch.dot(u.double(), v.double())) for v in sums] for u in sums])
-    return estimate_pooled(
-        gram, np.asarray(sq), chunks, size, overhead_s=time.perf_counter() - start
-    )
-
-
-def keras_gradient_noise(
-    model: Any,
-    loss_fn: Any,
-    batches: Iterable[tuple[Any, Any]],
-    *,
-    max_batches: int = NOISE_BATCHES,
-    max_seconds: float | None = NOISE_SECONDS,
-    chunks: int = CHUNKS,
-) -> NoiseScale | None:
-    """Measure ``B_simple`` on a Keras model with ``tf.GradientTape`` (no optimizer step).
-
-    Same micro-batch method as :func:`torch_gradient_noise`; ``loss_fn(y_true, y_pred)`` is
-    the loss ``fit`` minimises (:func:`keras_fit_loss`). ``batches`` yield ``(x, y)`` or
-    ``(x, y, sample_weight)`` (the weights are not used). Returns None when fewer than 2
-    usable batches came.
-    """
-    import tensorflow as tf
-
-    weights = model.trainable_weights
-    max_batches = _memory_cap(max_batches, 8 * sum(int(np.prod(w.shape)) for w in weights))
-    sums: list[Any] = []
-    sq: list[float] = []
-    size: int | None = None
-    start = time.perf_counter()
-
-    def chunk_grad(x: Any, y: Any) -> Any:
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, weights)
-        return tf.concat(
-            [
-                tf.reshape(g if g is not None else tf.zeros_like(w), [-1])
-                for g, w in zip(grads, weights, strict=True)
-            ],
-            axis=0,
-        )
-
-    for batch in batches:
-        inputs, targets = batch[0], batch[1]
-        if len(sums) >= max_batches or _time_up(len(sums), start, max_seconds):
-            break
-        b = int(inputs.shape[0]) // chunks
-        if b < 1 or (size is not None and b != size):
-            continue
-        size = b
-        total, norms = None, 0.0
-        for c in range(chunks):
-            g = chunk_grad(inputs[c * b : (c + 1) * b], targets[c * b : (c + 1) * b])
-            norms += float(tf.reduce_sum(tf.cast(g, tf.float64) ** 2))
-            total = g if total is None else total + g
-        sums.append(np.asarray(total, dtype=np.float64))
-        sq.append(norms)
-    if size is None or len(sums) < 2:
-        return None
-    stacked = np.stack(sums)
-    return estimate_pooled(
-        stacked @ stacked.T, np.asarray(sq), chunks, size, overhead_s=time.perf_counter() - start
-    )
-
-
-def _memory_cap(max_batches: int, bytes_per_batch: int) -> int:
-    """At most ``NOISE_MEMORY`` of kept gradient sums (at least ``MIN_NOISE_BATCHES``)."""
-    return min(max_batches, max(MIN_NOISE_BATCHES, NOISE_MEMORY // max(1, bytes_per_batch)))
-
-
-def _time_up(done: int, start: float, max_seconds: float | None) -> bool:
-    """The time box: at least MIN_NOISE_BATCHES, then stop once ``max_seconds`` have passed."""
-    return (
-        max_seconds is not None
-        and done >= MIN_NOISE_BATCHES
-        and time.perf_counter() - start >= max_seconds
-    )
-
-
 def from_probe(probe: Any) -> NoiseScale | None:
     """The noise scale a probe result carries (``ProbeResult.gradient_noise``), if any."""
     data = getattr(probe, "gradient_noise", None)
     return NoiseScale.from_dict(data) if data else None
-
-
-def keras_noise_for_probe(
-    model: Any, train_data: Any, max_seconds: float | None = NOISE_SECONDS
-) -> NoiseScale | None:
-    """The noise scale of a Keras probe's compiled ``model`` measured on ``train_data`` (a
-    batched dataset), time-boxed by ``max_seconds``; None when fewer than 2 usable batches
-    came.
-
-    The loss is the one ``fit`` minimises, :func:`keras_fit_loss`: the compiled loss, which
-    shapes the targets to the output as ``fit`` does (1-D labels against a ``(B, 1)`` sigmoid
-    output), plus the model's added losses.
-    """
-    return keras_gradient_noise(
-        model, keras_fit_loss(model), iter(train_data), max_seconds=max_seconds
-    )
-
-
-def keras_fit_loss(model: Any) -> Any:
-    """``loss(y_true, y_pred)`` as ``model.fit`` computes it: ``model.compute_loss``, the
-    compiled loss (targets squeezed or expanded to the output's rank, as in ``fit``) plus
-    regularisation losses. Calling the loss function from ``model.loss`` directly skips that
-    shaping, and Keras then rejects a binary classifier's 1-D labels."""
-
-    def loss(y_true: Any, y_pred: Any) -> Any:
-        return model.compute_loss(y=y_true, y_pred=y_pred, training=True)
-
-    return loss

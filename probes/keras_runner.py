@@ -200,7 +200,7 @@ class KerasRunner(FrameworkRunner):
 
     def gradient_noise(self, prepared: Prepared, request: ProbeRequest) -> NoiseScale | None:
         """Issue #19: ``B_simple`` on the probe's training dataset, after the timing."""
-        from advisor.probes.gradient_noise import keras_noise_for_probe
+        from advisor.probes.gradient_noise_frameworks import keras_noise_for_probe
 
         state: _State = prepared.state
         return keras_noise_for_probe(state.setup.model, state.train_data)  # own time box

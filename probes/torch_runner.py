@@ -196,7 +196,7 @@ class TorchRunner(FrameworkRunner):
 
     def gradient_noise(self, prepared: Prepared, request: ProbeRequest) -> NoiseScale | None:
         """Issue #19: ``B_simple`` on the probe's training batches, after the timing."""
-        from advisor.probes.gradient_noise import torch_gradient_noise
+        from advisor.probes.gradient_noise_frameworks import torch_gradient_noise
 
         state: _State = prepared.state
         setup, device = state.setup, state.device

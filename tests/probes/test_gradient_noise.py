@@ -94,7 +94,7 @@ def test_bad_inputs_are_rejected() -> None:
 
 def test_torch_estimator_on_a_model_with_known_gradient_noise() -> None:
     torch = pytest.importorskip("torch")
-    from advisor.probes.gradient_noise import torch_gradient_noise
+    from advisor.probes.gradient_noise_frameworks import torch_gradient_noise
 
     torch.manual_seed(0)
     d, sigma = 64, 2.0
@@ -126,7 +126,7 @@ def test_torch_estimator_on_a_model_with_known_gradient_noise() -> None:
 
 def test_torch_estimator_needs_two_batches() -> None:
     torch = pytest.importorskip("torch")
-    from advisor.probes.gradient_noise import torch_gradient_noise
+    from advisor.probes.gradient_noise_frameworks import torch_gradient_noise
 
     model = torch.nn.Linear(3, 1)
     one = [(torch.randn(8, 3), torch.randn(8, 1))]
@@ -155,7 +155,7 @@ def test_from_probe_reads_the_result_field() -> None:
 def test_keras_estimator_on_a_model_with_known_gradient_noise() -> None:
     tf = pytest.importorskip("tensorflow")
     keras = pytest.importorskip("keras")
-    from advisor.probes.gradient_noise import keras_gradient_noise
+    from advisor.probes.gradient_noise_frameworks import keras_gradient_noise
 
     d, sigma = 32, 2.0
 
@@ -185,7 +185,8 @@ def test_keras_estimator_on_a_model_with_known_gradient_noise() -> None:
 
 def test_torch_estimator_time_box_keeps_three_batches() -> None:
     torch = pytest.importorskip("torch")
-    from advisor.probes.gradient_noise import MIN_NOISE_BATCHES, torch_gradient_noise
+    from advisor.probes.gradient_noise import MIN_NOISE_BATCHES
+    from advisor.probes.gradient_noise_frameworks import torch_gradient_noise
 
     model = torch.nn.Linear(3, 1)
     batches = [(torch.randn(8, 3), torch.randn(8, 1)) for _ in range(10)]
@@ -288,7 +289,7 @@ def test_pooled_pure_noise_is_unresolved_and_bad_inputs_rejected() -> None:
 
 def test_kept_gradient_sums_are_capped_by_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
-    from advisor.probes import gradient_noise as gn
+    from advisor.probes import gradient_noise_frameworks as gn
 
     model = torch.nn.Linear(1000, 1000)  # 1,001,000 parameters: 4 MB per kept batch sum
     batches = [(torch.randn(16, 1000), torch.randn(16, 1000)) for _ in range(10)]

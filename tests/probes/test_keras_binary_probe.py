@@ -39,7 +39,7 @@ def test_binary_classifier_probe_measures_the_noise_scale(on_path: None) -> None
 
 def test_fit_loss_shapes_targets_as_fit_does(on_path: None) -> None:
     import numpy as np
-    from advisor.probes.gradient_noise import keras_fit_loss
+    from advisor.probes.gradient_noise_frameworks import keras_fit_loss
     from keras_user_models import build_binary
 
     setup = build_binary(batch_size=16)
