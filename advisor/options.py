@@ -130,6 +130,11 @@ OPTIONS: dict[str, OptionDoc] = {
         "GB of data a cloud job downloads before training (default: a built-in workload's "
         "size; a user model without it leaves the download out).",
     ),
+    "include_previous_generation": OptionDoc(
+        "--include-previous-generation",
+        "Also recommend previous-generation and retired machine types (K80, P3, Azure NCv3; "
+        "the catalog's lifecycle column), left out by default.",
+    ),
 }
 
 
@@ -172,6 +177,8 @@ class SuggestOptions:
     cloud_settings: Any = None
     emulate_cloud: bool = False  # every provider's probe job runs through the local emulation
     data_gb: float | None = None  # issue #14: the dataset a cloud job downloads (GB)
+    # Issue #27: previous-generation and retired types are candidates only when asked for.
+    include_previous_generation: bool = False
 
     def __post_init__(self) -> None:
         if self.data_gb is not None and not 0 <= self.data_gb < math.inf:

@@ -85,6 +85,9 @@ class SuggestOutcome:
     # Issue #14, --cloud-probes: {requested, jobs (machine, batch, state, wall, billed, cost,
     # measured vs predicted step...), skipped (one line each), stop_reason, spent_usd}.
     cloud: dict[str, Any] = field(default_factory=dict)
+    # Issue #27: catalog machines of the space that are no candidates, by reason ("predicted
+    # only": TPUs; "previous generation": previous-generation or retired types, not asked for).
+    left_out: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def stop_reason(self) -> str:

@@ -349,18 +349,18 @@ def epoch_sweep(
 
 
 def normalise(table: Mapping[str, Mapping[int, float]]) -> dict[str, dict[int, float]]:
-    """Divide each epoch column by its best (smallest) value across rows: 1.0 = the best,
-    2.0 = twice as slow or dear. Rows missing a column keep it missing."""
+    """Divide each epoch column by its best (smallest) positive value across rows: 1.0 = the
+    best, 2.0 = twice as slow or dear. A zero (a free machine's cost: this one) stays 0 -- it
+    is no divisor, so the others never become infinite (issue #27) -- and a column of zeros
+    stays zeros. Rows missing a column keep it missing."""
     columns: dict[int, float] = {}
     for row in table.values():
         for col, value in row.items():
             if value < 0 or math.isnan(value):
                 raise ValueError(f"values must be >= 0, but got {value} in column {col}")
-            columns[col] = min(columns.get(col, math.inf), value)
+            if value > 0:
+                columns[col] = min(columns.get(col, math.inf), value)
     return {
-        name: {
-            col: (value / columns[col] if columns[col] > 0 else (1.0 if value == 0 else math.inf))
-            for col, value in row.items()
-        }
+        name: {col: (value / columns[col] if value > 0 else 0.0) for col, value in row.items()}
         for name, row in table.items()
     }

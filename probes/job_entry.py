@@ -15,10 +15,17 @@ auto``), and writes the :class:`~advisor.probes.result.ProbeResult` JSON as
 ``RESULT_FILE`` into the folder whose files the service keeps:
 
 - ``--out DIR`` (Azure ML passes its ``${{outputs.result}}`` folder),
-- else ``$SM_MODEL_DIR`` (SageMaker uploads it as ``model.tar.gz``),
-- else ``$AIP_MODEL_DIR`` (Vertex AI; a ``gs://bucket/path`` value is read and written through
-  the Cloud Storage FUSE mount ``/gcs/bucket/path``; ``$ADVISOR_GCS_MOUNT`` moves that root,
-  for the local emulation),
+- else ``$SM_MODEL_DIR`` (set by the sagemaker-training toolkit, which the advisor image does
+  not install, and by the local emulation),
+- else, on SageMaker itself -- ``$TRAINING_JOB_NAME`` set, as SageMaker sets it in every
+  training container ("How Amazon SageMaker AI Provides Training Information") -- the folder
+  SageMaker uploads as ``model.tar.gz``: ``/opt/ml/model`` (API reference, ModelArtifacts:
+  "A SageMaker container stores your trained model artifacts in the /opt/ml/model
+  directory"; issue #27; ``$ADVISOR_OPT_ML`` moves ``/opt/ml`` for the local emulation, as
+  ``advisor.train`` reads it),
+- else ``$AIP_MODEL_DIR`` (Vertex AI sets it from the job's ``base_output_directory``; a
+  ``gs://bucket/path`` value is read and written through the Cloud Storage FUSE mount
+  ``/gcs/bucket/path``; ``$ADVISOR_GCS_MOUNT`` moves that root, for the local emulation),
 - else it stops with one line naming the fix.
 
 Exit status 0 whenever the result file was written, even for a failed probe (the failure is in
@@ -33,6 +40,7 @@ import dataclasses
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.probes.result import ProbeRequest, ProbeResult
@@ -40,6 +48,17 @@ from advisor.providers.probe_jobs import ENTRY_OUTPUT_ENV, RESULT_FILE
 
 LOG_PREFIX = "advisor-probe-job:"
 GCS_MOUNT_ENV = "ADVISOR_GCS_MOUNT"  # where gs:// paths are mounted (Vertex: /gcs)
+SAGEMAKER_JOB_ENV = "TRAINING_JOB_NAME"  # set by SageMaker in every training container
+OPT_ML_ENV = "ADVISOR_OPT_ML"  # moves /opt/ml, for the local emulation (as advisor.train reads)
+
+
+@dataclass(frozen=True)
+class ServicePaths:
+    """The fixed paths a service's container provides: SageMaker's model folder (uploaded to
+    S3 after the job) and Vertex AI's Cloud Storage FUSE mount (tests point them elsewhere)."""
+
+    sagemaker_model: Path = Path("/opt/ml/model")
+    gcs_mount: Path = Path("/gcs")
 
 
 class EntryError(Exception):
@@ -50,27 +69,36 @@ class EntryError(Exception):
         self.code = code
 
 
-def output_dir(out: str | None, env: dict[str, str] | None = None) -> tuple[Path, str]:
-    """The folder the result goes to and where that came from (``--out``, a variable)."""
+def output_dir(
+    out: str | None, env: dict[str, str] | None = None, paths: ServicePaths = ServicePaths()
+) -> tuple[Path, str]:
+    """The folder the result goes to and where that came from (``--out``, a variable, the
+    service's own folder): see the module docstring for the order."""
     env = dict(os.environ) if env is None else env
     if out:
         return Path(out), "--out"
-    for service in ("sagemaker", "vertex"):
-        var = ENTRY_OUTPUT_ENV[service]
-        value = env.get(var, "").strip()
-        if value:
-            return _local_path(value, env), f"${var}"
+    toolkit = env.get(ENTRY_OUTPUT_ENV["sagemaker"], "").strip()
+    if toolkit:
+        return Path(toolkit), f"${ENTRY_OUTPUT_ENV['sagemaker']}"
+    if env.get(SAGEMAKER_JOB_ENV, "").strip():  # SageMaker itself: its model folder
+        moved = env.get(OPT_ML_ENV, "").strip()  # the local emulation's /opt/ml
+        folder = Path(moved) / "model" if moved else paths.sagemaker_model
+        return folder, f"SageMaker's model folder (${SAGEMAKER_JOB_ENV} set)"
+    var = ENTRY_OUTPUT_ENV["vertex"]
+    value = env.get(var, "").strip()
+    if value:
+        return _local_path(value, env, paths), f"${var}"
     raise EntryError(
-        f"{LOG_PREFIX} no output folder: pass --out DIR, or run where "
-        f"${ENTRY_OUTPUT_ENV['sagemaker']} (SageMaker) or ${ENTRY_OUTPUT_ENV['vertex']} "
-        "(Vertex AI) is set."
+        f"{LOG_PREFIX} no output folder: pass --out DIR, or run where SageMaker "
+        f"(${SAGEMAKER_JOB_ENV}) or Vertex AI (${var}) provides one."
     )
 
 
-def _local_path(value: str, env: dict[str, str]) -> Path:
+def _local_path(value: str, env: dict[str, str], paths: ServicePaths = ServicePaths()) -> Path:
     """A ``gs://bucket/path`` as its Cloud Storage FUSE path (``/gcs/bucket/path``)."""
     if value.startswith("gs://"):
-        return Path(env.get(GCS_MOUNT_ENV) or "/gcs") / value.removeprefix("gs://")
+        root = Path(env[GCS_MOUNT_ENV]) if env.get(GCS_MOUNT_ENV) else paths.gcs_mount
+        return root / value.removeprefix("gs://")
     return Path(value)
 
 
@@ -138,7 +166,14 @@ def job_identity(env: dict[str, str]) -> dict[str, str]:
     return {}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    paths: ServicePaths = ServicePaths(),
+) -> int:
+    """The job's command; ``env`` (default: this process's environment) and ``paths`` are
+    what the service provides (tests pass a service's own set)."""
+    env = dict(os.environ) if env is None else env
     parser = argparse.ArgumentParser(
         prog="python -m advisor.probes.job_entry",
         description="Run one probe in a managed training job and write its result file.",
@@ -154,11 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         request = parse_request("".join(args.request))
-        folder, origin = output_dir(args.out)
+        folder, origin = output_dir(args.out, env, paths)
         device, why = resolve_device(request.device, request.framework)
         request = dataclasses.replace(request, device=device)
         print(f"{LOG_PREFIX} device={device} ({why}) out={folder} (from {origin})", flush=True)
-        result = run(request, folder, job_identity(dict(os.environ)))
+        result = run(request, folder, job_identity(env))
     except EntryError as exc:
         print(str(exc), file=sys.stderr, flush=True)
         return exc.code

@@ -103,7 +103,10 @@ class ProbeJobOutcome:
     (stopped by us after ``max_runtime_s`` plus the start-up allowance); ``result_text`` is
     the result file's text (None when the job wrote none); ``wall_s`` runs from submission to
     the end; ``billed_s`` is what the bill counts, read out (``billed_source`` names the field)
-    or computed from the service's times with its billing rule."""
+    or computed from the service's times with its billing rule. Issue #27: the job's own
+    start-up is kept: ``before_start_s`` from acceptance to the job starting on the machine
+    (provisioning), ``on_machine_s`` from that start to the end (None when the service did
+    not say)."""
 
     job_id: str
     service: str
@@ -114,6 +117,8 @@ class ProbeJobOutcome:
     billed_source: str
     price_per_hour: float
     error: str | None = None
+    before_start_s: float | None = None
+    on_machine_s: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -135,6 +140,8 @@ class ProbeJobOutcome:
             "price_per_hour": self.price_per_hour,
             "cost_usd": self.cost_usd,
             "error": self.error,
+            "before_start_s": self.before_start_s,
+            "on_machine_s": self.on_machine_s,
         }
 
 
@@ -229,7 +236,13 @@ class ProbeJobRunner(ABC):
         else:  # never started on a machine: nothing billed
             billed, source = 0.0, "the job never started on a machine"
         price = spec.machine.price(spec.spot)
-        return ProbeJobOutcome(job_id, self.name, state, text, wall, billed, source, price, error)
+        before = on_machine = None
+        if poll.started_at is not None:  # issue #27: the measured start-up is kept
+            before = max(0.0, poll.started_at - start)
+            on_machine = max(0.0, end - poll.started_at)
+        return ProbeJobOutcome(
+            job_id, self.name, state, text, wall, billed, source, price, error, before, on_machine
+        )
 
     def _sleep(self, seconds: float) -> None:
         time.sleep(seconds)

@@ -42,22 +42,23 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     console.print(header)
     table = Table(show_lines=False)
     for col in (
-        "#", "machine", "GPUs", "b/GPU", "t2 ms", "training h:mm:ss", "training USD",
+        "#", "machine", "GPUs", "b/GPU", "t2 ms", "training h:mm:ss",
         "source", "limit", "start-up s", "job h:mm:ss", "job cost USD",
     ):  # fmt: skip
         table.add_column(col)
     for i, f in enumerate(rows, 1):
-        m, pred, est = f.machine, f.prediction, f.estimate
-        rt = est.runtime
+        m, pred = f.machine, f.prediction
         table.add_row(
             str(i),
             m.key,
             f"{m.accelerator_count}x {m.accelerator}" if m.accelerator else "-",
             str(pred.per_device_batch) if m.accelerator else "-",
             _iv(pred.phases.t2.scale(1000), "{:.1f}"),
-            f"{format_duration(rt.value)} [{format_duration(rt.low)}-{format_duration(rt.high)}]",
-            _iv(est.cost, "{:.2f}") if est.cost is not None else "-",
-            pred.source + (f" x{pred.calibration:.2f}" if pred.calibration_points else ""),
+            _hms(f.job.training if f.job is not None else f.estimate.runtime),  # issue #27
+            ("probed here, extrapolated" if pred.source == "measured" else pred.source)
+            + (f" x{pred.calibration:.2f}" if pred.calibration_points else "")
+            + ("" if m.current else f" ({m.lifecycle})")
+            + (" (predicted only)" if _predicted_only(m) else ""),
             pred.bottleneck or "-",
             _span(_startup(f), "{:.0f}"),
             _hms(f.job_wall_s),
@@ -67,11 +68,12 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     _print_limits_and_calibration(rows)
     console.print(
         "\\[interval] in brackets; modelled = predicted from the local probe "
-        "(docs/calibration.md), measured = this machine; limit = what bounds the step; "
-        "start-up = provisioning, image pull or VM boot before training (priors unless "
-        "documented, providers/overheads.py); job = start-up + training (what advisor suggest "
-        "ranks); job cost = billed start-up + training, rounded to the service's billing "
-        "increment and minimum."
+        "(docs/calibration.md); probed here, extrapolated = this machine's probe over the run; "
+        "limit = what bounds the step; "
+        "start-up = provisioning or VM boot, image pull, data download before training "
+        "(priors unless documented, providers/overheads.py); job = start-up + training (what "
+        "advisor suggest ranks); job cost = billed start-up + training, rounded once to the "
+        "service's billing increment and minimum; the tables below are whole jobs too."
     )
     fastest = rows[0]
     from advisor.evaluation.prediction import job_cost
@@ -89,8 +91,21 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
         for c in cols:
             t.add_column(f"{c} ep")
         for key, row in norm.items():
-            t.add_row(key, *(f"{row[c]:.2f}" if c in row else "-" for c in cols))
+            t.add_row(key, *(_ratio(row.get(c)) for c in cols))
         console.print(t)
+
+
+def _ratio(value: float | None) -> str:
+    """A cell of a ``/ best`` table: a free machine (cost 0) is "free", never a ratio."""
+    if value is None:
+        return "-"
+    return "free" if value == 0 else f"{value:.2f}"
+
+
+def _predicted_only(machine: Any) -> bool:
+    from advisor.evaluation.candidates import predicted_only
+
+    return predicted_only(machine) is not None
 
 
 def _hms(span: Any) -> str:
@@ -249,3 +264,5 @@ def predict(
     _print(result.rows, result.tables, header)
     for warning in probe.warnings:
         output.console().print(f"warning (probe): {warning}")
+    for line in result.notes:  # issue #27: predicted only, not current, input size
+        output.console().print(line)

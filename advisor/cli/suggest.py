@@ -48,6 +48,7 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @_option("n_train", type=p.POSITIVE)
 @_option("n_val", type=p.COUNT_OR_ZERO)
 @_option("data_gb", type=p.FiniteFloat(0.0, 1e6))
+@_option("include_previous_generation", is_flag=True)
 @click.option("--no-screen", "screen", flag_value=False, default=True, help=OPTIONS["screen"].help)
 @_option("cloud_probes", type=p.BoundedInt(0, 100), default=0, show_default=True)
 @_option("cloud_settings", type=click.Path(dir_okay=False))

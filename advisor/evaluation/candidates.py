@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from advisor.providers.catalog import InstanceType, MachineKey
 from advisor.search_spaces.space import MachineFilter
@@ -53,3 +54,28 @@ def matches(instance: InstanceType, machines: MachineFilter) -> bool:
     if m.max_gpus is not None and instance.accelerator_count > m.max_gpus:
         return False
     return not (m.max_price is not None and instance.on_demand_usd_per_h > m.max_price)
+
+
+def predicted_only(instance: InstanceType) -> str | None:
+    """Why advisor can predict ``instance`` but neither train nor probe there (None: it can).
+    Issue #27: TPUs -- ``advisor.train`` and the Vertex tuning path refuse them (no
+    PyTorch/XLA in the image), and their efficiencies in the performance model are priors."""
+    if (instance.accelerator or "").upper().startswith("TPU"):
+        return (
+            "predicted only: advisor cannot train or probe on TPUs (no PyTorch/XLA in its image; "
+            "the TPU efficiency is a prior, docs/calibration.md)"
+        )
+    return None
+
+
+def offered(
+    instance: InstanceType, include_previous_generation: bool = False, named: Any = ()
+) -> bool:
+    """Whether ``instance`` is a candidate for a recommendation (issue #27): never a
+    predicted-only type; a previous-generation or retired type only when asked for or named in
+    the space's ``instance_types`` (by key or native name)."""
+    if predicted_only(instance) is not None:
+        return False
+    if instance.current or include_previous_generation:
+        return True
+    return instance.key in named or instance.instance_type in named

@@ -21,6 +21,13 @@ service's billing rule), the same path ``advisor predict`` and the report use. A
 ``Evaluation``'s runtime and cost are the whole job's (start-up + training): what the user
 waits for and pays, and what the budget and deadline judge; the terms are in its
 ``estimate["overheads"]``.
+
+Probe charges (issue #27): only what ran on a billed machine is charged to the probe budget.
+``Backend.probes_run_on_candidates`` says whether scoring a candidate runs a probe on that
+machine: False for ``LocalBackend`` (it probes this machine, free, and models the rest; the
+remote probes of ``--cloud-probes`` are charged by that step at their billed time), True for
+the replay back end (each replayed row stands for a probe run there). A scored candidate's
+``probe_cost_usd`` is that charge: 0 for a modelled run.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from advisor.evaluation.candidates import Candidate
+from advisor.evaluation.candidates import Candidate, offered, predicted_only
 from advisor.evaluation.space_checks import check_instance_types
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.probes.result import Interval, PhaseTimes, ProbeResult
@@ -51,6 +58,9 @@ class RunTime:
     probe: ProbeResult | None = None
     new_probe: bool = False
     error: str | None = None
+    # Issue #27: the start-up terms to price the run with, when measured (a remote probe job's
+    # own start-up); None: the service's priors (providers/overheads.py).
+    overheads: Any = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,13 +78,14 @@ class _Scored:
     phases: PhaseTimes | None = None
     probe: ProbeResult | None = None
     new_probe: bool = False
+    # Issue #27: USD a trial of this candidate charges to the probe budget: a probe run on that
+    # machine for it, at its price (the replay back end); 0 when none runs there (this
+    # machine's probe, a modelled run, a remote probe already charged by --cloud-probes).
+    probe_cost_usd: float = 0.0
 
-    @property
-    def probe_cost_usd(self) -> float:
-        """What one probe of this candidate costs at its price (the probe-budget charge)."""
-        from advisor.providers.pricing import usd
-
-        return usd(self.probe_s, self.price_per_hour)
+    def __post_init__(self) -> None:
+        if not 0 <= self.probe_cost_usd < float("inf"):
+            raise ValueError(f"probe_cost_usd must be >= 0, got {self.probe_cost_usd}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,6 +99,7 @@ class Evaluation(_Scored):
     error: ClassVar[None] = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not (isinstance(self.runtime, Interval) and isinstance(self.cost, Interval)):
             raise ValueError(
                 f"{self.machine} b{self.batch_size}: an evaluation has a runtime and a cost "
@@ -130,10 +142,19 @@ class Backend(ABC):
     """
 
     name = "base"
+    # Issue #27: whether scoring a candidate runs a (billed) probe on that machine; False: the
+    # back end probes this machine only and models the others, so its trials charge nothing.
+    probes_run_on_candidates: ClassVar[bool] = False
+    # Whether a trial gives exactly its screen's values (same cached probe, same model) when
+    # no hyperparameter changes the run time: the planner then knows a trial's result
+    # beforehand and stops once nothing left can rank above the best (advisor.study.planner).
+    trials_repeat_screen: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.new_probes = 0
         self.evaluations = 0
+        # Issue #27: machine keys the last ``candidates`` call left out, by reason.
+        self.left_out: dict[str, list[str]] = {}
         # time.monotonic() by which the search must end (--timeout): a back end that runs
         # probes shortens their time-outs to it.
         self.deadline: float | None = None
@@ -143,16 +164,28 @@ class Backend(ABC):
         """The catalog snapshot (or table id) whose prices this back end uses."""
         return "unknown"
 
-    def candidates(self, space: JointSpace) -> list[Candidate]:
-        """Machines of the space, each on demand and (when allowed and sold) on spot."""
+    def candidates(
+        self, space: JointSpace, include_previous_generation: bool = False
+    ) -> list[Candidate]:
+        """Machines of the space, each on demand and (when allowed and sold) on spot. Issue
+        #27: machines advisor cannot train on (TPUs) are never candidates, and previous-
+        generation or retired types only when asked for (or named in the space)."""
         catalog = getattr(self, "catalog", None)  # native spellings resolve (issue #15)
         check_instance_types(
             space.machines.instance_types,
             self._instances(MachineFilter()),
             getattr(catalog, "matching_keys", None),
         )
+        named = set(space.machines.instance_types)  # asked for by name: offered whatever its age
+        if named and catalog is not None and hasattr(catalog, "matching_keys"):
+            named |= set(catalog.matching_keys(tuple(named)))
         out: list[Candidate] = []
+        self.left_out = {"predicted only": [], "previous generation": []}
         for inst in self._instances(space.machines):
+            if not offered(inst, include_previous_generation, named):
+                why = "predicted only" if predicted_only(inst) else "previous generation"
+                self.left_out[why].append(inst.key)
+                continue
             out.append(Candidate(inst))
             if space.machines.spot and inst.spot_usd_per_h is not None and inst.provider != "local":
                 out.append(Candidate(inst, spot=True))
@@ -187,8 +220,11 @@ class Backend(ABC):
         """Price the run (the job: start-up overheads + training; issue #14)."""
         from advisor.probes.iteration_model import priced
         from advisor.providers.overheads import run_overheads
+        from advisor.providers.pricing import usd
 
+        charged = self.probes_run_on_candidates and not candidate.local
         common: dict[str, Any] = {
+            "probe_cost_usd": usd(rt.probe_s, candidate.price_per_hour) if charged else 0.0,
             "machine": candidate.key,
             "batch_size": batch_size,
             "source": rt.source,
@@ -209,7 +245,7 @@ class Backend(ABC):
             candidate.price_per_hour,
             spot=candidate.spot,
             service=candidate.instance.service,
-            overheads=run_overheads(candidate.instance, *data),
+            overheads=rt.overheads or run_overheads(candidate.instance, *data),
         )
         return Evaluation(runtime=runtime, cost=cost, estimate={**rt.estimate, **notes}, **common)
 

@@ -133,6 +133,8 @@ class LocalBackend(Backend):
     """
 
     name = "local"
+    # Issue #27: trials charge nothing and repeat their screen (contract.Backend)
+    probes_run_on_candidates, trials_repeat_screen = False, True
 
     def __init__(
         self,
@@ -306,7 +308,7 @@ class LocalBackend(Backend):
                 error=f"probe {probe.status}: {probe.error or 'no detail'}",
             )
         remote = self.remote(workload, instance, batch_size, hps)
-        source, extra = None, {}
+        source, extra, overheads = None, {}, None
         if remote is not None and not remote.result.ok:  # measured there: it cannot run
             r = remote.result
             return RunTime(
@@ -324,6 +326,11 @@ class LocalBackend(Backend):
                 phases = phase_times(remote.result, workload.n_train, workload.n_val)
                 source = EMULATED_SOURCE if remote.emulated else REMOTE_SOURCE
                 extra = {"remote_probe": remote_summary(remote)}
+                from advisor.evaluation.measured import measured_overheads  # issue #27
+
+                overheads = measured_overheads(
+                    remote, instance, workload.data_bytes, workload.data_basis
+                )
             elif instance.provider == "local":
                 phases = phase_times(probe, workload.n_train, workload.n_val)
             else:
@@ -353,6 +360,7 @@ class LocalBackend(Backend):
             phases=phases,
             probe=probe,
             new_probe=new,
+            overheads=overheads,
         )
 
     def _epochs(

@@ -4,6 +4,13 @@ The Python face of ``advisor predict``: resolve the machines, take a saved probe
 refine a PyTorch probe with a traced step, forecast every machine with the performance model
 and the iteration-time model, and price each run through the one pricing path
 (``advisor.providers.pricing``, spot restart overhead included).
+
+Issue #27: one cost rule. Every figure is the whole job's -- the service's start-up terms and
+the training, the billing rule applied once to the total -- in the machine rows and in the
+per-epoch tables alike, as ``advisor suggest`` prices its rows (``job_priced``). A free
+machine (this one) shows as free in the cost ratios, not as the divisor. TPU rows are marked
+predicted only (advisor cannot train there), previous-generation types are marked, and a user
+model whose probe did not measure its input size says so.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ class Prediction:
     n_train: int
     n_val: int
     tables: dict[str, dict[str, dict[int, float]]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # issue #27: predicted-only, previous generation, input size
 
     @property
     def fastest(self) -> Forecast:
@@ -59,7 +67,8 @@ class Prediction:
             "snapshot": self.snapshot,
             "spot": self.spot,
             "probe": self.probe.to_dict(),
-            "machines": [f.to_dict() for f in self.rows],
+            "machines": [{**f.to_dict(), **machine_marks(f.machine, self.spot)} for f in self.rows],
+            "notes": list(self.notes),
             "fastest": self.fastest.machine.key,
             "cheapest": self.cheapest.machine.key,
             "normalised": {
@@ -74,6 +83,68 @@ def job_cost(f: Forecast) -> float:
     if f.job_cost_usd is not None:
         return f.job_cost_usd.value
     return f.estimate.cost.value if f.estimate.cost else 0.0
+
+
+def machine_marks(machine: InstanceType, spot: bool) -> dict[str, Any]:
+    """Issue #27: how a machine's price was obtained, its date and lifecycle, and why it is
+    predicted only (None: advisor can train there)."""
+    from advisor.evaluation.candidates import predicted_only
+
+    return {
+        "price_basis": machine.basis(spot),
+        "price_date": machine.price_date,
+        "price_source": machine.source,
+        "lifecycle": machine.lifecycle,
+        "predicted_only": predicted_only(machine),
+    }
+
+
+def job_priced(
+    rows: Sequence[Forecast], n_train: int, n_val: int, batch_size: int, epochs: int, spot: bool
+) -> list[Forecast]:
+    """Issue #27: each row's estimate and epoch sweep as whole jobs -- the machine's start-up
+    terms + training, billed once by the service's rule (``price_run``) -- so a row's cost, its
+    job cost and the per-epoch tables follow the one rule ``advisor suggest`` prices with (the
+    60 s minimum of a VM applies to the job, not to the training alone)."""
+    from dataclasses import replace
+
+    from advisor.probes.iteration_model import epoch_sweep
+
+    out = []
+    for f in rows:
+        sweep = epoch_sweep(
+            f.prediction.phases, n_train, n_val, batch_size, sorted({*f.sweep, epochs}),
+            f.price_per_hour, spot=spot, service=f.machine.service, overheads=f.overheads,
+        )  # fmt: skip
+        out.append(replace(f, estimate=sweep[epochs], sweep=sweep))
+    return out
+
+
+def prediction_notes(model: str, probe: ProbeResult, machines: Sequence[InstanceType]) -> list[str]:
+    """Issue #27: what the rows cannot say themselves -- TPU rows are predicted only, which
+    types are previous generation or retired, and a user model's unmeasured input size."""
+    from advisor.evaluation.candidates import predicted_only
+
+    notes = []
+    tpus = [m.key for m in machines if predicted_only(m)]
+    if tpus:
+        notes.append(
+            f"Predicted only: {', '.join(tpus)} -- advisor cannot train or probe on TPUs (no "
+            "PyTorch/XLA in its image), so advisor suggest never recommends them; the TPU "
+            "efficiency is a prior (docs/calibration.md)."
+        )
+    old = [f"{m.key} ({m.lifecycle})" for m in machines if not m.current]
+    if old:
+        notes.append(
+            f"Not current: {', '.join(old)}; advisor suggest leaves such types out unless "
+            "--include-previous-generation."
+        )
+    if ModelRef(model).is_user and "input_bytes_per_sample" not in probe.fingerprint:
+        notes.append(
+            "Input size unknown: this probe of your model did not measure its input bytes per "
+            "sample, so the host-to-device copy counts 0 bytes (probe again to measure it)."
+        )
+    return notes
 
 
 def data_size(model: str, n_train: int, n_val: int, data_gb: float | None) -> tuple[float, str]:
@@ -293,6 +364,7 @@ def predict(
         data_bytes=data_bytes,
         data_basis=data_basis,
     )
+    rows = job_priced(rows, n_train, n_val, batch_size, epochs, spot)  # issue #27
     return Prediction(
         workload=model,
         batch_size=batch_size,
@@ -304,4 +376,5 @@ def predict(
         n_train=n_train,
         n_val=n_val,
         tables=normalised_tables(rows),
+        notes=tuple(prediction_notes(model, measured, machines)),
     )

@@ -144,6 +144,8 @@ class ReplayBackend(Backend):
     """Serves a ``ReplayTable``; counts each distinct (machine, batch) served as one probe."""
 
     name = "replay"
+    # Issue #27: each replayed row stands for a probe run on that machine, charged at its price.
+    probes_run_on_candidates = True
 
     def __init__(self, table: ReplayTable) -> None:
         super().__init__()

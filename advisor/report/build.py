@@ -95,6 +95,8 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
             "new": outcome.new_probes,
             "budget_usd": round(outcome.probe_budget_usd, 6),
             "spent_usd": round(outcome.probe_spent_usd, 6),
+            # issue #27: what the spend counts -- only probes that ran on a billed machine
+            "charged_for": CHARGED_FOR,
         },
         "recommended": rec_row,
         "best_by_time": fast.ref if fast else None,
@@ -116,11 +118,45 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "known_legend": KNOWN,  # issue #14: each row's "known" (measured here/there, modelled)
         "cloud_probes": outcome.cloud or None,  # issue #14: --cloud-probes jobs, stop reason
         "overheads": startup,  # issue #14: start-up terms per service, billing
+        "left_out": outcome.left_out,  # issue #27: TPUs, previous-generation types
         "notes": _notes(outcome, complete)
+        + _charge_notes(outcome, rows)  # issue #27
         + overheads_notes(startup)  # issue #14
         + _epochs_notes(epochs_rows),  # issue #19
     }
     return report
+
+
+CHARGED_FOR = (
+    "remote probes that ran (--cloud-probes), at their billed time x price; this machine's "
+    "probes and modelled trials cost nothing"
+)
+
+
+def _charge_notes(outcome: SuggestOutcome, rows: list[dict[str, Any]]) -> list[str]:
+    """Issue #27: what the probe budget was charged for, and which machines were left out."""
+    trials = [r for r in rows if r["trial"] is not None]
+    modelled = sum(1 for r in trials if r.get("known") == "model")
+    charged = sum(float(r.get("charged_usd") or 0.0) for r in trials)
+    cloud = float((outcome.cloud or {}).get("spent_usd") or 0.0)
+    notes = [
+        f"Probe budget: USD {outcome.probe_spent_usd:.4f} of {outcome.probe_budget_usd:g} "
+        f"charged, for {CHARGED_FOR} (remote probes USD {cloud:.4f}, trials USD "
+        f"{charged:.4f}; {modelled} modelled trial(s) charged nothing)."
+    ]
+    tpus = outcome.left_out.get("predicted only") or []
+    old = outcome.left_out.get("previous generation") or []
+    if tpus:
+        notes.append(
+            f"Left out: {len(tpus)} TPU machine type(s), predicted only -- advisor cannot train "
+            "or probe on TPUs and their efficiency is a prior (advisor predict shows them)."
+        )
+    if old:
+        notes.append(
+            f"Left out: {len(old)} previous-generation or retired machine type(s) (e.g. "
+            f"{', '.join(sorted(old)[:3])}); --include-previous-generation adds them."
+        )
+    return notes
 
 
 POINT_FIELDS = (
@@ -243,6 +279,27 @@ def _measured_rows(ranking: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def _overheads(outcome: SuggestOutcome, row: dict[str, Any]) -> Any:
+    """The start-up terms the row was priced with (a remote probe job's measured start-up, or
+    the service's priors), so the sweep's costs follow the row's (issue #27)."""
+    from advisor.providers.overheads import RunOverheads
+
+    est = _estimate(outcome, row)
+    over = (est or {}).get("overheads")
+    if over and over.get("terms") is not None and "billing" in over:
+        return RunOverheads.from_dict(over)
+    return run_overheads_of(row, outcome.workload)
+
+
+def _estimate(outcome: SuggestOutcome, row: dict[str, Any]) -> dict[str, Any] | None:
+    if row["trial"] is not None:
+        t = next(t for t in outcome.study.get_trials(deepcopy=False) if t.number == row["trial"])
+        rec = TrialRecord.from_trial(t)
+        return None if rec is None else rec.estimate
+    ev = outcome.screen.get((row["machine"], row["batch_size"]))
+    return None if ev is None else ev.estimate
+
+
 def _phases(outcome: SuggestOutcome, row: dict[str, Any]) -> Any:
     """The phase times behind a row: its trial's record, else its screen evaluation."""
     if row["trial"] is not None:
@@ -270,7 +327,7 @@ def _epoch_sweep(outcome: SuggestOutcome, rows: list[dict[str, Any]]) -> dict[st
     for r, phases in with_phases:
         sweep = epoch_sweep(
             phases, wl.n_train, wl.n_val, r["batch_size"], epochs, r["price_per_hour"] or 0.0,
-            spot=r["spot"], service=r["service"], overheads=run_overheads_of(r, wl),
+            spot=r["spot"], service=r["service"], overheads=_overheads(outcome, r),
         )  # fmt: skip
         label = f"{r['machine']} b{r['batch_size']}"
         runtime[label] = {ep: est.runtime.value for ep, est in sweep.items()}

@@ -32,6 +32,15 @@ HIDDEN_STUDIES = ("advisor-probe-cache",)  # advisor.evaluation.local.PROBE_CACH
 DETAIL_PATH = "/advisor/trials/{}"  # a trial's full detail page (by trial id)
 
 
+def _how(rec: TrialRecord) -> str:
+    """How the trial's figures were obtained, as the report labels them (issue #27)."""
+    from advisor.report.rows import how_known, label
+
+    if rec.source == "managed":
+        return "managed"
+    return label(how_known(rec.source, (rec.instance or {}).get("service")))
+
+
 def summary(rec: TrialRecord) -> dict[str, Any]:
     """Short, sortable attributes of one trial (numbers stay numbers). The machine and batch
     size are the trial's parameters (their own columns in the dashboard)."""
@@ -40,7 +49,7 @@ def summary(rec: TrialRecord) -> dict[str, Any]:
     out: dict[str, Any] = {
         "gpus": f"{gpus}x {inst.get('accelerator')}" if gpus else "cpu",
         "capacity": "spot" if rec.spot else "on demand",
-        "how": rec.source,
+        "how": _how(rec),  # issue #27: "probed here, extrapolated", "modelled", ...
     }
     if rec.runtime is not None:
         out["runtime_s"] = round(rec.runtime.value, 1)
@@ -65,7 +74,7 @@ def trial_note(rec: TrialRecord) -> str:
     """The trial's full detail as a short Markdown note (estimate, phases, probe)."""
     inst = rec.instance or {}
     lines = [
-        f"**{rec.machine}** batch {rec.batch_size}: {rec.source}"
+        f"**{rec.machine}** batch {rec.batch_size}: {_how(rec)}"
         + (f", region {inst['region']}" if inst.get("region") else "")
         + (
             f", USD {rec.price_per_hour:g}/h dated {inst.get('price_date', '?')}"

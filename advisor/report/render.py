@@ -84,7 +84,9 @@ def _price_text(r: dict[str, Any], dated: bool) -> str:
         return "0 (yours)"
     if not dated:
         return f"{price:.3g}"
-    return f"{price:.3g} ({r.get('price_date') or '?'})"
+    return (
+        f"{price:.3g} ({r.get('price_basis') or 'price'} {r.get('price_date') or '?'})"  # issue #27
+    )
 
 
 def _price_dates(rows: list[dict[str, Any]]) -> list[str]:

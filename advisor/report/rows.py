@@ -58,13 +58,25 @@ def job_terms(estimate: dict[str, Any]) -> dict[str, Any]:
     return {"startup_s": over.get("startup_s"), "training_s": over.get("training_s")}
 
 
-# How a row's time is known (issue #14), the report's "known" column, and its legend.
+# How a row's time is known (issue #14), the report's "known" column, and its legend. Issue #27:
+# no row is "measured": a probe times a few iterations, the run is extrapolated from them.
+LABELS = {
+    "here": "probed here, extrapolated",
+    "probed": "probed on the machine, extrapolated",
+    "emulated": "emulated (local stand-in), extrapolated",
+    "model": "modelled",
+    "replay": "replayed",
+}
 KNOWN = {
-    "here": "measured here: probed on this machine",
-    "probed": "measured on that machine by a remote probe (--cloud-probes)",
-    "emulated": "remote probe emulated here (local stand-in): this machine's timings, not that machine's",
-    "model": "modelled from this machine's probe by the performance model",
-    "replay": "replayed from a recorded table",
+    "here": f"{LABELS['here']}: a few iterations timed on this machine, extrapolated over the run "
+    "by the iteration-time model (epochs per batch size modelled)",
+    "probed": f"{LABELS['probed']}: a few iterations timed there by a remote probe "
+    "(--cloud-probes), extrapolated by the iteration-time model; the start-up its job measured",
+    "emulated": f"{LABELS['emulated']}: a remote probe run here in its place, so this machine's "
+    "timings, not that machine's",
+    "model": f"{LABELS['model']}: predicted from this machine's probe by the performance model; "
+    "no probe ran on that machine, so it charged nothing",
+    "replay": f"{LABELS['replay']} from a recorded table",
 }
 
 
@@ -101,7 +113,7 @@ def tuned_ranges(space: JointSpace) -> dict[str, str]:
     return out
 
 
-def _instance_fields(inst: dict[str, Any]) -> dict[str, Any]:
+def _instance_fields(inst: dict[str, Any], spot: bool) -> dict[str, Any]:
     return {
         "provider": inst.get("provider"),
         "service": inst.get("service"),
@@ -110,7 +122,32 @@ def _instance_fields(inst: dict[str, Any]) -> dict[str, Any]:
         "gpus": inst.get("accelerator_count", 0),
         "region": inst.get("region") or None,
         "price_date": inst.get("price_date"),
+        **price_provenance(inst, spot),  # issue #27
     }
+
+
+def price_provenance(inst: dict[str, Any], spot: bool) -> dict[str, Any]:
+    """Issue #27: how the row's price (on demand or spot) was obtained -- ``read-out`` from a
+    named price list, an ``estimate`` (best knowledge or derived by a stated rule) or
+    ``given`` (this machine) -- its source, and whether the type is still current."""
+    from advisor.providers.catalog import basis_of
+
+    source = str(inst.get("source") or "")
+    basis = inst.get("spot_basis" if spot else "price_basis") or basis_of(
+        str(inst.get("provider") or ""), source
+    )
+    return {
+        "price_basis": basis,
+        "price_source": source or None,
+        "lifecycle": inst.get("lifecycle") or "current",
+    }
+
+
+def label(known: str, screen_only: bool = False) -> str:
+    """A row's label: how its figures were obtained (``LABELS``), and "screen only" when no
+    trial evaluated it."""
+    text = LABELS.get(known, known)
+    return f"{text}, screen only" if screen_only else text
 
 
 def trial_row(t: FrozenTrial, space: JointSpace) -> dict[str, Any]:
@@ -118,18 +155,21 @@ def trial_row(t: FrozenTrial, space: JointSpace) -> dict[str, Any]:
     rec = TrialRecord.from_trial(t)
     assert rec is not None, f"trial {t.number} has no advisor record"
     shown = set(runtime_params(space))
+    known = how_known(rec.source, (rec.instance or {}).get("service"))
     return {
         "trial": t.number,
         "machine": rec.machine,
-        **_instance_fields(rec.instance or {}),
+        **_instance_fields(rec.instance or {}, rec.spot),
         "spot": rec.spot,
         "batch_size": rec.batch_size,
         "hyperparameters": {k: v for k, v in t.params.items() if k in shown},
         "runtime_s": rec.runtime.to_dict() if rec.runtime else None,
         **job_terms(rec.estimate),  # issue #14: runtime_s = startup_s + training_s
         "cost_usd": rec.cost.to_dict() if rec.cost else None,
-        "source": rec.source,
-        "known": how_known(rec.source, (rec.instance or {}).get("service")),
+        "source": label(known),  # issue #27 (the record's own: "record_source")
+        "record_source": rec.source,
+        "known": known,
+        "charged_usd": rec.probe_charged_usd,  # issue #27: 0 unless a billed probe ran for it
         "feasible": rec.feasible is not False,
         "epochs": rec.epochs,
         "price_per_hour": rec.price_per_hour,
@@ -140,18 +180,21 @@ def trial_row(t: FrozenTrial, space: JointSpace) -> dict[str, Any]:
 def screen_row(outcome: SuggestOutcome, ev: Evaluation) -> dict[str, Any]:
     """A screened (machine, batch) that never became a trial: modelled from the screen."""
     cand = {c.key: c for c in outcome.candidates}[ev.machine]
+    known = how_known(ev.source, cand.instance.service)
     return {
         "trial": None,
         "machine": ev.machine,
-        **_instance_fields(cand.instance.to_dict()),
+        **_instance_fields(cand.instance.to_dict(), ev.spot),
         "spot": ev.spot,
         "batch_size": ev.batch_size,
         "hyperparameters": {},
         "runtime_s": ev.runtime.to_dict() if ev.runtime else None,
         **job_terms(ev.estimate),  # issue #14
         "cost_usd": ev.cost.to_dict() if ev.cost else None,
-        "source": f"{ev.source}, screen only",
-        "known": how_known(ev.source, cand.instance.service),
+        "source": label(known, screen_only=True),
+        "record_source": ev.source,
+        "known": known,
+        "charged_usd": 0.0,  # issue #27: a screen prediction runs no probe there
         "feasible": is_feasible(outcome.options, ev),
         "epochs": ev.epochs,
         "price_per_hour": ev.price_per_hour,

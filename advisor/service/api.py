@@ -369,7 +369,7 @@ def study_parts(
         workload=workload,
         space=space,
         backend=scorer,
-        by_key={c.key: c for c in scorer.candidates(space)},
+        by_key={c.key: c for c in scorer.candidates(space, options.include_previous_generation)},
         sampler=make_sampler(options.sampler, options.seed),
         directions=[StudyDirection.MINIMIZE] * (2 if objective == "pareto" else 1),
         metric_names=list(METRIC_NAMES[objective]),

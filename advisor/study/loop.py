@@ -59,8 +59,14 @@ class TrialLoop:
         self.deadline = deadline
         name = outcome.study.study_name
         self.claims = Claims(storage, storage.get_study_id_from_name(name))
+        # Issue #27: without runtime hyperparameters a local-back-end trial repeats its screen
+        repeat = backend.trials_repeat_screen and not any(
+            p.affects_runtime for p in outcome.space.hyperparameters
+        )
         self.planner = (
-            Planner(outcome.objective, outcome.options, outcome.screen) if outcome.screen else None
+            Planner(outcome.objective, outcome.options, outcome.screen, repeat)
+            if outcome.screen
+            else None
         )
         outcome.guided = self.planner is not None
         self.by_key = {c.key: c for c in outcome.candidates}
@@ -163,10 +169,11 @@ class TrialLoop:
             return self._ask(min(options, key=lambda k: state.tried[k]))
         elif not extend and self.all_configs <= set(state.done):
             return Stop(StopReason.ALL_EVALUATED)
-        free = {
+        free = {  # issue #27: a back end that runs no probe on the candidates charges nothing
             k
             for k in self.all_configs
-            if self.by_key[k[0]].price_per_hour == 0
+            if not self.backend.probes_run_on_candidates
+            or self.by_key[k[0]].price_per_hour == 0
             or (MachineKey(k[0]).base, k[1]) in state.charged
         }
         if left <= 0 and (free <= set(state.done) and not extend):

@@ -33,8 +33,13 @@ def study_name_for(
         # issue #14: runtime and cost are the whole job's (start-up + training) since this
         # key: an older study (training alone) is not resumed with the new meaning
         "job_overheads": 1,
+        # issue #27: only probes that ran are charged, VMs pay the image pull, previous-
+        # generation and TPU machines are left out: an older study is not resumed
+        "charges": "probes-run",
         "data_bytes": workload.data_bytes,
     }
+    if options.include_previous_generation:  # issue #27: more candidates, another answer
+        ident["previous_generation"] = True
     if options.cloud_probes:  # issue #14: measured machines change the answer (and emulated)
         ident["cloud_probes"] = [options.cloud_probes, options.emulate_cloud]
     digest = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()

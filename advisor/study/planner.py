@@ -4,6 +4,16 @@ The screen predicts every (machine, batch) with an interval. The planner ranks t
 by predicted value and, each trial, returns the first one whose optimistic bound (interval low
 end) could still beat the best result so far and whose probe fits what is left of the probe
 budget; None with the reason ("converged", "probe budget spent") when none is left.
+
+Issue #27: when a trial repeats its screen (``Backend.trials_repeat_screen``: the local back
+end without runtime hyperparameters -- the cached probe and the same model give the same
+values), evaluating a configuration reveals nothing its prediction did not say, so the
+optimistic bound is not a reason to try it. The planner then walks the screen in the report's
+own ranking order (``advisor.evaluation.ranking.rank``: feasible first, the 5 % tie rule) and
+stops ("converged") once the best configuration tried so far is the first feasible one left
+in that order: nothing below it could become the recommendation. For a Pareto search it tries
+the points of the predicted front. The probe budget is no stop rule there: those trials
+charge nothing (only remote probes that ran are charged).
 """
 
 from __future__ import annotations
@@ -11,7 +21,7 @@ from __future__ import annotations
 import math
 
 from advisor.evaluation.contract import Evaluation, Scored
-from advisor.evaluation.ranking import dominates
+from advisor.evaluation.ranking import Point, dominates, rank
 from advisor.options import SuggestOptions, is_feasible
 from advisor.outcome import StopReason
 from advisor.providers.catalog import MachineKey
@@ -31,16 +41,34 @@ class Planner:
     """Best-first choice of (machine, batch) from the screen, with an optimistic stop rule."""
 
     def __init__(
-        self, objective: str, options: SuggestOptions, screen: dict[tuple[str, int], Scored]
+        self,
+        objective: str,
+        options: SuggestOptions,
+        screen: dict[tuple[str, int], Scored],
+        trials_repeat_screen: bool = False,
     ) -> None:
         self.objective = objective
         self.options = options
         self.screen = {k: v for k, v in screen.items() if isinstance(v, Evaluation)}
+        self.repeat = trials_repeat_screen
+        if self.repeat:  # a trial gives its prediction: the report's ranking, feasible only
+            self._order = self._report_order()
+            return
         ranks = self._rank_all()  # the screen is fixed: rank and filter it once
         self._order = sorted(
             (k for k, v in self.screen.items() if is_feasible(options, v, optimistic=True)),
             key=lambda k: (ranks[k], k),
         )
+
+    def _report_order(self) -> list[tuple[str, int]]:
+        """The screened configs that meet the limits at their predicted values, in the
+        report's ranking order (ties broken by key, as the study's records would be)."""
+        points = [
+            Point(ev.runtime.value, ev.cost.value, True, key)
+            for key, ev in sorted(self.screen.items())
+            if is_feasible(self.options, ev)
+        ]
+        return [p.ref for p in rank(points, self.objective)]
 
     @property
     def order(self) -> list[tuple[str, int]]:
@@ -69,6 +97,8 @@ class Planner:
         unaffordable = 0
         for key in self._order:  # best first: the first one left is the answer
             pred = self.screen[key]
+            if self.repeat and self.objective != "pareto" and _met(done.get(key), self.options):
+                break  # the best tried so far ranks above everything left: converged
             if key in done or key in busy:
                 continue
             if not self._could_improve(pred, feasible_done, incumbent):
@@ -82,6 +112,15 @@ class Planner:
     def _could_improve(self, pred: Evaluation, best: list[Evaluation], incumbent: float) -> bool:
         if not best:
             return True
+        if self.repeat:  # ranked above every trial (the loop's break), or a front point
+            if self.objective != "pareto":
+                return True
+            point = (pred.runtime.value, pred.cost.value)
+            return not any(
+                dominates((e.runtime.value, e.cost.value), point)
+                or (e.runtime.value, e.cost.value) == point
+                for e in best
+            )
         if self.objective == "pareto":
             point = (pred.runtime.low, pred.cost.low)
             return not any(
@@ -108,3 +147,8 @@ class Planner:
         dominated_by = (le & ~eq).sum(axis=0)
         score = dominated_by * 1e30 + pts[:, 0] * pts[:, 1]
         return dict(zip(keys, score.tolist(), strict=True))
+
+
+def _met(ev: Scored | None, options: SuggestOptions) -> bool:
+    """Whether ``ev`` is a finished evaluation that meets the limits."""
+    return isinstance(ev, Evaluation) and is_feasible(options, ev)

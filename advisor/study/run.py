@@ -26,8 +26,13 @@
    other's trials, never evaluate a configuration another is evaluating, and spend the probe
    budget once (``advisor.study.claims``).
 
-Each trial is charged its probe once per (machine, batch): the predicted probe duration on that
-machine times its price, whether the probe ran locally, was modelled or replayed.
+Issue #27: only what ran on a billed machine is charged to the probe budget. The remote probes
+of ``--cloud-probes`` are charged at their billed time by that step; a trial charges a probe
+only when its back end runs one on that machine (the replay back end, once per machine and
+batch); the local back end's trials -- this machine's probe, or a modelled cloud machine --
+charge nothing. Without ``--cloud-probes`` the search stops when it has converged (for the
+local back end: once the best configuration tried ranks above every one left, as a trial
+repeats its screen), at the trial cap or at ``--timeout``.
 """
 
 from __future__ import annotations
@@ -131,7 +136,7 @@ def run_suggest(
     if backend is None:
         backend = local_backend(options, storage_obj, space, progress)
     backend.deadline = deadline
-    candidates = backend.candidates(space)
+    candidates = backend.candidates(space, options.include_previous_generation)  # issue #27
     if not candidates:
         raise AdvisorError(
             "No machine matches the space's machine filter.",
@@ -150,6 +155,7 @@ def run_suggest(
         resumed=resumed,
         probe_budget_usd=options.resolved_probe_budget,
         snapshot=backend.snapshot,
+        left_out=dict(backend.left_out),  # issue #27
     )
     directions = study.directions
     state = StudyState(study, make_sampler(options.sampler, options.seed), list(directions))

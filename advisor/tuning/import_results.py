@@ -4,6 +4,12 @@ A trial records what actually ran: the provider, the machine the service reports
 the catalog at the spot or on-demand rate it ran at), the hyperparameters the service chose and
 the metric it read. Its ``source`` is ``managed``: imported trials are kept apart from the
 study's screening trials and never become the recommendation by themselves.
+
+Issue #27: a trial's cost follows the one cost rule: the bill the service reports (SageMaker's
+BillableTimeInSeconds) where it reports one, else the measured run time with the billed
+start-up terms it leaves out added (or the unbilled ones it includes taken off) and the
+service's billing rule applied once (``providers.overheads.bill_measured_job``) -- not the run
+time x the price. The interval is the start-up priors'.
 """
 
 from __future__ import annotations
@@ -65,9 +71,8 @@ def import_results(
             if batch_dist is not None and batch in getattr(batch_dist, "choices", ()):
                 params["batch_size"], dists["batch_size"] = batch, batch_dist
         runtime = Interval(r.runtime_s, r.runtime_s, r.runtime_s) if r.runtime_s else None
-        cost_s = r.billable_s if r.billable_s is not None else r.runtime_s
-        cost_v = cost_s * price / 3600 if cost_s is not None and price is not None else None
-        cost = Interval(cost_v, cost_v, cost_v) if cost_v is not None else None
+        cost = job_cost(row, r, price)  # issue #27: the one cost rule
+        cost_v = cost.value if cost is not None else None
         record = TrialRecord(
             machine=key or f"{backend.name}:{r.instance_type}",
             batch_size=int(_ran_with(r, "batch_size", study) or 0),
@@ -117,6 +122,23 @@ def import_results(
         if on_imported is not None:
             on_imported(r, row, record.batch_size or None)
     return added
+
+
+def job_cost(row: InstanceType | None, r: TrialResult, price: float | None) -> Interval | None:
+    """USD of a finished training job by the one cost rule (module docstring); None without a
+    price or a run time."""
+    from advisor.providers.overheads import bill_measured_job
+    from advisor.providers.pricing import usd
+
+    if price is None or (r.runtime_s is None and r.billable_s is None):
+        return None
+    if row is None or r.runtime_s is None:  # no service to bill by: the reported bill only
+        if r.billable_s is None:
+            return None
+        v = usd(r.billable_s, price)
+        return Interval(v, v, v)
+    billed, _ = bill_measured_job(row.provider, row.service, r.runtime_s, r.billable_s)
+    return Interval(usd(billed.value, price), usd(billed.low, price), usd(billed.high, price))
 
 
 def machine_row(
@@ -206,4 +228,4 @@ def _ran_with(r: TrialResult, name: str, study: optuna.Study) -> int | None:
     return int(value) if value is not None else None
 
 
-__all__: Sequence[str] = ("import_results", "machine_row")
+__all__: Sequence[str] = ("import_results", "job_cost", "machine_row")

@@ -6,7 +6,9 @@ studies' prices. Rows are validated on load. Refreshing lives in
 ``advisor.providers.catalog.refresh`` (imported only when used); turning SkyPilot's catalog
 files into a snapshot in ``advisor.providers.catalog.skypilot``. ``Catalog.resolve`` takes the
 providers' own machine names; ``load(region=...)`` picks a region (default: each machine's
-cheapest); ``stale_warning`` says when prices are over 30 days old.
+cheapest); ``stale_warning`` says when prices are over 30 days old or estimates. Each row says
+how its price was obtained (``price_basis``, ``spot_basis``: read-out, estimate, given) and
+whether the type is current (``lifecycle``; issue #27).
 """
 
 from advisor.providers.catalog._catalog import Catalog, accelerator_aliases
@@ -14,7 +16,7 @@ from advisor.providers.catalog._keys import SPOT_SUFFIX, MachineKey
 from advisor.providers.catalog._local import local_machine
 from advisor.providers.catalog._staleness import MAX_AGE_DAYS, stale_warning
 from advisor.providers.catalog._store import load, snapshot_dir, snapshots
-from advisor.providers.catalog._types import AcceleratorSpec, InstanceType
+from advisor.providers.catalog._types import AcceleratorSpec, InstanceType, basis_of
 
 __all__ = [
     "MAX_AGE_DAYS",
@@ -24,6 +26,7 @@ __all__ = [
     "InstanceType",
     "MachineKey",
     "accelerator_aliases",
+    "basis_of",
     "load",
     "local_machine",
     "snapshot_dir",

@@ -42,6 +42,9 @@ ACCELERATOR_COLUMNS = (
     "link_gbs",
     "source",
 )
+# Issue #27: optional instance columns (older snapshot files lack them): how the price was
+# obtained (derived from ``source`` when missing) and whether the type is still current.
+INSTANCE_EXTRA_COLUMNS = ("price_basis", "spot_basis", "lifecycle")
 # Optional columns (older files may lack them): what the GPU kernel model needs.
 KERNEL_COLUMNS = ("sm_count", "boost_clock_mhz", "l2_mib", "tdp_w", "kernel_source")
 LINKS = ("PCIe", "NVLink", "ICI")
@@ -242,6 +245,9 @@ def _instance(row: Mapping[str, str]) -> InstanceType:
         spot_usd_per_h=_optional(_float)(row["spot_usd_per_h"], "spot_usd_per_h"),
         price_date=_date(row["price_date"], "price_date"),
         source=_text(row["source"], "source"),
+        price_basis=row.get("price_basis", "").strip(),
+        spot_basis=row.get("spot_basis", "").strip(),
+        lifecycle=row.get("lifecycle", "").strip() or "current",
     )
 
 
@@ -255,9 +261,10 @@ def write_instances(path: Path, rows: list[InstanceType]) -> None:
     """Write rows in the catalog CSV format (the caller renames the file into place)."""
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(INSTANCE_COLUMNS)
+        columns = (*INSTANCE_COLUMNS, *INSTANCE_EXTRA_COLUMNS)
+        writer.writerow(columns)
         for row in rows:
-            writer.writerow([_cell(getattr(row, c)) for c in INSTANCE_COLUMNS])
+            writer.writerow([_cell(getattr(row, c)) for c in columns])
 
 
 def _cell(value: Any) -> str:

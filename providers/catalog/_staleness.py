@@ -39,8 +39,11 @@ def stale_warning(
     today = today or dt.date.today()
     priced = [r for r in rows if r.provider != "local"]
     old = [r for r in priced if age_days(r.price_date, today) > max_age_days]
+    # Issue #27: an estimate (not read out from a price list) is never fresh: it is dated no
+    # newer than the snapshot's read-outs, and the warning says how many prices are estimates.
+    estimates = [r for r in priced if "estimate" in (r.price_basis, r.spot_basis)]
     snapshot_age = age_days(snapshot, today)
-    if snapshot_age <= max_age_days and not old:
+    if snapshot_age <= max_age_days and not old and not estimates:
         return None
     parts = []
     if snapshot_age > max_age_days:
@@ -50,5 +53,10 @@ def stale_warning(
         parts.append(
             f"{len(old)} of {len(priced)} prices used are dated more than {max_age_days} days "
             f"ago (oldest {oldest.price_date}, {oldest.key})"
+        )
+    if estimates:
+        parts.append(
+            f"{len(estimates)} of {len(priced)} are estimates, not read-outs (each row's "
+            "price_basis and source say how)"
         )
     return "; ".join(parts) + f". Prices change: {REFRESH_HINT}."

@@ -161,7 +161,13 @@ def _merge(row: InstanceType, quote: Quote | None, name: str, day: str, base: st
         )
         source = f"{where}: on-demand; {kept}"
     return replace(
-        row, on_demand_usd_per_h=quote.on_demand, spot_usd_per_h=spot, price_date=day, source=source
+        row,
+        on_demand_usd_per_h=quote.on_demand,
+        spot_usd_per_h=spot,
+        price_date=day,
+        source=source,
+        price_basis="read-out",  # issue #27: read from the provider's price source
+        spot_basis="read-out" if quote.spot is not None else row.spot_basis,
     )
 
 

@@ -279,6 +279,8 @@ def _reprice(
                 price_date=stamp,
                 source=f"read-out: {where}; {how}on-demand and spot = lowest zone price in "
                 f"{region}{note}",
+                price_basis="read-out",  # issue #27
+                spot_basis="read-out" if spot is not None else "",
             )
         )
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 
@@ -72,15 +73,22 @@ def test_cli_region_column_and_filter() -> None:
 
 def test_stale_warning_names_the_age_and_the_refresh_command() -> None:
     cat = load("2026-11")
-    fresh = [cat.get("ec2:p2.xlarge")]  # priced 2026-11
+    # a read-out refreshed this month (as `advisor catalog refresh` writes one)
+    fresh = [dataclasses.replace(cat.get("ec2:p3.2xlarge"), price_date="2026-11")]
+    assert fresh[0].price_basis == "read-out"
     assert stale_warning("2026-11", fresh, today=dt.date(2026, 11, 23)) is None
     old = stale_warning("2026-11", fresh, today=dt.date(2027, 1, 15))
     assert old is not None and old.startswith("Catalog snapshot 2026-11 is 75 days old")
     assert "advisor catalog refresh" in old
-    read_out = [cat.get("ec2:p3.2xlarge"), cat.get("ec2:p2.xlarge")]
+    read_out = [cat.get("ec2:p3.2xlarge"), *fresh]
     warning = stale_warning("2026-11", read_out, today=dt.date(2026, 11, 23))
     assert warning is not None
     assert "1 of 2 prices used are dated more than 30 days ago (oldest 2025-12" in warning
+    # issue #27: an estimate is never fresh: dated no newer than the read-outs, and counted
+    estimate = cat.get("ec2:p2.xlarge")
+    assert estimate.price_basis == "estimate" and estimate.price_date <= "2025-12"
+    warning = stale_warning("2026-11", [*fresh, estimate], today=dt.date(2026, 11, 23))
+    assert warning is not None and "1 of 2 are estimates, not read-outs" in warning
 
 
 def test_cli_warns_about_old_prices_on_stderr() -> None:

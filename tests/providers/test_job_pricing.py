@@ -88,7 +88,9 @@ def test_iteration_model_and_run_overheads_price_through_price_run() -> None:
     assert (cost.value, cost.low, cost.high) == job.cost
     assert ec2.cost(Span(30.0, 25.0, 40.0), 3.06) == Span(*job.cost)
     assert ec2.billed_run(Span(30.0, 25.0, 40.0)) == Span(*job.billed)
-    assert [t["phase"] for t in notes["overheads"]["terms"]] == ["VM boot", "data download"]
+    # issue #27: a VM pays the image pull too, as a managed job does
+    phases = [t["phase"] for t in notes["overheads"]["terms"]]
+    assert phases == ["VM boot", "image pull + container start", "data download"]
     # the epoch sweep's estimate, given the overheads, is the whole job with a start-up term
     phases = PhaseTimes(*(Interval.exact(x) for x in (2.0, 0.5, 0.1, 1.0, 1.0)), "measured")
     est = estimate(phases, 1000, 100, 2, 100, 3.06, service="ec2", overheads=ec2)

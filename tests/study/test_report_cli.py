@@ -44,7 +44,8 @@ def test_report_says_why_and_shows_ranges_and_price_dates(
     assert "why: fastest within USD 5" in words
     assert "tuning ranges" in words and "lr 0.01..0.3 log" in words
     assert "lr=" not in words  # no sampled learning rate is presented as advice
-    assert "(2021-02-01)" in words  # each price's date (the replay table's)
+    # each price's basis (issue #27: the fixture's rows cite no read-out) and date
+    assert "(estimate 2021-02-01)" in words
     assert "[over limit]" in words  # Rich markup does not swallow bracketed text
 
 
