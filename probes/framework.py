@@ -21,6 +21,9 @@ Contract for a framework (``probes/torch_runner.py`` and ``probes/keras_runner.p
   :meth:`~FrameworkRunner.fingerprint` describe the model and the software.
 - :meth:`~FrameworkRunner.is_oom` says whether an exception is the framework's out-of-memory
   error (by type); :data:`MemoryError` always is.
+- :meth:`~FrameworkRunner.input_bytes_per_sample` (optional, issue #27) measures the bytes of
+  one training sample's inputs from the first batch (recorded as the fingerprint's
+  ``input_bytes_per_sample``, the size the performance model copies to the device).
 - :meth:`~FrameworkRunner.gradient_noise` (optional, issue #19) measures the gradient noise
   scale on a few more training batches when ``request.gradient_noise``; the base calls it
   after the timed iterations and validation passes, so it does not change their timing.
@@ -163,6 +166,11 @@ class FrameworkRunner(ABC):
     def warnings(self, prepared: Prepared) -> tuple[str, ...]:
         return ()
 
+    def input_bytes_per_sample(self, prepared: Prepared, request: ProbeRequest) -> float | None:
+        """Issue #27: bytes of one sample's inputs, measured on the first training batch (the
+        inputs, not the targets); None: not measured (the default)."""
+        return None
+
     def gradient_noise(self, prepared: Prepared, request: ProbeRequest) -> NoiseScale | None:
         """Issue #19: the gradient noise scale ``B_simple`` on a few more training batches at
         the probe's weights (no optimizer step), time-boxed by ``request.max_seconds``;
@@ -250,12 +258,15 @@ class FrameworkRunner(ABC):
         warnings = optional("warnings", skipped, self.warnings, prepared) or ()
         params, grad_bytes = self.model_size(prepared)
         median = statistics.median(timed.iteration_s[1:])
+        in_bytes = optional("input size", skipped, self.input_bytes_per_sample, prepared, request)
         fingerprint = self.fingerprint(threads, request.device)
         fingerprint.update(
             flops_method=flops_note,
             init_note=init_note,
             generated_train_samples=prepared.generated_train_samples,
         )
+        if in_bytes is not None:  # issue #27: measured, not assumed from a shape
+            fingerprint["input_bytes_per_sample"] = float(in_bytes)
         return ProbeResult(
             workload=request.workload,
             framework=self.name,

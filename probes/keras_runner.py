@@ -209,6 +209,21 @@ class KerasRunner(FrameworkRunner):
         per_sample, note = flops_per_training_sample(prepared.state.setup)
         return (None if per_sample is None else per_sample * request.batch_size), note
 
+    def input_bytes_per_sample(self, prepared: Prepared, request: ProbeRequest) -> float | None:
+        """Issue #27: the first training batch's inputs' bytes over its sample count."""
+        batch = next(iter(prepared.state.train_data.take(1)))
+        inputs = batch[0] if isinstance(batch, tuple | list) else batch
+        parts = (
+            list(inputs.values())
+            if isinstance(inputs, dict)
+            else (list(inputs) if isinstance(inputs, tuple | list) else [inputs])
+        )
+        total = sum(
+            int(np.prod(t.shape)) * np.dtype(t.dtype.as_numpy_dtype).itemsize for t in parts
+        )
+        rows = int(parts[0].shape[0]) if parts and len(parts[0].shape) else 0
+        return total / rows if total and rows else None
+
     def model_size(self, prepared: Prepared) -> tuple[int, int]:
         weights = prepared.state.setup.model.trainable_weights
         return (

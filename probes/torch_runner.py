@@ -180,6 +180,13 @@ class TorchRunner(FrameworkRunner):
         state.warnings = layout.warnings()
         return flops, FLOPS_METHOD
 
+    def input_bytes_per_sample(self, prepared: Prepared, request: ProbeRequest) -> float | None:
+        """Issue #27: the first batch's input tensors' bytes over the batch size."""
+        inputs, _ = split_batch(prepared.state.first_batch)
+        tensors = inputs if isinstance(inputs, list | tuple) else [inputs]
+        total = sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+        return total / request.batch_size if total else None
+
     def model_size(self, prepared: Prepared) -> tuple[int, int]:
         trainable = [p for p in prepared.state.setup.model.parameters() if p.requires_grad]
         return (

@@ -18,6 +18,7 @@ charge nothing (only remote probes that ran are charged).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from advisor.evaluation.contract import Evaluation, Scored
@@ -64,7 +65,7 @@ class Planner:
         """The screened configs that meet the limits at their predicted values, in the
         report's ranking order (ties broken by key, as the study's records would be)."""
         points = [
-            Point(ev.runtime.value, ev.cost.value, True, key)
+            _point(key, ev)
             for key, ev in sorted(self.screen.items())
             if is_feasible(self.options, ev)
         ]
@@ -147,6 +148,15 @@ class Planner:
         dominated_by = (le & ~eq).sum(axis=0)
         score = dominated_by * 1e30 + pts[:, 0] * pts[:, 1]
         return dict(zip(keys, score.tolist(), strict=True))
+
+
+def _point(key: tuple[str, int], ev: Evaluation) -> Point:
+    """A screened config as the report ranks its row: with the tie-break the report's rows
+    carry (list price, machine, batch; issue #28) where ``Point`` has one."""
+    point = Point(ev.runtime.value, ev.cost.value, True, key)
+    if "tiebreak" in {f.name for f in dataclasses.fields(Point)}:
+        point = dataclasses.replace(point, tiebreak=(ev.price_per_hour, key[0], key[1]))
+    return point
 
 
 def _met(ev: Scored | None, options: SuggestOptions) -> bool:

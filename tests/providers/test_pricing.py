@@ -112,9 +112,12 @@ def test_predict_spot_agrees_with_suggest(
     assert job["job_cost_usd"] == pytest.approx(cost.to_dict(), rel=1e-12)
     assert [t["phase"] for t in job["terms"]][-1] == "data download"  # fcn's size, both
     # The spot overhead is in both (predict used to leave it out), on the training only.
-    on_demand = row["sweep"]["3"]["breakdown"]
+    on_demand = {k: v for k, v in row["sweep"]["3"]["breakdown"].items() if k != "startup"}
     assert job["training_s"]["value"] == pytest.approx(sum(on_demand.values()) * 1.10, rel=1e-9)
     assert runtime.value == pytest.approx(
         job["startup_s"]["value"] + sum(on_demand.values()) * 1.10, rel=1e-9
     )
-    assert row["estimate"]["runtime_s"]["value"] == pytest.approx(job["training_s"]["value"])
+    # issue #27: predict's own estimate is the whole job too (one cost rule, no training-alone
+    # price with its own billing minimum)
+    assert row["estimate"]["runtime_s"] == pytest.approx(job["job_wall_s"], rel=1e-12)
+    assert row["estimate"]["cost_usd"] == pytest.approx(job["job_cost_usd"], rel=1e-12)
