@@ -29,11 +29,20 @@ def test_billing_rounds_up_to_the_increment_with_a_minimum() -> None:
 
 
 def test_every_figure_has_a_source_and_a_status() -> None:
+    # A prior says so at the head of its source; a documented figure names its document
+    # (a pricing page or an API reference), not just any non-empty text.
+    def agrees(status: str, source: str) -> bool:
+        if status == PRIOR:
+            return source.startswith("prior")
+        return status == DOCUMENTED and any(w in source for w in ("page", "API reference"))
+
     for (provider, service), terms in SERVICES.items():
         billing = BILLING[service]
-        assert billing.status in (DOCUMENTED, PRIOR) and billing.source, (provider, service)
+        if service != "local":
+            assert agrees(billing.status, billing.source), (provider, service)
         for t in terms:
-            assert t.status in (DOCUMENTED, PRIOR) and t.source, (provider, service, t.phase)
+            assert agrees(t.status, t.source), (provider, service, t.phase)
+            assert t.seconds.low < t.seconds.value < t.seconds.high, (service, t.phase)
 
 
 def test_a_20_second_sagemaker_run_is_dominated_by_its_overheads() -> None:
