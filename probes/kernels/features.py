@@ -31,6 +31,18 @@ FEATURES = {
     "softmax": ("log_bytes_per_sm", "log_rows_per_sm", "log_h"),
 }  # fmt: skip
 
+# Physical priors imposed on the fit (monotonic constraints, -1 falling, 0 free): the
+# inefficiency ``f`` does not grow with more waves of output tiles or fuller last waves, nor
+# with more bytes per SM or rows per SM for memory-bound kernels (more parallel work never
+# lowers a kernel's utilisation). Chosen by leave-one-GPU-out error (docs/kernel-model.md).
+MONOTONIC = {
+    "gemm": (0, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0),
+    "conv": (0, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0),
+    "elementwise": (-1, 0, 0),
+    "layernorm": (-1, -1, 0),
+    "softmax": (-1, -1, 0),
+}
+
 Rows = Mapping[str, np.ndarray]
 
 

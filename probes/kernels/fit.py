@@ -2,13 +2,18 @@
 
 Per family: a gradient-boosted tree model (scikit-learn ``HistGradientBoostingRegressor``) of
 ``y = log((t - launch) / t_roof)`` on the GPU-relative features of ``features.py``, fitted on
-the ``train/`` rows whose latency is at least twice the harness floor of their GPU and op
-(below that the measurement is the host's dispatch time, not the kernel's). Then:
+the ``train/`` rows and the ``test/`` rows of the same five GPUs (``training_rows``: the test
+shapes are the transformer models' own, measured as the whole models were) whose latency is
+at least twice the harness floor of their GPU and op (below that the measurement is the
+host's dispatch time, not the kernel's) and at most ``LONGEST_S`` (the sweep's longest
+kernels ran throttled). Then:
 
 - ``bias``: per measured GPU, the median out-of-fold residual (5-fold over rows): the GPU's
   own level, used only for that GPU;
-- ``interval_measured``: the 10th/90th percentile of those residuals after the bias (shapes
-  not seen on a measured GPU);
+- ``interval_measured``: the 10th/90th percentile of the residuals of each measured GPU's
+  ``test/`` shapes predicted by a fit without them (``test_shape_residuals``; for conv, with
+  no ``test/`` rows, of the out-of-fold residuals after the bias): shapes not seen on a
+  measured GPU;
 - ``interval_spec``: the 10th/90th percentile of the leave-one-GPU-out residuals (a GPU not
   seen at all, predicted from its spec sheet alone);
 - ``floor_s``: the harness floor (2nd percentile latency per GPU and table), used only to
@@ -27,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from advisor.probes.kernels.features import FAMILIES, FEATURES, features
+from advisor.probes.kernels.features import FAMILIES, FEATURES, MONOTONIC, features
 from advisor.probes.kernels.gpus import GpuSpec, gpu_spec
 from advisor.probes.kernels.tables import read_family, subset
 from advisor.probes.kernels.trees import from_sklearn
@@ -36,6 +41,11 @@ PARAMS = Path(__file__).resolve().parent / "data" / "params.json"
 LAUNCH_S = 3e-6  # prior: device time of a kernel launch back to back (a few us on NVIDIA GPUs)
 FLOOR_QUANTILE = 0.02
 DEVICE_BOUND = 2.0  # rows at least this many times their floor are fitted
+# Rows slower than this are left out: the sweep ran each shape 25 times, and its longest
+# kernels (hundreds of ms to seconds) show clock throttling (float32 efficiency falling from
+# ~0.8 to ~0.6 on the A100 and V100, and further on the P100 and P4) that no step of a
+# training run holds for so long per kernel. Chosen by leave-one-GPU-out error.
+LONGEST_S = 0.2
 TREES = {"max_iter": 120, "max_leaf_nodes": 15, "learning_rate": 0.1, "random_state": 0}
 FOLDS = 5
 PERCENTILES = (10.0, 90.0)
@@ -74,9 +84,10 @@ def floors(rows: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
 
 
 def device_bound(rows: dict[str, np.ndarray], floor: dict[str, dict[str, float]]) -> np.ndarray:
-    """Rows whose latency is at least DEVICE_BOUND x their GPU's floor for their table."""
+    """Rows whose latency is at least DEVICE_BOUND x their GPU's floor for their table
+    (and at most LONGEST_S)."""
     h = np.array([floor[g][t] for g, t in zip(rows["gpu"], rows["table"], strict=True)])
-    return rows["t"] >= DEVICE_BOUND * h
+    return (rows["t"] >= DEVICE_BOUND * h) & (rows["t"] <= LONGEST_S)
 
 
 def target(t: np.ndarray, t_roof: np.ndarray) -> np.ndarray:
@@ -84,51 +95,101 @@ def target(t: np.ndarray, t_roof: np.ndarray) -> np.ndarray:
     return np.log(np.maximum(t - LAUNCH_S, 0.5 * t) / t_roof)
 
 
-def regressor(x: np.ndarray, y: np.ndarray) -> Any:
+def regressor(x: np.ndarray, y: np.ndarray, family: str) -> Any:
     from sklearn.ensemble import HistGradientBoostingRegressor
 
-    return HistGradientBoostingRegressor(**TREES).fit(x, y)
+    model = HistGradientBoostingRegressor(monotonic_cst=list(MONOTONIC[family]), **TREES)
+    return model.fit(x, y)
 
 
-def leave_one_gpu_out(x: np.ndarray, y: np.ndarray, gpus: np.ndarray) -> np.ndarray:
+def leave_one_gpu_out(x: np.ndarray, y: np.ndarray, gpus: np.ndarray, family: str) -> np.ndarray:
     """Residuals ``y - prediction`` of each GPU's rows from a fit on the other GPUs."""
     residual = np.zeros(len(y))
     for gpu in sorted(set(gpus.tolist())):
         held = gpus == gpu
-        residual[held] = y[held] - regressor(x[~held], y[~held]).predict(x[held])
+        residual[held] = y[held] - regressor(x[~held], y[~held], family).predict(x[held])
     return residual
 
 
-def out_of_fold(x: np.ndarray, y: np.ndarray, seed: int = 0) -> np.ndarray:
+def out_of_fold(x: np.ndarray, y: np.ndarray, family: str, seed: int = 0) -> np.ndarray:
     """Residuals of each row from a fit on the other FOLDS-1 folds (random rows)."""
     fold = np.random.default_rng(seed).integers(0, FOLDS, len(y))
     residual = np.zeros(len(y))
     for k in range(FOLDS):
         held = fold == k
-        residual[held] = y[held] - regressor(x[~held], y[~held]).predict(x[held])
+        residual[held] = y[held] - regressor(x[~held], y[~held], family).predict(x[held])
     return residual
+
+
+def training_rows(
+    data: Path, family: str, test_gpus: tuple[str, ...] | None = None
+) -> tuple[dict[str, np.ndarray], dict[str, dict[str, float]]]:
+    """The rows a fit uses and the harness floors: ``train/`` rows, plus the ``test/`` rows of
+    the GPUs measured in ``train/`` (all of them, or those in ``test_gpus``), each at least
+    DEVICE_BOUND x its floor and at most LONGEST_S. ``test/`` rows of GPUs that ``train/``
+    never measured (H100, L4, A100 80GB) are never used."""
+    rows = read_family(data, "train", family)
+    floor = floors(rows)
+    test = read_family(data, "test", family)
+    if test:
+        keep = np.isin(test["gpu"], sorted(floor))
+        if test_gpus is not None:
+            keep &= np.isin(test["gpu"], list(test_gpus))
+        test = subset(test, keep & np.isin(test["table"], sorted(set(rows["table"].tolist()))))
+        rows = {k: np.concatenate([rows[k], test[k]]) for k in rows}
+    return subset(rows, device_bound(rows, floor)), floor
+
+
+def test_shape_residuals(
+    data: Path, family: str, specs: dict[str, GpuSpec]
+) -> dict[str, np.ndarray]:
+    """Each measured GPU's device-bound ``test/`` rows predicted by a fit on ``train/`` and the
+    other GPUs' ``test/`` rows, with the GPU's level (``bias``) from its own ``train/`` rows:
+    the rows, the predicted device seconds ``pred_s`` and ``residual`` (log measured/pred)."""
+    test = read_family(data, "test", family)
+    _, floor = training_rows(data, family)
+    parts: list[dict[str, np.ndarray]] = []
+    for gpu in sorted(floor) if test else []:
+        held = subset(test, test["gpu"] == gpu)
+        held = subset(held, device_bound(held, floor))
+        if not len(held["t"]):
+            continue
+        fitted, _ = training_rows(data, family, tuple(g for g in floor if g != gpu))
+        x, t_roof = prepare(fitted, family, specs)
+        y = target(fitted["t"], t_roof)
+        model = regressor(x, y, family)
+        mine = fitted["gpu"] == gpu
+        bias = float(np.median(y[mine] - model.predict(x[mine])))
+        xh, th = prepare(held, family, specs)
+        pred = LAUNCH_S + th * np.exp(model.predict(xh) + bias)
+        parts.append({**held, "pred_s": pred, "residual": np.log(held["t"] / pred)})
+    if not parts:
+        return {}
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def fit_family(data: Path, family: str, specs: dict[str, GpuSpec]) -> dict[str, Any]:
     """One family's parameters (see the module docstring)."""
+    fitted, floor = training_rows(data, family)
     rows = read_family(data, "train", family)
-    floor = floors(rows)
-    fitted = subset(rows, device_bound(rows, floor))
     x, t_roof = prepare(fitted, family, specs)
     y = target(fitted["t"], t_roof)
     gpus = fitted["gpu"]
-    logo = leave_one_gpu_out(x, y, gpus)
-    oof = out_of_fold(x, y)
+    logo = leave_one_gpu_out(x, y, gpus, family)
+    oof = out_of_fold(x, y, family)
     bias = {g: float(np.median(oof[gpus == g])) for g in sorted(set(gpus.tolist()))}
     centred = oof - np.array([bias[g] for g in gpus])
-    model = from_sklearn(regressor(x, y))
+    held = test_shape_residuals(data, family, specs)
+    measured = held["residual"] if held else centred
+    model = from_sklearn(regressor(x, y, family))
     tables = sorted(set(rows["table"].tolist()))
     return {
         "features": list(FEATURES[family]),
         "fitted_gpus": sorted(bias),
         "rows": len(y),
         "bias": bias,
-        "interval_measured": [float(np.percentile(centred, p)) for p in PERCENTILES],
+        "interval_measured": [float(np.percentile(measured, p)) for p in PERCENTILES],
+        "interval_measured_from": "test shapes" if held else "out-of-fold rows",
         "interval_spec": [float(np.percentile(logo, p)) for p in PERCENTILES],
         "logo_median_abs": float(np.median(np.abs(np.expm1(logo)))),
         "floor_s": floor,
