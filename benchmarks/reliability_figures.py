@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _setup() -> tuple[Path, Path, Path]:
-    spec = importlib.util.spec_from_file_location("tables", ROOT / "tests/study/conftest.py")
+    spec = importlib.util.spec_from_file_location("tables", ROOT / "tests/helpers/replay_tables.py")
     assert spec is not None and spec.loader is not None
     tables = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tables)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "service"))
+sys.path.insert(0, str(ROOT / "tests" / "advisor" / "service"))
 
 from conftest import Postgres, Server, replay_table  # noqa: E402
 

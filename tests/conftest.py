@@ -6,6 +6,11 @@ from pathlib import Path
 
 import pytest
 
+# Fixtures shared by tests under tests/providers and tests/advisor, kept in tests/helpers:
+# the managed-tuning specs and studies (make_spec, storage, study_factory) and moto's SageMaker
+# running probe jobs here (sagemaker_on_moto).
+pytest_plugins = ["tuning_studies", "sagemaker_moto"]
+
 
 @pytest.fixture(autouse=True)
 def _advisor_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -6,19 +6,15 @@ import dataclasses
 import subprocess
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import optuna
 import pytest
 from advisor.search_spaces.loader import default_space
+from perf_fixtures import FakeCatalog, gpu_machine, probe
+from replay_tables import small_table
 
 import advisor
 from advisor.evaluation.replay import ReplayBackend
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "study"))
-sys.path.insert(0, str(Path(__file__).parents[1] / "probes"))
-from conftest import small_table
-from test_performance_model_fixtures import FakeCatalog, gpu_machine, probe
 
 TRACE = {"ops_per_iteration": 100, "activation_bytes_per_sample": 1.2e6, "data_s": 0.004}
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +18,7 @@ from advisor.probes.framework import (
 )
 from advisor.probes.gradient_noise import NoiseScale, estimate_noise_scale
 from advisor.probes.result import ProbeRequest
-
-HERE = Path(__file__).parent
+from repo_paths import HELPERS
 
 
 def test_classification_is_by_exception_type_not_by_message() -> None:
@@ -38,7 +36,7 @@ class TestTorch:
     @pytest.fixture(autouse=True)
     def _user_models(self, monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.importorskip("torch")
-        monkeypatch.syspath_prepend(str(HERE))
+        monkeypatch.syspath_prepend(str(HELPERS))
 
     def test_out_of_memory_types(self) -> None:
         import torch

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from pathlib import Path
 
 import pytest
 from advisor.probes.perf.signature import signature
 from advisor.probes.result import ProbeRequest, ProbeResult
+from repo_paths import HELPERS
 
 from advisor.evaluation.prediction import prediction_notes
-
-HERE = Path(__file__).resolve().parent
 
 
 def _probe(workload: str, fingerprint: dict[str, object]) -> ProbeResult:
@@ -53,7 +51,9 @@ def test_a_probe_measures_the_first_batch_s_input_bytes(
 ) -> None:
     from advisor.probes.runner import run_probe
 
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(HELPERS), os.environ.get("PYTHONPATH", "")])
+    )
     result = run_probe(ProbeRequest(workload=workload, batch_size=16, iterations=3, threads=1))
     assert result.ok, result.error
     assert result.fingerprint["input_bytes_per_sample"] == expected

@@ -5,21 +5,22 @@ optional measurement that fails is recorded, never fatal."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 from advisor.probes.result import ProbeRequest
+from repo_paths import HELPERS
 
 pytestmark = pytest.mark.slow  # imports TensorFlow and trains for real
 
-HERE = Path(__file__).parent
 BINARY = "keras_user_models:build_binary"
 
 
 @pytest.fixture
 def on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(HERE))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.syspath_prepend(str(HELPERS))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(HELPERS), os.environ.get("PYTHONPATH", "")])
+    )
 
 
 def test_binary_classifier_probe_measures_the_noise_scale(on_path: None) -> None:

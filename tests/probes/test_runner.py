@@ -8,15 +8,14 @@ from pathlib import Path
 import pytest
 from advisor.probes.result import ProbeRequest
 from advisor.probes.runner import FRAMEWORK_ENTRY, run_probe
+from repo_paths import HELPERS
 
 from advisor.errors import AdvisorError
-
-HERE = Path(__file__).parent
 
 
 @pytest.fixture(autouse=True)
 def _user_models_importable(monkeypatch: pytest.MonkeyPatch) -> None:
-    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
+    path = os.pathsep.join(p for p in (str(HELPERS), os.environ.get("PYTHONPATH", "")) if p)
     monkeypatch.setenv("PYTHONPATH", path)
 
 
@@ -141,7 +140,7 @@ def test_child_reports_a_framework_that_cannot_be_imported(
     # a `torch` package that fails on import: the child still writes a classified result
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "__init__.py").write_text("raise MemoryError('no memory to import')\n")
-    path = os.pathsep.join([str(tmp_path), str(HERE), os.environ.get("PYTHONPATH", "")])
+    path = os.pathsep.join([str(tmp_path), str(HELPERS), os.environ.get("PYTHONPATH", "")])
     monkeypatch.setenv("PYTHONPATH", path)
     result = run_probe(ProbeRequest("fcn", 32, iterations=5, timeout_s=120))
     assert result.status == "oom"

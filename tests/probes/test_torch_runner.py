@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from advisor.probes.result import ProbeRequest
 
 torch = pytest.importorskip("torch")
 
 from advisor.probes import torch_runner  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 def test_probe_in_process_measures_every_phase() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
 
 import optuna
@@ -15,14 +14,12 @@ from advisor.probes.result import Interval
 from advisor.providers import pricing
 from advisor.providers.catalog import InstanceType
 from click.testing import CliRunner
+from perf_fixtures import FakeCatalog, gpu_machine, probe
 
 from advisor.cli.main import cli
 from advisor.evaluation.candidates import Candidate
 from advisor.evaluation.local import LocalBackend
 from advisor.options import SuggestOptions, workload_info
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "probes"))
-from test_performance_model_fixtures import FakeCatalog, gpu_machine, probe
 
 TRACE = {"ops_per_iteration": 100, "activation_bytes_per_sample": 1.2e6, "data_s": 0.004}
 P3 = dataclasses.replace(gpu_machine("p3.2xlarge", "V100", 1, 3.06), spot_usd_per_h=0.918)

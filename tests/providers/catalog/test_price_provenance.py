@@ -71,8 +71,8 @@ def test_no_source_points_outside_the_repository() -> None:
     for snap in SHIPPED:
         for r in _rows(snap):
             assert "shared/" not in r.source and "/work/" not in r.source, r.key
-            if "tests/catalog/fixtures/price-reference.csv" in r.source:
-                assert (ROOT / "tests/catalog/fixtures/price-reference.csv").is_file()
+            if "tests/providers/catalog/fixtures/price-reference.csv" in r.source:
+                assert (ROOT / "tests/providers/catalog/fixtures/price-reference.csv").is_file()
 
 
 def test_previous_generation_and_retired_types_are_marked_with_their_notice() -> None:
