@@ -3,6 +3,7 @@
 Everything the service calls in the rest of the advisor goes through this module
 (``advisor.options``, ``advisor.storage``, ``advisor.study.run_suggest``, ``advisor.records``,
 ``advisor.prediction``, ``advisor.tuning_jobs``), so that a rename there is re-pointed here only.
+Reading studies for the API is ``advisor.service.studies`` (Optuna's tables, by team).
 
 The scoring back end is a parameter, as ``run_suggest``'s: ``None`` is the real one (local
 probes); tests and benchmarks pass ``replay:TABLE.json`` (``advisor.replay.backend_from_spec``)
@@ -49,6 +50,25 @@ def _backend(spec: str | None) -> Any:
     from advisor.replay import backend_from_spec
 
     return backend_from_spec(spec) if spec else None
+
+
+def resolved_study(request: dict[str, Any], backend: str | None = None) -> str:
+    """The study ``suggest(request)`` runs in: its ``study_name``, or the name
+    ``advisor.storage.study_name_for`` gives it with the snapshot resolved as the back end
+    resolves it (the replay table's, else the catalog's)."""
+    from advisor.options import workload_info
+    from advisor.providers import catalog
+    from advisor.search_spaces.loader import default_space
+    from advisor.storage import study_name_for
+
+    options = _options(request, None)
+    if options.study_name:
+        return str(options.study_name)
+    workload = workload_info(options)
+    space = options.space or default_space(workload.name)
+    scorer = _backend(backend)
+    snapshot = scorer.snapshot if scorer is not None else catalog.load(options.snapshot).snapshot
+    return study_name_for(options, workload, space, str(snapshot))
 
 
 def study_identity(request: dict[str, Any]) -> dict[str, Any]:
@@ -225,71 +245,34 @@ def catalog_rows(filters: dict[str, Any]) -> dict[str, Any]:
     return {"snapshot": cat.snapshot, "rows": [dict(r.to_dict(), key=r.key) for r in rows]}
 
 
-def list_studies(storage: str) -> list[dict[str, Any]]:
-    """Study names with trial counts and the advisor's study attributes."""
-    import optuna
-
-    out = []
-    for s in optuna.get_all_study_summaries(_optuna_storage(storage), include_best_trial=False):
-        out.append(
-            {
-                "name": s.study_name,
-                "n_trials": s.n_trials,
-                "workload": s.user_attrs.get("workload"),
-                "objective": s.user_attrs.get("objective"),
-                "started": s.datetime_start.isoformat() if s.datetime_start else None,
-            }
-        )
-    return out
-
-
-def read_study(storage: str, name: str) -> dict[str, Any] | None:
-    """One study: its attributes and its trials (params, values, state, user attributes)."""
-    import optuna
-
-    st = _optuna_storage(storage)
-    try:
-        study = optuna.load_study(study_name=name, storage=st)
-    except KeyError:
-        return None
-    trials = study.get_trials(deepcopy=False)
-    return {
-        "name": name,
-        "directions": [d.name.lower() for d in study.directions],
-        "user_attrs": study.user_attrs,
-        "n_trials": len(trials),
-        "trials": [
-            {
-                "number": t.number,
-                "state": t.state.name,
-                "params": t.params,
-                "values": t.values,
-                "user_attrs": t.user_attrs,
-            }
-            for t in trials
-        ],
-    }
-
-
 _STORAGES: dict[str, Any] = {}
 _STORAGES_LOCK = threading.Lock()
 
 
-def _optuna_storage(storage: str) -> Any:
+def optuna_storage(storage: str) -> Any:
     """One Optuna storage per URL per process: creating one checks (and on a new database
-    creates) Optuna's schema, which concurrent requests must not race on."""
+    creates) Optuna's schema, which concurrent requests must not race on. Its pooled
+    connections are tested before use (a restarted PostgreSQL leaves dead ones) and are not
+    shared with forked children (``db.track_engine``)."""
+    import optuna
+
     from advisor.storage import open_storage
 
     with _STORAGES_LOCK:
         if storage not in _STORAGES:
-            _STORAGES[storage] = open_storage(db.optuna_url(storage))
+            url = db.optuna_url(storage)
+            open_storage(url)  # creates (or checks) the schema under the storage lock
+            kwargs = {"pool_pre_ping": True} if db.is_postgres(url) else None
+            rdb = optuna.storages.RDBStorage(url, engine_kwargs=kwargs, skip_table_creation=True)
+            db.track_engine(rdb.engine)
+            _STORAGES[storage] = optuna.storages.get_storage(rdb)
         return _STORAGES[storage]
 
 
 def prepare_storage(storage: str) -> None:
     """Create Optuna's schema and the service's tables now, before concurrent use."""
     db.engine_for(storage)
-    _optuna_storage(storage)
+    optuna_storage(storage)
 
 
 def redacted(url: str) -> str:

@@ -53,8 +53,15 @@ def suggest_remote(server: str, token: str | None, opts: dict[str, Any]) -> dict
                 f"Cannot read {opts['space_file']} ({exc}).", "fix --space."
             ) from exc
     body = {k: v for k, v in body.items() if v is not None}
-    client = Client(server, token)
+    chatty = not opts.get("as_json") and sys.stderr.isatty()
+
+    def retrying(what: str, wait_s: float) -> None:
+        if chatty:
+            print(f"{server}: {what}; retrying in {wait_s:.0f} s", file=sys.stderr)
+
+    # Transient failures (503, the server restarting) are retried for up to RETRY_S per call.
+    client = Client(server, token, on_retry=retrying)
     job_id = client.start_suggestion(body)
-    if not opts.get("as_json") and sys.stderr.isatty():
+    if chatty:
         print(f"job {job_id} on {server}", file=sys.stderr)
     return client.wait(job_id)

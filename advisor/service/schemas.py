@@ -22,6 +22,16 @@ def check_name(value: str, what: str = "study name") -> str:
     return value
 
 
+def check_study(value: str) -> str:
+    """A user's study name: ``check_name``, and none of the advisor's internal studies."""
+    from advisor.service.teams import is_internal
+
+    check_name(value)
+    if is_internal(value):
+        raise ValueError("that name is one of the advisor's internal studies; pick another name")
+    return value
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", str_max_length=MAX_SPACE_CHARS)
 
@@ -42,7 +52,7 @@ class SuggestRequest(_Strict):
         default_factory=list, max_length=64, description="Epochs known at batch sizes: [[B, N]]."
     )
     sampler: Literal["tpe", "gp", "random", "nsga2", "skopt"] = "tpe"
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**32 - 1)  # what the samplers take
     trials: int = Field(60, gt=0, le=2000)
     timeout_s: float | None = Field(None, gt=0)
     snapshot: str | None = None
@@ -69,10 +79,15 @@ class SuggestRequest(_Strict):
             raise ValueError(f"not a built-in workload; use one of: {', '.join(sorted(known))}")
         return v
 
-    @field_validator("study_name", "snapshot")
+    @field_validator("snapshot")
     @classmethod
-    def _names(cls, v: str | None) -> str | None:
-        return None if v is None else check_name(v)
+    def _snapshot(cls, v: str | None) -> str | None:
+        return None if v is None else check_name(v, "snapshot")
+
+    @field_validator("study_name")
+    @classmethod
+    def _study(cls, v: str | None) -> str | None:
+        return None if v is None else check_study(v)
 
 
 class PredictRequest(_Strict):
@@ -174,7 +189,7 @@ class TuningPlanRequest(TuningTarget):
     @field_validator("study")
     @classmethod
     def _study(cls, v: str | None) -> str | None:
-        return None if v is None else check_name(v)
+        return None if v is None else check_study(v)
 
     @field_validator("instances")
     @classmethod
@@ -196,4 +211,4 @@ class TuningImportRequest(TuningTarget):
     @field_validator("study")
     @classmethod
     def _study(cls, v: str) -> str:
-        return check_name(v)
+        return check_study(v)

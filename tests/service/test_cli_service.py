@@ -21,7 +21,7 @@ def test_token_create_list_revoke(sqlite_url: str) -> None:
     assert created.exit_code == 0, created.output
     token = created.output.strip()
     assert token.startswith("adv_") and len(token) > 40
-    assert auth.verify(sqlite_url, token) == "bob"
+    assert auth.verify(sqlite_url, token) == auth.Caller("bob", "default")
     listed = runner.invoke(cli, ["token", "list", "--json", "--storage", sqlite_url])
     rows = json.loads(listed.output)
     assert [r["name"] for r in rows] == ["bob"] and rows[0]["revoked"] is None
