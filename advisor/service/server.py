@@ -141,18 +141,21 @@ def _work(redis_url: str, burst: bool) -> None:
     delays = backoff(1.0, 30.0)
     while True:
         started = time.monotonic()
-        conn = redis_connection(redis_url)
-        worker = _resilient_worker_class()([Queue(QUEUE_NAME, connection=conn)], connection=conn)
+        worker = None
         try:
+            conn = redis_connection(redis_url)
+            queue = Queue(QUEUE_NAME, connection=conn)
+            worker = _resilient_worker_class()([queue], connection=conn)
             worker.work(burst=burst, logging_level="INFO")
-        except Exception as exc:  # Redis refused at start-up (registering the worker)
+        except Exception as exc:  # Redis refused at start-up (naming or registering the worker)
             if not is_queue_error(exc):
                 raise
             log.warning("worker: %s", describe(exc))
         else:
             if burst or getattr(worker, "_stop_requested", False):
                 return
-        _wait_for_horse(worker)
+        if worker is not None:
+            _wait_for_horse(worker)
         if time.monotonic() - started > 60:
             delays = backoff(1.0, 30.0)  # it had worked a while: reconnect soon
         delay = next(delays)
