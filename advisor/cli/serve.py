@@ -12,13 +12,18 @@ STORAGE_HELP = (
     "out of the command line (`ps` shows it): set ADVISOR_STORAGE, use --storage-file, or "
     "leave it out of the URL and set PGPASSWORD or PGPASSFILE."
 )
-STORAGE_FILE_HELP = "A file holding the storage URL (a Docker or Kubernetes secret)."
+STORAGE_FILE_HELP = (
+    "A file holding the storage URL, such as a Docker or Kubernetes secret "
+    "(or $ADVISOR_STORAGE_FILE)."
+)
 
 
 def storage_options(command: click.decorators.FC) -> click.decorators.FC:
-    """--storage (or $ADVISOR_STORAGE) and --storage-file, shared by serve, worker, token."""
+    """--storage (or $ADVISOR_STORAGE) and --storage-file (or $ADVISOR_STORAGE_FILE), shared
+    by serve, worker and token."""
     command = click.option(
         "--storage-file",
+        envvar="ADVISOR_STORAGE_FILE",
         type=click.Path(dir_okay=False, path_type=Path),
         help=STORAGE_FILE_HELP,
     )(command)

@@ -53,9 +53,8 @@ def _backend(spec: str | None) -> Any:
 
 
 def resolved_study(request: dict[str, Any], backend: str | None = None) -> str:
-    """The study ``suggest(request)`` runs in: its ``study_name``, or the name
-    ``advisor.storage.study_name_for`` gives it with the snapshot resolved as the back end
-    resolves it (the replay table's, else the catalog's)."""
+    """The study ``suggest(request)`` runs in: its ``study_name``, or ``study_name_for``'s
+    name with the snapshot resolved as the back end does (the replay table's, the catalog's)."""
     from advisor.options import workload_info
     from advisor.providers import catalog
     from advisor.search_spaces.loader import default_space
@@ -69,6 +68,16 @@ def resolved_study(request: dict[str, Any], backend: str | None = None) -> str:
     scorer = _backend(backend)
     snapshot = scorer.snapshot if scorer is not None else catalog.load(options.snapshot).snapshot
     return study_name_for(options, workload, space, str(snapshot))
+
+
+def internal_studies() -> tuple[str, ...]:
+    """The studies the advisor keeps for itself in a storage: the local and remote probe
+    caches and the calibration ledger."""
+    from advisor.local_backend import PROBE_CACHE_STUDY
+    from advisor.probes.perf.ledger import LEDGER_STUDY
+    from advisor.remote_probe_cache import REMOTE_PROBE_STUDY
+
+    return PROBE_CACHE_STUDY, REMOTE_PROBE_STUDY, LEDGER_STUDY
 
 
 def study_identity(request: dict[str, Any]) -> dict[str, Any]:
@@ -250,10 +259,9 @@ _STORAGES_LOCK = threading.Lock()
 
 
 def optuna_storage(storage: str) -> Any:
-    """One Optuna storage per URL per process: creating one checks (and on a new database
-    creates) Optuna's schema, which concurrent requests must not race on. Its pooled
-    connections are tested before use (a restarted PostgreSQL leaves dead ones) and are not
-    shared with forked children (``db.track_engine``)."""
+    """One Optuna storage per URL per process (creating one checks or creates the schema,
+    which concurrent requests must not race on); pooled connections are tested before use
+    (a restarted PostgreSQL leaves dead ones), and dropped in forked children."""
     import optuna
 
     from advisor.storage import open_storage

@@ -92,6 +92,7 @@ probe_claims = Table(
     Column("created", Float, nullable=False),
 )
 
+IDLE_TRANSACTION_S = 15
 _ENGINES: dict[str, Engine] = {}
 _OTHER_ENGINES: list[Engine] = []  # other engines of this process (the API's Optuna storage)
 _LOCK = threading.Lock()
@@ -102,8 +103,13 @@ def engine_for(url: str) -> Engine:
     with _LOCK:
         if url in _ENGINES:
             return _ENGINES[url]
-        if url.startswith(("postgresql", "postgres://")):
-            engine = create_engine(optuna_url(url), pool_pre_ping=True)
+        if is_postgres(url):
+            # A transaction left idle (its process paused mid-write) ends after this long,
+            # so the job rows it locked are free again (see advisor.service.fencing).
+            idle = f"-c idle_in_transaction_session_timeout={IDLE_TRANSACTION_S}s"
+            engine = create_engine(
+                optuna_url(url), pool_pre_ping=True, connect_args={"options": idle}
+            )
         else:
             engine = create_engine(url, connect_args={"timeout": 30})
             event.listen(engine, "connect", _sqlite_pragmas)

@@ -13,6 +13,12 @@ took the job over: its commit raises ``LeaseLost`` and is rolled back.
 
 Only transactions that wrote something are checked (reads cost nothing more), and only in a
 thread inside ``fenced(...)``; other threads and processes are untouched.
+
+A worker paused in the middle of a transaction would hold its row locks for as long as it is
+paused, blocking the take-over (or its successor's writes to the same rows). PostgreSQL
+sessions opened by a fenced thread therefore end a transaction left idle for
+``IDLE_TRANSACTION_S`` (``idle_in_transaction_session_timeout``): the locks go with it, and
+the paused worker finds its connection closed when it resumes.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+IDLE_TRANSACTION_S = 15  # as the service's own engine (advisor.service.db)
 _WRITES = ("INSERT", "UPDATE", "DELETE")
 _MARK = "advisor_fenced_write"
 _installed: list[bool] = []
@@ -83,10 +90,19 @@ def _install() -> None:
     with _install_lock:
         if _installed:
             return
+        event.listen(Engine, "connect", _limit_idle_transactions)
         event.listen(Engine, "before_cursor_execute", _note_write)
         event.listen(Engine, "commit", _check_before_commit)
         event.listen(Engine, "rollback", _forget)
         _installed.append(True)
+
+
+def _limit_idle_transactions(dbapi_conn: Any, _record: Any) -> None:
+    if current() is None or not type(dbapi_conn).__module__.startswith("psycopg"):
+        return
+    with dbapi_conn.cursor() as cur:
+        cur.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_TRANSACTION_S}s'")
+    dbapi_conn.commit()
 
 
 def _note_write(

@@ -214,8 +214,9 @@ def _request_for_run(
         owed = int(request["trials"]) - added
         if owed > 0:
             request["trials"] = owed
-        else:  # all added already: the report, and no new trial once the study has stopped
+        else:  # all written (the run was cut short just after): the report, no new trial
             request.pop("trials")
+            studies.mark_stopped(storage, job["study"])
     run_index = 32 * (lease.number - 1) + runs
     if run_index:
         request["seed"] = (int(request.get("seed", 0)) + SEED_STEP * run_index) % 2**32

@@ -95,6 +95,9 @@ def _iso(value: Any) -> str | None:
 
 def finished_trials(storage: str, stored: str) -> int:
     """How many finished trials the stored study ``stored`` has (0 when it does not exist)."""
+    from advisor.service.api import optuna_storage
+
+    optuna_storage(storage)  # Optuna's tables exist (created once per process)
     with db.engine_for(storage).connect() as conn:
         n = conn.execute(
             text(
@@ -104,6 +107,20 @@ def finished_trials(storage: str, stored: str) -> int:
             {"name": stored},
         ).scalar()
     return int(n or 0)
+
+
+def mark_stopped(storage: str, study: str) -> None:
+    """Record that the study's last run stopped on its own after its trials (the mark
+    ``run_suggest`` writes at a run's end, ``last_run``), unless it says so already. A job
+    whose trials were all written but whose run was killed before that mark then reports
+    without adding trials (a re-run of a stopped study adds none)."""
+    import optuna
+
+    from advisor.service.api import optuna_storage
+
+    found = optuna.load_study(study_name=study, storage=optuna_storage(storage))
+    if not (found.user_attrs.get("last_run") or {}).get("final"):
+        found.set_user_attr("last_run", {"stop": "trials", "final": True})
 
 
 def read_study(storage: str, team: str, name: str) -> dict[str, Any] | None:

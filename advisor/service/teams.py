@@ -39,11 +39,9 @@ def team_of(stored: str | None) -> str:
 def internal_study_names() -> frozenset[str]:
     """Studies the advisor keeps for itself in the storage, never a user's (lower case):
     the local probe cache, the remote probe cache and the calibration ledger."""
-    from advisor.local_backend import PROBE_CACHE_STUDY
-    from advisor.probes.perf.ledger import LEDGER_STUDY
-    from advisor.remote_probe_cache import REMOTE_PROBE_STUDY
+    from advisor.service.api import internal_studies
 
-    return frozenset(n.lower() for n in (PROBE_CACHE_STUDY, REMOTE_PROBE_STUDY, LEDGER_STUDY))
+    return frozenset(n.lower() for n in internal_studies())
 
 
 def is_internal(name: str) -> bool:
