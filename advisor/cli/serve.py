@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from advisor.cli.params import FiniteFloat
+
 STORAGE_HELP = (
     "Study storage URL shared by servers and workers (default: SQLite in ADVISOR_HOME); "
     "postgresql://user@host/db for a team (pip install 'advisor[postgres]'). Keep a password "
@@ -44,7 +46,7 @@ def storage_options(command: click.decorators.FC) -> click.decorators.FC:
 @click.option("--workers", type=int, default=2, show_default=True, help="In-process job threads.")
 @click.option(
     "--stale-after",
-    type=float,
+    type=FiniteFloat(1.0, 86400.0),
     default=30.0,
     show_default=True,
     help="The lease of a running job: seconds without a renewal after which it is re-queued "

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from advisor.cli.params import FiniteFloat
 from advisor.cli.serve import storage_options
 from advisor.errors import AdvisorError
 
@@ -22,7 +23,7 @@ from advisor.errors import AdvisorError
 @click.option("--burst", is_flag=True, help="Exit when the queue is empty (tests, cron).")
 @click.option(
     "--stale-after",
-    type=float,
+    type=FiniteFloat(1.0, 86400.0),
     default=30.0,
     show_default=True,
     help="The jobs' lease (s), as `advisor serve --stale-after`: this worker's sweeper "

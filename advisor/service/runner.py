@@ -57,7 +57,7 @@ class LeaseKeeper(threading.Thread):
     def run(self) -> None:
         while not self.stopped.wait(self.every_s):
             try:
-                if not jobs.renew(self.storage, self.lease, dict(self.progress) or None):
+                if not jobs.renew(self.storage, self.lease, self.progress or None):
                     log.warning("job %s: lease %d taken over", self.lease.job_id, self.lease.number)
                     self.lost.set()
                     return
@@ -66,7 +66,7 @@ class LeaseKeeper(threading.Thread):
 
     def report(self, phase: str, done: int, total: int) -> None:
         """The run's progress callback: note it, and stop the run if the lease was lost."""
-        self.progress.update(phase=phase, done=done, total=total)
+        self.progress = {"phase": phase, "done": done, "total": total}  # one atomic swap
         self.last_progress = time.monotonic()
         self.check()
 

@@ -80,11 +80,15 @@ def run_server(
 
     from advisor.service.app import Settings, create_app
     from advisor.service.dispatch import RQDispatcher, Sweeper, ThreadDispatcher
+    from advisor.service.runner import RunSettings
 
     logging.basicConfig(level=logging.INFO, format=_LOG_FORMAT)
     url = wait_for_storage(storage)
+    settings = RunSettings(heartbeat_s=renew_every(stale_after))
     dispatcher = (
-        RQDispatcher(url, redis_url) if redis_url else ThreadDispatcher(url, workers, backend)
+        RQDispatcher(url, redis_url)
+        if redis_url
+        else ThreadDispatcher(url, workers, backend, settings)
     )
     sweeper = Sweeper(url, dispatcher, stale_after, sweep_every(stale_after))
     sweeper.sweep()  # what was queued before, or re-queued now
@@ -102,6 +106,11 @@ def run_server(
 def sweep_every(stale_after: float) -> float:
     """How often a sweeper runs: a quarter of the lease, between 0.5 and 10 s."""
     return min(max(stale_after / 4, 0.5), 10.0)
+
+
+def renew_every(stale_after: float) -> float:
+    """How often a running job's lease is renewed: a quarter of it, at most every 2 s."""
+    return min(2.0, stale_after / 4)
 
 
 def run_worker(
@@ -123,7 +132,7 @@ def run_worker(
     from advisor.service.runner import RunSettings
 
     logging.basicConfig(level=logging.INFO, format=_LOG_FORMAT)
-    set_worker_backend(backend, RunSettings(heartbeat_s=min(2.0, stale_after / 4)))
+    set_worker_backend(backend, RunSettings(heartbeat_s=renew_every(stale_after)))
     url = wait_for_storage(storage)
     os.environ[STORAGE_ENV] = url  # jobs read it (only the job id travels through Redis)
     if not burst:
