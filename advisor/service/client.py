@@ -6,8 +6,10 @@ report = Client("http://advisor:8765", token).suggest({"model": "fcn", "budget_u
 Transient failures are retried with backoff (honouring ``Retry-After``) for up to
 ``retry_s`` seconds per call: 502, 503 and 504 (the service's storage or queue is down, a
 proxy in front of a restarting server), and a connection refused, reset or dropped (the
-server restarting). Every request is safe to repeat: reads change nothing, and a suggestion
-sent again while its job is queued or running returns that job.
+server restarting). Until the server has answered once, a connection that fails is retried
+for ``FIRST_CONTACT_S`` only (a wrong ``--server`` fails fast). Every request is safe to
+repeat: reads change nothing, and a suggestion sent again while its job is queued or running
+returns that job.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from advisor.service.outages import backoff
 
 TOKEN_ENV = "ADVISOR_TOKEN"
 RETRY_S = 300.0  # the default time limit of one call's retries
+FIRST_CONTACT_S = 10.0  # the limit for connection errors before the server ever answered
 TRANSIENT_STATUS = (502, 503, 504)
 
 
@@ -46,6 +49,7 @@ class Client:
             )
         self.url = url.rstrip("/")
         self.retry_s = retry_s
+        self.answered = False  # whether the server has answered this client yet
         self.on_retry = on_retry  # (what failed, seconds until the next try)
         self.http = httpx.Client(
             base_url=self.url,
@@ -57,7 +61,7 @@ class Client:
         """The response, after retrying transient failures for up to ``retry_s``."""
         import httpx
 
-        end = time.monotonic() + self.retry_s
+        started = time.monotonic()
         delays = backoff(0.5, 10.0)
         while True:
             error: Exception | None = None
@@ -66,15 +70,17 @@ class Client:
             except httpx.TransportError as exc:
                 what, wait, error = type(exc).__name__, next(delays), exc
             else:
+                self.answered = True
                 if r.status_code not in TRANSIENT_STATUS:
                     return r
                 what, wait = f"HTTP {r.status_code}", _retry_after(r, next(delays))
-            if time.monotonic() + wait > end:
+            limit = self.retry_s if self.answered else min(self.retry_s, FIRST_CONTACT_S)
+            if time.monotonic() + wait > started + limit:
                 if error is None:
                     return r
                 raise AdvisorError(
                     f"Cannot reach the advisor service at {self.url} ({what}, retried for "
-                    f"{self.retry_s:.0f} s).",
+                    f"{limit:.0f} s).",
                     "check --server and that `advisor serve` runs there.",
                 ) from error
             if self.on_retry is not None:

@@ -252,3 +252,32 @@ def test_a_transaction_paused_under_a_lease_does_not_block_the_take_over(
     assert "idle" in str(dead.value).lower() or "closed" in str(dead.value).lower(), dead.value
     conn.invalidate()
     engine.dispose()
+
+
+def test_the_client_gives_up_soon_on_a_server_it_never_reached(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from advisor.service import client as client_module
+
+    monkeypatch.setattr(client_module, "FIRST_CONTACT_S", 0.5)
+    calls: list[int] = []
+
+    def refused(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        raise httpx.ConnectError("refused", request=request)
+
+    started = time.monotonic()
+    with pytest.raises(AdvisorError, match="Cannot reach"):
+        _client(refused, 300).job("f" * 32)  # a wrong --server: not 300 s
+    assert time.monotonic() - started < 5
+
+    def restarting(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        if len(calls) in (2, 3, 4):  # the server restarting after it answered once
+            raise httpx.ConnectError("refused", request=request)
+        return httpx.Response(200, json={"id": "f" * 32, "status": "queued"})
+
+    calls.clear()
+    known = _client(restarting, 300)
+    known.job("f" * 32)
+    assert known.job("f" * 32)["status"] == "queued" and len(calls) == 5
