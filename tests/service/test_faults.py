@@ -51,12 +51,18 @@ def cluster(tmp_path: Path, pg_url: str, redis: RedisServer) -> Iterator[Cluster
     c.close()
 
 
-def _check(c: Cluster, fault: str, points: list[str], started: float) -> dict[str, int]:
+def _check(
+    c: Cluster, fault: str, points: list[str], started: float, storage_down: bool = False
+) -> dict[str, int]:
     c.wait_ended()
     tally = c.tally()
+    # A lease renewal fails only while the database is down (issue #30 saw 15 in ordinary
+    # jobs: forked workers shared their parent's connection).
+    tally["renewals_failed"] = c.logs().count("lease renewal failed")
     record(fault, points, tally, time.monotonic() - started)
     assert {k: tally[k] for k in ZERO} == ZERO, (tally, c.logs()[-6000:])
     assert tally["done"] == tally["jobs"] and tally["trials_added"] == TRIALS * tally["jobs"]
+    assert storage_down or tally["renewals_failed"] == 0, c.logs()[-6000:]
     return tally
 
 
@@ -103,11 +109,22 @@ def test_postgres_restart(cluster: Cluster, postgres: Any) -> None:
     assert int(down.headers["retry-after"]) > 0
     assert "127.0.0.1" not in down.text and str(postgres.port) not in down.text, down.text
     assert httpx.get(f"{c.url}/v1/studies", headers=h, timeout=30).status_code == 200
+    c.wait_for(lambda: _running(c, queued, 1))
+    postgres.stop("fast")  # longer than a lease: leases expire, sweepers and workers race
+    time.sleep(2 * LEASE_S + 1)
+    postgres.start()
     _check(
         c,
-        "PostgreSQL restarted (stopped 2 s)",
-        ["1 job mid-trials", "1 job starting", "1 job waiting for a worker", "a request"],
+        "PostgreSQL restarted twice (stopped 2 s, then 7 s: over two leases)",
+        [
+            "1 job mid-trials",
+            "1 job starting",
+            "1 job waiting for a worker",
+            "a request",
+            "1 job after its 1st trial (the 7 s stop)",
+        ],
         started,
+        storage_down=True,
     )
 
 
