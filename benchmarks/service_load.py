@@ -7,8 +7,14 @@ A. ``--workers`` ``advisor worker --join`` processes x ``--trials`` trials on on
 B. ``--clients`` concurrent HTTP clients x ``--requests`` requests against ``advisor serve``
    (SQLite, in-process job threads): every request answered, p50/p95 latency per endpoint,
    requests/s, and no duplicated (machine, batch) trial in any study.
+C. The time of one suggestion job (created to finished, as the job record says) with 10,
+   100 and 1,000 studies in the storage (``--studies``): ``advisor serve`` on a real
+   PostgreSQL with one in-process job thread, ``--jobs`` jobs per level one after another
+   (each a new study of 8 trials), the median reported. The other studies are copies of a
+   real job's study (its trials and attributes), written through Optuna's storage API.
 
     python benchmarks/service_load.py --out docs/service_load.json
+    python benchmarks/service_load.py --skip workers --skip clients --studies 10,100,1000
 
 Needs PostgreSQL's binaries (apt-get install postgresql), the service extras and psycopg.
 """
@@ -207,13 +213,97 @@ def clients_on_server(tmp: Path, n_clients: int, n_requests: int, backend: str) 
     }
 
 
+def _fill_studies(url: str, template: str, upto: int) -> int:
+    """Copy the study ``template`` (its trials and attributes) until the storage holds
+    ``upto`` studies; returns how many there are."""
+    import optuna
+
+    from advisor.storage.checks import storage_driver_url
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = optuna.storages.RDBStorage(storage_driver_url(url))
+    source = optuna.load_study(study_name=template, storage=storage)
+    trials = [t for t in source.get_trials(deepcopy=False) if t.state.is_finished()]
+    have = len(storage.get_all_studies())
+    for i in range(have, upto):
+        copy = optuna.create_study(
+            study_name=f"filler-{i:05d}", storage=storage, directions=source.directions
+        )
+        for key, value in source.user_attrs.items():
+            copy.set_user_attr(key, value)
+        copy.add_trials(trials)
+    return len(storage.get_all_studies())
+
+
+def per_job_time(tmp: Path, levels: list[int], n_jobs: int, backend: str) -> list[dict[str, Any]]:
+    """C: the median time of one job at each number of studies in ``levels``."""
+    import httpx
+
+    from advisor.service import auth
+
+    pg_root = Path(tempfile.mkdtemp(prefix="advisor-pg-"))
+    pg = Postgres(pg_root)
+    srv = None
+    budgets = iter(range(1000, 100000))  # every job a new study (the budget names it)
+    try:
+        token = auth.create_token(pg.url, "bench")
+        srv = Server(tmp, pg.url, "--backend", backend, "--workers", "1")
+        h = {"Authorization": f"Bearer {token}"}
+
+        def one_job() -> dict[str, Any]:
+            body = {"model": "fcn", "budget_usd": next(budgets), "trials": 8}
+            r = httpx.post(f"{srv.url}/v1/suggestions", json=body, headers=h, timeout=60)
+            r.raise_for_status()
+            job_id = r.json()["id"]
+            end = time.monotonic() + 600
+            while time.monotonic() < end:
+                job = httpx.get(f"{srv.url}/v1/jobs/{job_id}", headers=h, timeout=60).json()
+                if job["status"] in ("done", "failed"):
+                    return dict(job)
+                time.sleep(0.1)
+            raise TimeoutError(job_id)
+
+        first = one_job()
+        assert first["status"] == "done", first["error"]
+        template = first["result"]["study"]
+        out = []
+        for level in levels:
+            filled = _fill_studies(pg.url, template, level)
+            times = []
+            for _ in range(n_jobs):
+                job = one_job()
+                assert job["status"] == "done", job["error"]
+                times.append(job["finished"] - job["created"])
+            row = {
+                "studies_before": filled,
+                "jobs": n_jobs,
+                "median_s": round(statistics.median(times), 2),
+                "min_s": round(min(times), 2),
+                "max_s": round(max(times), 2),
+            }
+            print(json.dumps(row), flush=True)
+            out.append(row)
+        return out
+    finally:
+        if srv is not None:
+            srv.stop()
+        pg.stop("immediate")
+        import shutil
+
+        shutil.rmtree(pg_root, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--requests", type=int, default=10)
-    ap.add_argument("--skip", choices=["workers", "clients"], action="append", default=[])
+    ap.add_argument("--studies", default="10,100,1000", help="C: studies in the storage")
+    ap.add_argument("--jobs", type=int, default=5, help="C: jobs timed per level")
+    ap.add_argument(
+        "--skip", choices=["workers", "clients", "per-job"], action="append", default=[]
+    )
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="advisor-load-"))
@@ -231,6 +321,9 @@ def main() -> None:
     if "workers" not in a.skip:
         out["workers"] = workers_on_one_study(tmp, a.workers, a.trials, backend)
         print(json.dumps(out["workers"], indent=1), flush=True)
+    if "per-job" not in a.skip:
+        levels = [int(x) for x in a.studies.split(",")]
+        out["per_job"] = per_job_time(tmp, levels, a.jobs, backend)
     if a.out:
         a.out.write_text(json.dumps(out, indent=1))
 

@@ -7,13 +7,28 @@ from pathlib import Path
 
 import click
 
+from advisor.cli.params import FiniteFloat
+from advisor.cli.serve import storage_options
 from advisor.errors import AdvisorError
 
 
 @click.command("worker")
-@click.option("--redis", "redis_url", help="Redis URL of the job queue (redis://host:6379/0).")
-@click.option("--storage", help="The same storage URL as `advisor serve --storage`.")
+@click.option(
+    "--redis",
+    "redis_url",
+    envvar="ADVISOR_REDIS",
+    help="Redis URL of the job queue (redis://host:6379/0; or $ADVISOR_REDIS).",
+)
+@storage_options
 @click.option("--burst", is_flag=True, help="Exit when the queue is empty (tests, cron).")
+@click.option(
+    "--stale-after",
+    type=FiniteFloat(1.0, 86400.0),
+    default=30.0,
+    show_default=True,
+    help="The jobs' lease (s), as `advisor serve --stale-after`: this worker's sweeper "
+    "re-queues running jobs not renewed for that long.",
+)
 @click.option(
     "--join",
     "join_file",
@@ -42,7 +57,9 @@ from advisor.errors import AdvisorError
 def worker(
     redis_url: str | None,
     storage: str | None,
+    storage_file: Path | None,
     burst: bool,
+    stale_after: float,
     join_file: Path | None,
     trials: int,
     index: int,
@@ -52,13 +69,15 @@ def worker(
 ) -> None:
     """Run suggestion jobs from the queue (--redis), or trials of one study (--join).
 
-    Jobs that probe this host run one at a time per host; a killed worker's job is re-queued
-    by the server once its heartbeat stops, and resumes its study. With --join, several
+    Jobs that probe this host run one at a time per host; a killed or paused worker's job is
+    re-queued once its lease expires, and resumes its study. A worker that loses Redis or the
+    database waits and reconnects; it exits on SIGTERM or SIGINT. With --join, several
     workers share the study through its storage: no probe runs twice (a database-enforced
     claim) and a killed worker's trial is failed by Optuna's heartbeat and retried once.
     """
-    from advisor.service.server import run_worker, storage_url
+    from advisor.service.server import run_worker, storage_from, storage_url
 
+    storage = storage_from(storage, storage_file)
     if join_file is not None:
         from advisor.service.schemas import SuggestRequest
         from advisor.service.trials import run_trials
@@ -83,4 +102,4 @@ def worker(
         return
     if not redis_url:
         raise AdvisorError("A worker needs a queue or a study.", "pass --redis URL or --join FILE.")
-    run_worker(redis_url, storage, burst, backend_spec)
+    run_worker(redis_url, storage, burst, backend_spec, stale_after)

@@ -27,11 +27,12 @@ def remote_lookup(
         if not cache:
             import optuna
 
-            found = optuna.get_all_study_summaries(storage, include_best_trial=False)
-            keys: set[str] = set()
-            for summary in found:
-                if summary.study_name == REMOTE_PROBE_STUDY:
-                    keys = set(summary.user_attrs)
+            # One lookup by name (issue #30: a summary of every study grew with them).
+            rdb = optuna.storages.get_storage(storage)
+            try:
+                keys = set(rdb.get_study_user_attrs(rdb.get_study_id_from_name(REMOTE_PROBE_STUDY)))
+            except KeyError:
+                keys = set()
             cache.append((RemoteProbeCache(storage) if keys else None, keys))
         store, keys = cache[0]
         for emu in (False, True) if emulated else (False,):

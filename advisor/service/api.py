@@ -1,8 +1,10 @@
 """The service's one adapter to the advisor's Python API.
 
 Everything the service calls in the rest of the advisor goes through this module
-(``advisor.options``, ``advisor.storage.urls``, ``advisor.study.run.run_suggest``, ``advisor.records``,
-``advisor.evaluation.prediction``, ``advisor.tuning.jobs``), so that a rename there is re-pointed here only.
+(``advisor.options``, ``advisor.pipeline``, ``advisor.storage.urls``, ``advisor.study.run``,
+``advisor.records``, ``advisor.evaluation.prediction``, ``advisor.tuning.jobs``), so that a
+rename there is re-pointed here only. Reading studies for the API is
+``advisor.service.studies`` (Optuna's tables, by team).
 
 The scoring back end is a parameter, as ``run_suggest``'s: ``None`` is the real one (local
 probes); tests and benchmarks pass ``replay:TABLE.json`` (``advisor.evaluation.replay.backend_from_spec``)
@@ -37,14 +39,6 @@ def resolve_storage(url: str | None) -> str:
     return resolve(url)
 
 
-def driver_url(url: str) -> str:
-    """``advisor.storage.checks.storage_driver_url``: ``postgresql://`` through psycopg 3 (the
-    one place that maps it; ``check_storage`` names the ``postgres`` extra without psycopg)."""
-    from advisor.storage.checks import storage_driver_url
-
-    return storage_driver_url(url)
-
-
 def _backend(spec: str | None) -> Any:
     """The back end of ``spec`` (``replay:PATH.json``), or None for the real one."""
     from advisor.evaluation.replay import backend_from_spec
@@ -52,8 +46,36 @@ def _backend(spec: str | None) -> Any:
     return backend_from_spec(spec) if spec else None
 
 
+def resolved_study(request: dict[str, Any], backend: str | None = None) -> str:
+    """The study ``suggest(request)`` runs in: its ``study_name``, or ``study_name_for``'s
+    name with the snapshot resolved as the back end does (the replay table's, the catalog's)."""
+    from advisor.options import workload_info
+    from advisor.providers import catalog
+    from advisor.search_spaces.loader import default_space
+    from advisor.study.naming import study_name_for
+
+    options = _options(request, None)
+    if options.study_name:
+        return str(options.study_name)
+    workload = workload_info(options)
+    space = options.space or default_space(workload.name)
+    scorer = _backend(backend)
+    snapshot = scorer.snapshot if scorer is not None else catalog.load(options.snapshot).snapshot
+    return study_name_for(options, workload, space, str(snapshot))
+
+
+def internal_studies() -> tuple[str, ...]:
+    """The studies the advisor keeps for itself in a storage: the local and remote probe
+    caches and the calibration ledger."""
+    from advisor.evaluation.local import PROBE_CACHE_STUDY
+    from advisor.probes.perf.ledger import LEDGER_STUDY
+    from advisor.remote.cache import REMOTE_PROBE_STUDY
+
+    return PROBE_CACHE_STUDY, REMOTE_PROBE_STUDY, LEDGER_STUDY
+
+
 def study_identity(request: dict[str, Any]) -> dict[str, Any]:
-    """What names a suggestion's study: the name ``advisor.storage.urls.study_name_for`` gives it
+    """What names a suggestion's study: the name ``advisor.study.naming.study_name_for`` gives it
     (the same function, so the two cannot drift). Requests equal here run the same study, so
     only one may be queued or running. Resolving it also checks the request (workload, space)
     before anything is queued."""
@@ -137,76 +159,6 @@ def predict(request: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# -- managed tuning jobs (advisor.tuning.jobs) ----------------------------------------------
-
-
-def _tuning_backend(request: dict[str, Any]) -> Any:
-    from advisor.tuning.jobs import make_backend
-
-    return make_backend(request["provider"], **(request.get("provider_options") or {}))
-
-
-def plan_tuning(request: dict[str, Any], storage: str) -> dict[str, Any]:
-    """The provider-neutral spec of ``plan_job`` and the exact request the provider would get
-    (what ``advisor submit --dry-run`` prints)."""
-    backend = _tuning_backend(request)
-    spec = _plan(backend, request, storage)
-    return {
-        "provider": backend.name,
-        "spec": spec.to_dict(),
-        "request": backend.build_request(spec),
-        "notes": list(spec.notes),
-    }
-
-
-def _plan(backend: Any, request: dict[str, Any], storage: str) -> Any:
-    from advisor.tuning.jobs import plan_job
-
-    return plan_job(
-        backend,
-        study=request.get("study"),
-        storage=db.optuna_url(storage),
-        instances=request.get("instances") or (),
-        model=request.get("model"),
-        batch_size=request.get("batch_size"),
-        epochs=request.get("epochs"),
-        tune=request.get("tune"),
-        strategy=request.get("strategy"),
-        image=request.get("image"),
-        **(request.get("options") or {}),
-    )
-
-
-def submit_tuning(request: dict[str, Any], storage: str) -> dict[str, Any]:
-    """Plan and submit the job with the server's credentials; ``dry_run`` only plans it."""
-    from advisor.tuning.jobs import submit_job
-
-    if request.get("dry_run"):
-        return {"dry_run": True, **plan_tuning(request, storage)}
-    if not request.get("image"):
-        raise AdvisorError("Submitting needs the container image.", "pass 'image'.")
-    backend = _tuning_backend(request)
-    spec = _plan(backend, request, storage)
-    return {"dry_run": False, **submit_job(spec, backend).to_dict()}
-
-
-def tuning_status(job: str, request: dict[str, Any]) -> dict[str, Any]:
-    """``job_status``: the tuning job's state and trial counts."""
-    from advisor.tuning.jobs import job_status
-
-    return job_status(job, _tuning_backend(request))
-
-
-def import_tuning(job: str, request: dict[str, Any], storage: str) -> dict[str, Any]:
-    """``import_job``: the job's finished trials into the study (importing again adds none)."""
-    from advisor.tuning.jobs import import_job
-
-    summary = import_job(
-        job, _tuning_backend(request), request["study"], storage=db.optuna_url(storage)
-    )
-    return summary.to_dict()
-
-
 def catalog_rows(filters: dict[str, Any]) -> dict[str, Any]:
     """Catalog rows matching ``filters`` (providers, services, accelerators, min/max gpus,
     max_price, spot, snapshot)."""
@@ -225,71 +177,33 @@ def catalog_rows(filters: dict[str, Any]) -> dict[str, Any]:
     return {"snapshot": cat.snapshot, "rows": [dict(r.to_dict(), key=r.key) for r in rows]}
 
 
-def list_studies(storage: str) -> list[dict[str, Any]]:
-    """Study names with trial counts and the advisor's study attributes."""
-    import optuna
-
-    out = []
-    for s in optuna.get_all_study_summaries(_optuna_storage(storage), include_best_trial=False):
-        out.append(
-            {
-                "name": s.study_name,
-                "n_trials": s.n_trials,
-                "workload": s.user_attrs.get("workload"),
-                "objective": s.user_attrs.get("objective"),
-                "started": s.datetime_start.isoformat() if s.datetime_start else None,
-            }
-        )
-    return out
-
-
-def read_study(storage: str, name: str) -> dict[str, Any] | None:
-    """One study: its attributes and its trials (params, values, state, user attributes)."""
-    import optuna
-
-    st = _optuna_storage(storage)
-    try:
-        study = optuna.load_study(study_name=name, storage=st)
-    except KeyError:
-        return None
-    trials = study.get_trials(deepcopy=False)
-    return {
-        "name": name,
-        "directions": [d.name.lower() for d in study.directions],
-        "user_attrs": study.user_attrs,
-        "n_trials": len(trials),
-        "trials": [
-            {
-                "number": t.number,
-                "state": t.state.name,
-                "params": t.params,
-                "values": t.values,
-                "user_attrs": t.user_attrs,
-            }
-            for t in trials
-        ],
-    }
-
-
 _STORAGES: dict[str, Any] = {}
 _STORAGES_LOCK = threading.Lock()
 
 
-def _optuna_storage(storage: str) -> Any:
-    """One Optuna storage per URL per process: creating one checks (and on a new database
-    creates) Optuna's schema, which concurrent requests must not race on."""
+def optuna_storage(storage: str) -> Any:
+    """One Optuna storage per URL per process (creating one checks or creates the schema,
+    which concurrent requests must not race on); pooled connections are tested before use
+    (a restarted PostgreSQL leaves dead ones), and dropped in forked children."""
+    import optuna
+
     from advisor.storage.urls import open_storage
 
     with _STORAGES_LOCK:
         if storage not in _STORAGES:
-            _STORAGES[storage] = open_storage(db.optuna_url(storage))
+            url = db.optuna_url(storage)
+            open_storage(url)  # creates (or checks) the schema under the storage lock
+            kwargs = {"pool_pre_ping": True} if db.is_postgres(url) else None
+            rdb = optuna.storages.RDBStorage(url, engine_kwargs=kwargs, skip_table_creation=True)
+            db.track_engine(rdb.engine)
+            _STORAGES[storage] = optuna.storages.get_storage(rdb)
         return _STORAGES[storage]
 
 
 def prepare_storage(storage: str) -> None:
     """Create Optuna's schema and the service's tables now, before concurrent use."""
     db.engine_for(storage)
-    _optuna_storage(storage)
+    optuna_storage(storage)
 
 
 def redacted(url: str) -> str:

@@ -2,6 +2,14 @@
 
 from advisor.service.client import Client
 report = Client("http://advisor:8765", token).suggest({"model": "fcn", "budget_usd": 5})
+
+Transient failures are retried with backoff (honouring ``Retry-After``) for up to
+``retry_s`` seconds per call: 502, 503 and 504 (the service's storage or queue is down, a
+proxy in front of a restarting server), and a connection refused, reset or dropped (the
+server restarting). Until the server has answered once, a connection that fails is retried
+for ``FIRST_CONTACT_S`` only (a wrong ``--server`` fails fast). Every request is safe to
+repeat: reads change nothing, and a suggestion sent again while its job is queued or running
+returns that job.
 """
 
 from __future__ import annotations
@@ -12,14 +20,25 @@ from collections.abc import Callable
 from typing import Any
 
 from advisor.errors import AdvisorError
+from advisor.service.outages import backoff
 
 TOKEN_ENV = "ADVISOR_TOKEN"
+RETRY_S = 300.0  # the default time limit of one call's retries
+FIRST_CONTACT_S = 10.0  # the limit for connection errors before the server ever answered
+TRANSIENT_STATUS = (502, 503, 504)
 
 
 class Client:
     """Talks to one advisor service; errors come back as one-line ``AdvisorError``."""
 
-    def __init__(self, url: str, token: str | None = None, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        timeout_s: float = 30.0,
+        retry_s: float = RETRY_S,
+        on_retry: Callable[[str, float], None] | None = None,
+    ) -> None:
         import httpx
 
         token = token or os.environ.get(TOKEN_ENV)
@@ -29,22 +48,47 @@ class Client:
                 f"ask its admin for one (advisor token create NAME) and set {TOKEN_ENV}.",
             )
         self.url = url.rstrip("/")
+        self.retry_s = retry_s
+        self.answered = False  # whether the server has answered this client yet
+        self.on_retry = on_retry  # (what failed, seconds until the next try)
         self.http = httpx.Client(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}"},
             timeout=timeout_s,
         )
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """The response, after retrying transient failures for up to ``retry_s``."""
         import httpx
 
-        try:
-            r = self.http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise AdvisorError(
-                f"Cannot reach the advisor service at {self.url} ({type(exc).__name__}).",
-                "check --server and that `advisor serve` runs there.",
-            ) from exc
+        started = time.monotonic()
+        delays = backoff(0.5, 10.0)
+        while True:
+            error: Exception | None = None
+            try:
+                r = self.http.request(method, path, **kwargs)
+            except httpx.TransportError as exc:
+                what, wait, error = type(exc).__name__, next(delays), exc
+            else:
+                self.answered = True
+                if r.status_code not in TRANSIENT_STATUS:
+                    return r
+                what, wait = f"HTTP {r.status_code}", _retry_after(r, next(delays))
+            limit = self.retry_s if self.answered else min(self.retry_s, FIRST_CONTACT_S)
+            if time.monotonic() + wait > started + limit:
+                if error is None:
+                    return r
+                raise AdvisorError(
+                    f"Cannot reach the advisor service at {self.url} ({what}, retried for "
+                    f"{limit:.0f} s).",
+                    "check --server and that `advisor serve` runs there.",
+                ) from error
+            if self.on_retry is not None:
+                self.on_retry(what, wait)
+            time.sleep(wait)
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        r = self._request(method, path, **kwargs)
         if r.status_code == 401:
             raise AdvisorError(
                 "The service refused the token (missing, unknown or revoked).",
@@ -100,9 +144,20 @@ class Client:
         """Start a suggestion and wait for its report."""
         return self.wait(self.start_suggestion(body), **wait)
 
-    def studies(self) -> list[dict[str, Any]]:
-        """The service's studies."""
-        return list(self._call("GET", "/v1/studies"))
+    def studies(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The team's studies, every page."""
+        out: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"limit": limit}
+        while True:
+            page = list(self._call("GET", "/v1/studies", params=params))
+            out += page
+            if len(page) < limit:
+                return out
+            params["after"] = page[-1]["name"]
+
+    def retry(self, job_id: str) -> dict[str, Any]:
+        """Queue a failed job again (its study resumes); the job."""
+        return dict(self._call("POST", f"/v1/jobs/{job_id}/retry"))
 
     def study(self, name: str) -> dict[str, Any]:
         """One study with its trials."""
@@ -115,3 +170,11 @@ class Client:
     def predict(self, body: dict[str, Any]) -> dict[str, Any]:
         """Predict machines from an uploaded probe."""
         return dict(self._call("POST", "/v1/predict", json=body))
+
+
+def _retry_after(response: Any, default: float) -> float:
+    """The server's Retry-After (seconds, at most 60), else ``default``."""
+    try:
+        return min(60.0, max(0.0, float(response.headers.get("Retry-After", ""))))
+    except ValueError:
+        return default

@@ -1,11 +1,18 @@
 """The service's own tables, kept in the study storage next to Optuna's (SQLite or PostgreSQL).
 
-Tokens (hashed), jobs and probe claims. Uniqueness rules live in the database: one token name,
-one active job per dedupe key (a partial unique index), one claim per probe key.
+Tokens (hashed, each of one team), jobs and probe claims. Uniqueness rules live in the
+database: one token name, one active job per dedupe key (a partial unique index), one claim
+per probe key. Columns added since a table was first created are added at start
+(``ALTER TABLE ... ADD COLUMN``, nullable), so an existing storage keeps working.
+
+Engines are per process: a forked child (RQ's work horse) drops the connections it inherited
+(``Engine.dispose(close=False)``) and opens its own, so no connection is shared by two
+processes.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -36,6 +43,7 @@ tokens = Table(
     Column("hash", String(64), nullable=False, unique=True),
     Column("created", DateTime(timezone=True), nullable=False),
     Column("revoked", DateTime(timezone=True), nullable=True),
+    Column("team", String(32), nullable=True),  # None: the default team (tokens before teams)
 )
 
 ACTIVE = ("queued", "running")
@@ -56,7 +64,15 @@ jobs = Table(
     Column("created", Float, nullable=False),
     Column("heartbeat", Float, nullable=True),
     Column("finished", Float, nullable=True),
+    Column("team", String(32), nullable=True),  # None: the default team (jobs before teams)
+    # The fencing token: one more at every claim; only its holder may write for the job.
+    Column("lease", Integer, nullable=True),
+    # Set by the job's first run: the study it runs in (as stored) and how many finished
+    # trials that study had then, so a re-run adds only the trials still owed.
+    Column("study", String(300), nullable=True),
+    Column("trials_before", Integer, nullable=True),
 )
+Index("advisor_jobs_by_team", jobs.c.team, jobs.c.created)
 # At most one queued or running job per dedupe key (the same study), enforced by the database.
 Index(
     "advisor_jobs_one_active",
@@ -76,7 +92,9 @@ probe_claims = Table(
     Column("created", Float, nullable=False),
 )
 
+IDLE_TRANSACTION_S = 15
 _ENGINES: dict[str, Engine] = {}
+_OTHER_ENGINES: list[Engine] = []  # other engines of this process (the API's Optuna storage)
 _LOCK = threading.Lock()
 
 
@@ -85,14 +103,60 @@ def engine_for(url: str) -> Engine:
     with _LOCK:
         if url in _ENGINES:
             return _ENGINES[url]
-        if url.startswith(("postgresql", "postgres://")):
-            engine = create_engine(optuna_url(url), pool_pre_ping=True)
+        if is_postgres(url):
+            # A transaction left idle (its process paused mid-write) ends after this long,
+            # so the job rows it locked are free again (see advisor.service.fencing).
+            idle = f"-c idle_in_transaction_session_timeout={IDLE_TRANSACTION_S}s"
+            engine = create_engine(
+                optuna_url(url), pool_pre_ping=True, connect_args={"options": idle}
+            )
         else:
             engine = create_engine(url, connect_args={"timeout": 30})
             event.listen(engine, "connect", _sqlite_pragmas)
         metadata.create_all(engine)
+        _add_missing_columns(engine)
         _ENGINES[url] = engine
         return engine
+
+
+def track_engine(engine: Engine) -> None:
+    """Dispose ``engine``'s inherited connections in forked children too."""
+    with _LOCK:
+        _OTHER_ENGINES.append(engine)
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Add the columns a storage created by an older version lacks (all nullable)."""
+    from sqlalchemy import inspect
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
+    inspector = inspect(engine)
+    for table in (tokens, jobs):
+        have = {c["name"] for c in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in have:
+                continue
+            kind = column.type.compile(dialect=engine.dialect)
+            try:
+                with engine.begin() as conn:
+                    conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}"))
+            except (OperationalError, ProgrammingError):  # another process added it meanwhile
+                pass
+    with engine.begin() as conn:  # indexes on the added columns
+        for index in jobs.indexes:
+            index.create(conn, checkfirst=True)
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (RQ's work horse) must not use its parent's pooled connections."""
+    global _LOCK
+    _LOCK = threading.Lock()  # the parent's may have been held by another thread at fork
+    for engine in [*_ENGINES.values(), *_OTHER_ENGINES]:
+        engine.dispose(close=False)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def optuna_url(url: str) -> str:
@@ -121,3 +185,8 @@ def ping(url: str) -> None:
             f"Cannot reach the storage ({type(exc).__name__}).",
             "check --storage and that the database is running.",
         ) from exc
+
+
+def is_postgres(url: str) -> bool:
+    """Whether ``url`` is a PostgreSQL storage."""
+    return url.startswith(("postgresql", "postgres://"))

@@ -1,10 +1,23 @@
-"""Job records: what was asked, by whom, its status, progress and result.
+"""Job records: what was asked, by whom (and which team), its status, progress and result.
 
-A job is queued by the API and run by a worker (a thread of ``advisor serve`` or an
-``advisor worker`` process). Claiming is one conditional UPDATE, so two workers never run the
-same job; a running job whose heartbeat stops (its worker was killed) is re-queued by
-``requeue_stale`` and picked up again. One queued or running job per dedupe key (per study) is
-a unique index in the database, so two identical requests share one job.
+The delivery contract (``docs/reliability.md``, "The shared service's faults"):
+
+- The job's row is the truth; a queue message (Redis) only wakes a worker. A job is written
+  ``queued`` before anything is enqueued (the outbox), and a sweeper re-dispatches queued
+  jobs that no queue holds, so an enqueue lost to an outage or a crash never strands one.
+- Claiming is one conditional UPDATE (``queued`` -> ``running``) that also takes the next
+  lease number (the fencing token), so two workers never run the same attempt.
+- A running job is acknowledged only by its result: ``finish`` writes ``done`` or
+  ``failed`` under the lease. Until then the worker renews the lease (``renew``, every few
+  seconds); a job whose lease expired (its worker was killed, paused or cut off) is
+  re-queued by ``requeue_expired`` and the next claim takes a higher lease number, after which
+  the old holder's writes are refused (``renew`` says so; ``finish`` raises ``LeaseLost``; the
+  study's writes are fenced by ``advisor.service.fencing``).
+- A job that failed can be retried by its team (``retry``): it is queued again and resumes
+  its study, whose finished trials are kept.
+
+One queued or running job per dedupe key (per study and team) is a unique index in the
+database, so two identical requests share one job.
 """
 
 from __future__ import annotations
@@ -15,28 +28,36 @@ import time
 import uuid
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import and_, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from advisor.service import db
+from advisor.service import db, teams
+from advisor.service.fencing import Lease, LeaseLost
 
 KINDS = ("suggest", "predict")
 MAX_ATTEMPTS = 3
+_PUBLIC = ("id", "kind", "owner", "status", "attempts", "created", "finished")
 
 
-def dedupe_key(kind: str, request: dict[str, Any]) -> str:
-    """Requests that would run the same study get the same key (seed, sampler, trials and
-    timeout do not name a study: two such jobs at once would duplicate its trials)."""
+def dedupe_key(kind: str, request: dict[str, Any], team: str = teams.DEFAULT_TEAM) -> str:
+    """Requests that would run the same study of the same team get the same key (seed,
+    sampler, trials and timeout do not name a study: two such jobs at once would duplicate
+    its trials)."""
     from advisor.service.api import study_identity
 
     ident = study_identity(request) if kind == "suggest" else request
-    canon = json.dumps({"kind": kind, "study": ident}, sort_keys=True, default=str)
+    named: dict[str, Any] = {"kind": kind, "study": ident}
+    if team != teams.DEFAULT_TEAM:  # the default team's keys are those of before teams
+        named["team"] = team
+    canon = json.dumps(named, sort_keys=True, default=str)
     return hashlib.sha256(canon.encode()).hexdigest()
 
 
-def submit(url: str, kind: str, request: dict[str, Any], owner: str) -> tuple[str, bool]:
+def submit(
+    url: str, kind: str, request: dict[str, Any], owner: str, team: str = teams.DEFAULT_TEAM
+) -> tuple[str, bool]:
     """Queue a job; return (id, created). An identical active job is returned instead."""
-    key = dedupe_key(kind, request)
+    key = dedupe_key(kind, request, team)
     engine = db.engine_for(url)
     job_id = uuid.uuid4().hex
     for _ in range(3):
@@ -47,59 +68,86 @@ def submit(url: str, kind: str, request: dict[str, Any], owner: str) -> tuple[st
                         id=job_id,
                         kind=kind,
                         owner=owner,
+                        team=team,
                         dedupe=key,
                         status="queued",
                         request=json.dumps(request, default=str),
                         attempts=0,
+                        lease=0,
                         created=time.time(),
                     )
                 )
             return job_id, True
         except IntegrityError:
-            with engine.connect() as conn:
-                row = conn.execute(
-                    select(db.jobs.c.id).where(
-                        db.jobs.c.dedupe == key, db.jobs.c.status.in_(db.ACTIVE)
-                    )
-                ).first()
-            if row is not None:
-                return str(row.id), False
+            active = _active_with_key(url, key)
+            if active is not None:
+                return active, False
     raise RuntimeError("could not queue the job")  # the active job kept finishing under us
 
 
+def _active_with_key(url: str, key: str) -> str | None:
+    with db.engine_for(url).connect() as conn:
+        row = conn.execute(
+            select(db.jobs.c.id).where(db.jobs.c.dedupe == key, db.jobs.c.status.in_(db.ACTIVE))
+        ).first()
+    return None if row is None else str(row.id)
+
+
 def claim(url: str, job_id: str, worker: str) -> dict[str, Any] | None:
-    """Mark a queued job running for ``worker``; None if someone else has it."""
-    now = time.time()
+    """Mark a queued job running for ``worker`` under the next lease number; the job (with
+    its ``lease``) or None if it is not queued (another worker has it, or it ended)."""
+    c = db.jobs.c
     with db.engine_for(url).begin() as conn:
-        done = conn.execute(
+        row = conn.execute(
             update(db.jobs)
-            .where(db.jobs.c.id == job_id, db.jobs.c.status == "queued")
-            .values(status="running", worker=worker, heartbeat=now, attempts=db.jobs.c.attempts + 1)
-        )
-    if done.rowcount != 1:
+            .where(c.id == job_id, c.status == "queued")
+            .values(
+                status="running",
+                worker=worker,
+                heartbeat=time.time(),
+                attempts=c.attempts + 1,
+                lease=func.coalesce(c.lease, 0) + 1,
+            )
+            .returning(c.lease)
+        ).first()
+    if row is None:
         return None
-    return get(url, job_id)
+    return get(url, job_id, internal=True)
 
 
-def heartbeat(url: str, job_id: str, progress: dict[str, Any] | None = None) -> None:
-    """Say the job's worker is alive (and how far it is)."""
+def _held(lease: Lease) -> Any:
+    c = db.jobs.c
+    return and_(c.id == lease.job_id, c.lease == lease.number, c.status == "running")
+
+
+def renew(url: str, lease: Lease, progress: dict[str, Any] | None = None) -> bool:
+    """Extend the lease (and say how far the job is); False when it is no longer held."""
     values: dict[str, Any] = {"heartbeat": time.time()}
     if progress is not None:
         values["progress"] = json.dumps(progress)
     with db.engine_for(url).begin() as conn:
-        conn.execute(
-            update(db.jobs)
-            .where(db.jobs.c.id == job_id, db.jobs.c.status == "running")
-            .values(**values)
-        )
+        done = conn.execute(update(db.jobs).where(_held(lease)).values(**values))
+    return done.rowcount == 1
 
 
-def finish(url: str, job_id: str, result: dict[str, Any] | None, error: str | None) -> None:
-    """Record the job's result (done) or its one-line error (failed)."""
+def record_study(url: str, lease: Lease, study: str, trials_before: int) -> None:
+    """Remember the job's study and its finished trials before the job's first run."""
     with db.engine_for(url).begin() as conn:
-        conn.execute(
+        done = conn.execute(
             update(db.jobs)
-            .where(db.jobs.c.id == job_id)
+            .where(_held(lease), db.jobs.c.study.is_(None))
+            .values(study=study, trials_before=trials_before)
+        )
+    if done.rowcount != 1 and not renew(url, lease):
+        raise LeaseLost(f"job {lease.job_id}: lease {lease.number} was taken over")
+
+
+def finish(url: str, lease: Lease, result: dict[str, Any] | None, error: str | None) -> None:
+    """Record the job's result (done) or its one-line error (failed), under ``lease``."""
+    with db.engine_for(url).begin() as conn:
+        done = conn.execute(
+            update(db.jobs)
+            .where(_held(lease))
             .values(
                 status="failed" if error else "done",
                 result=None if result is None else json.dumps(result, default=str),
@@ -107,64 +155,118 @@ def finish(url: str, job_id: str, result: dict[str, Any] | None, error: str | No
                 finished=time.time(),
             )
         )
+    if done.rowcount != 1:
+        raise LeaseLost(f"job {lease.job_id}: lease {lease.number} was taken over")
 
 
-def requeue_stale(url: str, stale_after_s: float) -> list[str]:
-    """Re-queue running jobs whose heartbeat is older than ``stale_after_s`` (their worker
-    died); after MAX_ATTEMPTS they fail with a clear error instead. Returns re-queued ids."""
+def requeue_expired(url: str, stale_after_s: float) -> list[str]:
+    """Re-queue running jobs whose lease was not renewed for ``stale_after_s`` (their worker
+    died, was paused or cut off); after MAX_ATTEMPTS they fail with a reason instead, which
+    the client may retry. Returns the re-queued ids."""
+    c = db.jobs.c
     cutoff = time.time() - stale_after_s
-    stale = db.jobs.c.status == "running", db.jobs.c.heartbeat < cutoff
+    expired = c.status == "running", c.heartbeat < cutoff
     with db.engine_for(url).begin() as conn:
+        if db.is_postgres(url):  # a worker committing under its lease holds the row briefly
+            conn.execute(text("SET LOCAL lock_timeout = '2s'"))
         ids = [
-            r.id
-            for r in conn.execute(
-                select(db.jobs.c.id).where(*stale, db.jobs.c.attempts < MAX_ATTEMPTS)
-            )
+            str(r.id) for r in conn.execute(select(c.id).where(*expired, c.attempts < MAX_ATTEMPTS))
         ]
         if ids:
-            conn.execute(
-                update(db.jobs).where(db.jobs.c.id.in_(ids), *stale).values(status="queued")
-            )
+            conn.execute(update(db.jobs).where(c.id.in_(ids), *expired).values(status="queued"))
         conn.execute(
             update(db.jobs)
-            .where(*stale, db.jobs.c.attempts >= MAX_ATTEMPTS)
+            .where(*expired, c.attempts >= MAX_ATTEMPTS)
             .values(
                 status="failed",
-                error=f"its worker stopped {MAX_ATTEMPTS} times without finishing",
+                error=f"its worker stopped {MAX_ATTEMPTS} times without finishing; finished "
+                "trials are kept: retry the job (POST /v1/jobs/{id}/retry)",
                 finished=time.time(),
             )
         )
     return ids
 
 
-def queued_ids(url: str, limit: int = 100) -> list[str]:
-    """Queued job ids, oldest first."""
+def queued_ids(url: str, limit: int = 100, older_than_s: float = 0.0) -> list[str]:
+    """Queued job ids, oldest first (queued at least ``older_than_s`` ago)."""
+    c = db.jobs.c
     with db.engine_for(url).connect() as conn:
         rows = conn.execute(
-            select(db.jobs.c.id)
-            .where(db.jobs.c.status == "queued")
-            .order_by(db.jobs.c.created)
+            select(c.id)
+            .where(c.status == "queued", c.created <= time.time() - older_than_s)
+            .order_by(c.created)
             .limit(limit)
         )
         return [str(r.id) for r in rows]
 
 
-def get(url: str, job_id: str) -> dict[str, Any] | None:
-    """The job as a dict (request, status, progress, result, error), or None."""
+def get(
+    url: str, job_id: str, team: str | None = None, internal: bool = False
+) -> dict[str, Any] | None:
+    """The job as a dict (request, status, progress, result, error), or None when there is
+    none or it is not ``team``'s (None: any team). ``internal`` adds the lease, team and
+    study fields a worker needs."""
     with db.engine_for(url).connect() as conn:
         row = conn.execute(select(db.jobs).where(db.jobs.c.id == job_id)).first()
-    if row is None:
+    if row is None or (team is not None and teams.team_of(row.team) != team):
         return None
-    return {
-        "id": row.id,
-        "kind": row.kind,
-        "owner": row.owner,
-        "status": row.status,
-        "request": json.loads(row.request),
-        "progress": json.loads(row.progress) if row.progress else None,
-        "result": json.loads(row.result) if row.result else None,
-        "error": row.error,
-        "attempts": row.attempts,
-        "created": row.created,
-        "finished": row.finished,
-    }
+    out = _public(row)
+    if internal:
+        out.update(
+            team=teams.team_of(row.team),
+            lease=row.lease,
+            study=row.study,
+            trials_before=row.trials_before,
+        )
+    return out
+
+
+def _public(row: Any) -> dict[str, Any]:
+    out = {k: getattr(row, k) for k in _PUBLIC}
+    out.update(
+        request=json.loads(row.request),
+        progress=json.loads(row.progress) if row.progress else None,
+        result=json.loads(row.result) if row.result else None,
+        error=row.error,
+    )
+    return out
+
+
+def list_jobs(url: str, team: str, limit: int, after: str | None = None) -> list[dict[str, Any]]:
+    """``team``'s jobs, newest first, at most ``limit``, after the job ``after`` (keyset)."""
+    c = db.jobs.c
+    mine = c.team.is_(None) | (c.team == team) if team == teams.DEFAULT_TEAM else c.team == team
+    query = select(db.jobs).where(mine)
+    with db.engine_for(url).connect() as conn:
+        if after is not None:
+            mark = conn.execute(select(c.created).where(c.id == after, mine)).first()
+            if mark is not None:
+                query = query.where(
+                    or_(c.created < mark.created, and_(c.created == mark.created, c.id < after))
+                )
+        rows = conn.execute(query.order_by(c.created.desc(), c.id.desc()).limit(limit)).all()
+    return [_public(r) for r in rows]
+
+
+def retry(url: str, job_id: str, team: str) -> tuple[dict[str, Any] | None, str | None]:
+    """Queue a failed job of ``team`` again (its study resumes; finished trials are kept).
+    Returns (the job, None), or (None, why not) when it cannot be retried; (None, None)
+    when there is no such job."""
+    job = get(url, job_id, team)
+    if job is None:
+        return None, None
+    if job["status"] != "failed":
+        if job["status"] in db.ACTIVE:
+            return job, None
+        return None, "it is done; submit the request again to add trials"
+    c = db.jobs.c
+    try:
+        with db.engine_for(url).begin() as conn:
+            conn.execute(
+                update(db.jobs)
+                .where(c.id == job_id, c.status == "failed")
+                .values(status="queued", attempts=0, error=None, result=None, finished=None)
+            )
+    except IntegrityError:
+        return None, "another job on the same study is queued or running"
+    return get(url, job_id, team), None

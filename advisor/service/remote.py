@@ -38,8 +38,15 @@ def suggest_remote(
                 f"drop {flag}, or run advisor suggest here.",
             )
     body = request_body(options, space_text)
-    client = Client(server, token)
+    chatty = not quiet and sys.stderr.isatty()
+
+    def retrying(what: str, wait_s: float) -> None:
+        if chatty:
+            print(f"{server}: {what}; retrying in {wait_s:.0f} s", file=sys.stderr)
+
+    # Transient failures (503, the server restarting) are retried for up to RETRY_S per call.
+    client = Client(server, token, on_retry=retrying)
     job_id = client.start_suggestion(body)
-    if not quiet and sys.stderr.isatty():
+    if chatty:
         print(f"job {job_id} on {server}", file=sys.stderr)
     return client.wait(job_id)

@@ -28,6 +28,16 @@ def _help(name: str) -> str:
     return OPTIONS[name].help
 
 
+def check_study(value: str) -> str:
+    """A user's study name: ``check_name``, and none of the advisor's internal studies."""
+    from advisor.service.teams import is_internal
+
+    check_name(value)
+    if is_internal(value):
+        raise ValueError("that name is one of the advisor's internal studies; pick another name")
+    return value
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", str_max_length=MAX_SPACE_CHARS)
 
@@ -53,7 +63,7 @@ class SuggestRequest(_Strict):
     sampler: Literal["tpe", "gp", "random", "nsga2", "skopt"] = Field(
         "tpe", description=_help("sampler")
     )
-    seed: int = Field(0, description=_help("seed"))
+    seed: int = Field(0, ge=0, le=2**32 - 1, description=_help("seed"))  # what samplers take
     trials: int = Field(60, gt=0, le=2000, description=_help("trials"))
     timeout_s: float | None = Field(None, gt=0, description=_help("timeout_s"))
     snapshot: str | None = Field(None, description=_help("snapshot"))
@@ -90,10 +100,15 @@ class SuggestRequest(_Strict):
             raise ValueError(f"not a built-in workload; use one of: {', '.join(sorted(known))}")
         return v
 
-    @field_validator("study_name", "snapshot")
+    @field_validator("snapshot")
     @classmethod
-    def _names(cls, v: str | None) -> str | None:
-        return None if v is None else check_name(v)
+    def _snapshot(cls, v: str | None) -> str | None:
+        return None if v is None else check_name(v, "snapshot")
+
+    @field_validator("study_name")
+    @classmethod
+    def _study(cls, v: str | None) -> str | None:
+        return None if v is None else check_study(v)
 
 
 class PredictRequest(_Strict):
@@ -197,7 +212,7 @@ class TuningPlanRequest(TuningTarget):
     @field_validator("study")
     @classmethod
     def _study(cls, v: str | None) -> str | None:
-        return None if v is None else check_name(v)
+        return None if v is None else check_study(v)
 
     @field_validator("instances")
     @classmethod
@@ -219,4 +234,4 @@ class TuningImportRequest(TuningTarget):
     @field_validator("study")
     @classmethod
     def _study(cls, v: str) -> str:
-        return check_name(v)
+        return check_study(v)

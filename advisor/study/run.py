@@ -228,7 +228,12 @@ def _open_study(
     objective = options.resolved_objective
     directions = [StudyDirection.MINIMIZE] * (2 if objective == "pareto" else 1)
     with file_lock(lock_path(lock_url) if lock_url else None), sigint_deferred():
-        existing = {s.study_name for s in optuna.get_all_study_summaries(storage)}
+        # One lookup by name, not a summary of every study (issue #30: that grew with them).
+        try:
+            storage.get_study_id_from_name(name)
+            resumed = True
+        except KeyError:
+            resumed = False
         study = optuna.create_study(
             study_name=name,
             storage=storage,
@@ -236,7 +241,6 @@ def _open_study(
             sampler=make_sampler(options.sampler, options.seed),
             load_if_exists=True,
         )
-        resumed = name in existing
         if not resumed:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)

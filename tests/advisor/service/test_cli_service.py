@@ -21,7 +21,7 @@ def test_token_create_list_revoke(sqlite_url: str) -> None:
     assert created.exit_code == 0, created.output
     token = created.output.strip()
     assert token.startswith("adv_") and len(token) > 40
-    assert auth.verify(sqlite_url, token) == "bob"
+    assert auth.verify(sqlite_url, token) == auth.Caller("bob", "default")
     listed = runner.invoke(cli, ["token", "list", "--json", "--storage", sqlite_url])
     rows = json.loads(listed.output)
     assert [r["name"] for r in rows] == ["bob"] and rows[0]["revoked"] is None
@@ -84,3 +84,28 @@ def test_help_lists_the_service_commands() -> None:
     out = CliRunner().invoke(cli, ["--help"]).output
     for name in ("serve", "worker", "token"):
         assert f"  {name} " in out
+
+
+def test_token_of_a_team_and_the_storage_from_a_file_or_the_environment(
+    sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = tmp_path / "storage-url"
+    secret.write_text(sqlite_url + "\n")
+    runner = CliRunner()
+    made = runner.invoke(
+        cli, ["token", "create", "carol", "--team", "research", "--storage-file", str(secret)]
+    )
+    assert made.exit_code == 0, made.output
+    assert auth.verify(sqlite_url, made.output.strip()) == auth.Caller("carol", "research")
+    listed = runner.invoke(cli, ["token", "list", "--json"], env={"ADVISOR_STORAGE": sqlite_url})
+    assert [(r["name"], r["team"]) for r in json.loads(listed.output)] == [("carol", "research")]
+    for args in (
+        ["token", "create", "dave", "--team", "Not A Team", "--storage", sqlite_url],
+        ["token", "list", "--storage", sqlite_url, "--storage-file", str(secret)],
+        ["token", "list", "--storage-file", str(tmp_path / "missing")],
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main(args)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

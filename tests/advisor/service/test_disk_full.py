@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from advisor.service import api, auth, jobs
+from advisor.service import auth, jobs, studies
 from advisor.service.app import Settings, create_app
-from advisor.service.dispatch import ThreadDispatcher, execute_job
+from advisor.service.dispatch import ThreadDispatcher
+from advisor.service.runner import RunSettings
 
 
 @pytest.fixture
@@ -57,40 +58,47 @@ def test_sqlite_disk_full_is_a_clear_error_and_recovers(small_disk: Path, replay
     url = f"sqlite:///{small_disk / 'studies.db'}"
     token = auth.create_token(url, "ci")
     h = {"Authorization": f"Bearer {token}"}
-    dispatcher = ThreadDispatcher(url, threads=1, backend=replay)
+    # Storage errors are retried with backoff for 2 s here (120 s by default), then the job
+    # fails with the reason and can be retried by its client.
+    dispatcher = ThreadDispatcher(url, threads=1, backend=replay, settings=RunSettings(0.5, 2.0))
     with TestClient(create_app(Settings(url, dispatcher))) as client:
         first = client.post("/v1/suggestions", json={"model": "fcn", "budget_usd": 50}, headers=h)
         report = _wait(url, first.json()["id"])["result"]
-        kept = {t["number"]: t["values"] for t in api.read_study(url, report["study"])["trials"]}
+        kept = _trials(url, report["study"])
         filler = _fill(small_disk)
         r = client.post(
             "/v1/suggestions", json={"model": "fcn", "budget_usd": 40, "seed": 7}, headers=h
         )
         if r.status_code == 503:  # the job record itself could not be written
-            assert "disk is full" in r.json()["detail"] and "try again" in r.json()["detail"]
-            retry_body = {"model": "fcn", "budget_usd": 40, "seed": 7}
+            detail = r.json()["detail"]
+            assert "disk is full" in detail and "try again" in detail, detail
+            assert r.headers["retry-after"] == "5"
+            job_id = None
         else:  # the record fitted in the WAL; the study then ran out of space
             assert r.status_code == 202
-            job = _wait(url, r.json()["id"])
+            job_id = r.json()["id"]
+            job = _wait(url, job_id)
             assert job["status"] != "done"
             if job["status"] == "failed":
                 assert "disk is full" in job["error"], job["error"]
-            retry_body = None
+                assert "retry the job" in job["error"], job["error"]
         filler.unlink()
-        # Recovery: finished trials are intact, and new work runs again.
-        after = {t["number"]: t["values"] for t in api.read_study(url, report["study"])["trials"]}
-        assert after == kept
-        if retry_body is not None:
-            r = client.post("/v1/suggestions", json=retry_body, headers=h)
-            assert r.status_code == 202
-            assert _wait(url, r.json()["id"])["status"] == "done"
-        else:
-            job_id = r.json()["id"]
-            if jobs.get(url, job_id)["status"] == "running":  # its failure could not be written
-                jobs.requeue_stale(url, 0)
-                execute_job(url, job_id)
-            again = client.post(
-                "/v1/suggestions", json={"model": "fcn", "budget_usd": 30}, headers=h
+        # Recovery: finished trials are intact, and the work runs again.
+        assert _trials(url, report["study"]) == kept
+        if job_id is None:
+            r = client.post(
+                "/v1/suggestions", json={"model": "fcn", "budget_usd": 40, "seed": 7}, headers=h
             )
-            assert _wait(url, again.json()["id"])["status"] == "done"
+            assert r.status_code == 202
+            job_id = r.json()["id"]
+        elif jobs.get(url, job_id)["status"] == "failed":  # the client retries it
+            retried = client.post(f"/v1/jobs/{job_id}/retry", headers=h)
+            assert retried.status_code == 202, retried.text
+        assert _wait(url, job_id)["status"] == "done"
     dispatcher.close()
+
+
+def _trials(url: str, study: str) -> dict[int, Any]:
+    found = studies.read_study(url, "default", study)
+    assert found is not None
+    return {t["number"]: t["values"] for t in found["trials"]}

@@ -12,7 +12,7 @@ import wires  # tests/helpers, on pytest's pythonpath
 from fastapi.testclient import TestClient
 from tuning_studies import make_study
 
-from advisor.service import auth
+from advisor.service import auth, studies
 from advisor.service.app import Settings, create_app
 from advisor.service.dispatch import ThreadDispatcher
 
@@ -43,7 +43,11 @@ def test_plan_and_dry_run_give_the_request_the_sdk_accepts(client: Any) -> None:
     body = plan.json()
     assert body["spec"]["instance_type"] == "ml.g5.2xlarge"
     assert body["spec"]["fixed"]["batch_size"] == 512
-    dry = client.post("/v1/tuning/jobs", json={**PLAN, "dry_run": True})
+    # The job's name (a timestamp when not given) is pinned so the two calls may straddle a second.
+    named = {**PLAN, "options": {**PLAN["options"], "job_name": "fcn-tune-1"}}
+    plan = client.post("/v1/tuning/plan", json=named)
+    body = plan.json()
+    dry = client.post("/v1/tuning/jobs", json={**named, "dry_run": True})
     assert dry.status_code == 200, dry.text
     assert dry.json()["dry_run"] is True and dry.json()["request"] == body["request"]
     wires.SageMakerWire().validate(body["request"])  # botocore's own rules
@@ -52,6 +56,8 @@ def test_plan_and_dry_run_give_the_request_the_sdk_accepts(client: Any) -> None:
     r = client.post("/v1/tuning/plan", json=too_many)
     assert r.status_code == 400 and "at most 10" in r.text
     assert client.post("/v1/tuning/plan", json={**PLAN, "study": "../x"}).status_code == 422
+    internal = client.post("/v1/tuning/plan", json={**PLAN, "study": "advisor-probe-cache"})
+    assert internal.status_code == 422, internal.text
     bad_opt = {**PLAN, "provider_options": {"secret_key": "x"}}
     assert client.post("/v1/tuning/plan", json=bad_opt).status_code == 422
     no_image = client.post("/v1/tuning/jobs", json=PLAN)
@@ -63,8 +69,6 @@ def test_submit_status_and_import_of_a_moto_job(
 ) -> None:
     import optuna
     from advisor.providers.tuning import Submission
-
-    from advisor.service import api
 
     wire = wires.SageMakerWire()
     with wire.connected(tmp_path, monkeypatch) as backend:
@@ -88,4 +92,4 @@ def test_submit_status_and_import_of_a_moto_job(
     managed = [t for t in study.trials if t.user_attrs.get("source") == "managed"]
     assert sorted(t.state.name for t in managed) == ["COMPLETE", "FAIL"]
     # ...and the service's study view shows them.
-    assert api.read_study(sqlite_url, "fcn-study")["n_trials"] == 3
+    assert studies.read_study(sqlite_url, "default", "fcn-study")["n_trials"] == 3

@@ -1,0 +1,224 @@
+"""Run one job under its lease: claim, run (retrying storage outages), finish.
+
+- The lease is renewed every ``heartbeat_s`` by a thread (``LeaseKeeper``); when a renewal
+  finds it taken over, the run stops at its next trial and writes nothing more: every write
+  of the job's thread is fenced (``advisor.service.fencing``) and ``finish`` is conditional on
+  the lease.
+- A storage error during the run (PostgreSQL restarting, a full disk) is retried with backoff
+  for up to ``storage_retry_s`` without progress; the study is resumed each time, so the
+  finished trials are kept and not repeated. When the storage stays down the job is failed
+  with a reason (no host or port in it) and can be retried by its client.
+- A re-run (after a retry, a kill or a take-over) adds only the trials the job still owes:
+  its first run records the study and its finished trials (``jobs.record_study``), and each
+  later run asks for ``trials`` minus those added since. It also samples with another seed,
+  so the sampler does not propose again the configurations the first run began with.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.errors import AdvisorError
+from advisor.service import api, jobs, studies, teams
+from advisor.service.fencing import Lease, LeaseLost, fenced, lease_lost
+from advisor.service.outages import backoff, describe, is_storage_error, retry_transient
+
+log = logging.getLogger("advisor.service")
+SEED_STEP = 7919  # seed offset between runs of one job (a prime: runs never share a seed)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How a worker keeps its lease and rides out storage outages."""
+
+    heartbeat_s: float = 2.0
+    storage_retry_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.heartbeat_s <= 0 or self.storage_retry_s < 0:
+            raise ValueError(f"bad run settings {self!r}")
+
+
+class LeaseKeeper(threading.Thread):
+    """Renews the job's lease (with its progress) until stopped; notes when it was lost."""
+
+    def __init__(self, storage: str, lease: Lease, every_s: float) -> None:
+        super().__init__(daemon=True, name=f"advisor-lease-{lease.job_id[:8]}")
+        self.storage, self.lease, self.every_s = storage, lease, every_s
+        self.progress: dict[str, Any] = {}
+        self.lost = threading.Event()
+        self.stopped = threading.Event()
+        self.last_progress = time.monotonic()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.every_s):
+            try:
+                if not jobs.renew(self.storage, self.lease, self.progress or None):
+                    log.warning("job %s: lease %d taken over", self.lease.job_id, self.lease.number)
+                    self.lost.set()
+                    return
+            except Exception as exc:  # the database may be restarting: keep trying
+                log.warning("job %s: lease renewal failed (%s)", self.lease.job_id, describe(exc))
+
+    def report(self, phase: str, done: int, total: int) -> None:
+        """The run's progress callback: note it, and stop the run if the lease was lost."""
+        self.progress = {"phase": phase, "done": done, "total": total}  # one atomic swap
+        self.last_progress = time.monotonic()
+        self.check()
+
+    def check(self) -> None:
+        """Raise LeaseLost once the lease was taken over."""
+        if self.lost.is_set():
+            raise LeaseLost(f"job {self.lease.job_id}: lease {self.lease.number} taken over")
+
+    def __enter__(self) -> LeaseKeeper:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stopped.set()
+
+
+def execute_job(
+    storage: str,
+    job_id: str,
+    worker: str,
+    backend: str | None = None,
+    settings: RunSettings | None = None,
+) -> str:
+    """Claim and run one job; its final status ('done', 'failed'), 'skipped' when another
+    worker has it, 'superseded' when its lease was taken over, 'unfinished' when neither
+    the job nor its failure could be written (its lease then expires and it is re-queued)."""
+    settings = settings or RunSettings()
+
+    def retried(exc: BaseException, delay: float) -> None:
+        log.warning("job %s: %s; retrying in %.1f s", job_id, describe(exc), delay)
+
+    try:
+        job = retry_transient(
+            lambda: jobs.claim(storage, job_id, worker), settings.storage_retry_s, on_retry=retried
+        )
+    except Exception as exc:
+        if not is_storage_error(exc):
+            raise
+        log.error("job %s: cannot claim it (%s); the sweeper will offer it again", job_id, exc)
+        return "unfinished"
+    if job is None:
+        return "skipped"
+    lease = Lease(job_id, int(job["lease"]))
+    with LeaseKeeper(storage, lease, settings.heartbeat_s) as keeper:
+        result: dict[str, Any] | None = None
+        error: str | None = None
+        try:
+            with fenced(lease):
+                result = _run(storage, job, keeper, backend, settings)
+        except Exception as exc:
+            if lease_lost(exc):
+                log.warning("job %s: lease %d taken over; stopped", job_id, lease.number)
+                return "superseded"
+            error = _error_text(job_id, exc, settings)
+        try:  # outside the fence: finish is itself conditional on the lease
+            retry_transient(
+                lambda: jobs.finish(storage, lease, result, error),
+                settings.storage_retry_s,
+                on_retry=retried,
+            )
+        except LeaseLost:
+            log.warning("job %s: lease %d taken over before it finished", job_id, lease.number)
+            return "superseded"
+        except Exception as exc:
+            log.error("job %s: cannot record its end (%s)", job_id, describe(exc))
+            return "unfinished"
+    return "failed" if error else "done"
+
+
+def _error_text(job_id: str, exc: BaseException, settings: RunSettings) -> str:
+    """The job's one-line error: the user's problem as the advisor says it, a storage outage
+    in words without addresses, anything else as an internal error."""
+    if is_storage_error(exc):
+        return (
+            f"{describe(exc)} for over {settings.storage_retry_s:.0f} s; finished trials are "
+            f"kept: retry the job (POST /v1/jobs/{job_id}/retry) once the storage is back"
+        )
+    if isinstance(exc, AdvisorError):
+        return str(exc)
+    log.exception("job %s failed", job_id)
+    return f"internal error ({type(exc).__name__}); see the service's log"
+
+
+def _run(
+    storage: str,
+    job: dict[str, Any],
+    keeper: LeaseKeeper,
+    backend: str | None,
+    settings: RunSettings,
+) -> dict[str, Any]:
+    """The job's report, re-running the study while the storage fails transiently."""
+    if job["kind"] != "suggest":
+        raise AdvisorError(f"Unknown job kind '{job['kind']}'.", "use one of: suggest.")
+    runs = 0
+    failing_since: float | None = None
+    delays = backoff()
+    while True:
+        keeper.check()
+        try:
+            request = _request_for_run(storage, job, keeper.lease, backend, runs)
+            runs += 1
+            report = _suggest(request, storage, keeper, backend)
+            report["study"] = teams.public_name(job["team"], report["study"]) or report["study"]
+            return report
+        except Exception as exc:
+            if lease_lost(exc) or not is_storage_error(exc):
+                raise
+            now = time.monotonic()
+            if failing_since is None or keeper.last_progress > failing_since:
+                failing_since, delays = now, backoff()  # a new outage: back off from the start
+            delay = next(delays)
+            if now - failing_since + delay > settings.storage_retry_s:
+                raise
+            log.warning("job %s: %s; resuming in %.1f s", job["id"], describe(exc), delay)
+            time.sleep(delay)
+
+
+def _suggest(
+    request: dict[str, Any], storage: str, keeper: LeaseKeeper, backend: str | None
+) -> dict[str, Any]:
+    from advisor.config import home
+    from advisor.storage.locks import file_lock
+
+    if api.uses_local_probes(backend):
+        with file_lock(home() / "local-probes.lock"):  # one local-probing job per host
+            return api.suggest(request, storage, keeper.report, backend)
+    return api.suggest(request, storage, keeper.report, backend)
+
+
+def _request_for_run(
+    storage: str, job: dict[str, Any], lease: Lease, backend: str | None, runs: int
+) -> dict[str, Any]:
+    """The request this run sends: the team's study, the trials still owed, the seed."""
+    request = dict(job["request"])
+    team = job["team"]
+    if job["study"] is None:  # the job's first run: remember where it starts from
+        public = request.get("study_name") or api.resolved_study(request, backend)
+        stored = teams.stored_name(team, public)
+        before = studies.finished_trials(storage, stored)
+        jobs.record_study(storage, lease, stored, before)
+        job.update(study=stored, trials_before=before)
+    if team != teams.DEFAULT_TEAM:
+        request["study_name"] = job["study"]
+    if request.get("trials") is not None:
+        added = studies.finished_trials(storage, job["study"]) - int(job["trials_before"] or 0)
+        owed = int(request["trials"]) - added
+        if owed > 0:
+            request["trials"] = owed
+        else:  # all written (the run was cut short just after): the report, no new trial
+            request.pop("trials")
+            studies.mark_stopped(storage, job["study"])
+    run_index = 32 * (lease.number - 1) + runs
+    if run_index:
+        request["seed"] = (int(request.get("seed", 0)) + SEED_STEP * run_index) % 2**32
+    return request
