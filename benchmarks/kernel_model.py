@@ -143,6 +143,33 @@ def decision_section(preds: list[e2e.E2EPrediction], rows: list[resnet.ResnetRow
             + "; ".join(used) + ".", ""]  # fmt: skip
 
 
+def reading(preds: list[e2e.E2EPrediction]) -> list[str]:
+    """The whole-model goal against these numbers, in words."""
+    unseen = [q for q in preds if q.row.gpu in UNSEEN]
+    ours = statistics.median(abs(q.error) for q in unseen)
+    ns = statistics.median(abs(q.row.neusight_ms / q.row.measured_ms - 1) for q in unseen)
+    worst = max(unseen, key=lambda q: abs(q.error))
+    return [
+        "### Reading these numbers", "",
+        f"Goal: median whole-model error on the GPUs not fitted below NeuSight's on the same "
+        f"rows, at most 10 %, below the roofline's on every GPU. Here: {pct(ours)} against "
+        f"NeuSight's {pct(ns)} ({len(unseen)} rows), below the roofline on every GPU; not below "
+        f"NeuSight. Where the distance comes from: (1) the H100's and the A100 80 GB's float32 "
+        "products run at 0.74 and 0.89 of peak where the fitted boards reach 0.80 or less; "
+        "nothing in a spec sheet but board power separates them, and five measured boards do "
+        "not pin down a power term (tried: a power cap from board power and process node moved "
+        "the leave-one-GPU-out errors by -7 to +4 points per GPU, no consistent gain), so mid-sized H100 products are predicted 10-20 % slow; (2) the L4, a "
+        "72 W board at ~0.29 of its peak, whose GPT-3-shaped products the trees place in the "
+        f"T4/P4 region and predict too slow (worst row: {worst.row.model} b{worst.row.batch} "
+        f"{worst.row.mode} on {worst.row.gpu}, {worst.error:+.0%}). NeuSight's figures come "
+        "from its own fit, which also used the tables' kernel names (tile sizes) that this "
+        "model does without. The kernel tables' `train/` sweep ran slower than the whole "
+        "models (clock state), so the fit also uses the measured GPUs' `test/` shapes; the "
+        "per-kernel `test/` table above is cross-fitted (each GPU's `test/` rows predicted by a "
+        "fit without them).", "",
+    ]  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write-docs", action="store_true")
@@ -172,12 +199,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{sum(q.low_ms <= q.row.measured_ms <= q.high_ms for q in preds if q.row.gpu in UNSEEN)}"
               f" of {sum(q.row.gpu in UNSEEN for q in preds)} rows", ""]  # fmt: skip
     lines += decision_section(preds, resnet_rows)
+    lines += reading(preds)
     t = speed.time_prediction()
     lines += ["### Speed", "", f"`predict_trace` of a {t['operators']}-operator trace on "
               f"{t['machines']} catalog machines ({t['gpus']} distinct GPUs): {t['warm_s']:.3f} s "
               f"(median of 7, worst {t['warm_max_s']:.3f} s; cold first call {t['cold_s']:.3f} s).",
-              "", f"Command: `python benchmarks/kernel_model.py --write-docs` "
-              f"({time.time() - started:.0f} s on this 2-core machine).", ""]  # fmt: skip
+              "", f"Command: `python benchmarks/kernel_model.py {' '.join(sys.argv[1:])}` "
+              f"({time.time() - started:.0f} s on this 2-core machine; `--cache DIR` keeps the "
+              "traced models between runs).", ""]  # fmt: skip
     text = "\n".join(lines)
     print(text)
     if args.write_docs:
