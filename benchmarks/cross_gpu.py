@@ -1,6 +1,6 @@
 """Calibrate and validate the GPU performance model on published GPU training throughputs.
 
-Data: ``/work/shared/data/gpu-throughput/`` (Lambda's PyTorch benchmarks, NGC containers and
+Data: ``benchmarks/data/gpu-throughput/`` (Lambda's PyTorch benchmarks, NGC containers and
 NVIDIA DeepLearningExamples scripts; see its README). The workload is ResNet-50 built from the
 repository's own ``search_spaces/workloads/resnet50.py`` at 224x224 with 1000 classes; its
 FLOPs (``FlopCounterMode``), framework ops and forward activation bytes per sample are counted
@@ -41,7 +41,7 @@ from advisor.probes.perf import constants as C
 from advisor.probes.perf.signature import WorkloadSignature
 from advisor.providers.catalog import AcceleratorSpec, InstanceType, load
 
-DATA = Path("/work/shared/data/gpu-throughput")
+DATA = Path(__file__).resolve().parent / "data" / "gpu-throughput"
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 SECTION = "## Cross-GPU validation on published throughputs"
 TENSOR_GENERATIONS = ("ampere", "ada", "hopper", "blackwell")

@@ -121,7 +121,7 @@ class E2EPrediction:
     low_ms: float
     high_ms: float
     forward_ms: float
-    measured_gpu: bool
+    basis: str  # measured, chip (its chip measured on another board) or spec
 
     @property
     def error(self) -> float:
@@ -145,8 +145,7 @@ def predict_rows(rows: list[E2ERow], cache: Path | None = None) -> list[E2EPredi
             for c, v, o in zip(counts, times.value[:, 0], ops, strict=True)
             if o.phase == "forward"
         )
-        out.append(
-            E2EPrediction(row, total * 1e3, low * 1e3, high * 1e3, fwd * 1e3,
-                          bool(times.measured[:, 0].any()))
-        )  # fmt: skip
+        how = "measured" if times.measured[:, 0].any() else "spec"
+        how = "chip" if how == "spec" and times.same_chip[:, 0].any() else how
+        out.append(E2EPrediction(row, total * 1e3, low * 1e3, high * 1e3, fwd * 1e3, how))
     return out

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from advisor.probes.kernels import fit as F
 from advisor.probes.kernels.features import FAMILIES
-from advisor.probes.kernels.gpus import GpuSpec, gpu_spec
+from advisor.probes.kernels.gpus import SAME_CHIP, GpuSpec, gpu_spec
 from advisor.probes.kernels.tables import read_family, subset
 
 KIND = {"linear": "linear", "bmm": "bmm", "conv": "conv", "ln": "layernorm",
@@ -78,11 +78,11 @@ class Designs:
         from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 
         model = make_pipeline(StandardScaler(), PolynomialFeatures(2), Ridge(alpha=1.0))
-        return model.fit(x, y).predict  # type: ignore[no-any-return]
+        return model.fit(x, y).predict
 
     @staticmethod
     def trees(x: np.ndarray, y: np.ndarray, family: str) -> Callable[[np.ndarray], Any]:
-        return F.regressor(x, y, family).predict  # type: ignore[no-any-return]
+        return F.regressor(x, y, family).predict
 
 
 def harness(t: np.ndarray, floor: np.ndarray, p: float) -> np.ndarray:
@@ -143,7 +143,7 @@ def leave_one_gpu_out(
             held = subset(rows, rows["gpu"] == gpu)
             parts.append(
                 _predict(design, subset(fitted, fitted["gpu"] != gpu), held, family, specs,
-                         _floors(held, others, False), p, interval)  # type: ignore[arg-type]
+                         _floors(held, others, False), p, interval)
             )  # fmt: skip
     return Held.concat(parts)
 
@@ -190,7 +190,8 @@ def unseen(data: Path, p: float, params: dict[str, Any]) -> Held:
             continue
         specs = specs_for(held)
         peak, bandwidth, sms = F.gpu_arrays(held["gpu"], family, specs)
-        times = model.device_times(family, held, peak, bandwidth, sms, held["gpu"])
+        chips = np.array([SAME_CHIP.get(g, "") for g in held["gpu"].tolist()])
+        times = model.device_times(family, held, peak, bandwidth, sms, held["gpu"], 0.0, chips)
         _, floor = F.training_rows(data, family)
         floor_s = _floors(held, floor, False)
         parts.append(

@@ -306,6 +306,9 @@ def _job_info(job: Any) -> dict[str, Any]:
     data = job.to_dict() if hasattr(job, "to_dict") else dict(job)
     keep = ("job_id", "service", "state", "wall_s", "billed_s", "billed_source")
     out = {k: data.get(k) for k in keep}
+    # issue #27: the job's measured start-up (provisioning; time on the machine), kept
+    out["before_start_s"] = data.get("before_start_s")
+    out["on_machine_s"] = data.get("on_machine_s")
     out["price_per_hour"] = data.get("price_per_hour")
     out["cost_usd"] = data.get("cost_usd")
     out["error"] = data.get("error")

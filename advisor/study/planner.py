@@ -69,7 +69,7 @@ class Planner:
             for key, ev in sorted(self.screen.items())
             if is_feasible(self.options, ev)
         ]
-        return [p.ref for p in rank(points, self.objective)]
+        return [p.ref for p in rank(points, self.objective)] if points else []
 
     @property
     def order(self) -> list[tuple[str, int]]:

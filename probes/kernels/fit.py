@@ -204,7 +204,7 @@ def fit_all(data: Path) -> dict[str, Any]:
     specs = {n: gpu_spec(n) for n in names}
     return {
         "version": 1,
-        "source": "train/ tables of the NeuSight artefact's measurements "
+        "source": "train/ tables and the fitted GPUs' test/ tables of the NeuSight artefact's measurements "
         "(benchmarks/data/gpu-kernels): PyTorch 2.1, CUDA 12.1, float32, TF32 off",
         "launch_s": LAUNCH_S,
         "percentiles": list(PERCENTILES),

@@ -28,6 +28,15 @@ DATA_DEVICE_NAMES = {
 # Catalog GPUs that are the same board as a measured one (same chip, clocks and memory
 # system; only the memory size differs), so they use its measurements.
 SAME_BOARD = {"V100-PCIe": "V100-PCIe-32GB"}
+# GPUs whose chip was measured on another board (other clocks, power or memory, which their
+# own spec figures carry): they take the measured chip's level with the spec-only interval.
+SAME_CHIP = {
+    "V100": "V100-PCIe-32GB",
+    "V100-32GB": "V100-PCIe-32GB",
+    "A100-40GB": "A100-40GB-PCIe",
+    "A100-80GB": "A100-40GB-PCIe",
+    "A100-80GB-PCIe": "A100-40GB-PCIe",
+}
 
 
 @dataclass(frozen=True)
@@ -131,3 +140,8 @@ def gpu_spec(gpu: str | GpuSpec | Any) -> GpuSpec:
 def measured_name(gpu: GpuSpec) -> str:
     """The catalog name whose kernels were measured for ``gpu`` (itself or the same board)."""
     return SAME_BOARD.get(gpu.name, gpu.name)
+
+
+def chip_name(gpu: GpuSpec) -> str:
+    """The measured GPU of the same chip on another board, or "" if none."""
+    return SAME_CHIP.get(gpu.name, "")

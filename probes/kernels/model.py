@@ -1,7 +1,8 @@
 """The fitted kernel model: device seconds of a kernel family's rows on GPUs, with intervals.
 
 ``t = launch + t_roof * exp(f(x) + bias_gpu)``: ``f`` the family's shipped trees, ``bias_gpu``
-the measured GPU's own level (zero for a GPU the tables never measured). The interval is the
+the measured GPU's own level (or its chip's, measured on another board; zero for a GPU whose
+chip the tables never measured). The interval is the
 10th..90th percentile of held-out residuals: of shapes not seen on a measured GPU, or of a
 whole GPU left out of the fit (spec-only), widened by ``extra_log`` where the caller
 extrapolates further (tensor cores, kinds never measured).
@@ -56,6 +57,7 @@ class DeviceTimes:
     low: np.ndarray
     high: np.ndarray
     measured: np.ndarray
+    same_chip: np.ndarray  # level taken from the same chip measured on another board
 
 
 @dataclass(frozen=True)
@@ -86,16 +88,25 @@ class KernelModel:
         sms: np.ndarray,
         gpu_names: np.ndarray,
         extra_log: np.ndarray | float = 0.0,
+        chip_names: np.ndarray | None = None,
     ) -> DeviceTimes:
         """Device seconds of ``rows`` (one per row; the GPU figures and the measured-GPU
-        name per row). ``extra_log`` widens each side of the interval (natural log)."""
+        name per row; ``chip_names``: the same chip measured on another board, or "").
+        ``extra_log`` widens each side of the interval (natural log)."""
         if family not in FAMILIES:
             raise ValueError(f"family must be one of {FAMILIES}, but got {family!r}")
         fm = self.families[family]
         x, t_roof = features(family, rows, peak, bandwidth, sms)
         f = fm.trees.predict(x)
         measured = np.array([g in fm.bias for g in gpu_names.tolist()], dtype=bool)
-        bias = np.array([fm.bias.get(g, 0.0) for g in gpu_names.tolist()])
+        chips = chip_names.tolist() if chip_names is not None else [""] * len(measured)
+        same_chip = ~measured & np.array([c in fm.bias for c in chips], dtype=bool)
+        bias = np.array(
+            [
+                fm.bias.get(g, fm.bias.get(c, 0.0))
+                for g, c in zip(gpu_names.tolist(), chips, strict=True)
+            ]
+        )
         lo = np.where(measured, fm.interval_measured[0], fm.interval_spec[0]) - extra_log
         hi = np.where(measured, fm.interval_measured[1], fm.interval_spec[1]) + extra_log
         core = t_roof * np.exp(f + bias)
@@ -104,6 +115,7 @@ class KernelModel:
             low=self.launch_s + core * np.exp(np.minimum(lo, 0.0)),
             high=self.launch_s + core * np.exp(np.maximum(hi, 0.0)),
             measured=measured,
+            same_chip=same_chip,
         )
 
     def harness_floor(self, family: str, table: str, gpu: str) -> float:

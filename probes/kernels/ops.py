@@ -143,8 +143,9 @@ def place(op: Operator, tf32_matmul: bool = False, tf32_conv: bool = True) -> Pl
         nbytes = op.bytes or (2.0 if op.phase == "backward" else 1.0) * forward_bytes
         return Placed(op.kind, {"R": rows, "H": h, "bytes": nbytes}, "fp32", reasons)
     if op.kind == "elementwise":
-        return _elementwise(op, size, float(d.get("numel", 1)), 2.0 if op.phase == "backward"
-                            else 1.0, unmeasured=False)  # fmt: skip
+        inputs = float(d.get("inputs", 2 if op.phase == "backward" else 1))
+        return _elementwise(op, size, float(d.get("numel", 1)), min(max(inputs, 1.0), 2.0),
+                            unmeasured=False)  # fmt: skip
     numel = float(d.get("numel", 1))
     if op.kind == "optimizer":  # read param, grad, state; write param, state (SGD momentum)
         nbytes = op.bytes or 5.0 * size * numel

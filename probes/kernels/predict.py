@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from advisor.probes.kernels.gpus import GpuSpec, gpu_spec, measured_name
+from advisor.probes.kernels.gpus import GpuSpec, chip_name, gpu_spec, measured_name
 from advisor.probes.kernels.model import KernelModel, load_model
 from advisor.probes.kernels.ops import WIDEN, Placed, notes_for, place
 from advisor.probes.operators.types import PHASES, Operator, OperatorTrace
@@ -34,6 +34,7 @@ class OperatorTimes:
     low: np.ndarray
     high: np.ndarray
     measured: np.ndarray  # the GPU had measurements of the operator's family
+    same_chip: np.ndarray  # its chip had them, on another board
     tensor_cores: np.ndarray  # the kernel runs at a tensor-core peak on that GPU (a prior)
     reasons: tuple[tuple[str, ...], ...]  # per operator, what it extrapolates (but tensor cores)
 
@@ -82,8 +83,10 @@ def operator_times(
     shape = (len(ops), len(gpus))
     value, low, high = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     measured = np.zeros(shape, dtype=bool)
+    same_chip = np.zeros(shape, dtype=bool)
     tensor = np.zeros(shape, dtype=bool)
     names = np.array([measured_name(g) for g in gpus])
+    chips = np.array([chip_name(g) for g in gpus])
     bandwidth = np.array([g.memory_bandwidth_gbs * 1e9 for g in gpus])
     sms = np.array([float(g.sm_count) for g in gpus])
     for family in sorted({p.family for p in placed}):
@@ -99,13 +102,14 @@ def operator_times(
         extra = (base[:, None] + WIDEN["tensor_cores"] * on_tensor).ravel()
         times = model.device_times(
             family, rows, peak, np.tile(bandwidth, len(fam)), np.tile(sms, len(fam)),
-            np.tile(names, len(fam)), extra,
+            np.tile(names, len(fam)), extra, np.tile(chips, len(fam)),
         )  # fmt: skip
         for arr, src in ((value, times.value), (low, times.low), (high, times.high)):
             arr[idx] = src.reshape(len(fam), len(gpus))
         measured[idx] = times.measured.reshape(len(fam), len(gpus))
+        same_chip[idx] = times.same_chip.reshape(len(fam), len(gpus))
     reasons = tuple(tuple(r for r in p.reasons if r != "tensor_cores") for p in placed)
-    return OperatorTimes(value, low, high, measured, tensor, reasons)
+    return OperatorTimes(value, low, high, measured, same_chip, tensor, reasons)
 
 
 def predict_operator(op: Operator, gpu: str | GpuSpec | Any, **options: bool) -> Interval:
@@ -123,11 +127,14 @@ def label(op: Operator) -> str:
     return f"{op.phase} {op.kind} {what} [{shape}] {op.dtype.replace('torch.', '')}"
 
 
-def basis(gpu: GpuSpec, measured: bool, model: KernelModel) -> str:
-    """How a GPU's prediction was obtained, in one line."""
+def basis(gpu: GpuSpec, how: str, model: KernelModel) -> str:
+    """How a GPU's prediction was obtained (``how``: measured, chip or spec), in one line."""
     fitted = ", ".join(model.fitted_gpus("gemm"))
-    if measured:
+    if how == "measured":
         return f"kernel model fitted on {fitted}; {gpu.name} measured"
+    if how == "chip":
+        return (f"kernel model fitted on {fitted}; {gpu.name}: its chip measured as "
+                f"{chip_name(gpu)}, spec figures of its own board")  # fmt: skip
     return f"kernel model fitted on {fitted}; spec extrapolation for {gpu.name}"
 
 
@@ -170,14 +177,19 @@ def predict_trace(
         order = np.argsort(-per_step)[:TOP]
         share = per_step / max(total.value, 1e-30)
         top = tuple((label(ops[i]), float(per_step[i]), float(share[i])) for i in order)
-        measured = bool(times.measured[:, j].any())
+        how = "measured" if times.measured[:, j].any() else "spec"
+        if how == "spec" and times.same_chip[:, j].any():
+            how = "chip"
         reasons = {r for i in range(len(ops)) for r in times.reasons[i]}
         if times.tensor_cores[:, j].any():
             reasons.add("tensor_cores")
         notes = notes_for(reasons)
-        if not measured:
+        if how == "spec":
             notes.insert(0, f"no kernel measurements on {name}: predicted from its spec sheet "
                             "(wider interval)")  # fmt: skip
-        out[name] = StepPrediction(name, total, by_phase, top, basis(spec, measured, model),
+        elif how == "chip":
+            notes.insert(0, f"{name}: level of its chip measured on {chip_name(spec)}, its own "
+                            "spec figures (spec-only interval)")  # fmt: skip
+        out[name] = StepPrediction(name, total, by_phase, top, basis(spec, how, model),
                                    tuple(notes))  # fmt: skip
     return out

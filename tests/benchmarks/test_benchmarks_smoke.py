@@ -22,6 +22,7 @@ def _load(name: str) -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 def test_study_overhead_reports_every_row(capsys: pytest.CaptureFixture[str]) -> None:
     bench = _load("study_overhead")
     assert bench.main(["--trials", "5", "--json"]) == 0

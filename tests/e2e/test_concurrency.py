@@ -118,6 +118,7 @@ print(probe.iteration_s, new)
 """
 
 
+@pytest.mark.slow
 def test_two_processes_on_a_cold_home_run_each_probe_once(tmp_path: Path) -> None:
     log = tmp_path / "probes.log"
     url = f"sqlite:///{tmp_path / 's.db'}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from advisor.search_spaces.loader import load_space
 from advisor.search_spaces.space import JointSpace
@@ -141,6 +142,7 @@ OTHER_COMMANDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(st.tuples(st.sampled_from(SUGGEST_NUMERIC), NUMBER_TEXT), min_size=1, max_size=2))
 def test_suggest_numeric_options(cli: Any, options: list[tuple[str, str]]) -> None:
@@ -160,6 +162,7 @@ def test_suggest_numeric_options(cli: Any, options: list[tuple[str, str]]) -> No
     cli.run_checked(*args)
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=60)
 @given(
     st.sampled_from(sorted(OTHER_COMMANDS)).flatmap(
@@ -250,6 +253,7 @@ STRING_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=60)
 @given(
     st.sampled_from(sorted(STRING_OPTIONS)).flatmap(
@@ -416,6 +420,7 @@ SPACE_FILE = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=40)
 @given(SPACE_FILE)
 def test_space_files_through_suggest(cli: Any, tmp_path: Path, data: bytes) -> None:

@@ -39,6 +39,7 @@ def _thp_always() -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_reallocated_block_reuses_kept_pages() -> None:
     pages = 89 * 1024 * 1024 // 4096

@@ -291,10 +291,10 @@ def test_kept_gradient_sums_are_capped_by_memory(monkeypatch: pytest.MonkeyPatch
     torch = pytest.importorskip("torch")
     from advisor.probes import gradient_noise_frameworks as gn
 
-    model = torch.nn.Linear(1000, 1000)  # 1,001,000 parameters: 4 MB per kept batch sum
-    batches = [(torch.randn(16, 1000), torch.randn(16, 1000)) for _ in range(10)]
+    model = torch.nn.Linear(100, 100)  # 10,100 parameters: 40,400 bytes per kept batch sum
+    batches = [(torch.randn(16, 100), torch.randn(16, 100)) for _ in range(10)]
     mse = torch.nn.functional.mse_loss
-    monkeypatch.setattr(gn, "NOISE_MEMORY", 5 * 4 * 1_001_000)  # room for 5 batches
+    monkeypatch.setattr(gn, "NOISE_MEMORY", 5 * 4 * 10_100)  # room for 5 batches
     est = gn.torch_gradient_noise(model, mse, iter(batches), max_seconds=None)
     assert est is not None and est.iterations == 5
     monkeypatch.setattr(gn, "NOISE_MEMORY", 1)  # never fewer than the minimum

@@ -41,6 +41,7 @@ WHERE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("service", ["sagemaker", "vertex", "azure-ml"])
 def test_the_job_command_runs_in_each_service_layout(service: str, tmp_path: Path) -> None:
     runner = LocalJobRunner(service, workdir=tmp_path)
@@ -61,6 +62,7 @@ def test_the_job_command_runs_in_each_service_layout(service: str, tmp_path: Pat
     assert log.splitlines()[0].startswith("advisor-probe-job: device=cpu (auto: no GPU visible)")
 
 
+@pytest.mark.slow
 def test_a_failing_probe_comes_back_as_a_failed_result_with_exit_0(tmp_path: Path) -> None:
     runner = LocalJobRunner("sagemaker", workdir=tmp_path)
     out = runner.run(_spec(_request(workload="no-such-workload")))

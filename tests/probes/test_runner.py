@@ -34,6 +34,7 @@ def test_real_fcn_probe_in_a_child_process() -> None:
     assert ("iterations", 4, 4) in events
 
 
+@pytest.mark.slow
 def test_user_model_probe_ok() -> None:
     result = run_probe(
         ProbeRequest("user_models:build", batch_size=32, iterations=5, timeout_s=120)
@@ -43,6 +44,7 @@ def test_user_model_probe_ok() -> None:
     assert result.validation_samples_measured == 128 and result.validation_scale == 1.0
 
 
+@pytest.mark.slow
 def test_nan_loss_is_a_failed_probe_not_an_exception() -> None:
     result = run_probe(ProbeRequest("user_models:build_nan", 32, iterations=5, timeout_s=120))
     assert result.status == "nan"
@@ -62,6 +64,7 @@ def test_timeout_kills_the_probe() -> None:
     assert result.wall_s < 30
 
 
+@pytest.mark.slow
 def test_unknown_user_module_is_an_error_result() -> None:
     result = run_probe(ProbeRequest("no_such_module:build", 32, iterations=5, timeout_s=120))
     assert result.status == "error" and "no_such_module" in (result.error or "")
@@ -73,12 +76,14 @@ def test_unknown_framework_is_a_user_error() -> None:
         run_probe(ProbeRequest("fcn", 32, framework="jax"))
 
 
+@pytest.mark.slow
 def test_sigkilled_child_is_labelled_killed_by_signal_9() -> None:
     result = run_probe(ProbeRequest("user_models:build_sigkill", 32, iterations=5, timeout_s=120))
     assert result.status == "killed"
     assert result.reason == "killed by signal 9 (SIGKILL)"
 
 
+@pytest.mark.slow
 def test_sigkill_is_out_of_memory_only_with_the_kernels_evidence(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -22,6 +22,7 @@ def _env() -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_probe_json_prints_exactly_one_json_line(tmp_path: Path) -> None:
     out = tmp_path / "probe.json"
     proc = subprocess.run(
@@ -99,6 +100,7 @@ def test_estimate_needs_probe_or_model(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "Cannot read a probe result" in proc.stderr
 
 
+@pytest.mark.slow
 def test_probe_prints_its_warnings_and_keeps_them_in_json(tmp_path: Path) -> None:
     out = tmp_path / "probe.json"
     base = [sys.executable, "-m", "advisor.cli.main", "probe", "--model"]
@@ -112,6 +114,7 @@ def test_probe_prints_its_warnings_and_keeps_them_in_json(tmp_path: Path) -> Non
     assert len(saved["warnings"]) == 1 and "channels_last" in saved["warnings"][0]
 
 
+@pytest.mark.slow
 def test_failed_probe_prints_its_status_and_one_line_reason() -> None:
     proc = subprocess.run(
         [

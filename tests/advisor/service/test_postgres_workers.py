@@ -97,6 +97,7 @@ def _stats(proc: subprocess.Popen[bytes]) -> dict[str, int]:
     return dict(json.loads(out.decode().strip().splitlines()[-1]))
 
 
+@pytest.mark.slow
 def test_three_workers_share_one_study_without_duplicates(
     tmp_path: Path, pg_url: str, replay: str
 ) -> None:
@@ -176,6 +177,7 @@ def test_postgres_restart_mid_study_is_ridden_out(
     assert all(t.state.name != "RUNNING" for t in _trials(pg_url, "restart-fcn"))
 
 
+@pytest.mark.slow
 def test_dashboard_reads_the_same_postgresql_storage(
     tmp_path: Path, pg_url: str, replay: str, make_server: Any
 ) -> None:

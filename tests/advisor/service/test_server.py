@@ -49,6 +49,7 @@ def server(tmp_path: Path, sqlite_url: str, replay: str, make_server: Any) -> An
     return make_server(sqlite_url, "--backend", replay)
 
 
+@pytest.mark.slow
 def test_suggest_server_prints_the_same_report_as_local(
     server: Any, sqlite_url: str, tmp_path: Path, replay: str
 ) -> None:
@@ -66,6 +67,7 @@ def test_suggest_server_prints_the_same_report_as_local(
     assert "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow
 def test_client_disconnecting_mid_request_changes_nothing(server: Any, sqlite_url: str) -> None:
     from advisor.service import auth
 
@@ -117,6 +119,7 @@ def test_an_oversized_body_without_content_length_is_413(server: Any, sqlite_url
     assert small.status_code == 202, small.text  # a small chunked body still works
 
 
+@pytest.mark.slow
 def test_planted_secret_never_leaves(
     tmp_path: Path, sqlite_url: str, replay: str, make_server: Any
 ) -> None:

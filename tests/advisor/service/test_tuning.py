@@ -64,6 +64,7 @@ def test_plan_and_dry_run_give_the_request_the_sdk_accepts(client: Any) -> None:
     assert no_image.status_code == 400 and "image" in no_image.text
 
 
+@pytest.mark.slow
 def test_submit_status_and_import_of_a_moto_job(
     client: Any, sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

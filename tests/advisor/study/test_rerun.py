@@ -51,10 +51,10 @@ def test_same_command_same_answer_then_trials_adds(
 
 
 def test_a_run_cut_short_by_timeout_is_continued_by_the_same_command(tmp_path: Path) -> None:
-    table = replace(small_table(), delay_s=0.5)  # each evaluation takes 0.5 s
+    table = replace(small_table(), delay_s=0.2)  # each evaluation takes 0.2 s
     url = f"sqlite:///{tmp_path / 's.db'}"
     opts = SuggestOptions(  # the Pareto front needs several trials
-        model="fcn", space=SPACE, storage=url, objective="pareto", timeout_s=1.5
+        model="fcn", space=SPACE, storage=url, objective="pareto", timeout_s=0.6
     )
     first = run_suggest(opts, backend=ReplayBackend(table))
     assert first.stop_reason.startswith("timeout")

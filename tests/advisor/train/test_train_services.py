@@ -54,6 +54,7 @@ def test_device_choice() -> None:
         choose_device("tpu", 0, False)
 
 
+@pytest.mark.slow
 def test_a_gpu_request_on_a_machine_without_one_exits_2_with_one_line(tmp_path: Path) -> None:
     proc = _train([*SMALL, "--epochs", "1", "--device", "cuda"], _env(), tmp_path)
     assert proc.returncode == 2
