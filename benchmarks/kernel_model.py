@@ -23,6 +23,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parent))  # examples/ (the transformer builders)
 
 import kernel_model_decision as decision  # noqa: E402
 import kernel_model_e2e as e2e  # noqa: E402
