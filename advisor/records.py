@@ -21,6 +21,13 @@ A trial imported from a managed tuning job (``source`` managed) stores instead::
 
     source, provider, tuning_job, managed_job, managed_metric {name, value}, managed_status,
     instance_type, billable_s, price_per_hour, epochs, runtime_s, cost_usd
+
+A short accuracy trial of ``advisor suggest --tune`` (issue #29) stores one attribute,
+``accuracy_trial`` (``ACCURACY``: its plan, role, seed, metric and learning curve; read by
+``advisor.accuracy.trials``), and no ``source``: it is no machine trial, so
+``TrialRecord.from_trial`` gives None for it and the machine search skips it
+(``is_accuracy_trial``). Its params are ``batch_size`` and the hyperparameters it trained with;
+its intermediate values are the validation metric it reported every fraction of an epoch.
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ MANAGED_METRIC = "managed_metric"
 MANAGED_STATUS = "managed_status"
 INSTANCE_TYPE = "instance_type"
 BILLABLE = "billable_s"
+ACCURACY = "accuracy_trial"  # issue #29: a short accuracy trial's record (advisor.accuracy)
 
 EVALUATED_KEYS: tuple[str, ...] = (
     SOURCE,
@@ -302,3 +310,10 @@ def managed_job(trial: FrozenTrial) -> str | None:
     """The managed training job a trial was imported from (None for other trials)."""
     job = trial.user_attrs.get(MANAGED_JOB)
     return None if job is None else str(job)
+
+
+def is_accuracy_trial(trial: FrozenTrial) -> bool:
+    """Whether a trial is a short accuracy trial of ``suggest --tune`` (issue #29): it judges
+    hyperparameters, never a machine, so the machine search, its ranking and its re-run rule
+    leave it out."""
+    return ACCURACY in trial.user_attrs

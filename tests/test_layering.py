@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("front ends", ("advisor.cli", "advisor.service")),
     ("python api", ("advisor", "advisor.pipeline")),
     ("stages", ("advisor.report", "advisor.tuning", "advisor.train")),
-    ("study", ("advisor.study",)),
+    ("study", ("advisor.study", "advisor.accuracy")),  # accuracy: --tune's short runs
     ("remote probes", ("advisor.remote",)),
     ("values", ("advisor.options", "advisor.records", "advisor.outcome")),
     ("evaluation", ("advisor.evaluation",)),

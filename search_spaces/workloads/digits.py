@@ -15,6 +15,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+from advisor.search_spaces.workloads.kept import keep_small
 
 SIDE = 28
 TRAIN_FRACTION = 0.8
@@ -31,6 +32,7 @@ def _source() -> tuple[np.ndarray, np.ndarray]:
     return images, np.asarray(data.target, dtype=np.int64)
 
 
+@keep_small(32768)  # --tune's short runs rebuild on the same data (100 MiB at 32,768)
 def digit_images(n: int, seed: int = 0, subset: str = "train") -> tuple[np.ndarray, np.ndarray]:
     """Return ``(x, y)``: ``n`` float32 images ``(n, 1, 28, 28)`` and int64 labels 0-9."""
     if n < 0 or subset not in ("train", "val"):

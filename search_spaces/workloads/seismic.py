@@ -17,6 +17,7 @@ classes are balanced exactly (half and half, shuffled).
 from __future__ import annotations
 
 import numpy as np
+from advisor.search_spaces.workloads.kept import keep_small
 
 CENTRE_TOLERANCE = 1.5  # pixels: an apex this close to the centre counts as "at the centre"
 DISTRACTOR_MIN_OFFSET = 7.0  # pixels: distractor apexes are at least this far from the centre
@@ -24,6 +25,7 @@ MAX_HYPERBOLAS = 3
 _CHUNK = 64  # patches generated at once (bounds temporary memory: chunk x 3 x side x side)
 
 
+@keep_small(8192)  # --tune's short runs rebuild on the same data (64 MiB at 4,096)
 def seismic_patches(
     n: int, side: int = 64, seed: int = 0, noise: float = 0.6
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,202 @@
+"""What the short runs say: the best hyperparameters with their evidence, the learning-rate
+rule's check, and the narrowed ranges a managed tuning job can start from.
+
+Short runs are ranked as successive halving promotes them: the most checks reached first, then
+the better metric at the last check (seed repeats aside). The recommendation is the best run at
+the recommended batch size (the machine search fixed it); the evidence says the metric, at how
+many epochs of how much data, out of how many runs (finished, pruned, stopped at the time
+budget, failed), the spread across seeds when the best was repeated, and how far it goes.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+from advisor.accuracy.lr_rule import LrRule, agreement
+from advisor.accuracy.plan import TunePlan
+from advisor.accuracy.trials import AccuracyTrial
+from advisor.search_spaces.space import CategoricalParam, FloatParam, IntParam, Param
+
+NARROW_TOP_SHARE = 0.25  # the ranges a tuning job starts from span the best quarter of runs
+NARROW_MIN_RUNS = 3
+LOG_MARGIN = 1.5  # a log range is widened by this factor each way
+LINEAR_MARGIN = 0.1  # a linear range by this share of the space's width each way
+LIMITS = (
+    "Short runs rank configurations; they do not promise the final accuracy: these trained "
+    "{length} at batch {batch}, where the full run trains {full}. The value is the short run's, "
+    "the ranking is what carries over (docs/benchmarks.md, 'Hyperparameter search')."
+)
+
+
+def ranked(trials: list[AccuracyTrial]) -> list[AccuracyTrial]:
+    """Runs that reached a check (seed repeats aside), best first."""
+    usable = [t for t in trials if t.role != "seed" and t.ok]
+    return sorted(usable, key=lambda t: (*t.rank_key(), t.number))
+
+
+def best_of(trials: list[AccuracyTrial], batch: int) -> AccuracyTrial | None:
+    """The best run at ``batch``, else the best at any batch size (None: no run checked)."""
+    order = ranked(trials)
+    at = [t for t in order if t.batch_size == batch]
+    top = at or order
+    return top[0] if top else None
+
+
+def _spread(best: AccuracyTrial, trials: list[AccuracyTrial]) -> dict[str, Any]:
+    repeats = [t for t in trials if t.of == best.number and t.ok and t.checks == best.checks]
+    values = [v for t in [best, *repeats] if (v := t.value) is not None]
+    if len(values) < 2:
+        return {
+            "count": 1,
+            "text": "not measured (one seed: --tune had no time left to repeat the best run)",
+        }
+    sd = statistics.stdev(values)
+    return {
+        "count": len(values),
+        "seeds": [best.seed, *(t.seed for t in repeats)],
+        "values": [round(v, 4) for v in values],
+        "mean": round(statistics.fmean(values), 4),
+        "std": round(sd, 4),
+        "min": round(min(values), 4),
+        "max": round(max(values), 4),
+        "text": f"{statistics.fmean(values):.3f} +- {sd:.3f} over {len(values)} seeds "
+        f"({min(values):.3f}-{max(values):.3f})",
+    }
+
+
+def counts(trials: list[AccuracyTrial]) -> dict[str, int]:
+    """Runs by how they ended (seed repeats included in ``seeds`` only)."""
+    search = [t for t in trials if t.role != "seed"]
+    out = {k: sum(t.ended == k for t in search) for k in ("finished", "pruned", "failed")}
+    out["stopped_at_time_budget"] = sum(t.ended == "time budget" for t in search)
+    out["interrupted"] = sum(t.ended == "interrupted" for t in search)
+    out["runs"] = len(search)
+    out["seeds"] = sum(t.role == "seed" for t in trials)
+    return out
+
+
+def evidence(
+    trials: list[AccuracyTrial], plan: TunePlan, full_run: str = "its planned epochs"
+) -> dict[str, Any] | None:
+    """The recommended values and their evidence (None when no run reached a check)."""
+    best = best_of(trials, plan.recommended_batch)
+    if best is None:
+        return None
+    n = counts(trials)
+    return {
+        "values": dict(best.params),
+        "trial": best.number,
+        "metric": best.metric,
+        "value": round(best.value or math.nan, 4),
+        "at_epochs": best.epochs,
+        "batch_size": best.batch_size,
+        "data": plan.length_text,
+        "out_of_runs": n["runs"],
+        "runs": n,
+        "seeds": _spread(best, trials),
+        "ranked_by": "the most checks reached, then the metric at the last check",
+        "limits": LIMITS.format(length=plan.length_text, batch=best.batch_size, full=full_run),
+    }
+
+
+def per_batch(trials: list[AccuracyTrial]) -> list[dict[str, Any]]:
+    """The best run at each batch size (the neighbours of the recommended one included)."""
+    out = []
+    order = ranked(trials)
+    for batch in sorted({t.batch_size for t in order}):
+        top = next(t for t in order if t.batch_size == batch)
+        out.append(
+            {
+                "batch_size": batch,
+                "runs": sum(t.batch_size == batch for t in order),
+                "metric": top.metric,
+                "value": round(top.value or math.nan, 4),
+                "at_epochs": top.epochs,
+                "hyperparameters": dict(top.params),
+            }
+        )
+    return out
+
+
+def rule_check(trials: list[AccuracyTrial], rule: LrRule | None) -> dict[str, Any] | None:
+    """Whether the tuned learning rate agrees with the rule at each batch size, and where the
+    rule's own runs ranked (None without a rule or without learning-rate runs)."""
+    order = ranked(trials)
+    if rule is None or not any("lr" in t.params for t in order):
+        return None
+    rows = []
+    for batch in sorted({t.batch_size for t in order}):
+        at = [t for t in order if t.batch_size == batch and "lr" in t.params]
+        if not at:
+            continue
+        row: dict[str, Any] = {"batch_size": batch, "rule_lr": round(rule.lr_at(batch), 6)}
+        if len(at) == 1 and at[0].role == "rule":
+            row.update(checked=False, text="only the rule's own run reached a check: not checked")
+            rows.append(row)
+            continue
+        row.update(checked=True, **agreement(float(at[0].params["lr"]), rule.lr_at(batch)))
+        own = [t for t in at if t.role == "rule"]
+        if own:
+            place = at.index(own[0]) + 1
+            row["rule_run"] = {
+                "trial": own[0].number,
+                "value": round(own[0].value or math.nan, 4),
+                "at_epochs": own[0].epochs,
+                "rank": place,
+                "of": len(at),
+                "ended": own[0].ended,
+            }
+        rows.append(row)
+    return {"rule": rule.to_dict(), "by_batch": rows}
+
+
+def narrowed(trials: list[AccuracyTrial], params: list[Param]) -> dict[str, Param] | None:
+    """Each hyperparameter's range over the best quarter of runs (at least 3), widened by a
+    margin and kept inside the space's; None with fewer than ``NARROW_MIN_RUNS`` runs."""
+    order = ranked(trials)
+    if len(order) < NARROW_MIN_RUNS:
+        return None
+    top = order[: max(NARROW_MIN_RUNS, math.ceil(NARROW_TOP_SHARE * len(order)))]
+    out: dict[str, Param] = {}
+    for p in params:
+        seen = [t.params[p.name] for t in top if p.name in t.params]
+        if not seen:
+            continue
+        out[p.name] = _narrow(p, seen)
+    return out
+
+
+def _narrow(p: Param, seen: list[Any]) -> Param:
+    from dataclasses import replace
+
+    if isinstance(p, CategoricalParam):
+        kept = tuple(c for c in p.choices if c in seen)
+        return replace(p, choices=kept) if len(kept) > 1 else p
+    lo, hi = min(seen), max(seen)
+    if p.log:
+        lo, hi = lo / LOG_MARGIN, hi * LOG_MARGIN
+    else:
+        width = (p.high - p.low) * LINEAR_MARGIN
+        lo, hi = lo - width, hi + width
+    lo, hi = max(_sig(lo, math.floor), p.low), min(_sig(hi, math.ceil), p.high)
+    if isinstance(p, IntParam):
+        lo, hi = math.floor(lo), math.ceil(hi)
+    if p.step is not None:  # keep Optuna's rule: high - low a multiple of step, on the grid
+        lo = p.low + math.floor((lo - p.low) / p.step) * p.step
+        hi = p.low + math.ceil((hi - p.low) / p.step) * p.step
+    if not lo < hi:
+        return p
+    if isinstance(p, IntParam):
+        return replace(p, low=int(lo), high=int(hi))
+    assert isinstance(p, FloatParam)
+    return replace(p, low=float(lo), high=float(hi))
+
+
+def _sig(x: float, rounding: Any, digits: int = 3) -> float:
+    """``x`` to ``digits`` significant digits, rounded by ``rounding`` (floor: down)."""
+    if x == 0 or not math.isfinite(x):
+        return x
+    scale = 10 ** (digits - 1 - math.floor(math.log10(abs(x))))
+    return float(rounding(x * scale) / scale)
