@@ -51,7 +51,10 @@ class TreeEnsemble:
             trees.append(
                 {
                     "feature": self.feature[t, :used].tolist(),
-                    "threshold": [float(f"{v:.7g}") for v in self.threshold[t, :used]],
+                    # full precision: scikit-learn's thresholds are often feature values
+                    # themselves (bins at data quantiles, e.g. log 41); rounding one moves the
+                    # rows at that value to the other side of the split
+                    "threshold": [float(v) for v in self.threshold[t, :used]],
                     "left": self.left[t, :used].tolist(),
                     "right": self.right[t, :used].tolist(),
                     "value": [float(f"{v:.6g}") for v in self.value[t, :used]],

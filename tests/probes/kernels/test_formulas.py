@@ -85,3 +85,20 @@ def test_unmeasured_kinds_are_memory_traffic_with_a_reason() -> None:
     ln_back = Operator("layernorm", "backward", "aten.native_layer_norm_backward",
                        {"B": 10, "H": 100})  # fmt: skip
     assert "backward_traffic" in place(ln_back).reasons
+
+
+def test_exported_trees_reproduce_scikit_learn_exactly() -> None:
+    # Thresholds at data values (many distinct values: bins at quantiles) must survive the
+    # JSON round trip: a rounded threshold sends the rows at that value the other way.
+    pytest.importorskip("sklearn")
+    import json
+
+    from advisor.probes.kernels.trees import from_sklearn
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    rng = np.random.default_rng(0)
+    x = np.log(rng.integers(1, 5000, size=(3000, 3)).astype(float))
+    y = np.sin(3 * x[:, 0]) + x[:, 1] * x[:, 2] / 10
+    model = HistGradientBoostingRegressor(max_iter=30, random_state=0).fit(x, y)
+    shipped = TreeEnsemble.from_dict(json.loads(json.dumps(from_sklearn(model).to_dict())))
+    assert np.allclose(shipped.predict(x), model.predict(x), rtol=0, atol=1e-5)
