@@ -90,6 +90,14 @@ OPTIONS: dict[str, OptionDoc] = {
     "timeout_s": OptionDoc(
         "--timeout", "Stop the search after this long (e.g. 10m), screening and probes included."
     ),
+    # Issue #29: short accuracy trials in the study (advisor.accuracy), after the search.
+    "tune_s": OptionDoc(
+        "--tune",
+        "Then spend up to this long (3m, 1h) of this machine on short training runs of the "
+        "recommended batch size and its neighbours with sampled hyperparameters, pruned by "
+        "successive halving, and recommend hyperparameter values with their evidence "
+        "(PyTorch; a re-run counts the runs the study already holds).",
+    ),
     "snapshot": OptionDoc("--snapshot", "Catalog snapshot (default: newest)."),
     "storage": OptionDoc(
         "--storage", "Optuna storage URL (default: SQLite in ADVISOR_HOME).", service=False
@@ -161,6 +169,7 @@ class SuggestOptions:
     # whose probe is already paid for).
     trials: int | None = None
     timeout_s: float | None = None
+    tune_s: float | None = None  # issue #29: --tune, this machine's time for short runs
     snapshot: str | None = None
     storage: str | None = None
     study_name: str | None = None
@@ -187,6 +196,10 @@ class SuggestOptions:
             v = getattr(self, name)
             if v is not None and not 0 < v < math.inf:  # NaN and inf refused too
                 raise AdvisorError(f"{name} must be > 0, got {v}.", "give a positive value.")
+        if self.tune_s is not None and not 0 < self.tune_s < math.inf:
+            raise AdvisorError(
+                f"--tune must be a positive time, got {self.tune_s}.", "give one such as 3m or 1h."
+            )
         if self.probe_budget_usd is not None and not 0 <= self.probe_budget_usd < math.inf:
             raise AdvisorError(
                 f"--probe-budget must be >= 0, got {self.probe_budget_usd}.",

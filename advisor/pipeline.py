@@ -15,6 +15,7 @@ from advisor.evaluation.contract import Backend
 from advisor.options import SuggestOptions
 from advisor.report.build import build_report, check_feasible
 from advisor.report.dashboard import save_study_note
+from advisor.report.hyperparameters import attach as attach_hyperparameters
 from advisor.study.run import Progress, run_suggest
 
 
@@ -41,5 +42,11 @@ def suggest(
     outcome = run_suggest(options, backend, progress=progress, storage=storage)
     check_feasible(outcome)
     report = build_report(outcome)
+    if options.tune_s is not None and report.get("recommended") and not report.get("interrupted"):
+        from advisor.accuracy.step import tune_step  # issue #29: short accuracy trials
+
+        rows = report.get("epochs_per_batch") or []
+        tune_step(outcome, report["recommended"], rows, options.tune_s, progress=progress)
+    attach_hyperparameters(report, outcome.study)  # what the study's short runs found
     save_study_note(outcome.study, report)  # the dashboard shows the same report
     return report

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from advisor.accuracy.lr_rule import lr_rule, recipe
@@ -35,11 +36,12 @@ def tune_step(
     progress: Progress | None = None,
     train: Trainer | None = None,
     cost: SampleCost | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any]:
     """Run the short runs ``budget_s`` (``--tune``) allows for the ``recommended`` row (the
     report's epochs table gives the noise scale); return what this call did (also stored in
-    the study). ``train`` and ``cost`` replace the real training and the measured cost per
-    sample (tests)."""
+    the study). ``train``, ``cost`` and ``clock`` replace the real training, the measured cost
+    per sample and the clock (tests)."""
     options = outcome.options
     if outcome.workload.framework != "torch":
         raise AdvisorError(
@@ -56,7 +58,7 @@ def tune_step(
         )
     batch = int(recommended["batch_size"])
     study = outcome.study
-    started = time.monotonic()
+    started = clock()
     plan = _stored_plan(study.user_attrs.get(STUDY_ATTR), outcome.workload.name, batch)
     if plan is None:
         cost = cost or _cost(outcome, batch)
@@ -73,7 +75,7 @@ def tune_step(
     rule = lr_rule(outcome.workload.name, b_noise, basis, outcome.workload.framework)
     runtime = {p.name for p in outcome.space.hyperparameters if p.affects_runtime}
     fixed = {k: v for k, v in (recommended.get("hyperparameters") or {}).items() if k in runtime}
-    measured_s = time.monotonic() - started  # a cost measurement counts against --tune
+    measured_s = clock() - started  # a cost measurement counts against --tune
     search = ShortRunSearch(
         study,
         plan,
@@ -85,6 +87,7 @@ def tune_step(
         seed=options.seed,
         threads=options.threads,
         train=train,
+        clock=clock,
         progress=progress,
     )
     result = search.run()

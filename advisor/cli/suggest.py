@@ -40,6 +40,7 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @_option("seed", type=p.SEED, default=0, show_default=True)
 @_option("trials", type=p.BoundedInt(1, 100_000))
 @_option("timeout_s", type=p.Duration())
+@_option("tune_s", type=p.Duration())
 @_option("snapshot")
 @_option("storage")
 @_option("study_name", type=p.StudyName())

@@ -25,7 +25,7 @@ from advisor.evaluation.ranking import (
 )
 from advisor.options import METRIC_NAMES
 from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
-from advisor.records import TrialRecord
+from advisor.records import TrialRecord, is_accuracy_trial
 from advisor.report.epochs import epochs_note, epochs_per_batch
 from advisor.report.overheads import overheads_notes, overheads_section, run_overheads_of
 from advisor.report.rows import KNOWN, managed_rows, runtime_params, scored_rows, tuned_ranges
@@ -60,8 +60,10 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     ranking = [p.ref for p in ranked]
     best = recommended(points, objective)
     front = pareto_set(points)
-    complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-    states = [t.state for t in study.get_trials(deepcopy=False)]
+    # issue #29: the short accuracy runs of --tune are reported apart (report.hyperparameters)
+    machine_trials = [t for t in study.get_trials(deepcopy=False) if not is_accuracy_trial(t)]
+    complete = [t for t in machine_trials if t.state == optuna.trial.TrialState.COMPLETE]
+    states = [t.state for t in machine_trials]
     rec_row = None
     if best is not None:
         rec_row = dict(best.ref, reason=_reason(outcome, points, best, front))

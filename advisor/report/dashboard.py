@@ -8,7 +8,11 @@
   table, instead of one-line JSON cut at 1,024 characters;
 - the ``machine`` parameter's distribution is the trial's own machine, not the ~790-choice
   candidate list repeated in every trial (the study's API response stays small);
-- the probe cache study (``advisor-probe-cache``) is not listed.
+- the probe cache study (``advisor-probe-cache``) is not listed;
+- a short accuracy run of ``suggest --tune`` (issue #29) shows its learning curve (the
+  intermediate values: the validation error every check) and short attributes (role, metric,
+  epochs, how it ended), and no objective value: its value is a validation error, not a run
+  time or cost, so it stays off the objective's plots and out of the best trial.
 
 ``study_note(report)`` is the report as Markdown; ``advisor suggest`` saves it as the study's
 note (optuna-dashboard's ``save_note``).
@@ -25,8 +29,10 @@ from optuna.study import StudyDirection
 from optuna.study._frozen import FrozenStudy
 from optuna.trial import FrozenTrial, TrialState
 
+from advisor.accuracy.trials import from_trial as accuracy_run
 from advisor.durations import format_duration, format_span
-from advisor.records import TrialRecord
+from advisor.records import TrialRecord, is_accuracy_trial
+from advisor.report.hyperparameters import note_lines
 
 HIDDEN_STUDIES = ("advisor-probe-cache",)  # advisor.evaluation.local.PROBE_CACHE_STUDY
 DETAIL_PATH = "/advisor/trials/{}"  # a trial's full detail page (by trial id)
@@ -119,9 +125,43 @@ def trial_note(rec: TrialRecord) -> str:
     return "\n".join(lines)
 
 
+def accuracy_summary(t: FrozenTrial) -> dict[str, Any]:
+    """Short attributes of a short accuracy run (issue #29)."""
+    a = accuracy_run(t)
+    assert a is not None
+    out: dict[str, Any] = {
+        "kind": "short run (--tune)",
+        "role": a.role,
+        "seed": a.seed,
+        "ended": a.ended,
+        "metric": a.metric,
+        "checks": a.checks,
+        "epochs": a.epochs,
+        "wall_s": round(a.wall_s, 1),
+        "curve": "validation error (1 - val_accuracy)"
+        if a.metric == "val_accuracy"
+        else "validation loss",
+    }
+    if a.value is not None:
+        out["last"] = round(a.value, 4)
+    if a.of is not None:
+        out["repeats_trial"] = a.of
+    if a.error:
+        out["error"] = a.error[:200]
+    return out
+
+
 def view_trial(t: FrozenTrial, detail_url: str = DETAIL_PATH) -> FrozenTrial:
     """The trial as the dashboard shows it (summary attributes, one-choice machine); the
     ``detail`` attribute is where its full detail is served."""
+    if is_accuracy_trial(t):  # issue #29: a learning curve, no objective value
+        return FrozenTrial(
+            number=t.number, state=t.state, value=None, values=None,
+            datetime_start=t.datetime_start, datetime_complete=t.datetime_complete,
+            params=t.params, distributions=t.distributions, user_attrs=accuracy_summary(t),
+            system_attrs=t.system_attrs, intermediate_values=t.intermediate_values,
+            trial_id=t._trial_id,
+        )  # fmt: skip
     dists: dict[str, BaseDistribution] = dict(t.distributions)
     machine = dists.get("machine")
     if isinstance(machine, CategoricalDistribution) and len(machine.choices) > 1:
@@ -256,6 +296,15 @@ class DashboardView(BaseStorage):
     def get_study_system_attrs(self, study_id: int) -> dict[str, Any]:
         return self.base.get_study_system_attrs(study_id)
 
+    def get_best_trial(self, study_id: int) -> FrozenTrial:
+        """The best machine trial (short accuracy runs have no objective value here)."""
+        done = self.base.get_all_trials(study_id, deepcopy=False, states=(TrialState.COMPLETE,))
+        machine = [t for t in done if not is_accuracy_trial(t)]
+        if not machine:
+            raise ValueError("No trials are completed yet.")
+        sign = -1.0 if self.get_study_directions(study_id)[0] == StudyDirection.MAXIMIZE else 1.0
+        return view_trial(min(machine, key=lambda t: sign * float(t.values[0])))
+
     # -- passed through ----------------------------------------------------------------
 
     def create_new_study(self, directions: Any, study_name: str | None = None) -> int:
@@ -326,6 +375,7 @@ def study_note(report: dict[str, Any]) -> str:
     if ranges:
         lines += ["", "**Tuning ranges** (handed to the managed tuning job): "
                   + ", ".join(f"{k} {v}" for k, v in ranges.items())]  # fmt: skip
+    lines += note_lines(report)  # issue #29: what the short runs of --tune found
     lines += [
         "",
         "| # | machine | batch | run time | cost USD | source |",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.durations import format_duration
 from advisor.report.epochs import render_epochs  # issue #19
+from advisor.report.hyperparameters import print_lines as print_hyperparameters
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -248,7 +249,8 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
         if rec.get("region_note"):
             console.print(f"  [bold]priced in:[/] {escape(rec['region_note'])}")
         ranges = report.get("tuned_ranges") or {}
-        if ranges:
+        tuned = print_hyperparameters(report, console, "  ")  # issue #29: --tune's runs
+        if ranges and not tuned:
             console.print(
                 "  [bold]tuning ranges[/] (not judged by this study; advisor submit hands "
                 "them to the tuning job): "

@@ -66,6 +66,7 @@ class SuggestRequest(_Strict):
     seed: int = Field(0, ge=0, le=2**32 - 1, description=_help("seed"))  # what samplers take
     trials: int = Field(60, gt=0, le=2000, description=_help("trials"))
     timeout_s: float | None = Field(None, gt=0, description=_help("timeout_s"))
+    tune_s: float | None = Field(None, gt=0, le=86_400, description=_help("tune_s"))
     snapshot: str | None = Field(None, description=_help("snapshot"))
     study_name: str | None = Field(None, description=_help("study_name"))
     probe_iterations: int = Field(8, ge=3, le=200, description=_help("probe_iterations"))

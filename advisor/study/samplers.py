@@ -16,13 +16,19 @@ from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial
 
 from advisor.errors import unknown_value_error
+from advisor.records import is_accuracy_trial
 
 SAMPLERS = ("tpe", "gp", "random", "nsga2", "skopt")
 TPE_STARTUP_TRIALS = 5
 
 
 def make_sampler(name: str, seed: int | None = None) -> optuna.samplers.BaseSampler:
-    """Build a sampler by name (TPE is multivariate and grouped, for conditional spaces)."""
+    """Build a sampler by name (TPE is multivariate and grouped, for conditional spaces) that
+    sees the machine search's trials only (``MachineTrialsOnly``)."""
+    return MachineTrialsOnly(_sampler(name, seed))
+
+
+def _sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
     if name == "tpe":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -38,6 +44,77 @@ def make_sampler(name: str, seed: int | None = None) -> optuna.samplers.BaseSamp
     if name == "skopt":
         return SkoptSampler(seed=seed)
     raise unknown_value_error("sampler", name, SAMPLERS)
+
+
+class MachineTrialsOnly(optuna.samplers.BaseSampler):
+    """``sampler`` learning from the machine search's trials only.
+
+    The short accuracy trials of ``advisor suggest --tune`` (issue #29) share the study but
+    not its objective: their values are validation errors, not run times or costs. Every
+    sampling call gets the study with them left out (``_MachineTrials``); the calls that
+    write (``before_trial``, ``after_trial``) get the study itself.
+    """
+
+    def __init__(self, sampler: optuna.samplers.BaseSampler) -> None:
+        self.sampler = sampler
+
+    def infer_relative_search_space(
+        self, study: optuna.Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        return self.sampler.infer_relative_search_space(_MachineTrials.of(study), trial)
+
+    def sample_relative(
+        self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        return self.sampler.sample_relative(_MachineTrials.of(study), trial, search_space)
+
+    def sample_independent(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        view = _MachineTrials.of(study)
+        return self.sampler.sample_independent(view, trial, param_name, param_distribution)
+
+    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self.sampler.before_trial(study, trial)
+
+    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: Any, values: Any) -> None:
+        self.sampler.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self.sampler.reseed_rng()
+
+
+class _MachineTrials:
+    """A study as a sampler reads it, less the short accuracy trials (every other attribute
+    is the study's own)."""
+
+    def __init__(self, study: optuna.Study) -> None:
+        self._study = study
+
+    @classmethod
+    def of(cls, study: optuna.Study) -> Any:
+        return study if isinstance(study, cls) else cls(study)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._study, name)
+
+    def get_trials(self, deepcopy: bool = True, states: Any = None) -> list[FrozenTrial]:
+        trials = self._study.get_trials(deepcopy=deepcopy, states=states)
+        return [t for t in trials if not is_accuracy_trial(t)]
+
+    def _get_trials(
+        self, deepcopy: bool = True, states: Any = None, use_cache: bool = False
+    ) -> list[FrozenTrial]:
+        trials = self._study._get_trials(deepcopy=deepcopy, states=states, use_cache=use_cache)
+        return [t for t in trials if not is_accuracy_trial(t)]
+
+    @property
+    def trials(self) -> list[FrozenTrial]:
+        return self.get_trials()
 
 
 def _infeasible(trial: FrozenTrial) -> bool:

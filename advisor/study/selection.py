@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from advisor.errors import AdvisorError
 from advisor.evaluation.ranking import Point, non_dominated, recommended
-from advisor.records import TrialRecord, is_managed
+from advisor.records import TrialRecord, is_accuracy_trial, is_managed
 
 if TYPE_CHECKING:
     import optuna
@@ -31,6 +31,8 @@ def feasible_trials(study: optuna.Study) -> list[FrozenTrial]:
 
 def _is_feasible(t: FrozenTrial) -> bool:
     if is_managed(t):  # imported tuning results are measurements, not candidates
+        return False
+    if is_accuracy_trial(t):  # issue #29: a short accuracy run judges no machine
         return False
     rec = TrialRecord.from_trial(t)
     return rec is None or rec.feasible is not False

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.evaluation.contract import Scored
 from advisor.evaluation.failures import TRANSIENT_FAILURES
 from advisor.providers.catalog import MachineKey
-from advisor.records import TrialRecord
+from advisor.records import TrialRecord, is_accuracy_trial
 from advisor.remote.rules import recorded_spend
 
 if TYPE_CHECKING:
@@ -47,7 +47,11 @@ class StudyState:
         """Re-read the finished trials; rebuild ``work`` if someone else added any."""
         import optuna
 
-        trials = [t for t in self.study.get_trials(deepcopy=False) if t.state.is_finished()]
+        trials = [  # issue #29: short accuracy trials judge no machine: left out
+            t
+            for t in self.study.get_trials(deepcopy=False)
+            if t.state.is_finished() and not is_accuracy_trial(t)
+        ]
         foreign = len(trials) != self.finished + self.written
         self.finished, self.written = len(trials), 0
         self.done, self.charged, self.spent_usd = {}, set(), 0.0

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.errors import AdvisorError
 from advisor.probes.result import Interval
 from advisor.providers.tuning import TrialResult, TuningBackend
-from advisor.records import ManagedRun, TrialRecord, is_managed, managed_job
+from advisor.records import ManagedRun, TrialRecord, is_accuracy_trial, is_managed, managed_job
 from advisor.search_spaces.space import space_from_dict
 from advisor.study.selection import recommended_trial
 
@@ -181,7 +181,8 @@ def _known_distributions(study: optuna.Study) -> dict[str, BaseDistribution]:
         for p in space_from_dict(study.user_attrs["space"]).hyperparameters:
             dists[p.name] = param_to_optuna(p)
     for t in study.get_trials(deepcopy=False):
-        dists.update(t.distributions)
+        if not is_accuracy_trial(t):  # issue #29: their batch sizes are a few neighbours
+            dists.update(t.distributions)
     return dists
 
 
