@@ -18,7 +18,7 @@ from advisor.service import db, jobs
 from advisor.service.fencing import Lease, LeaseLost, fenced, lease_lost
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def storage(request: pytest.FixtureRequest, sqlite_url: str) -> str:
     if request.param == "sqlite":
         return sqlite_url
@@ -86,6 +86,7 @@ def test_a_storage_from_before_teams_gains_the_new_columns(tmp_path: Any) -> Non
     assert job is not None and job["lease"] == 1 and job["team"] == "default"
 
 
+@pytest.mark.slow  # a real PostgreSQL (its start is ~5 s of the first test using it)
 def test_a_forked_child_does_not_use_its_parents_connections(pg_url: str) -> None:
     engine = db.engine_for(pg_url)
     with engine.connect() as conn:
@@ -222,6 +223,7 @@ def test_a_rerun_after_the_last_trial_adds_none(sqlite_url: str, replay: str) ->
     assert done is not None and done["lease"] == 3 and done["result"]["study"] == job["study"]
 
 
+@pytest.mark.slow  # a real PostgreSQL (its start is ~5 s of the first test using it)
 def test_a_transaction_paused_under_a_lease_does_not_block_the_take_over(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

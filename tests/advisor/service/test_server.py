@@ -93,6 +93,7 @@ def test_client_disconnecting_mid_request_changes_nothing(server: Any, sqlite_ur
     assert wait_job(server.url, token, r.json()["id"])["status"] == "done"
 
 
+@pytest.mark.slow
 def test_an_oversized_body_without_content_length_is_413(server: Any, sqlite_url: str) -> None:
     from advisor.service import auth
 
