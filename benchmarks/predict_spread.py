@@ -3,8 +3,8 @@
 Runs ``advisor predict --json`` N times in separate processes (each probes and traces anew on
 this machine), then prints how many distinct machine orderings (by runtime, cost, steady
 iteration) came out, the smallest pairwise Kendall tau, and per machine the spread
-``max / min - 1`` of its predicted steady iteration, runtime, and of the model's compute,
-memory and input terms. ``--from-json`` analyses saved outputs instead of running.
+``max / min - 1`` of its predicted steady iteration, runtime, and of the model's device
+(the GPU kernel model on the operator trace), dispatch and input terms. ``--from-json`` analyses saved outputs instead of running.
 
     python benchmarks/predict_spread.py [--runs 5] [--model fcn] [--batch-size 512]
         [--instances p3.2xlarge,...] [--from-json run1.json run2.json ...]
@@ -61,7 +61,7 @@ def report(runs: list[dict[str, Any]]) -> str:
         )
     lines += [
         "",
-        "| machine | limit | t2 ms (median) | t2 spread | runtime spread | compute | memory | input |",
+        "| machine | limit | t2 ms (median) | t2 spread | runtime spread | device | dispatch | input |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for machine in sorted(m["machine"] for m in runs[0]["machines"]):
@@ -69,13 +69,13 @@ def report(runs: list[dict[str, Any]]) -> str:
         t2 = sorted(keys["t2"](m) for m in rows)
         terms = {
             k: spread([m["prediction"]["breakdown"].get(k, 0.0) for m in rows])
-            for k in ("compute", "memory", "input")
+            for k in ("device", "dispatch", "input")
         }
         limits = ",".join(sorted({m["prediction"]["bottleneck"] for m in rows}))
         lines.append(
             f"| {machine} | {limits} | {t2[len(t2) // 2] * 1e3:.2f} | {spread(t2):.0%} | "
-            f"{spread([keys['runtime'](m) for m in rows]):.0%} | {terms['compute']:.0%} | "
-            f"{terms['memory']:.0%} | {terms['input']:.0%} |"
+            f"{spread([keys['runtime'](m) for m in rows]):.0%} | {terms['device']:.0%} | "
+            f"{terms['dispatch']:.0%} | {terms['input']:.0%} |"
         )
     probes = [r["probe"] for r in runs]
     lines += [

@@ -11,17 +11,10 @@ import click
 
 from advisor.cli import output
 from advisor.cli import params as p
+from advisor.cli.operators_view import operator_options
 from advisor.durations import format_duration
 from advisor.errors import AdvisorError
 from advisor.search_spaces.workloads import ModelRef
-
-
-def _run_probe(model: str, batch: int, framework: str, threads: int | None, quiet: bool) -> Any:
-    from advisor.cli.probe_view import run_with_progress
-    from advisor.probes.result import ProbeRequest
-
-    request = ProbeRequest(workload=model, batch_size=batch, framework=framework, threads=threads)
-    return run_with_progress(request, show=not quiet and sys.stderr.isatty())
 
 
 def _machines(names: str, snapshot: str | None) -> tuple[Any, list[Any]]:
@@ -185,6 +178,7 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     help="GB of data a cloud job downloads before training (default: a built-in workload's "
     "size; a user model without it leaves the download out).",
 )
+@operator_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def predict(
     model: str,
@@ -200,20 +194,26 @@ def predict(
     n_train: int | None,
     n_val: int | None,
     data_gb: float | None,
+    top_ops: int | None,
+    on_gpu: str | None,
     as_json: bool,
 ) -> None:
     """Predict time and cost of training MODEL (a built-in workload or your own
     module:function) on each instance from one local probe: --probe FILE, else the probe
-    `advisor suggest` cached here, else a new one."""
-    from advisor.evaluation.prediction import cached_probe, load_probe
+    `advisor suggest` cached here, else a new one -- or, for a model too big or too slow for
+    this machine, its training step traced without running it."""
+    from advisor.cli.operators_view import show_operators
+    from advisor.cli.probe_view import run_with_progress
+    from advisor.evaluation.prediction import load_probe
     from advisor.evaluation.prediction import predict as run_predict
-    from advisor.probes.perf.signature import steady_stats
     from advisor.search_spaces.workloads import get
 
     if batch_size <= 0:
         raise AdvisorError(f"--batch-size must be > 0, but got {batch_size}.", "pass e.g. 512.")
     if not ModelRef(model).is_user:
         get(model)  # an unknown workload is a one-line error before anything runs
+    if on_gpu is not None and top_ops is None:
+        raise AdvisorError("--on-gpu needs --top-ops.", "add e.g. --top-ops 10.")
     catalog, machines = _machines(instances, snapshot)
     probe = load_probe(probe_file) if probe_file else None
     if probe is not None and probe.workload != model:
@@ -221,16 +221,6 @@ def predict(
             f"The probe file is for '{probe.workload}', not '{model}'.",
             f"pass --model {probe.workload} or another probe file.",
         )
-    if probe is None:
-        probe = cached_probe(model, batch_size, framework, threads)
-        if probe is not None and not as_json:
-            click.echo(
-                f"Using the probe advisor suggest cached for {model} at batch {batch_size} "
-                "(pass --probe FILE to use another).",
-                err=True,
-            )
-    if probe is None:
-        probe = _run_probe(model, batch_size, framework, threads, as_json)
 
     def note(text: str) -> None:
         if not as_json:
@@ -245,24 +235,38 @@ def predict(
         epochs=epochs,
         spot=spot,
         probe=probe,
+        threads=threads,
+        framework=framework,
         strategy=None if strategy == "auto" else strategy,
         note=note,
         n_train=n_train,
         n_val=n_val,
         data_gb=data_gb,
+        run_probe=lambda r: run_with_progress(r, show=not as_json and sys.stderr.isatty()),
     )
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=1))
         return
+    _print(result.rows, result.tables, _header(result, model, batch_size, spot))
+    for warning in result.probe.warnings:
+        output.console().print(f"warning (probe): {warning}")
+    for line in result.notes:  # #26: how obtained, no local timing; #27: predicted only, ...
+        output.console().print(line, markup=False)
+    show_operators(result.probe, top_ops, on_gpu)
+
+
+def _header(result: Any, model: str, batch_size: int, spot: bool) -> str:
+    from advisor.probes.perf.signature import is_untimed, steady_stats
+
     probe = result.probe
-    header = (
+    how = (
+        "traced without a local timing"
+        if is_untimed(probe)
+        else f"probe: {probe.device} x{probe.threads} threads, t2 "
+        f"{1000 * steady_stats(probe.iteration_s)[0]:.1f} ms"
+    )
+    return (
         f"{model}, batch {batch_size}, {result.epochs} epochs, {result.n_train} train / "
-        f"{result.n_val} val samples; probe: {probe.device} x{probe.threads} threads, t2 "
-        f"{1000 * steady_stats(probe.iteration_s)[0]:.1f} ms "
+        f"{result.n_val} val samples; {how} "
         f"({'spot' if spot else 'on-demand'} prices, snapshot {result.snapshot})"
     )
-    _print(result.rows, result.tables, header)
-    for warning in probe.warnings:
-        output.console().print(f"warning (probe): {warning}")
-    for line in result.notes:  # issue #27: predicted only, not current, input size
-        output.console().print(line)

@@ -1,11 +1,13 @@
 """The real back end: probes on this machine, cached in the study storage, and the
 performance model for catalog machines.
 
-- ``ProbeCache``: probe results kept as user attributes of a study named
-  ``advisor-probe-cache`` in the same storage as the studies.
+- ``ProbeCache`` (``evaluation.probe_cache``): probe results kept as user attributes of a study
+  named ``advisor-probe-cache`` in the same storage as the studies, each with its operator
+  trace and loader time (taken once, ``probes.perf.step``), and the traces of other batches.
 - ``LocalBackend``: real probes (``advisor.probes.runner.run_probe``), measured phases for the
-  local machine, the performance model (``advisor.probes.perf.model.predict_phases``) for
-  catalog machines, the iteration-time model for the run. A catalog machine with a remote
+  local machine, the one prediction path (``advisor.probes.perf.report.forecast_machine``, as
+  ``advisor predict`` and the service) for catalog machines, the iteration-time model for the
+  run. A catalog machine with a remote
   probe (issue #14: a few iterations measured on that machine, ``advisor.remote.probe``) uses
   its measured phases at that batch size instead of the model; an emulated remote probe (the
   job ran here, through the local emulation) is labelled so, never as that machine's.
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -26,6 +27,12 @@ from advisor.evaluation.candidates import matches
 from advisor.evaluation.contract import Backend, RunTime, probe_duration_s
 from advisor.evaluation.failures import TRANSIENT_FAILURES
 from advisor.evaluation.measured import EMULATED_SOURCE, REMOTE_SOURCE, RemoteLookup, remote_summary
+from advisor.evaluation.probe_cache import (
+    PROBE_CACHE_STUDY,
+    ProbeCache,
+    machine_fingerprint,
+    probe_cache_key,
+)
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.probes.epochs_model import EpochsEstimate
 from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
@@ -36,89 +43,9 @@ from advisor.storage.locks import file_lock
 if TYPE_CHECKING:
     from optuna.storages import BaseStorage
 
-PROBE_CACHE_STUDY = "advisor-probe-cache"
-
-
-# Which failures are reused. Every probe result is cached under its key with its status and
-# one-line reason, so a failing configuration is tried once:
-# - oom and nan are properties of the configuration on this machine (memory, numerics): kept
-#   for good, like a timing.
-# - error, timeout and killed come from the code (a bug the user may fix between runs), a busy
-#   machine or a signal: they are reused within one study run -- by this process and by any
-#   process that started before the failure was written -- and retried by the next run
-#   (``get(key, since=run start)``). So a model that raises is probed once per batch size per
-#   run, not once per machine x batch pair, and a fixed model is picked up on the next run.
-
-
-class ProbeCache:
-    """Probe results kept in the study storage (works with any Optuna storage URL).
-
-    They live as user attributes of a dedicated study named ``advisor-probe-cache``: key ->
-    ``ProbeResult.to_dict()``; a failure is stored as ``{"probe": ..., "at": unix time}`` so
-    that transient failures can be told apart by age (see ``TRANSIENT_FAILURES``).
-    """
-
-    def __init__(self, storage: str | BaseStorage) -> None:
-        import optuna
-
-        from advisor.storage.urls import open_storage
-
-        # A URL is opened as the study storage is (created under its lock, SQLite busy wait).
-        self._storage = open_storage(storage) if isinstance(storage, str) else storage
-        study = optuna.create_study(
-            study_name=PROBE_CACHE_STUDY, storage=self._storage, load_if_exists=True
-        )
-        self._study_id = study._study_id
-        self._memo: dict[str, tuple[ProbeResult, float]] = {}
-
-    def get(self, key: str, since: float | None = None) -> ProbeResult | None:
-        """The cached probe; a transient failure only when written at or after ``since``."""
-        if key not in self._memo:
-            attrs = self._storage.get_study_user_attrs(self._study_id)
-            if key not in attrs:
-                return None
-            value = attrs[key]
-            if isinstance(value, dict) and "probe" in value:
-                self._memo[key] = (ProbeResult.from_dict(value["probe"]), float(value["at"]))
-            else:
-                self._memo[key] = (ProbeResult.from_dict(value), 0.0)
-        probe, at = self._memo[key]
-        if probe.status in TRANSIENT_FAILURES and (since is None or at < since):
-            del self._memo[key]
-            return None
-        return probe
-
-    def put(self, key: str, probe: ProbeResult) -> None:
-        import time
-
-        at = time.time()
-        value = probe.to_dict() if probe.ok else {"probe": probe.to_dict(), "at": at}
-        self._storage.set_study_user_attr(self._study_id, key, value)
-        self._memo[key] = (probe, at)
-
-    def keys(self) -> list[str]:
-        return list(self._storage.get_study_user_attrs(self._study_id))
-
-
-def machine_fingerprint(threads: int) -> str:
-    """Identifies this machine and thread count in probe-cache keys."""
-    return f"{platform.node()}/{platform.machine()}/{os.cpu_count()}cpu/{threads}t"
-
-
-def probe_cache_key(
-    workload: WorkloadInfo,
-    batch_size: int,
-    threads: int,
-    iterations: int,
-    runtime_hps: dict[str, Any],
-    noise: bool = False,
-) -> str:
-    hp = json.dumps(runtime_hps, sort_keys=True) if runtime_hps else ""
-    return (
-        f"{workload.name}|{workload.framework}|b{batch_size}|{machine_fingerprint(threads)}"
-        f"|k{iterations}|{hp}" + ("|gns" if noise else "")  # issue #19: with the noise scale
-    )
-
+# The probe cache lives in evaluation.probe_cache; its names stay importable from here.
+__all__ = ["PROBE_CACHE_STUDY", "LocalBackend", "ProbeCache", "machine_fingerprint",
+           "probe_cache_key"]  # fmt: skip
 
 RunProbe = Callable[[ProbeRequest], ProbeResult]
 PredictPhases = Callable[[ProbeResult, InstanceType, Any, int], PhaseTimes]
@@ -128,8 +55,8 @@ class LocalBackend(Backend):
     """Real probes on this machine + the performance model for catalog machines.
 
     ``run_probe`` and ``predict_phases`` are injectable (tests pass fakes); by default they
-    are ``advisor.probes.runner.run_probe`` and
-    ``advisor.probes.perf.model.predict_phases``.
+    are ``advisor.probes.runner.run_probe`` and the one prediction path,
+    ``advisor.probes.perf.report.forecast_machine`` (on the probe made ready by ``ready``).
     """
 
     name = "local"
@@ -219,6 +146,26 @@ class LocalBackend(Backend):
             if cached is not None:
                 return cached, False
             return self._run_and_cache(key, workload, batch_size, rt_hps, noise), True
+
+    def ready(
+        self,
+        workload: WorkloadInfo,
+        batch_size: int,
+        hps: dict[str, Any],
+        probe: ProbeResult,
+        noise: bool = False,
+    ) -> ProbeResult:
+        """``probe`` with its operator trace and loader time (issue #26: taken once, the first
+        time a GPU or TPU machine is predicted from it, and kept with it in the cache)."""
+        from advisor.probes.perf.step import needs_trace, traced
+
+        if not needs_trace(probe):
+            return probe
+        rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
+        out, _ = traced(probe, rt_hps)
+        key = probe_cache_key(workload, batch_size, self.threads, self.iterations, rt_hps, noise)
+        self.cache.put(key, out)
+        return out
 
     @staticmethod
     def _probe_lock(key: str) -> Path:
@@ -333,19 +280,21 @@ class LocalBackend(Backend):
                 )
             elif instance.provider == "local":
                 phases = phase_times(probe, workload.n_train, workload.n_val)
-            else:
-                from advisor.probes.perf.model import predict_phases
+            elif self._predict is not None:
+                phases = self._predict(probe, instance, self.catalog, batch_size)
+            else:  # the one prediction path (advisor predict's and the service's)
+                from advisor.probes.perf.report import forecast_machine
 
-                if self._predict is not None:
-                    phases = self._predict(probe, instance, self.catalog, batch_size)
-                else:
-                    phases = predict_phases(
-                        probe,
-                        instance,
-                        self.catalog,
-                        batch_size,
-                        ledger_storage=self.ledger_storage,
-                    )
+                if instance.accelerator is not None:  # its operator trace, taken once
+                    probe = self.ready(workload, batch_size, hps, probe, noise=is_ref)
+                pred = forecast_machine(
+                    probe, instance, self.catalog, batch_size, epochs, workload.n_train,
+                    workload.n_val, sweep_epochs=(), data_bytes=workload.data_bytes,
+                    data_basis=workload.data_basis, ledger_storage=self.ledger_storage,
+                    trace_store=self.cache,
+                ).prediction  # fmt: skip
+                phases = pred.phases
+                extra = {"bottleneck": pred.bottleneck, "basis": pred.basis}
             est = estimate(phases, workload.n_train, workload.n_val, epochs, batch_size)
         except (ValueError, ArithmeticError) as exc:
             return RunTime(

@@ -1,13 +1,13 @@
 """``advisor.predict``: one local probe -> predicted time and cost on machines not probed.
 
-The Python face of ``advisor predict``: resolve the machines, take a saved probe or run one,
-refine a PyTorch probe with a traced step, forecast every machine with the performance model
-and the iteration-time model, and price each run through the one pricing path
-(``advisor.providers.pricing``, spot restart overhead included).
-
-Issue #27: one cost rule. Every figure is the whole job's -- the service's start-up terms and
-the training, the billing rule applied once to the total -- in the machine rows and in the
-per-epoch tables alike, as ``advisor suggest`` prices its rows (``job_priced``). A free
+The Python face of ``advisor predict`` (and of the service's ``/predict``): resolve the
+machines; take a saved probe, the one ``advisor suggest`` cached, or run one -- or, for a model
+too big or too slow for this machine, trace it without running it (``evaluation.untimed``);
+make the probe ready once (its operator trace and loader time, ``probes.perf.step.traced``);
+then the one prediction path, ``probes.perf.report.forecast`` (the same function suggest's
+scorer and the service call): each machine's phases from the performance model (GPUs: the
+kernel model on the operator trace) and its whole job priced by the one cost rule (issue #27:
+start-up terms + training, billed once, in the rows and the per-epoch tables alike). A free
 machine (this one) shows as free in the cost ratios, not as the divisor. TPU rows are marked
 predicted only (advisor cannot train there), previous-generation types are marked, and a user
 model whose probe did not measure its input size says so.
@@ -15,13 +15,13 @@ model whose probe did not measure its input size says so.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
+from advisor.evaluation.probe_source import RunProbe, cached_probe, load_probe
 from advisor.search_spaces.workloads import ModelRef
 
 if TYPE_CHECKING:
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from advisor.providers.catalog import InstanceType
 
 Note = Callable[[str], None]
+# cached_probe and load_probe live in evaluation.probe_source; kept importable from here.
+__all__ = ["Prediction", "cached_probe", "load_probe", "predict", "ready", "resolve_machines"]
 
 
 @dataclass(frozen=True)
@@ -99,33 +101,23 @@ def machine_marks(machine: InstanceType, spot: bool) -> dict[str, Any]:
     }
 
 
-def job_priced(
-    rows: Sequence[Forecast], n_train: int, n_val: int, batch_size: int, epochs: int, spot: bool
-) -> list[Forecast]:
-    """Issue #27: each row's estimate and epoch sweep as whole jobs -- the machine's start-up
-    terms + training, billed once by the service's rule (``price_run``) -- so a row's cost, its
-    job cost and the per-epoch tables follow the one rule ``advisor suggest`` prices with (the
-    60 s minimum of a VM applies to the job, not to the training alone)."""
-    from dataclasses import replace
-
-    from advisor.probes.iteration_model import epoch_sweep
-
-    out = []
-    for f in rows:
-        sweep = epoch_sweep(
-            f.prediction.phases, n_train, n_val, batch_size, sorted({*f.sweep, epochs}),
-            f.price_per_hour, spot=spot, service=f.machine.service, overheads=f.overheads,
-        )  # fmt: skip
-        out.append(replace(f, estimate=sweep[epochs], sweep=sweep))
-    return out
-
-
-def prediction_notes(model: str, probe: ProbeResult, machines: Sequence[InstanceType]) -> list[str]:
-    """Issue #27: what the rows cannot say themselves -- TPU rows are predicted only, which
-    types are previous generation or retired, and a user model's unmeasured input size."""
+def prediction_notes(
+    model: str,
+    probe: ProbeResult,
+    machines: Sequence[InstanceType],
+    rows: Sequence[Forecast] = (),
+) -> list[str]:
+    """What the rows cannot say themselves: how the accelerator rows were obtained and which
+    operators dominate them, and that the model was traced without a local timing (issue #26);
+    TPU rows are predicted only, which types are previous generation or retired, and a user
+    model's unmeasured input size (issue #27)."""
     from advisor.evaluation.candidates import predicted_only
+    from advisor.evaluation.untimed import untimed_note
 
-    notes = []
+    notes = [*how_obtained(rows)]
+    untimed = untimed_note(probe)
+    if untimed:
+        notes.append(untimed)
     tpus = [m.key for m in machines if predicted_only(m)]
     if tpus:
         notes.append(
@@ -147,6 +139,42 @@ def prediction_notes(model: str, probe: ProbeResult, machines: Sequence[Instance
     return notes
 
 
+def how_obtained(rows: Sequence[Forecast]) -> list[str]:
+    """Issue #26: how the accelerator rows' device times were obtained (the kernel model fitted
+    on which GPUs; for each GPU, measured, its chip measured on another board, or extrapolated
+    from its spec sheet; a TPU's roofline) and which operators dominate each."""
+    from advisor.probes.perf.phases import dominant_labels
+
+    kinds: dict[str, list[str]] = {}
+    dominant: list[str] = []
+    fitted = ""
+    for f in rows:
+        pred, name = f.prediction, f.machine.accelerator
+        if not name or not pred.basis or any(name in v for v in kinds.values()):
+            continue
+        basis = pred.basis
+        if basis.startswith("kernel model fitted on "):
+            fitted = basis.removeprefix("kernel model fitted on ").split(";")[0]
+        how = (
+            "spec extrapolation" if "spec extrapolation" in basis
+            else "its chip measured on another board" if "its chip measured" in basis
+            else "measured" if basis.endswith(" measured")
+            else basis.split(":")[0]
+        )  # fmt: skip
+        kinds.setdefault(how, []).append(name)
+        top = dominant_labels(pred.top_operators)
+        if top:
+            dominant.append(f"{name}: {top}")
+    if not kinds:
+        return []
+    parts = [f"{how} for {', '.join(names)}" for how, names in kinds.items()]
+    head = f"kernel model fitted on {fitted}; " if fitted else ""
+    lines = [f"Device times: {head}{'; '.join(parts)} (docs/kernel-model.md)."]
+    if dominant:
+        lines.append(f"Dominated by (share of device time): {'; '.join(dominant)}.")
+    return lines
+
+
 def data_size(model: str, n_train: int, n_val: int, data_gb: float | None) -> tuple[float, str]:
     """Issue #14: bytes a cloud job downloads before training, and the basis of the figure:
     ``data_gb``, else a built-in workload's size model, else 0 (left out)."""
@@ -161,28 +189,6 @@ def data_size(model: str, n_train: int, n_val: int, data_gb: float | None) -> tu
     wl = get(model)
     shape = "x".join(map(str, wl.input_shape))
     return wl.data_bytes(n_train, n_val), f"{n_train + n_val:,} samples x fp32 {shape}, modelled"
-
-
-def load_probe(path: str | Path) -> ProbeResult:
-    """A probe saved by ``advisor probe --json`` (or ``ProbeResult.to_json``)."""
-    from advisor.probes.result import ProbeResult
-
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise AdvisorError(
-            f"Cannot read probe file {path} ({exc}).", "pass a probe JSON file."
-        ) from exc
-    if isinstance(data, dict) and isinstance(data.get("probe"), dict):
-        data = data["probe"]
-    try:
-        return ProbeResult.from_dict(data)
-    except (TypeError, ValueError) as exc:
-        raise AdvisorError(
-            f"{path} is not a probe result ({exc}).",
-            "save one with `advisor probe --json` or ProbeResult.to_json().",
-        ) from exc
 
 
 def resolve_machines(
@@ -214,58 +220,22 @@ def resolve_machines(
 USER_MODEL_EPOCHS = 10  # a user model's run length without --epochs (as advisor suggest's)
 
 
-def cached_probe(
-    model: str,
-    batch_size: int,
-    framework: str = "torch",
-    threads: int | None = None,
-    storage: str | None = None,
-    iterations: int = 8,
-) -> ProbeResult | None:
-    """The probe ``advisor suggest`` cached for ``model`` at ``batch_size`` on this machine
-    (same thread count and probe length), or None; never creates a storage."""
-    import os
+def ready(
+    probe: ProbeResult,
+    note: Note | None = None,
+    trace: Any = None,
+    meta_only: bool = False,
+    hyperparameters: dict[str, Any] | None = None,
+) -> ProbeResult:
+    """``probe`` with its operator trace and loader time (``probes.perf.step.traced``: each
+    taken once, kept when present); what could not be taken is said through ``note``."""
+    from advisor.probes.perf.step import traced as with_step
 
-    from advisor.evaluation.local import ProbeCache, probe_cache_key
-    from advisor.evaluation.workload import WorkloadInfo
-    from advisor.storage.urls import resolve_storage
-
-    url = resolve_storage(storage)
-    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
-        return None
-    if threads is None:
-        try:
-            threads = max(1, len(os.sched_getaffinity(0)))  # as LocalBackend counts them
-        except AttributeError:  # not on Linux
-            threads = os.cpu_count() or 1
-    workload = WorkloadInfo(name=model, framework=framework, n_train=1)
-    try:
-        cache = ProbeCache(url)
-        # issue #19: the epochs anchor's probe is cached under its own key (it also measured
-        # the gradient noise scale, after the same timed iterations)
-        for noise in (False, True):
-            probe = cache.get(probe_cache_key(workload, batch_size, threads, iterations, {}, noise))
-            if probe is not None and probe.ok:
-                return probe
-    except Exception:  # an unreadable cache only means probing again
-        return None
-    return None
-
-
-def traced(probe: ProbeResult, note: Note | None = None) -> ProbeResult:
-    """Add the traced op count, activation bytes and loader time to a torch probe that lacks
-    them (refines the GPU host terms); on failure keep the model's priors and say so."""
-    from advisor.probes.perf.trace import TRACE_KEYS, trace_torch_step, with_trace
-
-    if probe.framework != "torch" or all(k in probe.fingerprint for k in TRACE_KEYS):
-        return probe
-    try:
-        trace = trace_torch_step(probe.workload, probe.batch_size)
-    except Exception as exc:  # the trace only refines priors: never fail the prediction
+    out, problems = with_step(probe, hyperparameters, trace=trace, meta_only=meta_only)
+    for problem in problems:
         if note is not None:
-            note(f"Note: could not trace a training step ({exc}); using priors.")
-        return probe
-    return with_trace(probe, trace)
+            note(f"Note: {problem}.")
+    return out
 
 
 def predict(
@@ -287,20 +257,28 @@ def predict(
     n_val: int | None = None,
     trace: bool = True,
     data_gb: float | None = None,
+    meta_only: bool = False,
+    overheads: Mapping[str, Any] | None = None,
+    run_probe: RunProbe | None = None,
 ) -> Prediction:
     """Predict time and cost of training ``model`` (a built-in workload or your own
     ``module:function``) at ``batch_size`` on each instance.
 
     ``instances`` names catalog machines (or pass ``machines`` with their ``catalog``);
     ``probe`` is a ProbeResult or a saved probe file, else the probe ``advisor suggest``
-    cached for it on this machine, else a probe runs here now. ``spot`` prices spot capacity
-    (with the spot restart overhead, as ``advisor suggest`` does). ``n_train``/``n_val``
-    override the dataset sizes (needed for a user model whose probe does not know them).
-    ``trace=False`` skips tracing a training step here (a shared service predicting from an
-    uploaded probe): a probe without a trace keeps the model's priors for the host terms.
-    ``data_gb``: the dataset a cloud job downloads (default: a built-in workload's size
-    model; a user model without it leaves the download term out).
+    cached for it on this machine, else a probe runs here now (``run_probe``) -- unless the
+    model is too big or too slow for this machine, which is then traced without a local
+    timing. ``spot`` prices spot capacity (with the spot restart overhead, as ``advisor
+    suggest`` does). ``n_train``/``n_val`` override the dataset sizes (needed for a user model
+    whose probe does not know them). The probe is made ready once (its operator trace and
+    loader time, when missing); ``meta_only`` takes them without running or building the model
+    for real (the shared service); ``trace=False`` leaves the probe as it is (GPU rows then
+    fall back on a FLOP roofline, said in their notes). ``data_gb``: the dataset a cloud job
+    downloads (default: a built-in workload's size model; a user model without it leaves the
+    download term out). ``overheads``: start-up terms by machine key where measured (a remote
+    probe job's, ``evaluation.measured.measured_overheads``).
     """
+    from advisor.evaluation.probe_source import obtain_probe
     from advisor.probes.perf.report import forecast, normalised_tables
     from advisor.search_spaces.workloads import get
 
@@ -317,25 +295,17 @@ def predict(
             f"The probe file is for '{given.workload}', not '{model}'.",
             f"pass --model {given.workload} or another probe file.",
         )
+    taken = None
     if given is None:
-        given = cached_probe(model, batch_size, framework, threads)
-        if given is not None and note is not None:
-            note(f"Using the probe advisor suggest cached for {model} at batch {batch_size}.")
-    if given is None:
-        from advisor.probes.result import ProbeRequest
-        from advisor.probes.runner import run_probe
-
-        given = run_probe(
-            ProbeRequest(
-                workload=model, batch_size=batch_size, framework=framework, threads=threads
-            )
+        given, taken = obtain_probe(
+            model, batch_size, framework, threads, note, run_probe, n_train, n_val
         )
     if not given.ok:
         raise AdvisorError(
             f"The probe of {model} at batch {batch_size} failed ({given.status}: {given.error}).",
             "try a smaller batch size or check the workload.",
         )
-    measured = traced(given, note) if trace else given
+    measured = ready(given, note, taken, meta_only) if trace else given
     if not epochs:
         from advisor.evaluation.workload import default_epochs
 
@@ -363,8 +333,8 @@ def predict(
         strategy=strategy,
         data_bytes=data_bytes,
         data_basis=data_basis,
+        overheads=overheads,
     )
-    rows = job_priced(rows, n_train, n_val, batch_size, epochs, spot)  # issue #27
     return Prediction(
         workload=model,
         batch_size=batch_size,
@@ -376,5 +346,5 @@ def predict(
         n_train=n_train,
         n_val=n_val,
         tables=normalised_tables(rows),
-        notes=tuple(prediction_notes(model, measured, machines)),
+        notes=tuple(prediction_notes(model, measured, machines, rows)),
     )

@@ -125,11 +125,11 @@ def suggest(
 
 def predict(request: dict[str, Any]) -> dict[str, Any]:
     """Predict time and cost on catalog machines (catalog keys or the providers' own names)
-    from an uploaded probe, with ``advisor.predict``: no probe runs on the server, and the
-    step trace of ``advisor predict`` is not taken here (a probe without one keeps the
-    model's priors for the host terms, as the response says)."""
+    from an uploaded probe, with ``advisor.predict`` -- the one prediction path of ``advisor
+    predict`` and ``advisor suggest``. No probe runs on the server: a probe without its
+    operator trace is traced here on the meta device (a built-in workload; a user model the
+    server cannot import keeps a FLOP roofline for its GPU rows, as the response's notes say)."""
     from advisor.evaluation.prediction import predict as advisor_predict
-    from advisor.probes.perf.trace import TRACE_KEYS
     from advisor.probes.result import ProbeResult
 
     try:
@@ -141,6 +141,7 @@ def predict(request: dict[str, Any]) -> dict[str, Any]:
         ) from exc
     if not probe.ok:
         raise AdvisorError(f"The uploaded probe failed ({probe.status}).", "send a good probe.")
+    said: list[str] = []
     prediction = advisor_predict(
         probe.workload,
         probe.batch_size,
@@ -150,12 +151,13 @@ def predict(request: dict[str, Any]) -> dict[str, Any]:
         spot=bool(request.get("spot")),
         probe=probe,
         framework=probe.framework,
-        trace=False,
+        meta_only=True,
+        note=said.append,
     )
     out = prediction.to_dict()
     out.pop("probe", None)  # the caller's own upload
-    if probe.framework == "torch" and not all(k in probe.fingerprint for k in TRACE_KEYS):
-        out["note"] = "host terms from the performance model's priors (no step trace on the server)"
+    if said:
+        out["note"] = " ".join(said)
     return out
 
 

@@ -1,29 +1,32 @@
-"""Accelerator targets (GPUs, TPUs): roofline per device plus host dispatch, input pipeline
-and, for several devices, synchronous data-parallel costs.
+"""Accelerator targets (GPUs, TPUs): the device time of the traced step plus host dispatch,
+input pipeline and, for several devices, synchronous data-parallel costs.
 
-Steady iteration on ``n`` devices with global batch ``B`` (per-device batch ``b = B / n``)::
+Steady iteration on ``n`` devices with global batch ``B`` (per-device batch ``b = ceil(B/n)``)::
 
-    t_compute  = flops_per_sample * b / (peak * efficiency)        # saturated device
-    t_memory   = (traffic_per_sample * b + weight_traffic) / (bandwidth * 0.75)
-    t_dispatch = ops_per_iteration * 30 us                          # eager host launches
-    t2 = max(t_dispatch, t_compute + t_memory) + t_input + t_allreduce + t_replica
+    t_device   = the step's device time at b (perf.device: the GPU kernel model on a GPU,
+                 a roofline over the trace's FLOPs and bytes on a TPU)
+    t_dispatch = kernel launches of the step x 60 us          # eager host launches (prior)
+    t2 = max(t_dispatch, t_device) + t_input + t_allreduce + t_replica
 
-Compute and memory add (per-kernel roofline: convolutions and matmuls are compute-bound,
-normalisation and element-wise kernels memory-bound, and they run one after the other); the
-efficiencies are fitted to published GPU throughputs (docs/calibration.md). The ``max`` with
-the host dispatch makes a small model need a large per-device batch ``b_sat`` before the
-device, not the host, is the bottleneck. Ring all-reduce:
+The ``max`` with the host dispatch makes a small model need a large per-device batch before the
+device, not the host, is the bottleneck; the launches are the trace's (views and detaches
+launch nothing, the optimizer runs as CUDA's multi-tensor kernels). Ring all-reduce:
 ``2 (n-1)/n * gradient_bytes / link + 2 (n-1) * hop_latency`` (DDP, one process per device).
+Validation runs the forward phase at the same per-device batch. The CPU probe's timing never
+enters: only its trace, its loader time and its host initialisation do.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from advisor.probes.perf import constants as C
+from advisor.probes.perf.device import DeviceTime, device_time
 from advisor.probes.perf.signature import WorkloadSignature
-from advisor.probes.perf.types import around, combine
+from advisor.probes.perf.startup import DeviceStartup
+from advisor.probes.perf.traces import StepTrace, per_device_batch
 from advisor.probes.result import Interval, PhaseTimes
 from advisor.providers.catalog import AcceleratorSpec, InstanceType
 
@@ -51,45 +54,25 @@ def generation_profile(spec: AcceleratorSpec) -> C.GenerationProfile:
 
 
 @dataclass(frozen=True)
-class DeviceFigures:
-    """Per-device peak figures actually used (after the K80 per-board correction)."""
+class Link:
+    """The interconnect between the devices of one machine, per device, one direction."""
 
-    peak_flops: float  # FLOP/s of the precision used
-    memory_bytes_per_s: float
-    link_bytes_per_s: float  # achieved, per device, one direction
-    link_kind: str
+    bytes_per_s: float  # achieved
+    kind: str
     shared_board: bool  # two GPUs share one board's PCIe link (K80)
-    precision: str
 
 
-def device_figures(
-    spec: AcceleratorSpec, profile: C.GenerationProfile, precision: str | None = None
-) -> DeviceFigures:
-    """Peak compute, memory and link figures of one device of ``spec``."""
-    precision = precision or profile.precision
-    peaks = {
-        "fp32": spec.fp32_tflops,
-        "tf32": spec.tf32_tflops or spec.fp32_tflops,
-        "bf16": spec.bf16_tflops or spec.fp16_tflops or spec.fp32_tflops,
-    }
-    if precision not in peaks:
-        raise ValueError(f"precision must be one of {sorted(peaks)}, but got {precision!r}")
-    peak = peaks[precision]
-    bandwidth = spec.memory_bandwidth_gbs
-    # A K80 board holds two GK210 GPUs and clouds sell each as one GPU; if the catalog gives
-    # board figures (8.7 TFLOP/s, 480 GB/s), halve them.
-    shared = "k80" in spec.name.lower()
-    if shared and spec.fp32_tflops > 6:
-        peak, bandwidth = peak / 2, bandwidth / 2
+def link_of(spec: AcceleratorSpec) -> Link:
+    """Achieved link figures of ``spec`` (nominal x ``LINK_EFFICIENCY``)."""
     link = spec.link.lower()
     kind = "nvlink" if "nvlink" in link else "ici" if "ici" in link else "pcie"
-    link_bw = spec.link_gbs * 1e9 * C.LINK_EFFICIENCY[kind]
-    return DeviceFigures(peak * 1e12, bandwidth * 1e9, link_bw, kind, shared, precision)
+    return Link(spec.link_gbs * 1e9 * C.LINK_EFFICIENCY[kind], kind, "k80" in spec.name.lower())
 
 
-def _iteration_parts(
+def iteration_parts(
     sig: WorkloadSignature,
-    dev: DeviceFigures,
+    dev: DeviceTime,
+    link: Link,
     profile: C.GenerationProfile,
     n: int,
     batch: int,
@@ -98,34 +81,30 @@ def _iteration_parts(
 ) -> dict[str, float]:
     """Seconds of each part of one iteration (training step, or forward pass if
     ``forward_only``) on ``n`` devices."""
-    b = math.ceil(batch / n)
-    share = C.FORWARD_FLOP_SHARE if forward_only else 1.0
-    achieved = dev.peak_flops * profile.efficiency
-    compute = sig.flops_per_sample * share * b / achieved
-    traffic = sig.memory_bytes_per_sample * b * share + sig.weight_bytes_per_iteration * share
-    memory = traffic / (dev.memory_bytes_per_s * C.MEMORY_EFFICIENCY)
-    dispatch = sig.ops_per_iteration * share * C.DISPATCH_S_PER_OP * profile.dispatch_scale
+    b = per_device_batch(batch, n)
+    device = (dev.forward if forward_only else dev.step).value
+    launches = dev.forward_launches if forward_only else dev.launches
+    dispatch = launches * C.DISPATCH_S_PER_LAUNCH * profile.dispatch_scale
     per_process = b if strategy == "ddp" else batch
     if strategy == "dp":
         dispatch *= 1 + C.DP_DISPATCH_SERIAL * (n - 1)
     host = sig.data_s_per_sample if sig.data_s_per_sample is not None else C.HOST_S_PER_SAMPLE
-    h2d = C.H2D_BYTES_PER_S / (2 if dev.shared_board and n > 1 else 1)
+    h2d = C.H2D_BYTES_PER_S / (2 if link.shared_board and n > 1 else 1)
     input_s = per_process * (host + sig.input_bytes_per_sample / h2d)
     allreduce = replica = 0.0
     if n > 1:
-        link = dev.link_bytes_per_s / (2 if dev.shared_board else 1)
-        hops = 2 * (n - 1) * C.HOP_LATENCY_S[dev.link_kind]
+        link_bw = link.bytes_per_s / (2 if link.shared_board else 1)
+        hops = 2 * (n - 1) * C.HOP_LATENCY_S[link.kind]
         if strategy == "ddp" and not forward_only:
-            allreduce = 2 * (n - 1) / n * sig.gradient_bytes / link + hops
+            allreduce = 2 * (n - 1) / n * sig.gradient_bytes / link_bw + hops
             replica = C.DDP_OVERHEAD_S
         elif strategy == "dp":
-            scatter = batch * sig.input_bytes_per_sample * (n - 1) / n / link
-            weights = 0.0 if forward_only else 2 * (n - 1) * sig.gradient_bytes / link
+            scatter = batch * sig.input_bytes_per_sample * (n - 1) / n / link_bw
+            weights = 0.0 if forward_only else 2 * (n - 1) * sig.gradient_bytes / link_bw
             allreduce = scatter + weights + hops
-        replica += C.STRAGGLER_CV * max(dispatch, compute + memory) * math.sqrt(2 * math.log(n))
+        replica += C.STRAGGLER_CV * max(dispatch, device) * math.sqrt(2 * math.log(n))
     return {
-        "compute": compute,
-        "memory": memory,
+        "device": device,
         "dispatch": dispatch,
         "input": input_s,
         "allreduce": allreduce,
@@ -136,33 +115,45 @@ def _iteration_parts(
 def iteration_time(parts: dict[str, float]) -> float:
     """Total of an iteration's parts: device work overlaps host dispatch (async launches)."""
     return (
-        max(parts["dispatch"], parts["compute"] + parts["memory"])
+        max(parts["dispatch"], parts["device"])
         + parts["input"]
         + parts["allreduce"]
         + parts["replica"]
     )
 
 
-def bottleneck(parts: dict[str, float]) -> str:
-    """The part that limits the iteration: "dispatch" when the host's op launches outlast
-    the device work, else the larger of "compute" and "memory"; or "input", "allreduce",
-    "replica" when one of those is larger still."""
-    device_s = parts["compute"] + parts["memory"]
-    if parts["dispatch"] >= device_s:
+def iteration_bounds(parts: dict[str, float], device: Interval, input_factor: float) -> Interval:
+    """The iteration with each part at its own bounds: the device time's interval (the kernel
+    model's, or the roofline's), the launch cost's x/2 prior, the input pipeline's factor and
+    the communication terms' x/1.5."""
+    comm = parts["allreduce"] + parts["replica"]
+    d, cf, df = parts["dispatch"], C.COMMUNICATION_FACTOR, C.DISPATCH_FACTOR
+    scale = parts["device"] / device.value if device.value > 0 else 1.0
+    low = max(d / df, device.low * scale) + parts["input"] / input_factor + comm / cf
+    high = max(d * df, device.high * scale) + parts["input"] * input_factor + comm * cf
+    value = iteration_time(parts)
+    return Interval(value, min(low, value), max(high, value))
+
+
+def bottleneck(parts: dict[str, float], device_limit: str = "device") -> str:
+    """The part that limits the iteration: "dispatch" when the host's launches outlast the
+    device work, else ``device_limit`` ("device"; a roofline's "compute" or "memory"); or
+    "input", "allreduce", "replica" when one of those is larger still."""
+    if parts["dispatch"] >= parts["device"]:
         device, busy = "dispatch", parts["dispatch"]
     else:
-        device = "compute" if parts["compute"] >= parts["memory"] else "memory"
-        busy = device_s
+        device, busy = device_limit, parts["device"]
     others = {k: parts[k] for k in ("input", "allreduce", "replica")}
     others[device] = busy
     return max(others, key=lambda k: others[k])
 
 
 LIMITS = {
-    "dispatch": "host-bound (op dispatch): a faster GPU would not help",
+    "dispatch": "host-bound (kernel launches): a faster GPU would not help",
     "input": "host-bound (input pipeline): a faster GPU would not help",
-    "compute": "GPU compute-bound",
-    "memory": "GPU memory-bandwidth-bound",
+    "device": "GPU-bound (its kernels' device time)",
+    "compute": "compute-bound",
+    "memory": "memory-bandwidth-bound",
     "allreduce": "communication-bound: fewer or better-linked GPUs would help",
     "replica": "replica overhead-bound: fewer GPUs would help",
     "cpu": "CPU-bound",
@@ -171,16 +162,8 @@ LIMITS = {
 
 def host_bound(limit: str) -> bool:
     """Whether a prediction sits on the host floor (dispatch or input), where the device's
-    speed does not matter and the host constants (priors) decide the time."""
+    speed does not matter and the host terms decide the time."""
     return limit in ("dispatch", "input")
-
-
-def _sum_interval(parts: list[tuple[float, float]]) -> Interval:
-    """Sum of independent positive parts, each ``(value, factor)``, bounds added."""
-    value = sum(v for v, _ in parts)
-    low = sum(v / max(1.0, f) for v, f in parts)
-    high = sum(v * max(1.0, f) for v, f in parts)
-    return Interval(value, low, high)
 
 
 def predict_accelerator(
@@ -188,70 +171,40 @@ def predict_accelerator(
     machine: InstanceType,
     spec: AcceleratorSpec,
     batch: int,
+    step: StepTrace | None,
+    startup: DeviceStartup,
     strategy: str | None = None,
-    precision: str | None = None,
-) -> tuple[PhaseTimes, dict[str, float], str, str]:
-    """Phase times on an accelerator machine; returns phases, breakdown, kind, bottleneck.
+) -> tuple[PhaseTimes, dict[str, float], str, str, DeviceTime]:
+    """Phase times on an accelerator machine from the step's trace at the per-device batch
+    (``step``); returns phases, breakdown, kind, bottleneck and the device time.
 
     ``strategy`` None means the framework's usual one: "dp" (one process drives every
     replica, one input pipeline: Keras / tf.distribute.MirroredStrategy) for Keras, "ddp"
     (DistributedDataParallel, one process and input pipeline per device) for PyTorch.
     """
+    from advisor.probes.perf.phases import accelerator_phases
+
     strategy = strategy or default_strategy(sig.framework)
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, but got {strategy!r}")
     profile = generation_profile(spec)
-    dev = device_figures(spec, profile, precision)
     n = machine.accelerator_count
-    parts = _iteration_parts(sig, dev, profile, n, batch, strategy)
-    t2 = iteration_time(parts)
-    device_s = parts["compute"] + parts["memory"]
-    dispatch_share = parts["dispatch"] / t2 if parts["dispatch"] >= device_s else 0.0
-    input_share = parts["input"] / t2
-    # The host floor's own uncertainty, weighted by its share: the per-op launch cost is a
-    # prior (x/2) even when the op count was traced; the input pipeline runs on the cloud
-    # host, not this one (x/1.6 when timed here, x/3 when a prior).
+    b = per_device_batch(batch, n)
+    dev = device_time(step, spec, profile, sig, b)
+    link = link_of(spec)
+    parts = iteration_parts(sig, dev, link, profile, n, batch, strategy)
+    fwd = iteration_parts(sig, dev, link, profile, n, batch, strategy, forward_only=True)
     input_factor = C.OTHER_CPU_FACTOR if sig.data_s_per_sample is not None else C.INPUT_FACTOR
-    factors = [
-        profile.model_factor,
-        C.DISPATCH_FACTOR ** (dispatch_share * (1.5 if not sig.ops_measured else 1.0)),
-        input_factor**input_share,
-    ]
-    if not sig.flops_counted:
-        factors += [C.NO_FLOPS_FACTOR, sig.t2_spread]
-    f = combine(*factors)
-    neck = bottleneck(parts)
+    t2 = iteration_bounds(parts, dev.step, input_factor)
+    v_step = iteration_bounds(fwd, dev.forward, input_factor)
+    neck = bottleneck(parts, dev.limit)
     kind = "tpu" if profile.name == "tpu" else "gpu"
-
-    fwd = _iteration_parts(sig, dev, profile, n, batch, strategy, forward_only=True)
-    if sig.n_val > 0:
-        v2 = math.ceil(sig.n_val / batch) * iteration_time(fwd)
-    else:
-        v2 = (sig.v2_s or 0.0) * t2 / sig.t2_s
-    v1_host = max(0.0, (sig.v1_s or 0.0) - (sig.v2_s or 0.0))
-    eval_warmup = 0.1 * profile.warmup_s
-    pf = profile.prior_factor
-    nccl = C.NCCL_INIT_S + C.NCCL_INIT_PER_GPU_S * n if n > 1 else 0.0
-    host_warmup = max(0.0, sig.t1_s - sig.t2_s)
-    phases = PhaseTimes(
-        init=_sum_interval([(sig.init_s, 1.5), (profile.cuda_init_s + nccl, pf)]),
-        t1=_sum_interval([(t2, f), (host_warmup, 1.5), (profile.warmup_s, pf)]),
-        t2=around(t2, f),
-        v1=_sum_interval([(v2, f), (v1_host, 1.5), (eval_warmup, pf)]),
-        v2=around(v2, f),
-        source="modelled",
-        note=(
-            f"{kind.upper()} model: {n}x {spec.name} ({profile.name}, "
-            f"{dev.precision} peak {dev.peak_flops / 1e12:.1f} TFLOP/s x efficiency "
-            f"{profile.efficiency}), {strategy} data parallel, per-device batch "
-            f"{math.ceil(batch / n)}; init and first iteration are priors "
-            f"(x/{pf:g}), not computed. Limit: {LIMITS[neck]}."
-        ),
+    phases = accelerator_phases(sig, spec, profile, n, b, strategy, t2, v_step, batch, dev,
+                                startup, step, LIMITS[neck], parts)  # fmt: skip
+    breakdown: dict[str, Any] = {**parts, **dev.parts}
+    device_per_sample = parts["device"] / b
+    breakdown["saturation_batch"] = (
+        parts["dispatch"] / device_per_sample if device_per_sample > 0 else 0.0
     )
-    achieved = sig.flops_per_sample * math.ceil(batch / n)
-    busy = max(parts["dispatch"], device_s)
-    breakdown = dict(parts)
-    breakdown["utilisation"] = achieved / (dev.peak_flops * busy) if busy > 0 else 0.0
-    per_sample = device_s / math.ceil(batch / n)
-    breakdown["saturation_batch"] = parts["dispatch"] / per_sample if per_sample > 0 else 0.0
-    return phases, breakdown, kind, neck
+    breakdown["launches"] = float(dev.launches)
+    return phases, breakdown, kind, neck, dev

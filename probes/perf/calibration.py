@@ -75,8 +75,12 @@ def record_measurement(
     origin: str = "",
     storage: str | None = None,
     signature: str = "",
+    startup: tuple[float, float, float] | None = None,
 ) -> CalibrationRecord:
-    """Store one predicted/measured pair in the ledger and return it."""
+    """Store one predicted/measured pair in the ledger and return it. ``startup``: the
+    measured run's (initialisation, first-iteration extra) and the local probe's
+    initialisation, when a probe on the device measured them (``perf.startup`` reads them)."""
+    init, warmup, host = startup if startup is not None else (None, None, None)
     record = CalibrationRecord(
         workload,
         batch_size,
@@ -87,6 +91,9 @@ def record_measurement(
         0.0,
         origin,
         signature,
+        measured_init_s=init,
+        measured_warmup_s=warmup,
+        host_init_s=host,
     )
     return ledger.append(record, storage)
 

@@ -2,8 +2,10 @@
 
 Every number here is either derived from a cited public figure (vendor peak specs, published
 training throughputs) or is a stated prior with a wide interval. docs/calibration.md lists the
-same table with the derivations; keep the two in step. The GPU compute and memory
-efficiencies and the straggler coefficient are fitted to published GPU throughputs
+same table with the derivations; keep the two in step. A GPU's steady step is the GPU kernel
+model's (``advisor.probes.kernels``, fitted on measured kernel latencies, docs/kernel-model.md);
+the constants here are the host terms, the multi-GPU terms, the start-up priors, the roofline
+of TPUs and the CPU model. The straggler coefficient is fitted to published GPU throughputs
 (benchmarks/cross_gpu.py); nothing here was fitted to the published cloud measurements the
 advisor is judged against.
 """
@@ -24,27 +26,32 @@ RESNET50_V15_TRAIN_FLOPS = 3 * 2 * 4.1e9  # ~24.6 GFLOP per image
 class GenerationProfile:
     """What we assume about one accelerator generation.
 
-    ``efficiency`` is the achieved fraction of the peak of ``precision`` ("fp32", "tf32",
-    "bf16") when a GPU is saturated by a standard convolutional training step, derived from a
-    published throughput (``source``). ``cuda_init_s`` is the extra initialisation on the
-    device (context creation, library load), ``warmup_s`` the extra first-iteration time
-    (cuBLAS/cuDNN handles, kernel loading or compilation); both are priors with
-    ``prior_factor`` as their multiplicative uncertainty. ``model_factor`` is the
-    multiplicative uncertainty of the steady-iteration prediction.
+    GPUs: the steady step is the GPU kernel model's device time of the traced step
+    (``advisor.probes.kernels``), so a GPU generation only carries its start-up priors:
+    ``cuda_init_s`` (CUDA context creation, library load) and ``warmup_s`` (the extra first
+    iteration: cuBLAS/cuDNN handles and algorithm choice, kernel loading or JIT), with
+    ``prior_factor`` as their multiplicative uncertainty. Measured start-up on the device class
+    (remote probes, kept in the calibration ledger) replaces them (``perf.startup``).
+
+    Accelerators the kernel model does not cover (TPUs; any accelerator without kernel-model
+    figures) keep a roofline over the trace's FLOPs and bytes: ``efficiency`` is the achieved
+    fraction of the peak of ``precision`` ("fp32", "tf32", "bf16"), ``model_factor`` the
+    multiplicative uncertainty of that step, ``dispatch_scale`` the host launch cost relative to
+    eager PyTorch on a GPU. ``efficiency`` is None for GPU generations.
     """
 
     name: str
-    efficiency: float
-    precision: str
-    source: str
     cuda_init_s: float
     warmup_s: float
     prior_factor: float
-    model_factor: float
-    dispatch_scale: float = 1.0  # host launch overhead relative to eager PyTorch on a GPU
+    source: str = ""
+    efficiency: float | None = None
+    precision: str = "fp32"
+    model_factor: float = 1.0
+    dispatch_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        if not 0 < self.efficiency <= 1:
+        if self.efficiency is not None and not 0 < self.efficiency <= 1:
             raise ValueError(f"efficiency must be in (0, 1], but got {self.efficiency}")
         if self.precision not in ("fp32", "tf32", "bf16"):
             raise ValueError(f"precision must be fp32/tf32/bf16, but got {self.precision!r}")
@@ -53,108 +60,33 @@ class GenerationProfile:
                 f"factors must be >= 1, but got prior_factor={self.prior_factor}, "
                 f"model_factor={self.model_factor}"
             )
+        if min(self.cuda_init_s, self.warmup_s) < 0:
+            raise ValueError(f"start-up priors must be >= 0, got {self}")
 
 
-_TF_BENCH = "tensorflow.org/performance/benchmarks (2017), ResNet-50 synthetic data, 1 GPU"
-_LAMBDA = (
-    "fitted: benchmarks/cross_gpu.py on Lambda's PyTorch ResNet-50 fp32/TF32 throughputs "
-    "(shared/data/gpu-throughput), the fit sits at the 0.8 cap"
-)
-
-# Fitted by benchmarks/cross_gpu.py (docs/calibration.md, docs/benchmarks.md) with the per-kernel
-# roofline of perf.accel (t = compute / efficiency + memory / MEMORY_EFFICIENCY + input) on 13
-# published 1-GPU ResNet-50 throughputs: the least-squares fit pushes the compute efficiency to
-# its prior upper bound (0.8) for both precision classes and puts the time in memory traffic;
-# leave-one-GPU-out median |error| 9.3 %, worst 17.7 %.
-FITTED_COMPUTE_EFFICIENCY = {"fp32": 0.8, "tf32": 0.8}
-FITTED_MODEL_FACTOR = 1.5  # 2.3x the worst leave-one-out log error; other workloads unvalidated
+_START = "prior: CUDA context + library load, first-iteration warm-up (docs/calibration.md)"
 
 GENERATIONS: dict[str, GenerationProfile] = {
-    # K80 (GK210): 52 img/s = 19.2 ms; with this model's memory term (582 MB / (0.487 x 240
-    # GB/s) = 5.0 ms) and input (0.1 ms), compute is 14.1 ms: 23.2 GFLOP / 14.1 ms = 1.6 of
-    # 4.37 TFLOP/s. Current PyTorch wheels ship no sm_37 code: the first iteration may
-    # JIT-compile PTX, hence the long and very uncertain warm-up.
-    "kepler": GenerationProfile(
-        "kepler", 0.37, "fp32", f"{_TF_BENCH}: K80 52 img/s", 2.0, 5.0, 4.0, 2.0
-    ),
-    # No citable training figure: midway between Kepler and Pascal, flagged by a wider factor.
-    "maxwell": GenerationProfile(
-        "maxwell", 0.55, "fp32", "prior: between Kepler and Pascal", 2.0, 3.0, 3.0, 2.5
-    ),
-    # P100 SXM2: 219 img/s = 4.57 ms; memory 582 MB / (0.487 x 732 GB/s) = 1.63 ms, input
-    # 0.1 ms, compute 2.83 ms: 23.2 GFLOP / 2.83 ms = 8.2 of 10.6 TFLOP/s (at the 0.8 cap).
-    "pascal": GenerationProfile(
-        "pascal", 0.76, "fp32", f"{_TF_BENCH}: P100 219 img/s", 1.5, 2.0, 2.5, 2.0
-    ),
-    "volta": GenerationProfile(
-        "volta",
-        FITTED_COMPUTE_EFFICIENCY["fp32"],
-        "fp32",
-        _LAMBDA,
-        1.5,
-        2.0,
-        2.5,
-        FITTED_MODEL_FACTOR,
-    ),
-    "turing": GenerationProfile(
-        "turing",
-        FITTED_COMPUTE_EFFICIENCY["fp32"],
-        "fp32",
-        _LAMBDA,
-        1.5,
-        2.0,
-        2.5,
-        FITTED_MODEL_FACTOR,
-    ),
-    # cuDNN convolutions use TF32 by default in PyTorch on Ampere and later.
-    "ampere": GenerationProfile(
-        "ampere",
-        FITTED_COMPUTE_EFFICIENCY["tf32"],
-        "tf32",
-        _LAMBDA,
-        1.5,
-        2.0,
-        2.5,
-        FITTED_MODEL_FACTOR,
-    ),
-    "ada": GenerationProfile(
-        "ada",
-        FITTED_COMPUTE_EFFICIENCY["tf32"],
-        "tf32",
-        _LAMBDA,
-        1.5,
-        2.0,
-        2.5,
-        FITTED_MODEL_FACTOR,
-    ),
-    "hopper": GenerationProfile(
-        "hopper",
-        FITTED_COMPUTE_EFFICIENCY["tf32"],
-        "tf32",
-        _LAMBDA,
-        1.5,
-        2.0,
-        2.5,
-        FITTED_MODEL_FACTOR,
-    ),
-    "blackwell": GenerationProfile(
-        "blackwell",
-        FITTED_COMPUTE_EFFICIENCY["tf32"],
-        "tf32",
-        "prior: the Ampere-Hopper fitted value (no Blackwell data)",
-        1.5,
-        2.0,
-        2.5,
-        3.0,
-    ),
+    # Current PyTorch wheels ship no sm_37 code: the first iteration may JIT-compile PTX,
+    # hence the long and very uncertain warm-up.
+    "kepler": GenerationProfile("kepler", 2.0, 5.0, 4.0, f"{_START}; Kepler JIT"),
+    "maxwell": GenerationProfile("maxwell", 2.0, 3.0, 3.0, _START),
+    "pascal": GenerationProfile("pascal", 1.5, 2.0, 2.5, _START),
+    "volta": GenerationProfile("volta", 1.5, 2.0, 2.5, _START),
+    "turing": GenerationProfile("turing", 1.5, 2.0, 2.5, _START),
+    "ampere": GenerationProfile("ampere", 1.5, 2.0, 2.5, _START),
+    "ada": GenerationProfile("ada", 1.5, 2.0, 2.5, _START),
+    "hopper": GenerationProfile("hopper", 1.5, 2.0, 2.5, _START),
+    "blackwell": GenerationProfile("blackwell", 1.5, 2.0, 2.5, _START),
     # TPUs: bf16 peak; XLA compiles the graph on the first step (tens of seconds to minutes,
-    # PyTorch/XLA and Cloud TPU docs); after that, dispatch is of a compiled graph.
+    # PyTorch/XLA and Cloud TPU docs); after that, dispatch is of a compiled graph. Advisor
+    # cannot train there: TPU rows are predicted only (issue #27).
     "tpu": GenerationProfile(
-        "tpu", 0.35, "bf16", "prior: no citable figure", 5.0, 60.0, 4.0, 3.0, dispatch_scale=0.2
+        "tpu", 5.0, 60.0, 4.0, "prior: no citable figure", 0.35, "bf16", 3.0, dispatch_scale=0.2
     ),
 }
 UNKNOWN_GENERATION = GenerationProfile(
-    "unknown", 0.3, "fp32", "prior: unknown accelerator", 2.0, 3.0, 4.0, 3.0
+    "unknown", 2.0, 3.0, 4.0, "prior: unknown accelerator", 0.3, "fp32", 3.0
 )
 
 # Accelerator names -> generation, for catalogs whose AcceleratorSpec.generation is free text.
@@ -182,28 +114,40 @@ NAME_TO_GENERATION: dict[str, str] = {
     "gb200": "blackwell",
 }
 
-# --- Host side (priors) ----------------------------------------------------------------
-# Eager PyTorch dispatches every op from Python: NVIDIA's README above shows ResNet-50 FP32
-# inference at batch 1-4 taking 10.4 ms on V100 and 10.7 ms on T4 alike (host-bound, not
-# GPU-bound), i.e. ~60 us per forward op (~175 ops) including the synchronisation.
-DISPATCH_S_PER_OP = 30e-6  # prior per op of a training step (launch + dispatcher), x/2
-DEFAULT_OPS_PER_ITERATION = 100  # prior for a small CNN: ~15 fwd, ~30 bwd, optimizer, loss
+# --- Host side ------------------------------------------------------------------------
+# Eager PyTorch launches every kernel from the host; the device runs asynchronously, so a step
+# takes at least its launches' host time. NVIDIA's DeepLearningExamples README for PyTorch
+# ResNet-50 v1.5 gives FP32 inference at batch 1 as 10.4 ms on a V100 and 10.7 ms on a T4 alike:
+# host-bound, not GPU-bound. That forward pass launches 174 kernels (this project's operator
+# trace of ResNet-50: 229 forward launches in training mode, less the 53 batch-norm counter
+# increments and the 2 loss kernels that inference does not run), so 10.4 ms / 174 = 60 us per
+# launch, Python, dispatcher, launch and the batch's synchronisation included. Applied to every
+# launch of a training step (backward and optimizer launches come from C++, without Python, so
+# this is likely high for them): a prior, x/2, until benchmarks/gpu_check.py measures it.
+DISPATCH_S_PER_LAUNCH = 10.4e-3 / 174
 DISPATCH_FACTOR = 2.0
+DEFAULT_LAUNCHES_PER_STEP = 100  # prior, only without an operator trace: a small CNN's step
 INPUT_FACTOR = 3.0  # uncertainty of the host input pipeline when it is the HOST_S_PER_SAMPLE prior
 HOST_S_PER_SAMPLE = 5e-6  # DataLoader index + collate per sample (prior), x/3
 H2D_BYTES_PER_S = 6e9  # pageable host->device copy on PCIe 3 x16 (~half of 15.75 GB/s)
-# Memory traffic: each weight is read in forward and backward and the optimizer reads and
-# writes weights, gradients and momentum: ~7 fp32 accesses = 28 bytes per parameter.
-WEIGHT_TRAFFIC_BYTES_PER_PARAM = 28.0
-# Activations are written in forward, read in backward, gradients written and read: ~4x the
-# activation bytes; without a measured activation size, assume 20 FLOP per byte moved.
-ACTIVATION_TRAFFIC_MULTIPLIER = 4.0
+COMMUNICATION_FACTOR = 1.5  # all-reduce and replica terms (priors and one fitted CV), x/1.5
+
+# --- Roofline (TPUs and accelerators without kernel-model figures) ---------------------
+# t = FLOPs / (peak x efficiency) + bytes / (bandwidth x ROOFLINE_MEMORY_EFFICIENCY), with the
+# trace's FLOPs and minimum bytes per kernel; without a trace, the probe's counted FLOPs and
+# 20 FLOP per byte moved. Both are priors (no TPU measurement here).
+ROOFLINE_MEMORY_EFFICIENCY = 0.75
 PRIOR_FLOPS_PER_BYTE = 20.0
-# Achieved fraction of vendor peak memory bandwidth for a training step's traffic, fitted with
-# the compute efficiency above (benchmarks/cross_gpu.py); it absorbs the traffic multiplier's
-# error, so read it as "bytes moved per activation byte / 4 / bandwidth", not as STREAM.
-MEMORY_EFFICIENCY = 0.487
-FORWARD_FLOP_SHARE = 1.0 / 3.0  # validation = forward only
+FORWARD_FLOP_SHARE = 1.0 / 3.0  # validation = forward only, when there is no trace to split
+
+# --- A model traced without a local timing (too big or too slow for this machine) -------
+# The local probe would have measured the host's initialisation (imports, data, model build);
+# without it: a prior, x/3. Its steady CPU step is the trace's FLOPs at this CPU's measured
+# matrix-product rate (``probes.operators.local_feasibility``): a measured stand-in and a lower
+# bound, used only for CPU targets (a GPU prediction never reads the CPU step).
+UNTIMED_INIT_S = 30.0
+UNTIMED_INIT_FACTOR = 3.0
+UNTIMED_CPU_FACTOR = 3.0
 
 # --- Multi-device (data parallel) ------------------------------------------------------
 LINK_EFFICIENCY = {"pcie": 0.5, "nvlink": 0.8, "ici": 0.7}  # achieved / nominal per link

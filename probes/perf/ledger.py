@@ -40,6 +40,12 @@ class CalibrationRecord:
     recorded_at: float = 0.0
     origin: str = ""
     signature: str = ""
+    # Issue #26: a remote probe's start-up on the device, kept for the device class's init and
+    # first iteration (``perf.startup``): its initialisation, its first iteration's extra
+    # over the steady one, and the local probe's (host) initialisation it is compared with.
+    measured_init_s: float | None = None
+    measured_warmup_s: float | None = None
+    host_init_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.predicted_t2 <= 0 or self.measured_t2 <= 0:

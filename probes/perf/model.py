@@ -5,17 +5,22 @@ measured phases are returned unchanged. Otherwise the model predicts, with an in
 
 - CPU-only machines (and the local one at another batch/thread count): the local CPU time
   scaled by thread count (Amdahl) and per-core speed (``perf.cpu``);
-- GPUs and TPUs: a roofline per device with host dispatch, input pipeline and data-parallel
-  all-reduce (``perf.accel``), constants from public figures (``perf.constants``,
-  docs/calibration.md);
+- GPUs: the GPU kernel model's device time of the probe's operator trace at the per-device
+  batch (``perf.device``, ``advisor.probes.kernels``), with host dispatch counted in kernel
+  launches, the input pipeline and data-parallel all-reduce (``perf.accel``); TPUs: a roofline
+  over the same trace; init and first iteration measured on the device class where a remote
+  probe ran there (``perf.startup``), else priors;
 - then, if real results were recorded for that device class, a measured/predicted
   correction (``perf.calibration``).
+
+The CPU probe's timing never enters a GPU or TPU prediction; only its trace does (with the
+loader time and the host initialisation measured here).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from advisor.probes.perf import accel as perf_accel
 from advisor.probes.perf import cpu as perf_cpu
@@ -25,7 +30,13 @@ from advisor.probes.perf.calibration import (
     calibration_factor,
     record_measurement,
 )
-from advisor.probes.perf.signature import WorkloadSignature, signature, workload_signature
+from advisor.probes.perf.signature import (
+    WorkloadSignature,
+    is_untimed,
+    signature,
+    workload_signature,
+)
+from advisor.probes.perf.traces import TraceStore, per_device_batch, step_trace
 from advisor.probes.perf.types import Prediction, around
 from advisor.probes.result import Interval, PhaseTimes, ProbeResult
 from advisor.providers.catalog import AcceleratorSpec, InstanceType
@@ -96,10 +107,10 @@ def predict(
     *,
     threads: int | None = None,
     strategy: str | None = None,
-    precision: str | None = None,
     parallel_fraction: float | None = None,
     calibrate: bool = True,
     ledger_storage: str | None = None,
+    trace_store: TraceStore | None = None,
 ) -> Prediction:
     """Predict (or, for the local machine at the probed setting, return the measured)
     phase times of ``probe``'s workload on ``machine`` at ``batch_size`` (default: the
@@ -108,21 +119,29 @@ def predict(
     (one process drives all replicas) or None (the framework's usual: Keras "dp", torch
     "ddp"). ``parallel_fraction`` overrides the Amdahl prior. With ``calibrate`` the
     prediction is corrected by the ledger's measured runs on that device class
-    (``ledger_storage``: an Optuna storage URL; default the advisor's SQLite file).
+    (``ledger_storage``: an Optuna storage URL; default the advisor's SQLite file), and a
+    device's start-up is taken from the remote probes recorded there. ``trace_store`` keeps
+    the step traced at other per-device batches (the probe cache).
     """
     batch = batch_size or probe.batch_size
     if batch <= 0:
         raise AdvisorError(f"Batch size must be > 0, but got {batch}.", "pass a positive batch.")
     sig: WorkloadSignature = signature(probe)
     local = machine.provider == "local"
-    if local and batch == probe.batch_size and threads in (None, probe.threads):
+    timed = not is_untimed(probe)
+    if local and timed and batch == probe.batch_size and threads in (None, probe.threads):
         return Prediction(machine.key, _measured(probe), "measured", 1, batch)
+    extra: dict[str, Any] = {}
     if machine.accelerator is None:
         phases, breakdown, kind = perf_cpu.predict_cpu(
             sig, machine, batch, threads=threads, parallel_fraction=parallel_fraction
         )
+        if not timed:
+            phases = _stand_in(phases)
         devices, per_device, neck = 1, batch, "cpu"
     else:
+        from advisor.probes.perf.startup import device_startup
+
         try:
             spec = catalog.accelerator(machine.accelerator)
         except (KeyError, LookupError) as exc:
@@ -130,11 +149,16 @@ def predict(
                 f"No accelerator spec for '{machine.accelerator}' ({machine.key}).",
                 "add it to the catalog's accelerator table.",
             ) from exc
-        phases, breakdown, kind, neck = perf_accel.predict_accelerator(
-            sig, machine, spec, batch, strategy=strategy, precision=precision
-        )
         devices = machine.accelerator_count
-        per_device = -(-batch // devices)
+        per_device = per_device_batch(batch, devices)
+        step = step_trace(probe, per_device, trace_store)
+        profile = perf_accel.generation_profile(spec)
+        records: list[CalibrationRecord] | None = None if calibrate else []
+        startup = device_startup(device_class(machine), profile, ledger_storage, records)
+        phases, breakdown, kind, neck, dev = perf_accel.predict_accelerator(
+            sig, machine, spec, batch, step, startup, strategy=strategy
+        )
+        extra = {"basis": dev.basis, "basis_notes": dev.notes, "top_operators": dev.top}
     cal = CalibrationFactor()
     if calibrate and not local:
         cal = calibration_factor(
@@ -155,6 +179,30 @@ def predict(
         calibration=cal.factor,
         calibration_points=cal.points,
         calibration_evidence=cal.describe(),
+        **extra,
+    )
+
+
+def _stand_in(phases: PhaseTimes) -> PhaseTimes:
+    """A CPU prediction from a model traced without a local timing: its step is the trace's
+    FLOPs at this CPU's measured product rate (a lower bound), so wider and said so."""
+    from advisor.probes.perf import constants as C
+    from advisor.probes.perf.types import around
+
+    f = C.UNTIMED_CPU_FACTOR
+
+    def widen(iv: Interval) -> Interval:
+        return Interval(iv.value, iv.low / f, iv.high * f) if iv.value else iv
+
+    return replace(
+        phases,
+        init=around(phases.init.value, C.UNTIMED_INIT_FACTOR),
+        t1=widen(phases.t1),
+        t2=widen(phases.t2),
+        v1=widen(phases.v1),
+        v2=widen(phases.v2),
+        note=phases.note + " No local timing: the CPU step is a stand-in (the trace's FLOPs at "
+        f"this CPU's measured matrix-product rate, a lower bound, x/{f:g}); init a prior.",
     )
 
 
@@ -200,6 +248,10 @@ def calibrate_from(
     from advisor.probes.perf.signature import steady_stats
 
     measured_t2, _ = steady_stats(measured.iteration_s)
+    startup = None
+    if machine.accelerator is not None:  # issue #26: the device's measured start-up
+        warmup = max(0.0, measured.iteration_s[0] - measured_t2)
+        startup = (measured.init_s, warmup, local_probe.init_s)
     record = record_run(
         local_probe,
         machine,
@@ -208,6 +260,7 @@ def calibrate_from(
         measured_t2,
         origin=origin,
         ledger_storage=ledger_storage,
+        startup=startup,
     )
     return record.ratio
 
@@ -220,11 +273,14 @@ def record_run(
     measured_t2: float,
     origin: str,
     ledger_storage: str | None = None,
+    startup: tuple[float, float, float] | None = None,
 ) -> CalibrationRecord:
     """Append a measured steady iteration (``measured_t2`` seconds at ``batch_size`` on
     ``machine``: a remote probe, an imported tuning trial's runtime divided by its
     iterations, a local run) to the ledger, next to the model's uncalibrated prediction
-    from ``local_probe``. Later predictions for that device class are corrected by it."""
+    from ``local_probe``. Later predictions for that device class are corrected by it.
+    ``startup``: the measured run's (init, first-iteration extra) and the local probe's init
+    (a remote probe's), which later predictions on that device class use for their start-up."""
     if machine.provider == "local":
         raise AdvisorError(
             "The local machine needs no calibration: its probes are measurements.",
@@ -247,4 +303,5 @@ def record_run(
         origin=origin,
         storage=ledger_storage,
         signature=workload_signature(local_probe),
+        startup=startup,
     )

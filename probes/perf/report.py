@@ -1,9 +1,17 @@
 """Forecast a run on several machines from one probe: predicted phases, runtime and cost
-(with intervals), ranked, plus the epoch sweep normalised by its best machine."""
+(with intervals), ranked, plus the epoch sweep normalised by its best machine.
+
+``forecast_machine`` is the one prediction path (issues #26, #27): ``advisor predict``,
+``advisor estimate --instances``, ``advisor.predict``, the scorer inside ``advisor suggest``
+(``advisor.evaluation.local.LocalBackend``) and the service's ``/predict`` all call it, on the
+same traced probe. It predicts the machine's phases (``perf.model.predict``) and prices the
+whole job once -- the machine's start-up terms (the service's priors, or a remote probe job's
+measured start-up) plus the training, billed by the service's rule -- for the chosen epochs
+and for every epoch count of the sweep."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +23,7 @@ from advisor.probes.iteration_model import (
     normalise,
 )
 from advisor.probes.perf.model import AcceleratorLookup, predict
+from advisor.probes.perf.traces import TraceStore
 from advisor.probes.perf.types import Prediction
 from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
@@ -63,6 +72,46 @@ class Forecast:
         }
 
 
+def forecast_machine(
+    probe: ProbeResult,
+    machine: InstanceType,
+    catalog: AcceleratorLookup,
+    batch_size: int,
+    epochs: int,
+    n_train: int,
+    n_val: int,
+    *,
+    spot: bool = False,
+    strategy: str | None = None,
+    sweep_epochs: Sequence[int] = DEFAULT_EPOCHS,
+    data_bytes: float = 0.0,
+    data_basis: str = "",
+    overheads: RunOverheads | None = None,
+    ledger_storage: str | None = None,
+    trace_store: TraceStore | None = None,
+) -> Forecast:
+    """One machine's prediction and its whole job, priced: the start-up terms (``overheads``,
+    e.g. a remote probe's measured start-up; default the service's, with ``data_bytes``
+    downloaded) plus the training, billed once, at ``epochs`` and over the sweep."""
+    if spot and machine.spot_usd_per_h is None:
+        raise AdvisorError(
+            f"{machine.key} has no spot price in this catalog snapshot.",
+            "drop --spot or remove that machine.",
+        )
+    price = machine.price(spot)
+    pred = predict(probe, machine, catalog, batch_size, strategy=strategy,
+                   ledger_storage=ledger_storage, trace_store=trace_store)  # fmt: skip
+    over = overheads if overheads is not None else run_overheads(machine, data_bytes, data_basis)
+    counts = sorted({*sweep_epochs, epochs})
+    sweep = epoch_sweep(
+        pred.phases, n_train, n_val, batch_size, counts, price,
+        spot=spot, service=machine.service, overheads=over,
+    )  # fmt: skip
+    train = estimate(pred.phases, n_train, n_val, epochs, batch_size).runtime  # on demand
+    job = price_run(train, price, spot=spot, service=machine.service, overheads=over)
+    return Forecast(machine, price, pred, sweep[epochs], sweep, over, job)
+
+
 def forecast(
     probe: ProbeResult,
     machines: Iterable[InstanceType],
@@ -76,27 +125,21 @@ def forecast(
     sweep_epochs: Sequence[int] = DEFAULT_EPOCHS,
     data_bytes: float = 0.0,
     data_basis: str = "",
+    overheads: Mapping[str, RunOverheads] | None = None,
+    ledger_storage: str | None = None,
+    trace_store: TraceStore | None = None,
 ) -> list[Forecast]:
-    """Predict each machine and estimate the run, and price the whole job (start-up
-    overheads with ``data_bytes`` downloaded, + training); sorted by the job's wall time."""
+    """``forecast_machine`` for each machine (``overheads`` by machine key, where measured);
+    sorted by the job's wall time."""
     rows = []
-    for machine in machines:
-        if spot and machine.spot_usd_per_h is None:
-            raise AdvisorError(
-                f"{machine.key} has no spot price in this catalog snapshot.",
-                "drop --spot or remove that machine.",
-            )
-        price = machine.price(spot)
-        pred = predict(probe, machine, catalog, batch_size, strategy=strategy)
-        counts = sorted({*sweep_epochs, epochs})
-        sweep = epoch_sweep(
-            pred.phases, n_train, n_val, batch_size, counts, price,
-            spot=spot, service=machine.service,
+    for m in machines:
+        row = forecast_machine(
+            probe, m, catalog, batch_size, epochs, n_train, n_val, spot=spot,
+            strategy=strategy, sweep_epochs=sweep_epochs, data_bytes=data_bytes,
+            data_basis=data_basis, overheads=(overheads or {}).get(m.key),
+            ledger_storage=ledger_storage, trace_store=trace_store,
         )  # fmt: skip
-        over = run_overheads(machine, data_bytes, data_basis)
-        train = estimate(pred.phases, n_train, n_val, epochs, batch_size).runtime  # on demand
-        job = price_run(train, price, spot=spot, service=machine.service, overheads=over)
-        rows.append(Forecast(machine, price, pred, sweep[epochs], sweep, over, job))
+        rows.append(row)
     rows.sort(key=lambda f: (f.job_wall_s or f.estimate.runtime).value)
     return rows
 

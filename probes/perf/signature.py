@@ -1,5 +1,7 @@
 """What the performance model takes from one local probe: the workload's device-independent
-signature (FLOPs, bytes, op count per sample) and the local timings with their spread."""
+signature (FLOPs per sample, parameters, input bytes, the loader's time) and the local
+timings with their spread. The step's operators are the probe's operator trace
+(``perf.traces``), read apart."""
 
 from __future__ import annotations
 
@@ -19,8 +21,10 @@ class WorkloadSignature:
 
     ``t2_s`` is the local robust steady iteration (median of iterations 2..k) and
     ``t2_spread`` the measurement's multiplicative spread (>= 1, from the 10th/90th
-    percentiles). ``flops_per_sample`` counts a full training step (forward + backward);
-    ``flops_counted`` is False when it had to be estimated from the CPU time.
+    percentiles); ``timed`` is False when the model was traced without a local timing (the
+    CPU step is then a stand-in: ``untimed``). ``flops_per_sample`` counts a full training
+    step (forward + backward); ``flops_counted`` is False when it had to be estimated from the
+    CPU time. ``data_s_per_sample`` is the DataLoader's time measured here (None: a prior).
     """
 
     workload: str
@@ -39,11 +43,9 @@ class WorkloadSignature:
     flops_counted: bool
     parameters: int
     gradient_bytes: float
-    activation_bytes_per_sample: float | None
     input_bytes_per_sample: float
-    ops_per_iteration: int
-    ops_measured: bool
     data_s_per_sample: float | None
+    timed: bool = True
 
     def __post_init__(self) -> None:
         if self.t2_s <= 0 or self.flops_per_sample <= 0:
@@ -53,17 +55,6 @@ class WorkloadSignature:
             )
         if self.t2_spread < 1:
             raise ValueError(f"t2_spread must be >= 1, but got {self.t2_spread}")
-
-    @property
-    def memory_bytes_per_sample(self) -> float:
-        """Activation memory traffic per sample of a training step."""
-        if self.activation_bytes_per_sample is not None:
-            return self.activation_bytes_per_sample * C.ACTIVATION_TRAFFIC_MULTIPLIER
-        return self.flops_per_sample / C.PRIOR_FLOPS_PER_BYTE
-
-    @property
-    def weight_bytes_per_iteration(self) -> float:
-        return self.parameters * C.WEIGHT_TRAFFIC_BYTES_PER_PARAM
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -99,10 +90,10 @@ def _input_bytes(workload: str) -> float:
 def signature(probe: ProbeResult) -> WorkloadSignature:
     """Extract the device-independent workload signature from an ok probe.
 
-    Optional keys of ``probe.fingerprint`` refine it when present: ``ops_per_iteration``
-    (framework ops per training step), ``activation_bytes_per_sample`` (bytes of forward
-    outputs per sample), ``data_s`` (local data-loading seconds per iteration),
-    ``input_bytes_per_sample``.
+    Optional keys of ``probe.fingerprint`` refine it when present: ``data_s`` (the
+    DataLoader's CPU seconds per batch, measured here: ``perf.loader``),
+    ``input_bytes_per_sample`` (measured by the probe), ``untimed`` (the model was traced
+    without a local timing: ``advisor.evaluation.untimed``).
     """
     if not probe.ok:
         raise AdvisorError(
@@ -120,9 +111,7 @@ def signature(probe: ProbeResult) -> WorkloadSignature:
         counted = False
     parameters = int(probe.parameters or 0)
     grad_bytes = float(probe.gradient_bytes or 4 * parameters)
-    ops = fp.get("ops_per_iteration")
     data_s = fp.get("data_s")
-    act = fp.get("activation_bytes_per_sample")
     in_bytes = fp.get("input_bytes_per_sample")
     in_bytes = float(in_bytes) if in_bytes is not None else _input_bytes(probe.workload)
     v = probe.validation_s
@@ -143,12 +132,18 @@ def signature(probe: ProbeResult) -> WorkloadSignature:
         flops_counted=counted,
         parameters=parameters,
         gradient_bytes=grad_bytes,
-        activation_bytes_per_sample=float(act) if act else None,
         input_bytes_per_sample=in_bytes,
-        ops_per_iteration=int(ops) if ops else C.DEFAULT_OPS_PER_ITERATION,
-        ops_measured=bool(ops),
         data_s_per_sample=float(data_s) / probe.batch_size if data_s is not None else None,
+        timed=not is_untimed(probe),
     )
+
+
+UNTIMED_KEY = "untimed"  # fingerprint key: why the model was traced without a local timing
+
+
+def is_untimed(probe: ProbeResult) -> bool:
+    """Whether ``probe`` is a stand-in for a model traced without a local timing."""
+    return bool(probe.fingerprint.get(UNTIMED_KEY))
 
 
 def workload_signature(probe: ProbeResult) -> str:

@@ -25,8 +25,8 @@ class Prediction:
     """A modelled (or measured) set of phase times for one machine, with its reasoning.
 
     ``kind`` is "measured", "same-cpu", "cpu", "gpu" or "tpu". ``breakdown`` holds the
-    parts of the steady iteration in seconds (compute, memory, dispatch, input, allreduce,
-    replica); ``bottleneck`` names the largest. ``calibration`` is the applied
+    parts of the steady iteration in seconds (device, dispatch, input, allreduce, replica;
+    a roofline's compute and memory); ``bottleneck`` names the limit. ``calibration`` is the applied
     measured/predicted correction factor (1.0 when none), ``calibration_evidence`` the
     ledger records behind it.
     """
@@ -41,6 +41,12 @@ class Prediction:
     calibration: float = 1.0
     calibration_points: int = 0
     calibration_evidence: str = ""  # the correction and the records behind it, one line
+    # Issue #26: how an accelerator's device time was obtained (the kernel model's basis: fitted
+    # on which GPUs, spec extrapolation), its notes, and the operators that dominate it
+    # ((label, seconds per step, share), largest first).
+    basis: str = ""
+    basis_notes: tuple[str, ...] = ()
+    top_operators: tuple[tuple[str, float, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.devices < 1 or self.per_device_batch < 1:
@@ -65,4 +71,9 @@ class Prediction:
             "calibration": self.calibration,
             "calibration_points": self.calibration_points,
             "calibration_evidence": self.calibration_evidence,
+            "basis": self.basis,
+            "basis_notes": list(self.basis_notes),
+            "top_operators": [
+                {"operator": o, "seconds": s, "share": f} for o, s, f in self.top_operators
+            ],
         }

@@ -14,14 +14,16 @@ from advisor.probes.result import Interval
 from advisor.providers import pricing
 from advisor.providers.catalog import InstanceType
 from click.testing import CliRunner
-from perf_fixtures import FakeCatalog, gpu_machine, probe
+from perf_fixtures import FakeCatalog, gpu_machine, probe, with_synthetic_trace
 
 from advisor.cli.main import cli
 from advisor.evaluation.candidates import Candidate
 from advisor.evaluation.local import LocalBackend
 from advisor.options import SuggestOptions, workload_info
 
-TRACE = {"ops_per_iteration": 100, "activation_bytes_per_sample": 1.2e6, "data_s": 0.004}
+# issue #26: a probe made ready for prediction (its operator trace and loader time), so
+# no trace is taken here (no torch import)
+TRACE = {"data_s": 0.004}
 P3 = dataclasses.replace(gpu_machine("p3.2xlarge", "V100", 1, 3.06), spot_usd_per_h=0.918)
 VERTEX_T4 = dataclasses.replace(
     gpu_machine("n1-standard-8+t4", "V100", 1, 0.73),
@@ -75,7 +77,7 @@ def test_iteration_model_prices_through_the_same_path() -> None:
 
 def _suggest_scores(machine: InstanceType, epochs: int) -> tuple[Interval, Interval]:
     """What `advisor suggest`'s scorer gives (machine on spot) from the same probe."""
-    p = dataclasses.replace(probe(), fingerprint=dict(TRACE))
+    p = with_synthetic_trace(dataclasses.replace(probe(), fingerprint=dict(TRACE)))
     backend = LocalBackend(
         optuna.storages.InMemoryStorage(),
         catalog=FakeCatalog(),
@@ -93,7 +95,9 @@ def test_predict_spot_agrees_with_suggest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, machine: InstanceType
 ) -> None:
     path = tmp_path / "probe.json"
-    path.write_text(dataclasses.replace(probe(), fingerprint=dict(TRACE)).to_json())
+    path.write_text(
+        with_synthetic_trace(dataclasses.replace(probe(), fingerprint=dict(TRACE))).to_json()
+    )
     monkeypatch.setattr(
         "advisor.cli.predict._machines", lambda names, snapshot: (FakeCatalog(), [machine])
     )

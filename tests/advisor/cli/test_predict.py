@@ -8,17 +8,19 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from perf_fixtures import FakeCatalog, cpu_machine, gpu_machine, probe
+from perf_fixtures import FakeCatalog, cpu_machine, gpu_machine, probe, with_synthetic_trace
 
 from advisor.cli.main import cli
 
 P2_P3 = "p2.xlarge,p2.8xlarge,p2.16xlarge,p3.2xlarge,p3.8xlarge,p3.16xlarge"
-TRACE = {"ops_per_iteration": 100, "activation_bytes_per_sample": 1.2e6, "data_s": 0.004}
+# issue #26: a probe made ready for prediction (its operator trace and loader time), so
+# no trace is taken here (no torch import)
+TRACE = {"data_s": 0.004}
 
 
 def _probe_file(tmp_path: Path, **kw: object) -> Path:
     p = probe(**kw)  # type: ignore[arg-type]
-    p = dataclasses.replace(p, fingerprint=dict(TRACE))  # traced already: no torch import
+    p = with_synthetic_trace(dataclasses.replace(p, fingerprint=dict(TRACE)))
     path = tmp_path / "probe.json"
     path.write_text(p.to_json())
     return path

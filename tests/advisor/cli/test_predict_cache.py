@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from advisor.probes.result import ProbeResult
+from perf_fixtures import with_synthetic_trace
 
 from advisor.cli.main import main
 from advisor.evaluation.local import ProbeCache, probe_cache_key
@@ -15,16 +16,18 @@ from advisor.evaluation.prediction import cached_probe
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.storage.urls import resolve_storage
 
-TRACE = {"ops_per_iteration": 40.0, "activation_bytes_per_sample": 2.0e5, "data_s": 0.0}
+# issue #26: a probe made ready for prediction (its operator trace and loader time), so
+# no trace is taken here (no torch import)
+TRACE = {"data_s": 0.004}
 
 
 def _probe(workload: str, batch: int, threads: int) -> ProbeResult:
-    return ProbeResult(
+    return with_synthetic_trace(ProbeResult(
         workload=workload, framework="torch", batch_size=batch, device="cpu", threads=threads,
         init_s=2.0, iteration_s=(0.8, 0.2, 0.21, 0.2, 0.2), validation_s=(1.0, 0.9),
         n_train=60000, n_val=10000, flops_per_iteration=2.0e9, parameters=1_000_000,
         wall_s=5.0, fingerprint=dict(TRACE),
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -50,7 +53,7 @@ def test_predict_uses_the_probe_suggest_cached(
     ProbeCache(url).put(key, _probe("fcn", 256, 2))
     assert cached_probe("fcn", 256, threads=2) is not None
     assert cached_probe("fcn", 512, threads=2) is None  # another batch size: not cached
-    monkeypatch.setattr("advisor.cli.predict._run_probe", _no_probe)
+    monkeypatch.setattr("advisor.cli.probe_view.run_with_progress", _no_probe)
     code, out, err = _run(
         capsys, "--model", "fcn", "-b", "256", "-i", "p3.2xlarge", "--threads", "2"
     )
@@ -82,7 +85,7 @@ def test_predict_takes_module_function(
 ) -> None:
     probe_file = tmp_path / "probe.json"
     probe_file.write_text(json.dumps(_probe("mypkg.models:build", 128, 2).to_dict()))
-    monkeypatch.setattr("advisor.cli.predict._run_probe", _no_probe)
+    monkeypatch.setattr("advisor.cli.probe_view.run_with_progress", _no_probe)
     code, out, err = _run(
         capsys, "--model", "mypkg.models:build", "-b", "128", "-i", "p3.2xlarge,g4dn.xlarge",
         "--probe", str(probe_file), "--json",

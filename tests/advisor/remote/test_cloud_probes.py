@@ -21,6 +21,7 @@ from advisor.providers.pricing import usd
 from advisor.providers.probe_jobs import JobPoll, ProbeJobRunner, ProbeJobSpec
 from advisor.search_spaces.loader import default_space
 from advisor.search_spaces.space import MachineFilter
+from perf_fixtures import with_stream_trace
 
 import advisor.remote.prober as prober_mod
 import advisor.remote.rules as rules
@@ -31,7 +32,9 @@ from advisor.options import SuggestOptions
 from advisor.report.build import build_report
 from advisor.study.run import run_suggest
 
-TRACE = {"ops_per_iteration": 100, "activation_bytes_per_sample": 1.2e6, "data_s": 0.004}
+# issue #26: a probe made ready for prediction (its operator trace and loader time), so
+# no trace is taken here (no torch import)
+TRACE = {"data_s": 0.004}
 MACHINES = (  # two A10G boxes, a T4, an L4 on AWS and an L4 on GCP
     "ec2:g5.xlarge",
     "ec2:g5.2xlarge",
@@ -42,24 +45,28 @@ MACHINES = (  # two A10G boxes, a T4, an L4 on AWS and an L4 on GCP
 
 
 def probe_result(batch: int, step_s: float, status: str = "ok") -> ProbeResult:
-    """A probe at ``batch`` whose steady iterations take ``step_s`` (plus a slower first)."""
+    """A probe at ``batch`` whose steady iterations take ``step_s`` (plus a slower first),
+    carrying a memory-bound operator trace (issue #26: GPUs are predicted from it, and rank
+    by memory bandwidth: the A10G, then the T4, then the L4)."""
     ok = status == "ok"
-    return ProbeResult(
-        workload="fcn",
-        framework="torch",
-        batch_size=batch,
-        device="cpu",
-        threads=1,
-        init_s=1.0 if ok else 0.0,
-        iteration_s=(step_s * 5, *([step_s] * 7)) if ok else (),
-        validation_s=(0.2, 0.1) if ok else (),
-        validation_samples_measured=212,
-        n_train=40_512,
-        n_val=212,
-        wall_s=3.0,
-        fingerprint=dict(TRACE),
-        status=status,  # type: ignore[arg-type]
-        error=None if ok else "CUDA out of memory",
+    return with_stream_trace(
+        ProbeResult(
+            workload="fcn",
+            framework="torch",
+            batch_size=batch,
+            device="cpu",
+            threads=1,
+            init_s=1.0 if ok else 0.0,
+            iteration_s=(step_s * 5, *([step_s] * 7)) if ok else (),
+            validation_s=(0.2, 0.1) if ok else (),
+            validation_samples_measured=212,
+            n_train=40_512,
+            n_val=212,
+            wall_s=3.0,
+            fingerprint=dict(TRACE),
+            status=status,  # type: ignore[arg-type]
+            error=None if ok else "CUDA out of memory",
+        )
     )
 
 

@@ -12,15 +12,19 @@ from advisor.probes.perf.calibration import calibration_factor
 from advisor.probes.perf.ledger import LEDGER_STUDY
 from advisor.probes.perf.model import predict, record_run
 from click.testing import CliRunner
-from perf_fixtures import FakeCatalog, gpu_machine, probe
+from perf_fixtures import FakeCatalog, gpu_machine, probe, with_synthetic_trace
 
 from advisor.cli.main import cli
 
-TRACE = {"ops_per_iteration": 100, "activation_bytes_per_sample": 1.2e6, "data_s": 0.004}
+# issue #26: a probe made ready for prediction (its operator trace and loader time), so
+# no trace is taken here (no torch import)
+TRACE = {"data_s": 0.004}
 
 
 def _probe_file(tmp_path: Path) -> Path:
-    p = dataclasses.replace(probe(), fingerprint=dict(TRACE))  # traced: no torch import
+    p = with_synthetic_trace(
+        dataclasses.replace(probe(), fingerprint=dict(TRACE))
+    )  # traced: no torch import
     path = tmp_path / "probe.json"
     path.write_text(p.to_json())
     return path

@@ -10,16 +10,20 @@ import pytest
 from advisor.providers.catalog import load
 from advisor.search_spaces.space import MachineFilter
 from click.testing import CliRunner
-from perf_fixtures import probe
+from perf_fixtures import probe, with_synthetic_trace
 
 from advisor.cli.main import cli
 from advisor.evaluation.candidates import matches
 
-TRACE = {"ops_per_iteration": 100, "activation_bytes_per_sample": 1.2e6, "data_s": 0.004}
+# issue #26: a probe made ready for prediction (its operator trace and loader time), so
+# no trace is taken here (no torch import)
+TRACE = {"data_s": 0.004}
 
 
 def _probe_file(tmp_path: Path) -> Path:
-    p = dataclasses.replace(probe(), fingerprint=dict(TRACE))  # traced: no torch import
+    p = with_synthetic_trace(
+        dataclasses.replace(probe(), fingerprint=dict(TRACE))
+    )  # traced: no torch import
     path = tmp_path / "probe.json"
     path.write_text(p.to_json())
     return path

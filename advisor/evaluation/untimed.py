@@ -1,0 +1,165 @@
+"""A model too big or too slow to time here: traced without running it (issue #26).
+
+Before a local probe runs, ``decide`` traces the training step on the meta device (shapes
+only: no compute, no memory) and asks ``local_feasibility`` whether a probe fits this machine:
+the step's memory against the memory available now, its FLOPs against this CPU's measured
+matrix-product rate (both lower bounds, so "infeasible" is safe to act on). An infeasible
+model gets no local timing; ``untimed_probe`` stands in for the probe it would have given:
+
+- its operator trace (what every GPU and TPU prediction reads; the CPU timing never does);
+- the DataLoader's time, measured here with the model built on the meta device (a measured
+  stand-in for the probe's loader; None where the builder makes its data on the meta device
+  too, then the input prior), and the bytes of one sample's inputs from that batch;
+- the host's initialisation: a prior (``perf.constants.UNTIMED_INIT_S``, x/3);
+- a CPU step for CPU targets: the trace's FLOPs at this CPU's measured product rate, a
+  measured stand-in and a lower bound (x/3);
+- ``fingerprint["untimed"]``: why, which every prediction and note repeats.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.errors import AdvisorError
+from advisor.probes.result import ProbeResult
+from advisor.search_spaces.workloads import ModelRef
+
+
+@dataclass(frozen=True)
+class LocalDecision:
+    """The step's trace, taken before any probe, and whether a local probe can run here."""
+
+    trace: Any  # OperatorTrace
+    feasible: bool
+    reason: str
+
+
+def decide(
+    model: str,
+    batch_size: int,
+    framework: str = "torch",
+    hyperparameters: dict[str, Any] | None = None,
+) -> LocalDecision | None:
+    """Trace ``model`` on the meta device and judge a local probe (None: it cannot be traced
+    here, so the probe runs as before)."""
+    from advisor.probes.operators import local_feasibility, trace_workload
+    from advisor.probes.perf.traces import user_modules_importable
+
+    mode = "meta" if framework == "torch" else "auto"
+    try:
+        with user_modules_importable():
+            trace = trace_workload(model, batch_size, framework, hyperparameters, mode=mode)
+    except Exception:  # the probe runs and its own trace is taken after (perf.step)
+        return None
+    if not trace.memory_bytes:
+        return LocalDecision(trace, True, "no memory figure in the trace")
+    verdict = local_feasibility(trace)
+    return LocalDecision(trace, verdict.feasible, verdict.reason)
+
+
+def untimed_probe(
+    model: str,
+    batch_size: int,
+    decision: LocalDecision,
+    framework: str = "torch",
+    hyperparameters: dict[str, Any] | None = None,
+    n_train: int | None = None,
+    n_val: int | None = None,
+) -> ProbeResult:
+    """The stand-in probe of a model traced without a local timing (see the module)."""
+    from advisor.probes.operators import local_feasibility, with_operator_trace
+    from advisor.probes.perf import constants as C
+    from advisor.probes.perf.signature import UNTIMED_KEY
+
+    trace = decision.trace
+    user = ModelRef(model).is_user
+    fingerprint: dict[str, Any] = {UNTIMED_KEY: decision.reason}
+    warnings = []
+    sizes = (None, None) if user else _builtin_sizes(model)
+    if framework == "torch":
+        from advisor.probes.perf.loader import time_loader
+        from advisor.probes.perf.traces import user_modules_importable
+
+        try:
+            with user_modules_importable():
+                timing = time_loader(
+                    model, batch_size, hyperparameters, model_on_meta=True, own_sizes=user
+                )
+        except Exception as exc:
+            warnings.append(f"DataLoader not timed ({type(exc).__name__}: {exc}); input prior")
+        else:
+            if user:
+                sizes = (timing.n_train, timing.n_val)
+            if timing.data_s is not None:
+                fingerprint["data_s"] = timing.data_s  # measured here, model on meta
+            if timing.input_bytes_per_sample is not None:
+                fingerprint["input_bytes_per_sample"] = timing.input_bytes_per_sample
+    n_train = n_train or sizes[0] or 0
+    n_val = n_val if n_val is not None else (sizes[1] or 0)
+    if n_train <= 0:
+        raise AdvisorError(
+            f"--model {model} is traced without a local timing and its dataset size is unknown.",
+            "pass --n-train N (and --n-val N).",
+        )
+    verdict = local_feasibility(trace)
+    step = max(verdict.estimated_step_s, 1e-9)
+    forward = sum(o.flops * o.count for o in trace.operators if o.phase == "forward")
+    share = forward / trace.flops if trace.flops > 0 else 1 / 3
+    val = math.ceil(n_val / batch_size) * step * share if n_val else 0.0
+    probe = ProbeResult(
+        workload=model,
+        framework=framework,
+        batch_size=batch_size,
+        device="cpu",
+        threads=_threads(),
+        init_s=C.UNTIMED_INIT_S,
+        iteration_s=(step, step, step),
+        validation_s=(val, val) if n_val else (),
+        n_train=n_train,
+        n_val=n_val,
+        flops_per_iteration=trace.flops,
+        parameters=trace.parameters,
+        gradient_bytes=4 * trace.parameters,
+        fingerprint=fingerprint,
+        warnings=tuple(warnings),
+    )
+    return with_operator_trace(probe, trace)
+
+
+def _builtin_sizes(model: str) -> tuple[int | None, int | None]:
+    from advisor.search_spaces.workloads import get
+
+    wl = get(model)
+    return wl.n_train, wl.n_val
+
+
+def _threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def untimed_note(probe: ProbeResult) -> str | None:
+    """What a prediction from a stand-in probe must say (None for a timed probe)."""
+    from advisor.probes.perf.signature import UNTIMED_KEY
+
+    why = probe.fingerprint.get(UNTIMED_KEY)
+    if not why:
+        return None
+    loader = (
+        "the DataLoader timed here with the model on the meta device (a measured stand-in)"
+        if "data_s" in probe.fingerprint
+        else "the input pipeline a prior"
+    )
+    from advisor.probes.perf import constants as C
+
+    return (
+        f"Traced without a local timing ({why}). GPU and TPU rows read the operator trace "
+        f"only; {loader}; the host initialisation a prior ({C.UNTIMED_INIT_S:g} s "
+        f"x/{C.UNTIMED_INIT_FACTOR:g}); CPU rows scale a stand-in step (the trace's FLOPs at "
+        f"this CPU's measured product rate, a lower bound, x/{C.UNTIMED_CPU_FACTOR:g})."
+    )

@@ -1,0 +1,86 @@
+"""The input pipeline measured here: the DataLoader's CPU time per batch of a PyTorch workload.
+
+A cloud GPU's input term is its host's DataLoader time per sample plus the host-to-device copy
+(``perf.accel``); the loader is the same Python code on any host, so it is timed on this CPU:
+in CPU seconds (``time.process_time``) and the fastest of a few batches, so that waiting for a
+busy shared core does not count (run-to-run spread in docs/benchmarks.md). The model itself is
+not needed: with ``model_on_meta`` it is built on the meta device (a model too big for this
+machine); data a builder makes with torch factories there are meta tensors too, and then the
+loader cannot be timed (None: the prior stays).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+from advisor._lazy import require
+
+
+@dataclass(frozen=True)
+class LoaderTiming:
+    """The fastest of ``batches`` DataLoader batches in CPU seconds (``data_s``; None when
+    not timed), the bytes of one sample's inputs, the builder's dataset sizes (None when it
+    gave none), and why not timed."""
+
+    data_s: float | None
+    input_bytes_per_sample: float | None
+    n_train: int | None
+    n_val: int | None
+    note: str = ""
+
+
+def time_loader(
+    workload: str,
+    batch_size: int,
+    hyperparameters: dict[str, Any] | None = None,
+    batches: int = 5,
+    model_on_meta: bool = False,
+    own_sizes: bool = False,
+) -> LoaderTiming:
+    """Time ``batches`` batches of ``workload``'s training DataLoader at ``batch_size``.
+
+    ``own_sizes``: build with the builder's own dataset sizes (a user model, whose sizes are
+    learnt here) instead of just enough samples for the timed batches."""
+    torch = require("torch", "torch", "Timing the input pipeline")
+    from advisor.probes.torch_loop import build_setup, dataset_size, split_batch
+
+    sizes = (None, None) if own_sizes else (batch_size * batches, None)
+    context = torch.device("meta") if model_on_meta else nullcontext()
+    with context, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        setup, _, _ = build_setup(workload, batch_size, *sizes, 0, hyperparameters)
+    n_train = dataset_size(setup.train_loader)
+    n_val = dataset_size(setup.val_loader) if setup.val_loader is not None else 0
+    times, in_bytes, it = [], None, iter(setup.train_loader)
+    for _ in range(batches):
+        start = time.process_time()  # CPU seconds: waiting for a busy CPU does not count
+        try:
+            batch = next(it)
+        except StopIteration:
+            break
+        times.append(time.process_time() - start)
+        if in_bytes is None:
+            inputs, _ = split_batch(batch)
+            tensors = [t for t in _tensors(inputs)]
+            if any(t.device.type == "meta" for t in tensors):
+                return LoaderTiming(None, None, n_train, n_val, "the loader makes meta tensors")
+            n = max(1, int(tensors[0].shape[0])) if tensors else 1
+            in_bytes = sum(t.numel() * t.element_size() for t in tensors) / n
+    data_s = min(times) if times else None
+    return LoaderTiming(data_s, in_bytes, n_train, n_val, "" if times else "no batch")
+
+
+def _tensors(value: Any) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _tensors(v)]
+    return []
