@@ -19,6 +19,11 @@ class AdvisorError(Exception):
         super().__init__(f"{problem} To fix: {fix}" if fix else problem)
 
 
+class Terminated(KeyboardInterrupt):
+    """The process was asked to stop (SIGTERM): handled like Ctrl-C (the trial in progress is
+    abandoned, finished trials are kept and reported), but the exit status is 143."""
+
+
 class MissingExtraError(AdvisorError):
     """An optional dependency (an extra) is needed for this feature but not installed."""
 

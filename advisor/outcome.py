@@ -29,6 +29,7 @@ class StopReason(Enum):
     TIMEOUT = "timeout"
     SCREEN_TIMEOUT = "timeout (during screening)"
     INTERRUPTED = "interrupted (Ctrl-C); finished trials are kept"
+    TERMINATED = "terminated (SIGTERM); finished trials are kept"
     RESUMED = "resumed"  # the study had stopped on its own before: no new trials
 
     @property
@@ -38,8 +39,14 @@ class StopReason(Enum):
             StopReason.TIMEOUT,
             StopReason.SCREEN_TIMEOUT,
             StopReason.INTERRUPTED,
+            StopReason.TERMINATED,
             StopReason.RESUMED,
         )
+
+    @property
+    def interrupted(self) -> bool:
+        """Stopped by Ctrl-C or SIGTERM: the report is partial (exit status 130 or 143)."""
+        return self in (StopReason.INTERRUPTED, StopReason.TERMINATED)
 
     @property
     def timed_out(self) -> bool:

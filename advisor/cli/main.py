@@ -10,9 +10,10 @@ from typing import Any
 import click
 
 from advisor import __version__
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, Terminated
 
 INTERRUPTED = 130  # the exit status after Ctrl-C, as a shell reports 128 + SIGINT
+TERMINATED = 143  # after SIGTERM (128 + 15), where a command turns it into Terminated
 
 # name -> the one-line help `advisor --help` shows; ``load_command`` imports each.
 COMMANDS: dict[str, str] = {
@@ -107,12 +108,15 @@ def one_line(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Run the CLI; user errors print one line and exit with code 2, never a traceback."""
+    """Run the CLI; user errors print one line and exit with code 2, never a traceback; so do
+    faults of the study storage (a damaged or read-only file, a read-only ADVISOR_HOME)."""
     try:
         return cli.main(args=argv, prog_name="advisor", standalone_mode=False)
     except AdvisorError as exc:
-        click.echo(f"Error: {one_line(str(exc))}", err=True)
-        sys.exit(2)
+        _error(exc)
+    except Terminated:  # SIGTERM, where the command turned it into an exception
+        click.echo("Terminated.", err=True)
+        sys.exit(TERMINATED)
     except (click.exceptions.Abort, KeyboardInterrupt):  # Ctrl-C, also outside click's own
         click.echo("Aborted.", err=True)
         sys.exit(INTERRUPTED)
@@ -126,6 +130,18 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except Exception as exc:  # a storage fault met anywhere: one line that says what to do
+        from advisor.storage.checks import storage_fault
+
+        fault = storage_fault(exc)
+        if fault is None:
+            raise
+        _error(fault)
+
+
+def _error(exc: AdvisorError) -> None:
+    click.echo(f"Error: {one_line(str(exc))}", err=True)
+    sys.exit(2)
 
 
 def run() -> Any:
@@ -136,16 +152,17 @@ def run() -> Any:
     ``exec()`` runs -- at start-up that is common: dataclasses and alembic build their methods
     with ``exec`` -- even if it is caught later, and then ends the process by SIGINT after
     finalisation (status -2 instead of 130; seen in 4 of 60 Ctrl-Cs at 0.2-0.9 s). So after
-    Ctrl-C: flush, run the atexit handlers, and leave without the interpreter's finalisation.
+    Ctrl-C (and SIGTERM, 143): flush, run the atexit handlers, and leave without the
+    interpreter's finalisation.
     """
     try:
         return main()
     except SystemExit as exc:
-        if exc.code == INTERRUPTED:
+        if exc.code in (INTERRUPTED, TERMINATED):
             atexit._run_exitfuncs()  # what a normal exit would run (logging, pools, children)
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(INTERRUPTED)
+            os._exit(int(exc.code))
         raise
 
 

@@ -5,7 +5,8 @@
   claiming the next configuration of a study, happen under it, so processes started together
   neither crash on the schema (``alembic_version``) nor pick the same configuration. The lock
   is held for milliseconds (a few queries), never while a probe runs.
-- ``sigint_deferred()``: Ctrl-C during a storage write is held until the write is done.
+- ``sigint_deferred()``: Ctrl-C (or SIGTERM, under ``terminate_as_exception``) during a storage
+  write is held until the write is done.
 - ``owner_id()``/``owner_gone()``: this process as it signs what it holds, and whether the
   holder of a mark left on this host has exited (SIGKILL, a crash).
 """
@@ -63,18 +64,54 @@ def storage_lock(url: str) -> contextlib.AbstractContextManager[None]:
 
 @contextlib.contextmanager
 def sigint_deferred() -> Iterator[None]:
-    """Hold Ctrl-C (SIGINT) until the block is done, then raise KeyboardInterrupt."""
+    """Hold Ctrl-C (SIGINT) until the block is done, then raise KeyboardInterrupt; likewise a
+    SIGTERM that this process turns into ``Terminated`` (``advisor suggest`` does), raised
+    after the block."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    from advisor.errors import Terminated
+
     caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+
+    def hold(signum: int, _frame: object) -> None:
+        caught.append(signum)
+
+    previous = signal.signal(signal.SIGINT, hold)
+    term = signal.getsignal(signal.SIGTERM)
+    held_term = callable(term)  # a Python handler: SIGTERM is an exception here, so hold it
+    if held_term:
+        signal.signal(signal.SIGTERM, hold)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+        if held_term:
+            signal.signal(signal.SIGTERM, term)
+    if signal.SIGTERM in caught:
+        raise Terminated
     if caught:
         raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def terminate_as_exception() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``advisor.errors.Terminated`` (a KeyboardInterrupt),
+    so a terminated run stops as after Ctrl-C: the trial in progress is abandoned, finished
+    ones are kept and reported. Only in the main thread; the previous handler is restored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    from advisor.errors import Terminated
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def owner_id() -> str:

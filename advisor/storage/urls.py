@@ -8,7 +8,12 @@ from typing import Any
 
 from advisor.config import default_storage_url, home
 from advisor.errors import AdvisorError
-from advisor.storage.checks import check_storage, storage_driver_url, storage_errors
+from advisor.storage.checks import (
+    check_storage,
+    note_in_use,
+    storage_driver_url,
+    storage_errors,
+)
 
 _SQLITE_HOOK: list[Any] = []
 SQLITE_BUSY_TIMEOUT_S = 60.0
@@ -22,7 +27,9 @@ def resolve_storage(url: str | None) -> str:
     check_storage(url)  # scheme, driver, ADVISOR_HOME, folder and file checked before opening
     if url is None:
         home().mkdir(parents=True, exist_ok=True)
+        note_in_use(default_storage_url())
         return default_storage_url()
+    note_in_use(url)
     if url.startswith("sqlite:///"):
         path = Path(url.removeprefix("sqlite:///"))
         if str(path) not in ("", ":memory:") and not path.parent.exists():
@@ -72,7 +79,12 @@ def _sqlite_pragmas_on_connect() -> None:
     def _pragmas(dbapi_conn: Any, _record: Any) -> None:
         if isinstance(dbapi_conn, sqlite3.Connection):
             cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
+            # WAL is a property of the file: set once, by the first connection. Asking for it
+            # again on every connection while another process writes failed with "disk I/O
+            # error" (issue #28: two studies at once on the default file).
+            (mode,) = cur.execute("PRAGMA journal_mode").fetchone()
+            if str(mode).lower() != "wal":
+                cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
 

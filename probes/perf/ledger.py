@@ -70,6 +70,41 @@ class CalibrationRecord:
         )
 
 
+# One Optuna storage per URL and process: opening an RDBStorage checks the schema and starts an
+# engine, which predictions must not repeat per candidate (and, for SQLite, it waits for a busy
+# writer instead of failing: several studies may run at once on the default file).
+_STORAGES: dict[str, Any] = {}
+SQLITE_BUSY_TIMEOUT_S = 60.0
+ATTEMPTS = 5  # a SQLite read or write that fails transiently (locked, I/O race) is retried
+
+
+def _storage(url: str) -> Any:
+    import optuna
+
+    if url not in _STORAGES:
+        kwargs: dict[str, Any] = {}
+        if url.startswith("sqlite:"):
+            kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
+        _STORAGES[url] = optuna.storages.RDBStorage(url, engine_kwargs=kwargs or None)
+    return _STORAGES[url]
+
+
+def _retrying(action: Any) -> Any:
+    """``action()``, retried with a short back-off when SQLite reports a transient fault
+    (another process holds the file: "database is locked", or "disk I/O error" while a
+    writer checkpoints the WAL); the last failure propagates."""
+    from sqlalchemy.exc import OperationalError
+
+    for attempt in range(ATTEMPTS):
+        try:
+            return action()
+        except OperationalError:
+            if attempt == ATTEMPTS - 1:
+                raise
+            time.sleep(0.1 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
 def _study(storage: str | None, create: bool) -> Any:
     import optuna
 
@@ -77,13 +112,16 @@ def _study(storage: str | None, create: bool) -> Any:
     url = storage or default_storage_url()
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    rdb = _retrying(lambda: _storage(url))
     if not create:
         try:
-            return optuna.load_study(study_name=LEDGER_STUDY, storage=url)
+            return _retrying(lambda: optuna.load_study(study_name=LEDGER_STUDY, storage=rdb))
         except KeyError:  # no ledger yet
             return None
-    return optuna.create_study(
-        study_name=LEDGER_STUDY, storage=url, direction="minimize", load_if_exists=True
+    return _retrying(
+        lambda: optuna.create_study(
+            study_name=LEDGER_STUDY, storage=rdb, direction="minimize", load_if_exists=True
+        )
     )
 
 
@@ -100,7 +138,7 @@ def append(record: CalibrationRecord, storage: str | None = None) -> Calibration
         value=math.log(record.ratio),
         user_attrs={"ledger": asdict(record)},
     )
-    study.add_trial(trial)
+    _retrying(lambda: study.add_trial(trial))
     _CACHE.pop(storage or default_storage_url(), None)
     return record
 
@@ -140,7 +178,7 @@ def _read(url: str) -> list[CalibrationRecord]:
         return []
     names = {f.name for f in fields(CalibrationRecord)}
     out = []
-    for trial in study.get_trials(deepcopy=False):
+    for trial in _retrying(lambda: study.get_trials(deepcopy=False)):
         data = trial.user_attrs.get("ledger")
         if isinstance(data, dict):
             out.append(CalibrationRecord(**{k: v for k, v in data.items() if k in names}))
