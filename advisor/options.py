@@ -8,12 +8,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.errors import AdvisorError, unknown_value_error
-from advisor.evaluation.contract import Evaluation
+from advisor.evaluation.limits import constraints as constraints  # re-exported
+from advisor.evaluation.limits import is_feasible as is_feasible  # re-exported
+from advisor.evaluation.limits import objective_values as objective_values  # re-exported
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.search_spaces.space import JointSpace
 from advisor.search_spaces.workloads import ModelRef
 
 OBJECTIVES = ("time", "cost", "pareto")
+# advisor.study.samplers.SAMPLERS, named here so the CLI need not import Optuna to offer them
+# (tests/advisor/cli/test_user_paths.py holds the two together)
+SAMPLER_NAMES = ("tpe", "gp", "random", "nsga2", "skopt")
 DEFAULT_PROBE_BUDGET_SHARE = 0.10
 DEFAULT_PROBE_BUDGET_USD = 1.0  # when no --budget is given
 DEFAULT_TRIALS = 60  # most trials of a run without --trials
@@ -28,6 +33,7 @@ class OptionDoc:
     flag: str | None
     help: str
     service: bool = True
+    off: str | None = None  # the flag that sets a boolean False (--no-spot), when it has one
 
 
 # The one declaration of what `advisor suggest` takes: the CLI's flags and help, the service's
@@ -138,6 +144,31 @@ OPTIONS: dict[str, OptionDoc] = {
         "GB of data a cloud job downloads before training (default: a built-in workload's "
         "size; a user model without it leaves the download out).",
     ),
+    # Issue #28: machine filters in SkyPilot's words; they narrow the space's machines.
+    "gpus": OptionDoc(
+        "--gpus",
+        "Only machines with this accelerator and count, as SkyPilot writes it: A100:1, V100:4, "
+        "T4 (count 1), cpu (none); a family matches its variants (A100: A100-80GB too).",
+    ),
+    "cloud": OptionDoc(
+        "--cloud",
+        "Only this cloud's machines: aws, gcp or azure (this machine too only with --local).",
+    ),
+    "region": OptionDoc(
+        "--region",
+        "Price every machine in this region (us-east-1, us-central1, eastus...); types not "
+        "sold there are left out (default: each type's cheapest region).",
+    ),
+    "spot": OptionDoc(
+        "--spot",
+        "--spot: spot/preemptible capacity only; --no-spot: on demand only (default: both).",
+        off="--no-spot",
+    ),
+    "local": OptionDoc(
+        "--local",
+        "Whether this machine is a candidate (probed for real; default: yes, unless --cloud).",
+        off="--no-local",
+    ),
     "include_previous_generation": OptionDoc(
         "--include-previous-generation",
         "Also recommend previous-generation and retired machine types (K80, P3, Azure NCv3; "
@@ -188,6 +219,12 @@ class SuggestOptions:
     data_gb: float | None = None  # issue #14: the dataset a cloud job downloads (GB)
     # Issue #27: previous-generation and retired types are candidates only when asked for.
     include_previous_generation: bool = False
+    # Issue #28: filters in SkyPilot's words (advisor.search_spaces.filters); None: the space's
+    gpus: str | None = None
+    cloud: str | None = None
+    region: str | None = None
+    spot: bool | None = None
+    local: bool | None = None
 
     def __post_init__(self) -> None:
         if self.data_gb is not None and not 0 <= self.data_gb < math.inf:
@@ -226,6 +263,14 @@ class SuggestOptions:
                 f"--cloud-probes must be a whole number >= 0, got {self.cloud_probes!r}.",
                 "give how many cloud machines to probe for real (0: none).",
             )
+        if self.threads is not None:
+            from advisor.probes.host import check_threads
+
+            check_threads(self.threads)  # issue #28: at most this machine's cores
+        if self.gpus is not None:
+            from advisor.search_spaces.filters import parse_gpus
+
+            parse_gpus(self.gpus)  # NAME[:COUNT], checked here; the name against the catalog
         if self.probe_iterations < 3:
             raise AdvisorError(
                 f"--probe-iterations must be >= 3, got {self.probe_iterations}.",
@@ -339,37 +384,6 @@ def _data_size(options: SuggestOptions, wl: Any) -> dict[str, Any]:
         "data_bytes": wl.data_bytes(n_train, n_val),
         "data_basis": f"{n_train + n_val:,} samples x fp32 {shape}, modelled",
     }
-
-
-def objective_values(objective: str, ev: Evaluation) -> list[float]:
-    """The study's objective values of a finished evaluation (runtime, cost or both)."""
-    assert ev.runtime is not None and ev.cost is not None
-    if objective == "time":
-        return [ev.runtime.value]
-    if objective == "cost":
-        return [ev.cost.value]
-    return [ev.runtime.value, ev.cost.value]
-
-
-def constraints(
-    options: SuggestOptions, ev: Evaluation, optimistic: bool = False
-) -> dict[str, float]:
-    """Optuna constraint values (<= 0: met) of the budget and deadline; ``optimistic`` uses
-    the interval's low end (could it still fit?)."""
-    assert ev.runtime is not None and ev.cost is not None
-    out: dict[str, float] = {}
-    if options.budget_usd is not None:
-        cost = ev.cost.low if optimistic else ev.cost.value
-        out["budget"] = cost - options.budget_usd
-    if options.deadline_s is not None:
-        runtime = ev.runtime.low if optimistic else ev.runtime.value
-        out["deadline"] = runtime - options.deadline_s
-    return out
-
-
-def is_feasible(options: SuggestOptions, ev: Evaluation, optimistic: bool = False) -> bool:
-    """Whether ``ev`` meets the budget and deadline."""
-    return all(v <= 0 for v in constraints(options, ev, optimistic).values())
 
 
 def request_body(options: SuggestOptions, space_text: str | None = None) -> dict[str, Any]:

@@ -14,9 +14,11 @@ from typing import Any
 from advisor.evaluation.contract import Backend
 from advisor.options import SuggestOptions
 from advisor.report.build import build_report, check_feasible
-from advisor.report.dashboard import save_study_note
 from advisor.report.hyperparameters import attach as attach_hyperparameters
+from advisor.report.study_note import save_study_note
+from advisor.study.answer_cache import answer_for, keep, sqlite_path
 from advisor.study.run import Progress, run_suggest
+from advisor.tuning.pick import RECOMMENDATION, recommendation_attr
 
 
 def suggest(
@@ -39,6 +41,10 @@ def suggest(
         options = SuggestOptions(**fields)
     elif fields:
         raise TypeError("pass SuggestOptions or its fields, not both")
+    if backend is None and storage is None:  # issue #28: a stopped study answers at once
+        kept = answer_for(options)
+        if kept is not None:
+            return kept
     outcome = run_suggest(options, backend, progress=progress, storage=storage)
     check_feasible(outcome)
     report = build_report(outcome)
@@ -49,4 +55,24 @@ def suggest(
         tune_step(outcome, report["recommended"], rows, options.tune_s, progress=progress)
     attach_hyperparameters(report, outcome.study)  # what the study's short runs found
     save_study_note(outcome.study, report)  # the dashboard shows the same report
+    saved = recommendation_attr(report)  # issue #28: `advisor submit --study` submits it
+    if saved is not None and outcome.study.user_attrs.get(RECOMMENDATION) != saved:
+        outcome.study.set_user_attr(RECOMMENDATION, saved)
+    _keep_answer(outcome, report)
     return report
+
+
+def _keep_answer(outcome: Any, report: dict[str, Any]) -> None:
+    """Issue #28: keep the answer with its inputs' fingerprint (``advisor.study.answer_cache``)
+    when the study is a SQLite file and its snapshot a catalog's; a re-run of a study that
+    stopped then answers from it."""
+    from advisor.errors import AdvisorError
+    from advisor.providers.catalog import snapshot_dir
+
+    db = sqlite_path(outcome.storage_url)
+    try:
+        _, folder = snapshot_dir(outcome.snapshot)
+    except AdvisorError:  # a replay table's snapshot is no catalog's
+        return
+    wl = outcome.workload
+    keep(outcome.study, db, wl.name, wl.framework, folder, report)

@@ -1,8 +1,12 @@
 """The probe child process: ``python -m advisor.probes.child`` (started by ``run_probe``).
 
-Reads one :class:`~advisor.probes.result.ProbeRequest` as JSON from stdin, runs its
-framework's runner (:data:`advisor.probes.runner.FRAMEWORK_ENTRY`) and writes the
-:class:`~advisor.probes.result.ProbeResult` JSON as the LAST line of stdout. A failure the
+Reads one :class:`~advisor.probes.result.ProbeRequest` as JSON from stdin (or a JSON list of
+them, run in order: one process for several batch sizes, issue #28), runs its framework's
+runner (:data:`advisor.probes.runner.FRAMEWORK_ENTRY`) and writes each
+:class:`~advisor.probes.result.ProbeResult` as one JSON line of stdout, in order. A later
+probe of a shared process counts the interpreter start and imports measured for the first
+in its initialisation (they happen once per run of a job too) and records that it shared the
+process (``fingerprint["probe_process"]``); its peak memory is its own. A failure the
 runner could not report itself (the framework does not import, say) is still written as a
 result, classified by exception type; only what kills the process (a signal, ``os._exit``)
 is left to the parent, which reads the exit status. Progress events go to stderr as lines
@@ -11,6 +15,7 @@ is left to the parent, which reads the exit status. Progress events go to stderr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -26,20 +31,59 @@ def _progress(phase: str, done: int, total: int) -> None:
 
 
 def main() -> int:
-    """Run one probe described on stdin; print its result as the last stdout line."""
+    """Run the probes described on stdin (one request, or a JSON list of them run in order);
+    print each result as one stdout line, in order, as soon as it is known."""
+    text = sys.stdin.read()
+    data = json.loads(text)
+    requests = (
+        [ProbeRequest(**r) for r in data] if isinstance(data, list) else [ProbeRequest(**data)]
+    )
+    imports_s: float | None = None
+    for position, request in enumerate(requests):
+        if position > 0:  # issue #28: one process for several batch sizes
+            assert imports_s is not None
+            request = shared_process(request, imports_s)
+        _progress(f"start:{position}", position, len(requests))
+        result, imports_s = _run(request, imports_s)
+        if position > 0:
+            result = dataclasses.replace(
+                result,
+                fingerprint={
+                    **result.fingerprint,
+                    "probe_process": {"position": position, "imports_s": round(imports_s, 4)},
+                },
+            )
+        sys.stdout.flush()
+        print(result.to_json(), flush=True)
+    return 0
+
+
+def shared_process(request: ProbeRequest, imports_s: float) -> ProbeRequest:
+    """A later request of a shared process: its initialisation starts ``imports_s`` (the
+    interpreter start and imports this process measured for its first probe) before now, so
+    ``init_s`` is still interpreter + imports + this batch's build, each measured."""
+    from advisor.probes.host import reset_peak_rss
+
+    reset_peak_rss()  # its peak memory is its own, not an earlier batch size's
+    return dataclasses.replace(request, process_start=time.time() - imports_s)
+
+
+def _run(request: ProbeRequest, imports_s: float | None) -> tuple[ProbeResult, float]:
+    """One probe; returns its result and the interpreter-and-import time (measured on the
+    first: process start until the framework's runner is imported)."""
     from advisor.probes.framework import classify
     from advisor.probes.runner import resolve_entry
 
-    request = ProbeRequest.from_json(sys.stdin.read())
     started = request.process_start if request.process_start is not None else time.time()
     try:
-        result = resolve_entry(request.framework)(request, on_progress=_progress)
+        entry = resolve_entry(request.framework)
+        if imports_s is None:
+            imports_s = time.time() - started
+        result = entry(request, on_progress=_progress)
     except Exception as exc:  # what the runner could not turn into a result itself
         reason = one_line(f"{type(exc).__name__}: {exc}")
         result = ProbeResult.failure(request, classify(exc), reason, time.time() - started)
-    sys.stdout.flush()
-    print(result.to_json(), flush=True)
-    return 0
+    return result, imports_s if imports_s is not None else time.time() - started
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ exception type (:meth:`FrameworkRunner.classify`) and come back as a failed
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from abc import ABC, abstractmethod
@@ -47,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from advisor.probes.gradient_noise import NoiseScale
-from advisor.probes.host import peak_rss_bytes
+from advisor.probes.host import busy_cpu_s, cores, others_cores, peak_rss_bytes
 from advisor.probes.result import ProbeRequest, ProbeResult, ProbeStatus, one_line
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
@@ -91,6 +92,10 @@ class Timed:
     first_batch_wall: float
 
 
+STEADY_SAMPLES = 3  # steady steps that must agree before a time-boxed probe may stop early
+STEADY_SPREAD = 0.05  # ... within this share of the fastest of them
+
+
 class TimeBox:
     """Counts the timed steps, reports progress and applies the probe's time box.
 
@@ -103,6 +108,7 @@ class TimeBox:
         self.total = total
         self._on_progress = on_progress
         self._start: float | None = None
+        self._ends: list[float] = []
         self.done = 0
 
     def start(self) -> None:
@@ -113,12 +119,27 @@ class TimeBox:
         """Record one finished step; whether the probe should stop now."""
         self.start()
         self.done += 1
+        self._ends.append(time.perf_counter())
         if self._on_progress is not None:
             self._on_progress("iterations", self.done, self.total)
         assert self._start is not None
-        return self.done >= self.total or self.request.stop_early(
-            self.done, time.perf_counter() - self._start
+        return (
+            self.done >= self.total
+            or self.request.stop_early(self.done, time.perf_counter() - self._start)
+            or self._steady()
         )
+
+    def _steady(self) -> bool:
+        """Issue #28: a time-boxed probe stops once its last ``STEADY_SAMPLES`` steady steps
+        (the first step is warm-up) agree within ``STEADY_SPREAD``: more of the same would
+        not change the steady time. A probe slowed by other processes varies more, so it
+        keeps going to its iterations or time box."""
+        if self.request.max_seconds is None or self.done < STEADY_SAMPLES + 1:
+            return False
+        last = self._ends[-(STEADY_SAMPLES + 1) :]  # the ends of the last steady steps
+        steps = [b - a for a, b in itertools.pairwise(last)]
+        low = min(steps)
+        return low > 0 and max(steps) / low <= 1 + STEADY_SPREAD
 
 
 class FrameworkRunner(ABC):
@@ -226,7 +247,12 @@ class FrameworkRunner(ABC):
     ) -> ProbeResult:
         prepared = self.prepare(request)
         box = TimeBox(request, request.iterations, on_progress)
+        busy, cpu, wall = busy_cpu_s(), time.process_time(), time.perf_counter()
         timed = self.run_iterations(prepared, request, box)
+        # issue #28: how busy the rest of the machine was while the steps were timed
+        others = others_cores(
+            busy, busy_cpu_s(), time.process_time() - cpu, time.perf_counter() - wall
+        )
         if len(timed.iteration_s) < 2:
             raise ValueError(f"the probe timed {len(timed.iteration_s)} iterations, not >= 2")
 
@@ -265,6 +291,8 @@ class FrameworkRunner(ABC):
             init_note=init_note,
             generated_train_samples=prepared.generated_train_samples,
         )
+        if others is not None:  # measured: other processes' busy cores over the timed steps
+            fingerprint["contention"] = {"others_cores": round(others, 3), "cores": cores()}
         if in_bytes is not None:  # issue #27: measured, not assumed from a shape
             fingerprint["input_bytes_per_sample"] = float(in_bytes)
         return ProbeResult(

@@ -20,13 +20,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,12 +64,47 @@ def run_probe(
     The child never outlives the call: on KeyboardInterrupt (or any exception) here it is
     killed and reaped before the exception propagates.
     """
-    if request.framework not in FRAMEWORK_ENTRY:
-        raise unknown_value_error("framework", request.framework, FRAMEWORK_ENTRY)
+    return run_probes([request], on_progress, python=python)[0]
+
+
+def run_probes(
+    requests: Sequence[ProbeRequest],
+    on_progress: ProgressFn | None = None,
+    on_start: Callable[[int], None] | None = None,
+    python: str = sys.executable,
+    on_result: Callable[[int, ProbeResult], None] | None = None,
+) -> list[ProbeResult]:
+    """Run ``requests`` in order in one child process (issue #28: the interpreter and the
+    framework start once for several batch sizes) and return one result each, in order.
+
+    Each request keeps its own timeout (from the previous result on). A request the child
+    cannot finish (a timeout, a crash, the out-of-memory killer) fails as ``run_probe``
+    would say, and the requests after it run in a new child. ``on_start(i)`` hears when the
+    i-th request begins, ``on_result(i, result)`` each result as soon as it is known (so an
+    interrupt keeps what finished). The child never outlives the call.
+    """
+    if not requests:
+        return []
+    for request in requests:
+        if request.framework not in FRAMEWORK_ENTRY:
+            raise unknown_value_error("framework", request.framework, FRAMEWORK_ENTRY)
     start = time.time()
-    request = dataclasses.replace(request, process_start=start)
+    first = dataclasses.replace(requests[0], process_start=start)
+    batch = [first, *requests[1:]]
     oom_kills_before = oom_kill_count()
     proc: subprocess.Popen[str] | None = None
+    results: queue.Queue[str | None] = queue.Queue()
+    stderr: deque[str] = deque(maxlen=_STDERR_TAIL)
+    done: list[ProbeResult] = []
+    timed_out = False
+
+    def progress(phase: str, n: int, total: int) -> None:
+        if phase.startswith("start:"):
+            if on_start is not None:
+                on_start(int(phase.split(":", 1)[1]))
+        elif on_progress is not None:
+            on_progress(phase, n, total)
+
     try:
         proc = subprocess.Popen(
             [python, "-m", "advisor.probes.child"],
@@ -78,49 +114,74 @@ def run_probe(
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        stdout: list[str] = []
-        stderr: deque[str] = deque(maxlen=_STDERR_TAIL)
         readers = [
-            threading.Thread(target=_read_stdout, args=(proc, stdout), daemon=True),
-            threading.Thread(target=_read_stderr, args=(proc, stderr, on_progress), daemon=True),
+            threading.Thread(target=_read_results, args=(proc, results), daemon=True),
+            threading.Thread(target=_read_stderr, args=(proc, stderr, progress), daemon=True),
         ]
         for reader in readers:
             reader.start()
         assert proc.stdin is not None
+        payload = [json.loads(r.to_json()) for r in batch]
         try:
-            proc.stdin.write(request.to_json())
+            proc.stdin.write(json.dumps(payload) if len(batch) > 1 else batch[0].to_json())
             proc.stdin.close()
         except BrokenPipeError:
             pass
-        timed_out = False
-        try:
-            proc.wait(timeout=request.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        for reader in readers:
-            reader.join(timeout=0 if timed_out else 5)
+        since = start
+        while len(done) < len(batch):
+            wait = batch[len(done)].timeout_s - (time.time() - since)
+            try:
+                line = results.get(timeout=max(wait, 0.0))
+            except queue.Empty:
+                timed_out = True
+                break
+            if line is None:  # the child ended
+                break
+            result = _last_result([line])
+            if result is not None:
+                done.append(result)
+                since = time.time()
+                if on_result is not None:
+                    on_result(len(done) - 1, result)
+        if not timed_out and len(done) < len(batch):
+            proc.wait()
+            for reader in readers:
+                reader.join(timeout=5)
     finally:
         if proc is not None and proc.poll() is None:  # timed out, interrupted, or an error
             proc.kill()
             proc.wait()
-    wall = time.time() - start
+    if len(done) == len(batch):
+        return done
+    failed = batch[len(done)]
+    wall = time.time() - (start if not done else since)
     if timed_out:
-        return ProbeResult.failure(
-            request, "timeout", f"the probe ran past its timeout of {request.timeout_s:g} s", wall
-        )
-    result = _last_result(stdout)
-    if result is not None:
-        return result
-    oom_kills = (oom_kills_before, oom_kill_count())
-    return ProbeResult.failure(
-        request, *classify_exit(proc.returncode, list(stderr), oom_kills), wall
-    )
+        reason = f"the probe ran past its timeout of {failed.timeout_s:g} s"
+        done.append(ProbeResult.failure(failed, "timeout", reason, wall))
+    else:
+        assert proc is not None
+        oom_kills = (oom_kills_before, oom_kill_count())
+        status, reason = classify_exit(proc.returncode, list(stderr), oom_kills)
+        done.append(ProbeResult.failure(failed, status, reason, wall))
+    if on_result is not None:
+        on_result(len(done) - 1, done[-1])
+    rest = batch[len(done) :]
+    if rest:  # a new process for the requests the failed one left unrun
+        offset = len(done)
+        started = (lambda i: on_start(i + offset)) if on_start is not None else None
+        noted = (lambda i, r: on_result(i + offset, r)) if on_result is not None else None
+        done += run_probes(rest, on_progress, started, python, noted)
+    return done
 
 
-def _read_stdout(proc: subprocess.Popen[str], out: list[str]) -> None:
+def _read_results(proc: subprocess.Popen[str], out: queue.Queue[str | None]) -> None:
+    """Each JSON result line of the child as it comes; None when its stdout closes."""
     assert proc.stdout is not None
     for line in proc.stdout:
-        out.append(line.rstrip("\n"))
+        text = line.strip()
+        if text.startswith("{"):
+            out.put(text)
+    out.put(None)
 
 
 def _read_stderr(

@@ -36,9 +36,9 @@ def param_to_optuna(p: Param) -> BaseDistribution:
     )
 
     if isinstance(p, FloatParam):
-        return FloatDistribution(p.low, p.high, log=p.log)
+        return FloatDistribution(p.low, p.high, log=p.log, step=p.step)
     if isinstance(p, IntParam):
-        return IntDistribution(p.low, p.high, log=p.log)
+        return IntDistribution(p.low, p.high, log=p.log, step=p.step or 1)
     return CategoricalDistribution(p.choices)
 
 
@@ -85,9 +85,9 @@ def suggest(
 
 def _suggest_one(trial: optuna.trial.Trial, p: Param) -> Any:
     if isinstance(p, FloatParam):
-        return trial.suggest_float(p.name, p.low, p.high, log=p.log)
+        return trial.suggest_float(p.name, p.low, p.high, log=p.log, step=p.step)
     if isinstance(p, IntParam):
-        return trial.suggest_int(p.name, p.low, p.high, log=p.log)
+        return trial.suggest_int(p.name, p.low, p.high, log=p.log, step=p.step or 1)
     return trial.suggest_categorical(p.name, p.choices)
 
 

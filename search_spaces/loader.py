@@ -10,6 +10,8 @@ The format (every section optional except where noted)::
       max_gpus: 8
       max_price: 40                    # USD per hour
       spot: true                       # allow spot/preemptible capacity
+      on_demand: true                  # allow on-demand capacity (false: spot only)
+      region: us-east-1                # price there; types not sold there are left out
       include_local: true              # probe this machine for real
     batch_sizes: [256, 512, 1024, 2048]
     hyperparameters:
@@ -41,6 +43,11 @@ from advisor.search_spaces.space import (
     MachineFilter,
     Param,
 )
+from advisor.search_spaces.space_rules import (
+    check_accepted,
+    check_conditions,
+    check_runtime_values,
+)
 
 from advisor.errors import AdvisorError, close_matches
 
@@ -56,9 +63,15 @@ _MACHINE_KEYS = (
     "max_gpus",
     "max_price",
     "spot",
+    "on_demand",
     "include_local",
+    "region",
 )
-_PARAM_KEYS = ("type", "low", "high", "log", "choices", "condition", "affects_runtime")
+_PARAM_KEYS = ("type", "low", "high", "log", "step", "choices", "condition", "affects_runtime")
+# Issue #28: bounds on every size a space file can ask for, each named in its error.
+MAX_BATCH_SIZES = 32  # batch sizes listed (each is one local probe)
+MAX_BATCH = 2**20  # largest batch size
+MAX_INT = 2**31 - 1  # integer hyperparameters (the tuning services' limit)
 _FIX = "edit the space file (format: advisor.search_spaces.loader docstring, or docs/suggest.md)."
 
 
@@ -175,9 +188,21 @@ def load_space(path_or_text: str | Path, workload: str | None = None) -> JointSp
         items = r.seq(top["batch_sizes"][1], "batch_sizes")
         if not items:
             raise r.error(top["batch_sizes"][1], "batch_sizes", "must not be empty")
+        if len(items) > MAX_BATCH_SIZES:  # issue #28: each batch size is probed here
+            raise r.error(
+                top["batch_sizes"][1],
+                "batch_sizes",
+                f"lists {len(items)} batch sizes, more than {MAX_BATCH_SIZES} (each one is "
+                "probed on this machine)",
+                f"list at most {MAX_BATCH_SIZES}, e.g. powers of two.",
+            )
         for node, v in items:
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise r.error(node, "batch_sizes", f"must be positive integers, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= MAX_BATCH:
+                raise r.error(
+                    node,
+                    "batch_sizes",
+                    f"must be positive integers, got {v!r} (at most {MAX_BATCH})",
+                )
         batch_sizes = tuple(v for _, v in items)
     params: list[Param] = []
     if "hyperparameters" in top:
@@ -195,8 +220,8 @@ def load_space(path_or_text: str | Path, workload: str | None = None) -> JointSp
                     f"refers to unknown parameter '{p.condition.on}'",
                     f"use one of: {', '.join(sorted(names - {p.name}))}.",
                 )
-        _check_conditions(r, params, entries)
-        _check_accepted(r, name, params, entries)
+        check_conditions(r, params, entries)
+        check_accepted(r, name, params, entries)
     try:
         return JointSpace(
             workload=name,
@@ -232,41 +257,6 @@ def _read(path_or_text: str | Path) -> tuple[str, str]:
     return text, "space"
 
 
-def _check_conditions(r: _Reader, params: list[Param], entries: dict) -> None:
-    """No parameter may be conditioned on itself or, through others, on itself (a cycle)."""
-    on = {p.name: p.condition.on for p in params if p.condition is not None}
-    for start in on:
-        seen = [start]
-        while seen[-1] in on:
-            nxt = on[seen[-1]]
-            if nxt in seen:
-                loop = " -> ".join([*seen[seen.index(nxt) :], nxt])
-                what = "is on the parameter itself" if len(seen) == 1 else f"forms a cycle ({loop})"
-                raise r.error(
-                    entries[start][1],
-                    f"hyperparameters.{start}.condition.on",
-                    f"the condition {what}",
-                    "condition each parameter on another one that is always active.",
-                )
-            seen.append(nxt)
-
-
-def _check_accepted(r: _Reader, workload: str, params: list[Param], entries: dict) -> None:
-    """Ranges and choices must be values the built-in workload's builder takes."""
-    from advisor.search_spaces.workloads.accepted import refused
-
-    for p in params:
-        values = p.choices if isinstance(p, CategoricalParam) else (p.low, p.high)
-        why = refused(workload, p.name, tuple(values))
-        if why:
-            raise r.error(
-                entries[p.name][1],
-                f"hyperparameters.{p.name}",
-                why,
-                "narrow the range (or choices) to what the workload takes.",
-            )
-
-
 def _machines(r: _Reader, node: yaml.Node) -> MachineFilter:
     fields = r.mapping(node, "machines", _MACHINE_KEYS)
     kwargs: dict[str, Any] = {}
@@ -288,6 +278,8 @@ def _machines(r: _Reader, node: yaml.Node) -> MachineFilter:
             if v <= 0:
                 raise r.error(v_node, full, f"must be > 0 (USD per hour), got {v}")
             kwargs[key] = float(v)
+        elif key == "region":
+            kwargs[key] = str(r.value(v_node))
         else:
             kwargs[key] = r.boolean(v_node, full)
     try:
@@ -331,8 +323,29 @@ def _param(r: _Reader, name: str, node: yaml.Node) -> Param:
         low = r.number(fields["low"][1], f"{key}.low", integer)
         high = r.number(fields["high"][1], f"{key}.high", integer)
         log = r.boolean(fields["log"][1], f"{key}.log") if "log" in fields else False
+        step = r.number(fields["step"][1], f"{key}.step", integer) if "step" in fields else None
         if integer:
-            return IntParam(name, int(low), int(high), log, condition, affects)
-        return FloatParam(name, float(low), float(high), log, condition, affects)
+            for bound, v in (("low", low), ("high", high)):
+                if abs(v) > MAX_INT:
+                    raise r.error(
+                        fields[bound][1],
+                        f"{key}.{bound}",
+                        f"must be within +-{MAX_INT:,} (a 32-bit integer), got {v:,}",
+                    )
+        if affects:
+            check_runtime_values(r, node, key, low, high, step, integer)
+        if integer:
+            return IntParam(
+                name,
+                int(low),
+                int(high),
+                log,
+                condition,
+                affects,
+                None if step is None else int(step),
+            )
+        return FloatParam(
+            name, float(low), float(high), log, condition, affects, None if step is None else step
+        )
     except ValueError as exc:
         raise r.error(node, key, str(exc).removeprefix(f"{name}: ")) from exc

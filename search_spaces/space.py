@@ -19,6 +19,23 @@ class Condition:
     values: tuple[Any, ...]
 
 
+def _check_step(p: FloatParam | IntParam) -> None:
+    """Optuna's rule for ``step``: positive, not with ``log``, and ``high - low`` a multiple."""
+    if p.step is None:
+        return
+    if not p.step > 0:
+        raise ValueError(f"{p.name}: step must be > 0, but got step={p.step}")
+    if p.log and p.step != 1:
+        raise ValueError(f"{p.name}: step and log cannot both be set (as in Optuna)")
+    n = (p.high - p.low) / p.step
+    if abs(n - round(n)) > 1e-9 * max(1.0, abs(n)):
+        high = p.low + int(n) * p.step
+        raise ValueError(
+            f"{p.name}: high - low must be a multiple of step {p.step:g}, but got low={p.low:g}, "
+            f"high={p.high:g} (a high of {high:g} would be)"
+        )
+
+
 @dataclass(frozen=True)
 class FloatParam:
     name: str
@@ -27,6 +44,7 @@ class FloatParam:
     log: bool = False
     condition: Condition | None = None
     affects_runtime: bool = False  # True: part of the probe cache key (e.g. a layer width)
+    step: float | None = None  # Optuna's discretisation step (None: continuous)
 
     def __post_init__(self) -> None:
         if not self.low < self.high:
@@ -35,6 +53,7 @@ class FloatParam:
             )
         if self.log and self.low <= 0:
             raise ValueError(f"{self.name}: a log scale needs low > 0, but got low={self.low}")
+        _check_step(self)
 
 
 @dataclass(frozen=True)
@@ -45,6 +64,7 @@ class IntParam:
     log: bool = False
     condition: Condition | None = None
     affects_runtime: bool = False  # True: part of the probe cache key (e.g. a layer width)
+    step: int | None = None  # Optuna's step (None: 1)
 
     def __post_init__(self) -> None:
         if not self.low < self.high:
@@ -53,6 +73,7 @@ class IntParam:
             )
         if self.log and self.low <= 0:
             raise ValueError(f"{self.name}: a log scale needs low > 0, but got low={self.low}")
+        _check_step(self)
 
 
 @dataclass(frozen=True)
@@ -85,6 +106,8 @@ class MachineFilter:
     max_price: float | None = None  # USD per hour
     spot: bool = True  # whether spot/preemptible capacity may be chosen
     include_local: bool = True  # the machine the advisor runs on, probed for real
+    on_demand: bool = True  # issue #28: whether on-demand capacity may be chosen (--spot: no)
+    region: str | None = None  # issue #28: price in this region; types not sold there left out
 
     def __post_init__(self) -> None:
         if self.min_gpus < 0:
@@ -95,6 +118,10 @@ class MachineFilter:
             )
         if self.max_price is not None and self.max_price <= 0:
             raise ValueError(f"max_price must be > 0, but got {self.max_price}")
+        if not (self.spot or self.on_demand):
+            raise ValueError("spot and on_demand cannot both be false: no capacity is left")
+        if self.region is not None and not self.region.strip():
+            raise ValueError("region must not be empty")
 
 
 @dataclass(frozen=True)
@@ -142,6 +169,8 @@ def _param_to_dict(p: Param) -> dict[str, Any]:
         out.update(
             type="float" if isinstance(p, FloatParam) else "int", low=p.low, high=p.high, log=p.log
         )
+        if p.step is not None:  # issue #28: Optuna's step
+            out["step"] = p.step
     if p.condition is not None:
         out["condition"] = {"on": p.condition.on, "values": list(p.condition.values)}
     if p.affects_runtime:
@@ -159,13 +188,24 @@ def _param_from_dict(data: dict[str, Any]) -> Param:
     kind = data.get("type")
     if kind == "categorical":
         return CategoricalParam(data["name"], tuple(data["choices"]), **common)
+    step = data.get("step")
     if kind == "float":
         return FloatParam(
-            data["name"], float(data["low"]), float(data["high"]), bool(data.get("log")), **common
+            data["name"],
+            float(data["low"]),
+            float(data["high"]),
+            bool(data.get("log")),
+            step=None if step is None else float(step),
+            **common,
         )
     if kind == "int":
         return IntParam(
-            data["name"], int(data["low"]), int(data["high"]), bool(data.get("log")), **common
+            data["name"],
+            int(data["low"]),
+            int(data["high"]),
+            bool(data.get("log")),
+            step=None if step is None else int(step),
+            **common,
         )
     raise ValueError(f"parameter type must be float, int or categorical, but got {kind!r}")
 
@@ -185,6 +225,9 @@ def space_to_dict(space: JointSpace) -> dict[str, Any]:
             "max_price": m.max_price,
             "spot": m.spot,
             "include_local": m.include_local,
+            # issue #28, written only when set: older studies' names (their hash) stay
+            **({} if m.on_demand else {"on_demand": False}),
+            **({} if m.region is None else {"region": m.region}),
         },
         "batch_sizes": list(space.batch_sizes),
         "hyperparameters": [_param_to_dict(p) for p in space.hyperparameters],

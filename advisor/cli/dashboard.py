@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from advisor.cli import params as p
+from advisor.errors import AdvisorError
 
 if TYPE_CHECKING:
     from advisor.report.dashboard import DashboardView
@@ -24,7 +25,6 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
     import socket
 
     from advisor._lazy import require
-    from advisor.errors import AdvisorError
     from advisor.storage.urls import resolve_storage
 
     url = resolve_storage(storage)
@@ -40,10 +40,7 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
         try:
             s.bind((host, port))
         except OSError as exc:
-            raise AdvisorError(
-                f"Cannot serve on {host}:{port}: {exc.strerror or exc}.",
-                f"pass another --port (e.g. --port {port + 1}) or stop what uses {port}.",
-            ) from None
+            raise bind_error(host, port, exc) from None
     view = _view(url)  # a bad file or server: one line here, before optuna-dashboard loads
     dash = require("optuna_dashboard", "dashboard", "advisor dashboard")
     from wsgiref.simple_server import make_server
@@ -58,6 +55,31 @@ def dashboard(storage: str | None, host: str, port: int) -> None:
     # The standard library's wsgiref server, as optuna-dashboard's run_server uses.
     with make_server(host, port, app) as server, contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
+
+
+def bind_error(host: str, port: int, exc: OSError) -> AdvisorError:
+    """Why serving on host:port failed, with the fix that matches: a host that is no address
+    of this machine (or no address at all) needs another --host; a port below 1024 or in use
+    another --port."""
+    import errno
+    import socket
+
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return AdvisorError(
+            f"Cannot serve on {host}:{port}: {reason} ('{host}' is not an address of this "
+            "machine).",
+            "pass --host 127.0.0.1 (this machine only) or --host 0.0.0.0 (every interface).",
+        )
+    if exc.errno == errno.EACCES and port < 1024:
+        return AdvisorError(
+            f"Cannot serve on {host}:{port}: {reason} (ports below 1024 need privileges).",
+            "pass --port 8080 (or another port above 1023).",
+        )
+    return AdvisorError(
+        f"Cannot serve on {host}:{port}: {reason}.",
+        f"pass another --port (e.g. --port {port + 1}) or stop what uses {port}.",
+    )
 
 
 def _view(url: str) -> DashboardView:

@@ -91,6 +91,27 @@ class BoundedInt(click.ParamType):
         return number
 
 
+class Threads(BoundedInt):
+    """A thread count for a probe on this machine: 1 to its cores (more threads than cores
+    only contend with each other, and thousands of them stall the machine)."""
+
+    def __init__(self) -> None:
+        super().__init__(1, None)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from advisor.probes.host import cores
+
+        number = super().convert(value, param, ctx)
+        if number > cores():
+            self.fail(
+                f"{number} is more than the {cores()} cores of this machine: give at most "
+                f"{cores()} (default: all of them).",
+                param,
+                ctx,
+            )
+        return number
+
+
 class EpochsAt(click.ParamType):
     """``B=N``: N epochs to target seen at batch size B (issue #19). Returns ``(B, N)``."""
 
@@ -201,7 +222,7 @@ class ModelRef(click.ParamType):
 USD = FiniteFloat(0.0, 1e9, low_open=True)  # budgets and prices: > 0
 USD_OR_ZERO = FiniteFloat(0.0, 1e9)  # a probe budget may be 0 (use what is cached)
 SEED = BoundedInt(0, 2**32 - 1)  # numpy's seeds are 32-bit
-THREADS = BoundedInt(1, 4096)
+THREADS = Threads()  # at most this machine's cores (issue #28)
 POSITIVE = BoundedInt(1, 10**9)  # epochs, batch sizes, samples, trials
 EPOCHS_AT = EpochsAt()
 COUNT_OR_ZERO = BoundedInt(0, 10**9)

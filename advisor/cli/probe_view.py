@@ -19,7 +19,12 @@ def check_workload(model: str, framework: str) -> None:
         raise AdvisorError(
             f"Unknown framework '{framework}'.", f"use one of: {', '.join(FRAMEWORK_ENTRY)}."
         )
-    if not ModelRef(model).is_user:
+    from advisor.search_spaces.workloads.available import check_framework, check_user_module
+
+    check_framework(framework)  # issue #28: not installed -> one line, not a failed probe
+    if ModelRef(model).is_user:
+        check_user_module(model)
+    else:
         get(model).builder  # noqa: B018 - raises the one-line "unknown model" error
         if framework not in get(model).builders:
             raise AdvisorError(
@@ -64,13 +69,14 @@ def _fmt_bytes(n: int | None) -> str:
 
 def render(result: Any) -> None:
     """Print a probe's measured phases as a table."""
+    from rich.markup import escape
     from rich.table import Table
 
     from advisor.probes.iteration_model import phase_times, relative_spread
 
     console = output.console()
     if not result.ok:
-        console.print(f"probe failed ({result.status}): {result.reason}")
+        console.print(escape(f"probe failed ({result.status}): {result.reason}"))
         return
     ph = phase_times(result)
     table = Table(

@@ -11,7 +11,8 @@ from typing import Any
 import click
 
 from advisor.cli import params as p
-from advisor.errors import AdvisorError
+from advisor.cli.outputs import write_text
+from advisor.errors import AdvisorError, MissingExtraError
 from advisor.tuning.jobs import PROVIDERS
 
 
@@ -161,13 +162,24 @@ def submit(
     for note in spec.notes:
         click.echo(f"Note: {note}.", err=True)
     if dry_run:
-        request = backend.build_request(spec)
+        what = f"{backend.label} request"
+        try:
+            request = backend.build_request(spec)
+        except MissingExtraError as exc:  # issue #28: a dry run needs no cloud SDK
+            backend.check(spec)  # the service's limits are checked without it
+            request, what = {"plan": spec.to_dict()}, f"{backend.label} job plan"
+            click.echo(
+                f"Note: {exc.problem} The exact request is built by that SDK, so this is the "
+                f"job's plan (machine, batch size, ranges, trials) it is built from; "
+                f"{exc.fix} to see the request itself.",
+                err=True,
+            )
         text = json.dumps(request, indent=2, sort_keys=False, default=str)
         if image is None:
-            click.echo(f"Note: no --image given; the request shows {PLACEHOLDER_IMAGE}.", err=True)
+            click.echo(f"Note: no --image given; the {what} shows {PLACEHOLDER_IMAGE}.", err=True)
         if out_file is not None:
-            out_file.write_text(text + "\n")
-            click.echo(f"Wrote the {backend.label} request to {out_file}.", err=True)
+            write_text(out_file, text + "\n", what)
+            click.echo(f"Wrote the {what} to {out_file}.", err=True)
         else:
             click.echo(text)
         return

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,17 +13,18 @@ import click
 
 from advisor.cli import output
 from advisor.cli import params as p
+from advisor.cli.outputs import EXIT_STATUS, write_atomically, write_text
 from advisor.errors import MissingExtraError
-from advisor.options import OBJECTIVES, OPTIONS
+from advisor.options import OBJECTIVES, OPTIONS, SAMPLER_NAMES
 from advisor.search_spaces.workloads import ModelRef
-from advisor.study.samplers import SAMPLERS
 
 
 def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
     """The click option of ``SuggestOptions.field``: flag and help from ``advisor.options``."""
     doc = OPTIONS[field]
     assert doc.flag is not None, field
-    return click.option(doc.flag, *extra, field, help=doc.help, **kwargs)
+    flag = f"{doc.flag}/{doc.off}" if doc.off else doc.flag  # --spot/--no-spot
+    return click.option(flag, *extra, field, help=doc.help, **kwargs)
 
 
 @click.command("suggest")
@@ -36,7 +38,7 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @_option("epochs", type=p.POSITIVE)
 @_option("at_batch", type=p.POSITIVE)
 @_option("epochs_at", type=p.EPOCHS_AT, multiple=True)
-@_option("sampler", type=click.Choice(SAMPLERS), default="tpe", show_default=True)
+@_option("sampler", type=click.Choice(SAMPLER_NAMES), default="tpe", show_default=True)
 @_option("seed", type=p.SEED, default=0, show_default=True)
 @_option("trials", type=p.BoundedInt(1, 100_000))
 @_option("timeout_s", type=p.Duration())
@@ -50,6 +52,11 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @_option("n_val", type=p.COUNT_OR_ZERO)
 @_option("data_gb", type=p.FiniteFloat(0.0, 1e6))
 @_option("include_previous_generation", is_flag=True)
+@_option("gpus", metavar="NAME[:COUNT]")
+@_option("cloud")
+@_option("region")
+@_option("spot", default=None)
+@_option("local", default=None)
 @click.option("--no-screen", "screen", flag_value=False, default=True, help=OPTIONS["screen"].help)
 @_option("cloud_probes", type=p.BoundedInt(0, 100), default=0, show_default=True)
 @_option("cloud_settings", type=click.Path(dir_okay=False))
@@ -57,17 +64,28 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @click.option(
     "--top",
     type=p.BoundedInt(1, 100_000),
-    default=15,
-    show_default=True,
-    help="Ranking rows shown.",
+    default=None,
+    help="Ranking rows shown (default: 5; with --verbose 15).",
+)
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="The full report: ranking, Pareto set, epochs per batch size, epoch sweep, notes.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option(
+    "--out",
+    "out_file",
+    type=p.WritablePath(),
+    help="Also write the JSON report to this file (after the report is printed).",
+)
 @click.option(
     "--plot",
     "plot_file",
     type=p.WritablePath((".png",)),
     help="Write the cost vs run time plot as PNG here, and an interactive HTML twin next to "
-    "it (same name, .html; needs the plot extra).",
+    "it (same name, .html; needs the plot extra), after the report is printed.",
 )
 @click.option(
     "--backend",
@@ -83,8 +101,10 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @click.option("--token", envvar="ADVISOR_TOKEN", help="Service token (default: $ADVISOR_TOKEN).")
 def suggest(
     space_file: str | None,
-    top: int,
+    top: int | None,
+    verbose: bool,
     as_json: bool,
+    out_file: Path | None,
     plot_file: Path | None,
     backend_spec: str | None,
     server: str | None,
@@ -94,57 +114,88 @@ def suggest(
     """Recommend where and how to train MODEL: machine, batch size, hyperparameters,
     with time and cost, from an Optuna study scored by cheap probes.
 
+    \b
     Example: advisor suggest --model fcn --budget 5
+    Exit status: 0 finished; 2 bad input (one line); 130 after Ctrl-C and 143 after SIGTERM,
+    with the report of the trials that finished.
     """
-    from advisor.evaluation.replay import backend_from_spec
     from advisor.options import SuggestOptions
-    from advisor.pipeline import suggest as run_pipeline
     from advisor.search_spaces.loader import load_space
+    from advisor.storage.locks import terminate_as_exception
 
     model = ModelRef(fields["model"])
     space = load_space(Path(space_file), None if model.is_user else model) if space_file else None
     options = SuggestOptions(space=space, **fields)
+    view = _View(top, verbose, as_json, out_file, plot_file)
     if server:  # issue #17: the same request, run by a service
         from advisor.service.remote import suggest_remote
 
         space_text = Path(space_file).read_text() if space_file else None  # read and checked
-        report = suggest_remote(server, token, options, space_text, backend_spec, as_json)
-        _show(report, as_json, plot_file, top)
+        _show(suggest_remote(server, token, options, space_text, backend_spec, as_json), view)
         return
+    if not backend_spec:  # issue #28: a stopped study answers at once, before heavy imports
+        from advisor.study.answer_cache import answer_for
+
+        kept = answer_for(options)
+        if kept is not None:
+            _show(kept, view)
+            return
+    from advisor.evaluation.replay import backend_from_spec
+    from advisor.pipeline import suggest as run_pipeline
+
     backend = backend_from_spec(backend_spec) if backend_spec else None
-    show_progress = not as_json and sys.stderr.isatty()
-    if show_progress:
-        report = _run_with_progress(options, backend)
-    else:
-        report = run_pipeline(options, backend=backend)
-    _show(report, as_json, plot_file, top)
+    with terminate_as_exception():  # SIGTERM stops the search as Ctrl-C does (exit 143)
+        if not as_json and sys.stderr.isatty():
+            report = _run_with_progress(options, backend)
+        else:
+            report = run_pipeline(options, backend=backend)
+        _show(report, view)
+    status = EXIT_STATUS.get(str(report.get("interrupted")))
+    if status is not None:  # the partial report is printed; a script can tell it apart
+        sys.exit(status)
 
 
-def _show(report: dict[str, Any], as_json: bool, plot_file: Path | None, top: int) -> None:
-    """Print ``report`` (and write its plots): the local run's and ``--server``'s alike."""
-    from advisor.report.plot import plot, plot_html
+@dataclass(frozen=True)
+class _View:
+    """How the report is shown and where else it goes (the options that are not the study's)."""
+
+    top: int | None
+    verbose: bool
+    as_json: bool
+    out_file: Path | None
+    plot_file: Path | None
+
+
+def _show(report: dict[str, Any], view: _View) -> None:
+    """Print ``report`` (the local run's and ``--server``'s alike), then write the files asked
+    for: after the answer is on the screen, each atomically (``advisor.cli.outputs``)."""
     from advisor.report.render import render
 
-    if plot_file:
-        plot(report, str(plot_file))
-        report["plot"] = str(plot_file)
-        html = str(Path(plot_file).with_suffix(".html"))
-        try:
-            plot_html(report, html)
-            report["plot_html"] = html
-        except MissingExtraError as exc:
-            report["plot_html"] = None
-            click.echo(f"no HTML plot: {exc}", err=True)
-    if as_json:
+    html = view.plot_file.with_suffix(".html") if view.plot_file else None
+    if view.plot_file:
+        report["plot"], report["plot_html"] = str(view.plot_file), str(html)
+    if view.as_json:
         click.echo(json.dumps(report, indent=1, default=str))
-        return
+    else:
+        render(report, output.console(), top=view.top, verbose=view.verbose)
+    if view.out_file:
+        text = json.dumps(report, indent=1, default=str) + "\n"
+        write_text(view.out_file, text, "JSON report")
+        _written(view, f"report written to {view.out_file}")
+    if view.plot_file and html:
+        from advisor.report.plot import plot, plot_html
 
-    render(report, output.console(), top=top)
-    if plot_file:
-        click.echo(
-            f"plot written to {plot_file}"
-            + (f" and {report['plot_html']}" if report.get("plot_html") else "")
-        )
+        write_atomically(view.plot_file, lambda tmp: plot(report, tmp), "plot")
+        try:
+            write_atomically(html, lambda tmp: plot_html(report, tmp), "interactive plot")
+            _written(view, f"plot written to {view.plot_file} and {html}")
+        except MissingExtraError as exc:
+            click.echo(f"plot written to {view.plot_file}; no HTML plot: {exc}", err=True)
+
+
+def _written(view: _View, line: str) -> None:
+    """Say where a file went: on stdout after the report, on stderr after --json."""
+    click.echo(line, err=view.as_json)
 
 
 def progress_label(phase: str, total: int) -> str:

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from advisor import config
 from advisor.cli import output
@@ -31,7 +32,38 @@ def describe(workload: Workload, parameters: int | None) -> dict[str, Any]:
         "data": workload.data,
         "recipe": workload.recipe,
         "builders": dict(workload.builders),
+        "hyperparameters": hyperparameters(workload),  # issue #28
     }
+
+
+def hyperparameters(workload: Workload) -> list[dict[str, Any]]:
+    """The hyperparameters the builders take (their signatures): default, the values the
+    builder accepts, and the range the workload's default space searches (if any)."""
+    from advisor.search_spaces.loader import default_space
+    from advisor.search_spaces.workloads.accepted import accepted
+    from advisor.search_spaces.workloads.hyperparameters import workload_params
+
+    rules = accepted(workload.name)
+    space = {p.name: p for p in default_space(workload.name).hyperparameters}
+    out = []
+    for name, default in workload_params(workload.name).params.items():
+        p = space.get(name)
+        searched = None
+        if p is not None:
+            searched = (
+                "{" + ", ".join(map(str, p.choices)) + "}"
+                if hasattr(p, "choices")
+                else f"{p.low:g}..{p.high:g}{' log' if getattr(p, 'log', False) else ''}"
+            )
+        out.append(
+            {
+                "name": name,
+                "default": default,
+                "accepts": rules[name].describe() if name in rules else None,
+                "default_space": searched,
+            }
+        )
+    return out
 
 
 def _parameters(workload: Workload, count: bool) -> int | None:
@@ -48,6 +80,25 @@ def _parameters(workload: Workload, count: bool) -> int | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(cache, indent=1, sort_keys=True))
     return cache[workload.name]
+
+
+def _hyperparameter_table(rows: list[dict[str, Any]], name: str) -> Any:
+    from rich.table import Table
+
+    table = Table(
+        title=f"Hyperparameters {name} takes (a space file may search these; others are refused)",
+        title_justify="left",
+    )
+    for column in ("name", "default", "accepts", "default space searches"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            row["name"],
+            escape(repr(row["default"])),
+            escape(row["accepts"] or "-"),
+            escape(row["default_space"] or "- (fixed at the default)"),
+        )
+    return table
 
 
 def _shape(shape: tuple[int, ...]) -> str:
@@ -75,12 +126,15 @@ def workloads(name: str | None, as_json: bool, count: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows if not name else rows[0], indent=2))
         return
+    from rich.markup import escape
     from rich.table import Table
 
     console = output.console()
     if name:
         for key, value in rows[0].items():
-            console.print(f"[bold]{key}[/bold]: {value}", highlight=False)
+            if key != "hyperparameters":
+                console.print(f"[bold]{key}[/bold]: {escape(str(value))}", highlight=False)
+        console.print(_hyperparameter_table(rows[0]["hyperparameters"], chosen[0].name))
         return
     table = Table(title="Built-in workloads (advisor workloads NAME for data and recipe)")
     for column in ("name", "frameworks", "input", "classes", "parameters", "train", "val"):

@@ -53,6 +53,8 @@ def matches(instance: InstanceType, machines: MachineFilter) -> bool:
         return False
     if m.max_gpus is not None and instance.accelerator_count > m.max_gpus:
         return False
+    if m.region and instance.region and instance.region.lower() != m.region.strip().lower():
+        return False  # issue #28: --region
     return not (m.max_price is not None and instance.on_demand_usd_per_h > m.max_price)
 
 

@@ -186,8 +186,10 @@ class Backend(ABC):
                 why = "predicted only" if predicted_only(inst) else "previous generation"
                 self.left_out[why].append(inst.key)
                 continue
-            out.append(Candidate(inst))
-            if space.machines.spot and inst.spot_usd_per_h is not None and inst.provider != "local":
+            local = inst.provider == "local"
+            if space.machines.on_demand or local:  # issue #28: --spot leaves on demand out
+                out.append(Candidate(inst))
+            if space.machines.spot and inst.spot_usd_per_h is not None and not local:
                 out.append(Candidate(inst, spot=True))
         return out
 

@@ -68,12 +68,28 @@ def summary(
         by_status.setdefault(status, []).append(batch)
     out = []
     for status, batches in by_status.items():
-        reason = failures[batches[0]][1]
+        reason, fix = split_fix(failures[batches[0]][1])
         verb = VERBS.get(status, f"failed ({status})")
         text = (
             f"{len(batches)} of {len(batch_sizes)} batch sizes {verb} on this machine "
             f"({', '.join(map(str, batches))}); so did every machine modelled from them. "
-            f"First reason: {reason}"
+            f"First reason: {reason.rstrip('.')}"
         )
-        out.append({"status": status, "batch_sizes": batches, "reason": reason, "text": text})
+        out.append(
+            {"status": status, "batch_sizes": batches, "reason": reason, "fix": fix, "text": text}
+        )
     return out
+
+
+FIX_MARK = " To fix: "  # how an AdvisorError joins its problem and its fix
+
+
+def split_fix(reason: str) -> tuple[str, str | None]:
+    """A failure reason that carries an ``AdvisorError`` (raised in the probe process) as
+    (its problem, its fix); other reasons as (reason, None). The report then says the fix
+    once, instead of nesting one error's "To fix:" in another's."""
+    text = reason.removeprefix("AdvisorError: ")
+    if FIX_MARK not in text:
+        return reason, None
+    problem, _, fix = text.partition(FIX_MARK)
+    return problem.strip(), fix.strip().rstrip(".") or None

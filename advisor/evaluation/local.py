@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.evaluation.candidates import matches
+from advisor.evaluation.contention import contention, quiet_now
 from advisor.evaluation.contract import Backend, RunTime, probe_duration_s
 from advisor.evaluation.failures import TRANSIENT_FAILURES
 from advisor.evaluation.measured import EMULATED_SOURCE, REMOTE_SOURCE, RemoteLookup, remote_summary
@@ -103,13 +104,20 @@ class LocalBackend(Backend):
         # by ``remote_lookup`` (once per key), or handed over by the cloud-probe step.
         self._remote_lookup = remote_lookup
         self._remote: dict[tuple[str, int, str], Any] = {}
+        self._fresh: set[str] = set()  # probe keys ``prefetch`` took in this run (new probes)
+        self._retaken: set[str] = set()  # keys whose busy-machine probe was judged this run
 
     @property
     def snapshot(self) -> str:
         return str(self.catalog.snapshot)
 
     def _instances(self, machines: MachineFilter) -> list[InstanceType]:
-        found = self.catalog.filter(  # the catalog knows accelerator aliases (v100, tpu, cpu)
+        catalog = self.catalog
+        if machines.region is not None:  # issue #28: --region prices every type there
+            from advisor.providers import catalog as catalog_mod
+
+            catalog = catalog_mod.load(self.catalog.snapshot, region=machines.region)
+        found = catalog.filter(  # the catalog knows accelerator aliases (v100, tpu, cpu)
             providers=tuple(p for p in machines.providers if p != "local"),
             services=tuple(s for s in machines.services if s != "local"),
             accelerators=machines.accelerators,
@@ -137,15 +145,26 @@ class LocalBackend(Backend):
         rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
         key = probe_cache_key(workload, batch_size, self.threads, self.iterations, rt_hps, noise)
         cached = self.cache.get(key, since=self.started_at)
-        if cached is not None:
-            return cached, False
+        if cached is not None and not self._retake(key, cached):
+            fresh = key in self._fresh  # taken by ``prefetch`` in this run: a new probe
+            self._fresh.discard(key)
+            return cached, fresh
         # One probe per key across cooperating processes on this machine: the second waits
         # for the first and reads its result from the cache.
         with file_lock(self._probe_lock(key)):
             cached = self.cache.get(key, since=self.started_at)
-            if cached is not None:
+            if cached is not None and not self._retake(key, cached):
                 return cached, False
+            self._retaken.add(key)
             return self._run_and_cache(key, workload, batch_size, rt_hps, noise), True
+
+    def _retake(self, key: str, cached: ProbeResult) -> bool:
+        """Issue #28: retake a cached probe timed while the machine was busy, once per run,
+        when the machine is quiet now (``advisor.evaluation.contention``)."""
+        if key in self._retaken or contention(cached) is None:
+            return False
+        self._retaken.add(key)
+        return quiet_now()
 
     def ready(
         self,
@@ -166,6 +185,13 @@ class LocalBackend(Backend):
         key = probe_cache_key(workload, batch_size, self.threads, self.iterations, rt_hps, noise)
         self.cache.put(key, out)
         return out
+
+    def prefetch(self, workload: WorkloadInfo, batch_sizes: Sequence[int]) -> None:
+        """Issue #28: the probes the screen needs, not yet cached, in one child process
+        (``advisor.evaluation.probe_batch``)."""
+        from advisor.evaluation.probe_batch import prefetch
+
+        prefetch(self, workload, batch_sizes)
 
     @staticmethod
     def _probe_lock(key: str) -> Path:
@@ -190,10 +216,17 @@ class LocalBackend(Backend):
         from advisor.probes.runner import run_probe
 
         run = self._run_probe or run_probe
+        probe = run(self._request(workload, batch_size, rt_hps, noise))
+        self.cache.put(key, probe)
+        return probe
+
+    def _request(
+        self, workload: WorkloadInfo, batch_size: int, rt_hps: dict[str, Any], noise: bool
+    ) -> ProbeRequest:
         timeout = self.timeout_s
         if self.deadline is not None:  # --timeout bounds the whole search, probes included
             timeout = max(1.0, min(timeout, self.deadline - time.monotonic()))
-        request = ProbeRequest(
+        return ProbeRequest(
             workload=workload.name,
             batch_size=batch_size,
             framework=workload.framework,
@@ -204,9 +237,6 @@ class LocalBackend(Backend):
             max_seconds=self.max_probe_s,
             gradient_noise=noise,  # issue #19
         )
-        probe = run(request)
-        self.cache.put(key, probe)
-        return probe
 
     def _rt_key(self, machine: str, batch_size: int, hps: dict[str, Any]) -> tuple[str, int, str]:
         rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
@@ -240,7 +270,11 @@ class LocalBackend(Backend):
         from advisor.probes.iteration_model import estimate, phase_times
 
         anchor = workload.epochs_anchor()  # issue #19: the anchor's probe measures the noise
-        is_ref = anchor is not None and anchor.batch_size == batch_size
+        # the reference probe measures the noise scale only when the model uses it (one known
+        # point): fcn's four published points fit it without (issue #28: 10-20 s a cold run)
+        is_ref = (
+            anchor is not None and anchor.batch_size == batch_size and workload.needs_noise_scale()
+        )
         probe, new = self.probe(workload, batch_size, hps, noise=is_ref)
         epochs_est, new_ref = self._epochs(workload, batch_size, hps)
         epochs, new = epochs_est.epochs, new or new_ref

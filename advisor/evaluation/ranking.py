@@ -8,6 +8,12 @@ The tie rule: values within ``TIE_SHARE`` (5 %) of the best are a tie -- well in
 estimates' intervals -- and the other metric decides among them (the cheapest of the fastest,
 or the fastest of the cheapest). The ranking is ordered by tie groups, so the first group holds
 the recommendation; a Pareto study recommends the knee of the front.
+
+Stable ties (issue #28): the deciding metric ties too when within ``TIE_SHARE`` of the group's
+best on it; those candidates are then ordered by a key that no measurement moves, the point's
+``tiebreak`` (the report's rows: list price per hour, then machine name, then batch size), so
+probe noise of a few per cent cannot swap two machines the estimates cannot tell apart
+(``TIE_RULE`` says it in words).
 """
 
 from __future__ import annotations
@@ -17,6 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 TIE_SHARE = 0.05  # values this close to the best count as ties
+# The rule that picks among a tie group, in words (the report's confidence line).
+TIE_RULE = {
+    "time": "the cheapest (costs within 5 % tie: the lower list price, then the name)",
+    "cost": "the fastest (times within 5 % tie: the lower list price, then the name)",
+}
 PARETO_MAX = 8  # most points the reported Pareto set keeps (ends and knee always kept)
 
 
@@ -34,6 +45,9 @@ class Point:
     cost: float
     feasible: bool
     ref: Any = None
+    # Orders points that tie on both metrics by something no measurement moves (the list
+    # price per hour, the machine's name, the batch size); () leaves the metrics' order.
+    tiebreak: tuple[Any, ...] = ()
 
 
 def _primary(p: Point, objective: str) -> tuple[float, float]:
@@ -51,10 +65,19 @@ def tie_groups(points: Sequence[Point], objective: str) -> list[list[Point]]:
             groups[-1].append(p)
         else:
             groups.append([p])
-    return [
-        sorted(g, key=lambda p: (_primary(p, objective)[1], _primary(p, objective)[0]))
-        for g in groups
-    ]
+    return [_order_inside(g, objective) for g in groups]
+
+
+def _order_inside(group: list[Point], objective: str) -> list[Point]:
+    """A tie group ordered by the other metric; the points within ``TIE_SHARE`` of the best
+    on it tie again and come first, ordered by their ``tiebreak`` (then the metrics)."""
+    by_other = sorted(group, key=lambda p: (_primary(p, objective)[1], _primary(p, objective)[0]))
+    best = _primary(by_other[0], objective)[1]
+    tied = [p for p in by_other if _primary(p, objective)[1] <= best * (1 + TIE_SHARE)]
+    if not any(p.tiebreak for p in tied):
+        return by_other
+    tied.sort(key=lambda p: (p.tiebreak, *reversed(_primary(p, objective))))
+    return tied + [p for p in by_other if p not in tied]
 
 
 def rank(points: Sequence[Point], objective: str) -> list[Point]:
@@ -62,9 +85,11 @@ def rank(points: Sequence[Point], objective: str) -> list[Point]:
     "cost", by distance to the ideal point (the knee first) for "pareto"."""
     feasible = [p for p in points if p.feasible]
     rest = [p for p in points if not p.feasible]
+    if objective == "pareto" and not feasible:  # nothing fits (or every probe failed)
+        return sorted(rest, key=lambda p: (p.runtime, p.cost, p.tiebreak))
     if objective == "pareto":
         front = pareto_set(feasible)
-        ordered = sorted(feasible, key=_knee_distance(front or feasible))
+        ordered = sorted(feasible, key=_knee_distance(front or feasible)) if feasible else []
         if front:  # the knee leads, as it is the recommendation
             k = knee_point(front)
             ordered = [k, *(p for p in ordered if p is not k)]

@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from advisor.durations import format_duration
-from advisor.errors import AdvisorError
-from advisor.evaluation.contract import Evaluation
+from advisor.evaluation.contention import notes as contention_notes
 from advisor.evaluation.ranking import (
     TIE_SHARE,
     Point,
@@ -26,10 +25,11 @@ from advisor.evaluation.ranking import (
 from advisor.options import METRIC_NAMES
 from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
 from advisor.records import TrialRecord, is_accuracy_trial
+from advisor.report.confidence import confidence
 from advisor.report.epochs import epochs_note, epochs_per_batch
+from advisor.report.feasible import check_feasible as check_feasible  # re-exported
 from advisor.report.overheads import overheads_notes, overheads_section, run_overheads_of
 from advisor.report.rows import KNOWN, managed_rows, runtime_params, scored_rows, tuned_ranges
-from advisor.study.selection import feasible_trials
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -42,7 +42,13 @@ RANKING_ROWS = 50  # rows kept in the report (the study keeps every trial)
 
 
 def _point(row: dict[str, Any]) -> Point:
-    return Point(row["runtime_s"]["value"], row["cost_usd"]["value"], row["feasible"], row)
+    return Point(
+        row["runtime_s"]["value"],
+        row["cost_usd"]["value"],
+        row["feasible"],
+        row,
+        tiebreak=(row.get("price_per_hour") or 0.0, row["machine"], row["batch_size"]),
+    )
 
 
 def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
@@ -85,6 +91,8 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "candidates": len(outcome.candidates),
         "guided_by_screen": outcome.guided,
         "stop_reason": outcome.stop_reason,
+        # Ctrl-C or SIGTERM stopped the search: the report is partial (the CLI exits 130/143)
+        "interrupted": _signal_of(outcome),
         "wall_s": round(outcome.wall_s, 3),
         "trials": {
             "total": len(states),
@@ -101,8 +109,10 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
             "charged_for": CHARGED_FOR,
         },
         "recommended": rec_row,
+        "confidence": confidence(points, best, objective, KNOWN),  # issue #28: in plain words
         "best_by_time": fast.ref if fast else None,
         "best_by_cost": cheap.ref if cheap else None,
+        "best_by_service": _best_by_service(ranking),  # issue #28: what submit --study takes
         "tie_share": TIE_SHARE,
         "pareto": [p.ref for p in front],
         "runtime_hyperparameters": runtime_params(outcome.space),
@@ -117,6 +127,10 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "epochs_per_batch": epochs_rows,  # issue #19
         "stale_warning": _stale(outcome),
         "probe_failures": outcome.probe_failures,  # {status, batch_sizes, reason, text}
+        # issue #28: local probes timed while other processes kept the CPU busy
+        "contention_notes": contention_notes(
+            (ev.batch_size, ev.probe) for ev in outcome.screen.values() if ev.probe is not None
+        ),
         "known_legend": KNOWN,  # issue #14: each row's "known" (measured here/there, modelled)
         "cloud_probes": outcome.cloud or None,  # issue #14: --cloud-probes jobs, stop reason
         "overheads": startup,  # issue #14: start-up terms per service, billing
@@ -159,6 +173,25 @@ def _charge_notes(outcome: SuggestOutcome, rows: list[dict[str, Any]]) -> list[s
             f"{', '.join(sorted(old)[:3])}); --include-previous-generation adds them."
         )
     return notes
+
+
+def _best_by_service(ranking: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each service's first feasible row of the ranking (its best by the one rule)."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in ranking:
+        if row["feasible"] and row.get("service") and row["service"] not in out:
+            out[row["service"]] = row
+    return out
+
+
+def _signal_of(outcome: SuggestOutcome) -> str | None:
+    """Which signal stopped the search ("SIGINT", "SIGTERM"), or None."""
+    from advisor.outcome import StopReason
+
+    reason = outcome.stop.reason if outcome.stop is not None else None
+    if reason is StopReason.TERMINATED:
+        return "SIGTERM"
+    return "SIGINT" if reason is StopReason.INTERRUPTED else None
 
 
 POINT_FIELDS = (
@@ -340,57 +373,3 @@ def _epoch_sweep(outcome: SuggestOutcome, rows: list[dict[str, Any]]) -> dict[st
         "cost_usd": cost,
         "runtime_normalised": normalise(runtime),
     }
-
-
-def check_feasible(outcome: SuggestOutcome) -> None:
-    """Raise "no candidate fits" with the cheapest/fastest option seen and how to fix it."""
-    if feasible_trials(outcome.study):
-        return
-    opts = outcome.options
-    evs: list[Evaluation] = []
-    for t in outcome.study.get_trials(deepcopy=False):
-        rec = TrialRecord.from_trial(t)
-        ev = None if rec is None else rec.to_evaluation()
-        if isinstance(ev, Evaluation):
-            evs.append(ev)
-    kind = "estimated"
-    if not evs:
-        evs = [e for e in outcome.screen.values() if isinstance(e, Evaluation)]
-        kind = "predicted"
-    if not evs:
-        raise AdvisorError(
-            "No candidate could be evaluated (every probe failed or was unaffordable).",
-            "check the probe errors with `advisor probe`, or raise --probe-budget.",
-        )
-    if opts.budget_usd is None and opts.deadline_s is None:  # issue #18: no limit, no trial
-        raise AdvisorError(
-            f"No trial finished: the search stopped ({outcome.stop_reason or 'no reason given'}) "
-            f"with USD {outcome.probe_spent_usd:.2f} of a USD {outcome.probe_budget_usd:g} "
-            "probe budget spent.",
-            "raise --probe-budget (or --trials / --timeout).",
-        )
-    limits = []
-    fixes = []
-    if opts.budget_usd is not None:
-        cheapest = min(evs, key=lambda e: e.cost.value)
-        limits.append(f"a budget of USD {opts.budget_usd:g}")
-        fixes.append(f"raise --budget to at least {_ceil(cheapest.cost.value)}")
-        best, what = cheapest, "cheapest"
-    if opts.deadline_s is not None:
-        fastest = min(evs, key=lambda e: e.runtime.value)
-        limits.append(f"a deadline of {format_duration(opts.deadline_s)}")
-        fixes.append(f"extend --deadline to at least {format_duration(fastest.runtime.value)}")
-        if opts.budget_usd is None:
-            best, what = fastest, "fastest"
-    raise AdvisorError(
-        f"No candidate fits {' and '.join(limits)}. The {what} option is {best.machine} at batch "
-        f"{best.batch_size}: USD {best.cost.value:.2f} ({best.cost.low:.2f}-{best.cost.high:.2f}) "
-        f"in {format_duration(best.runtime.value)}, {kind}.",
-        " or ".join(fixes) + ".",
-    )
-
-
-def _ceil(x: float) -> str:
-    import math
-
-    return f"{math.ceil(x * 100) / 100:.2f}"

@@ -14,15 +14,13 @@
   epochs, how it ended), and no objective value: its value is a validation error, not a run
   time or cost, so it stays off the objective's plots and out of the best trial.
 
-``study_note(report)`` is the report as Markdown; ``advisor suggest`` saves it as the study's
-note (optuna-dashboard's ``save_note``).
+``advisor.report.study_note`` writes the report as the study's note, which the dashboard shows.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.storages import BaseStorage
 from optuna.study import StudyDirection
@@ -30,9 +28,8 @@ from optuna.study._frozen import FrozenStudy
 from optuna.trial import FrozenTrial, TrialState
 
 from advisor.accuracy.trials import from_trial as accuracy_run
-from advisor.durations import format_duration, format_span
+from advisor.durations import format_span
 from advisor.records import TrialRecord, is_accuracy_trial
-from advisor.report.hyperparameters import note_lines
 
 HIDDEN_STUDIES = ("advisor-probe-cache",)  # advisor.evaluation.local.PROBE_CACHE_STUDY
 DETAIL_PATH = "/advisor/trials/{}"  # a trial's full detail page (by trial id)
@@ -354,47 +351,3 @@ class DashboardView(BaseStorage):
 
     def set_trial_system_attr(self, trial_id: int, key: str, value: Any) -> None:
         self.base.set_trial_system_attr(trial_id, key, value)
-
-
-def study_note(report: dict[str, Any]) -> str:
-    """The report as the study's Markdown note."""
-    lines = [f"## {report['workload']} ({report['framework']}): objective {report['objective']}"]
-    if report.get("stale_warning"):
-        lines += ["", f"**Prices:** {report['stale_warning']}"]
-    rec = report.get("recommended")
-    if rec:
-        lines += [
-            "",
-            f"**Recommended:** {rec['machine']} batch {rec['batch_size']}: "
-            f"{format_duration(rec['runtime_s']['value'])}, USD {rec['cost_usd']['value']:.3g} "
-            f"({rec['source']}). Why: {rec['reason']}.",
-        ]
-        if rec.get("region_note"):
-            lines.append(f"Priced in {rec['region_note']}.")
-    ranges = report.get("tuned_ranges") or {}
-    if ranges:
-        lines += ["", "**Tuning ranges** (handed to the managed tuning job): "
-                  + ", ".join(f"{k} {v}" for k, v in ranges.items())]  # fmt: skip
-    lines += note_lines(report)  # issue #29: what the short runs of --tune found
-    lines += [
-        "",
-        "| # | machine | batch | run time | cost USD | source |",
-        "|---|---|---|---|---|---|",
-    ]
-    for i, r in enumerate(report["ranking"][:15], 1):
-        lines.append(
-            f"| {i} | {r['machine']} | {r['batch_size']} | {format_duration(r['runtime_s']['value'])} "
-            f"| {r['cost_usd']['value']:.3g} | {r['source']}{'' if r['feasible'] else ', over limit'} |"
-        )
-    lines += ["", *(f"- {n}" for n in report.get("notes", []))]
-    return "\n".join(lines)
-
-
-def save_study_note(study: optuna.Study, report: dict[str, Any]) -> bool:
-    """Write the report into the study's note when optuna-dashboard is installed."""
-    try:
-        from optuna_dashboard import save_note
-    except ImportError:
-        return False
-    save_note(study, study_note(report))
-    return True

@@ -1,4 +1,5 @@
-"""Draw ``advisor suggest``'s report (``advisor.report.build.build_report``) with rich (the plot:
+"""Draw ``advisor suggest``'s report (``advisor.report.build.build_report``) with rich: one
+screen by default (``advisor.report.summary``), everything with ``verbose`` (the plot:
 ``advisor.report.plot``)."""
 
 from __future__ import annotations
@@ -6,14 +7,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from advisor.durations import format_duration
+from advisor.report.confidence import confidence_line
 from advisor.report.epochs import render_epochs  # issue #19
 from advisor.report.hyperparameters import print_lines as print_hyperparameters
+from advisor.report.render_sections import managed_table, render_cloud
+from advisor.report.summary import TOP_ROWS, render_summary
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-
-SKIPPED_SHOWN = 3  # lines of machines the cloud probes skipped (the JSON lists all)
 
 
 def _iv(d: dict[str, float] | None, fmt: str, scale: float = 1.0) -> str:
@@ -180,43 +181,19 @@ def _epochs_text(row: dict[str, Any]) -> str:
     return f", {epochs} epochs" if epochs else ""
 
 
-def _managed_table(rows: list[dict[str, Any]]) -> Any:
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(
-        title="Managed tuning runs (imported, measured; never the recommendation)",
-        title_justify="left",
-    )
-    for col in (
-        "trial",
-        "job",
-        "machine",
-        "status",
-        "runtime",
-        "cost USD",
-        "metric",
-        "hyperparameters",
-    ):
-        table.add_column(col)
-    for r in rows:
-        metric = r.get("metric") or {}
-        value = metric.get("value")
-        table.add_row(
-            str(r["trial"]),
-            escape(str(r["job"])),
-            escape(str(r["instance_type"])),
-            escape(str(r["status"])),
-            format_duration(r["runtime_s"]["value"]) if r["runtime_s"] else "-",
-            _money(r["cost_usd"]),
-            escape(f"{metric.get('name', '')}={value:.4g}" if value is not None else "-"),
-            escape(_hps_text(r["hyperparameters"], 6)),
-        )
-    return table
+def render(
+    report: dict[str, Any], console: Console, top: int | None = None, verbose: bool = False
+) -> None:
+    """Draw the report with rich (every value escaped: "[interval]" stays text): the one
+    screen (``top`` ranking rows, default 5), or with ``verbose`` the full report (default
+    15 rows)."""
+    if not verbose:
+        render_summary(report, console, top or TOP_ROWS)
+        return
+    _render_full(report, console, top or 15)
 
 
-def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
-    """Draw the report with rich (every value escaped: "[interval]" stays text)."""
+def _render_full(report: dict[str, Any], console: Console, top: int) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -246,6 +223,8 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
     if rec:
         console.print(_pick_line("recommended", rec))
         console.print(f"  [bold]why:[/] {escape(rec['reason'])}")
+        if report.get("confidence"):
+            console.print(f"  [bold]how sure:[/] {escape(confidence_line(report['confidence']))}")
         if rec.get("region_note"):
             console.print(f"  [bold]priced in:[/] {escape(rec['region_note'])}")
         ranges = report.get("tuned_ranges") or {}
@@ -308,9 +287,9 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
             )
         console.print(table)
     if report.get("managed"):
-        console.print(_managed_table(report["managed"]))
+        console.print(managed_table(report["managed"]))
     if report.get("cloud_probes"):
-        _render_cloud(report["cloud_probes"], console)  # issue #14
+        render_cloud(report["cloud_probes"], console)  # issue #14
     t, p = report["trials"], report["probes"]
     console.print(
         escape(
@@ -321,6 +300,8 @@ def render(report: dict[str, Any], console: Console, top: int = 15) -> None:
             f"{report['wall_s']:.1f} s"
         )
     )
+    for note in report.get("contention_notes") or []:
+        console.print(f"[yellow]{escape(note)}[/]")
     for note in report["notes"]:
         console.print(f"[dim]{escape(note)}[/]")
 
@@ -337,61 +318,3 @@ def _render_known(report: dict[str, Any], console: Console) -> None:
     parts = [f"{k} = {v}" for k, v in legend.items() if k in shown]
     if parts:
         console.print(f"[dim]known: {escape('; '.join(parts))}[/]")
-
-
-def _render_cloud(cloud: dict[str, Any], console: Console) -> None:
-    """The cloud probes: one row per job, the lines of skipped machines, the stop reason."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(
-        title=f"Cloud probes (--cloud-probes {cloud['requested']}): measured on the machine",
-        title_justify="left",
-    )
-    for col in (
-        "machine", "batch", "job", "state", "wall", "billed", "cost USD", "step measured",
-        "step predicted", "measured / predicted",
-    ):  # fmt: skip
-        table.add_column(col, justify="left" if col in ("machine", "job", "state") else "right")
-    for j in cloud.get("jobs", []):
-        state = str(j.get("state"))
-        if j.get("emulated"):
-            state += " (emulated here)"
-        if j.get("cached"):
-            state += " (cached, not charged)"
-        ratio = j.get("ratio")
-        table.add_row(
-            escape(str(j["machine"])),
-            str(j["batch_size"]),
-            escape(str(j.get("job_id") or "-")),
-            escape(state),
-            _seconds(j.get("wall_s")),
-            _seconds(j.get("billed_s")),
-            f"{j['cost_usd']:.4f}" if j.get("cost_usd") is not None else "-",
-            _step(j.get("measured_step_s")),
-            _step(j.get("predicted_step_s")),
-            f"x{ratio:.2f}" if ratio else "-",
-        )
-    if cloud.get("jobs"):
-        console.print(table)
-    skipped = cloud.get("skipped", [])
-    for line in skipped[:SKIPPED_SHOWN]:
-        console.print(f"[yellow]{escape(line)}[/]")
-    if len(skipped) > SKIPPED_SHOWN:
-        more = len(skipped) - SKIPPED_SHOWN
-        console.print(f"[yellow]... and {more} more not probed (all listed in --json)[/]")
-    console.print(
-        escape(
-            f"cloud probes: {len(cloud.get('jobs', []))} job(s) ({cloud.get('new', 0)} new), USD "
-            f"{cloud.get('spent_usd', 0.0):.4f} charged to the probe budget; stopped: "
-            f"{cloud.get('stop_reason') or '-'}"
-        )
-    )
-
-
-def _seconds(v: Any) -> str:
-    return "-" if v is None else format_duration(float(v))
-
-
-def _step(v: Any) -> str:
-    return "-" if v is None else f"{float(v) * 1e3:.3g} ms"

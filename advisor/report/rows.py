@@ -109,7 +109,8 @@ def tuned_ranges(space: JointSpace) -> dict[str, str]:
             out[p.name] = "{" + ", ".join(map(str, p.choices)) + "}"
         else:
             scale = " log" if getattr(p, "log", False) else ""
-            out[p.name] = f"{p.low:g}..{p.high:g}{scale}"
+            step = f" step {p.step:g}" if getattr(p, "step", None) else ""  # issue #28
+            out[p.name] = f"{p.low:g}..{p.high:g}{scale}{step}"
     return out
 
 
@@ -177,9 +178,12 @@ def trial_row(t: FrozenTrial, space: JointSpace) -> dict[str, Any]:
     }
 
 
-def screen_row(outcome: SuggestOutcome, ev: Evaluation) -> dict[str, Any]:
-    """A screened (machine, batch) that never became a trial: modelled from the screen."""
-    cand = {c.key: c for c in outcome.candidates}[ev.machine]
+def screen_row(
+    outcome: SuggestOutcome, ev: Evaluation, by_key: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A screened (machine, batch) that never became a trial: modelled from the screen.
+    ``by_key``: the candidates by key, built once for many rows (issue #28: the report)."""
+    cand = (by_key or {c.key: c for c in outcome.candidates})[ev.machine]
     known = how_known(ev.source, cand.instance.service)
     return {
         "trial": None,
@@ -220,9 +224,10 @@ def scored_rows(outcome: SuggestOutcome) -> list[dict[str, Any]]:
             seen.add(key)
             tried.add((rec.machine, rec.batch_size))
             rows.append(row)
+    by_key = {c.key: c for c in outcome.candidates}
     for pair, ev in outcome.screen.items():
         if isinstance(ev, Evaluation) and pair not in tried:
-            rows.append(screen_row(outcome, ev))
+            rows.append(screen_row(outcome, ev, by_key))
     return rows
 
 

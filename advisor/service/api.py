@@ -80,6 +80,7 @@ def study_identity(request: dict[str, Any]) -> dict[str, Any]:
     only one may be queued or running. Resolving it also checks the request (workload, space)
     before anything is queued."""
     from advisor.options import workload_info
+    from advisor.search_spaces.filters import machine_filter
     from advisor.search_spaces.loader import default_space
     from advisor.study.naming import study_name_for
 
@@ -87,7 +88,7 @@ def study_identity(request: dict[str, Any]) -> dict[str, Any]:
     if options.study_name:
         return {"study": options.study_name}
     workload = workload_info(options)
-    space = options.space or default_space(workload.name)
+    space = machine_filter(options, options.space or default_space(workload.name))  # #28
     # The requested snapshot (not yet resolved to a dated one: that needs the back end).
     return {"study": study_name_for(options, workload, space, options.snapshot or "")}
 
@@ -267,6 +268,7 @@ def study_parts(
     from optuna.study import StudyDirection
 
     from advisor.options import METRIC_NAMES, workload_info
+    from advisor.search_spaces.filters import machine_filter
     from advisor.search_spaces.loader import default_space
     from advisor.storage.urls import resolve_storage
     from advisor.study.naming import study_name_for
@@ -275,7 +277,7 @@ def study_parts(
 
     options = _options(request, storage, seed_offset)
     workload = workload_info(options)
-    space = options.space or default_space(workload.name)
+    space = machine_filter(options, options.space or default_space(workload.name))  # #28
     scorer = _backend(backend) or local_backend(options, resolve_storage(options.storage), space)
     objective = options.resolved_objective
     return StudyParts(

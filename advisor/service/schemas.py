@@ -75,6 +75,12 @@ class SuggestRequest(_Strict):
     n_val: int | None = Field(None, gt=0, description=_help("n_val"))
     screen: bool = Field(True, description=_help("screen"))
     data_gb: float | None = Field(None, ge=0, le=1e6, description=_help("data_gb"))
+    # issue #28: machine filters in SkyPilot's words (advisor.search_spaces.filters)
+    gpus: str | None = Field(None, max_length=80, description=_help("gpus"))
+    cloud: str | None = Field(None, max_length=40, description=_help("cloud"))
+    region: str | None = Field(None, max_length=80, description=_help("region"))
+    spot: bool | None = Field(None, description=_help("spot"))
+    local: bool | None = Field(None, description=_help("local"))
     include_previous_generation: bool = Field(
         False, description=_help("include_previous_generation")
     )

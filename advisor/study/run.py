@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, Terminated
 from advisor.evaluation.contract import Backend, Scored
 from advisor.evaluation.failures import failed_probes, summary
 from advisor.evaluation.workload import WorkloadInfo
@@ -55,10 +55,12 @@ from advisor.options import (
 )
 from advisor.outcome import Stop, StopReason, SuggestOutcome
 from advisor.records import TrialRecord
+from advisor.search_spaces.filters import machine_filter
 from advisor.search_spaces.space import JointSpace, space_to_dict
 from advisor.search_spaces.workloads import ModelRef
 from advisor.storage.locks import file_lock, lock_path, sigint_deferred
 from advisor.storage.urls import open_storage, resolve_storage
+from advisor.study.identity import check_same_question
 from advisor.study.loop import TrialLoop
 from advisor.study.naming import study_name_for
 from advisor.study.state import StudyState
@@ -122,7 +124,8 @@ def run_suggest(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     objective = options.resolved_objective
     workload = workload_info(options)
-    space = options.space or default_space(workload.name)
+    check_runnable(options)  # issue #28: a missing framework or module is one line, at once
+    space = machine_filter(options, options.space or default_space(workload.name))
     if space.workload != workload.name and not ModelRef(options.model).is_user:
         raise AdvisorError(
             f"The space is for '{space.workload}' but the model is '{workload.name}'.",
@@ -138,10 +141,7 @@ def run_suggest(
     backend.deadline = deadline
     candidates = backend.candidates(space, options.include_previous_generation)  # issue #27
     if not candidates:
-        raise AdvisorError(
-            "No machine matches the space's machine filter.",
-            "widen 'machines' in the space file (providers, accelerators, max_price, max_gpus).",
-        )
+        raise no_machine_error(options)
     name = study_name_for(options, workload, space, backend.snapshot)
     study, resumed = _open_study(options, storage_obj, lock_url, name, workload, space, backend)
     outcome = SuggestOutcome(
@@ -181,8 +181,9 @@ def run_suggest(
             else:
                 n = options.trials if options.trials is not None else DEFAULT_TRIALS
                 stop = search.run(n, extend=stopped_before)
-    except KeyboardInterrupt:
-        stop = Stop(StopReason.INTERRUPTED)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated) under the CLI
+        terminated = isinstance(exc, Terminated)
+        stop = Stop(StopReason.TERMINATED if terminated else StopReason.INTERRUPTED)
     with sigint_deferred():
         state.refresh()
         if stop.reason is not StopReason.RESUMED:
@@ -197,11 +198,49 @@ def run_suggest(
         failures.setdefault(batch, failed)
     outcome.probe_failures = summary(failures, space.batch_sizes)
     outcome.wall_s = time.perf_counter() - started
-    if stop.reason is StopReason.INTERRUPTED and not _complete(study):
-        raise KeyboardInterrupt  # nothing finished to report: the CLI says "Aborted." (130)
-    if failures and stop.reason is not StopReason.INTERRUPTED:
+    if stop.reason.interrupted and not _complete(study):
+        # nothing finished to report: the CLI says "Aborted." (130) or "Terminated." (143)
+        raise Terminated if stop.reason is StopReason.TERMINATED else KeyboardInterrupt
+    if failures and not stop.reason.interrupted:
         _refuse_if_nothing_ran(outcome)
     return outcome
+
+
+def check_runnable(options: SuggestOptions) -> None:
+    """Before any probe: the framework is installed, a user module can be found, and a space
+    names only hyperparameters the user's builder takes (a built-in's: when loaded)."""
+    from advisor.search_spaces.workloads.available import check_framework, check_user_module
+
+    check_framework(options.framework)
+    if not ModelRef(options.model).is_user:
+        return
+    check_user_module(options.model)
+    if options.space is not None and options.space.hyperparameters:
+        from advisor.search_spaces.workloads.hyperparameters import check_names, user_params
+
+        names = [p.name for p in options.space.hyperparameters]
+        check_names(options.model, names, user_params(options.model))
+
+
+def no_machine_error(options: SuggestOptions) -> AdvisorError:
+    """Nothing matches: name the filters given (issue #28) and how to widen them."""
+    given = [
+        f"{flag} {value}"
+        for flag, value in (
+            ("--gpus", options.gpus),
+            ("--cloud", options.cloud),
+            ("--region", options.region),
+        )
+        if value is not None
+    ]
+    if options.spot is not None:
+        given.append("--spot" if options.spot else "--no-spot")
+    what = " with ".join(given) + " and " if given else ""
+    return AdvisorError(
+        f"No machine matches {what}the space's machine filter.",
+        "widen the filters (`advisor catalog --accelerator NAME` lists who sells what) or "
+        "'machines' in the space file (providers, accelerators, max_price, max_gpus).",
+    )
 
 
 def _complete(study: optuna.Study) -> list[FrozenTrial]:
@@ -241,11 +280,14 @@ def _open_study(
             sampler=make_sampler(options.sampler, options.seed),
             load_if_exists=True,
         )
-        if not resumed:
+        wanted = study_attrs(options, workload, space, backend)
+        if resumed:  # issue #28: a --study-name another question used is refused
+            check_same_question(name, study.user_attrs, wanted)
+        else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 study.set_metric_names(METRIC_NAMES[objective])
-            for key, value in study_attrs(options, workload, space, backend).items():
+            for key, value in wanted.items():
                 study.set_user_attr(key, value)
     return study, resumed
 
@@ -279,6 +321,9 @@ def _screen(
     --timeout ran out meanwhile (the partial screen is kept), else None."""
     if not outcome.options.screen:
         return None
+    prefetch = getattr(backend, "prefetch", None)  # issue #28: the probes in one process
+    if prefetch is not None:
+        prefetch(outcome.workload, outcome.space.batch_sizes)
     pairs = [(c, b) for b in outcome.space.batch_sizes for c in outcome.candidates]
     for i, (cand, batch) in enumerate(pairs):
         if progress:
@@ -301,11 +346,15 @@ def _refuse_if_nothing_ran(outcome: SuggestOutcome) -> None:
     if _complete(outcome.study) or any(ev.ok for ev in outcome.screen.values()):
         return
     lines = "; ".join(f["text"] for f in outcome.probe_failures)
+    first = outcome.probe_failures[0]
+    see = (
+        f"run `advisor probe --model {outcome.workload.name} --batch-size "
+        f"{first['batch_sizes'][0]}` to see the failure, fix it and re-run"
+    )
+    fix = f"{first['fix']}, then re-run" if first.get("fix") else see
     raise AdvisorError(
         f"Every probe of {outcome.workload.name} failed, so nothing can be recommended: {lines}.",
-        f"run `advisor probe --model {outcome.workload.name} --batch-size "
-        f"{outcome.probe_failures[0]['batch_sizes'][0]}` to see the failure, fix it and re-run "
-        "(failed probes other than out-of-memory and NaN are retried on the next run).",
+        f"{fix} (failed probes other than out-of-memory and NaN are retried on the next run).",
     )
 
 

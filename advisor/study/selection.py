@@ -43,7 +43,8 @@ def trial_point(t: FrozenTrial) -> Point | None:
     rec = TrialRecord.from_trial(t)
     if rec is None or rec.runtime is None or rec.cost is None:
         return None
-    return Point(rec.runtime.value, rec.cost.value, rec.feasible is not False, t)
+    tiebreak = (rec.price_per_hour or 0.0, rec.machine, rec.batch_size)
+    return Point(rec.runtime.value, rec.cost.value, rec.feasible is not False, t, tiebreak)
 
 
 def recommended_trial(study: optuna.Study, services: Sequence[str] | None = None) -> FrozenTrial:

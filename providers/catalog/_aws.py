@@ -18,6 +18,8 @@ from typing import Any
 from advisor.providers.catalog._sources import Quote, SourceError
 from advisor.providers.catalog._types import InstanceType
 
+from advisor.errors import MissingExtraError
+
 NAME = "AWS Price List API"
 LINUX_FILTERS = {
     "operatingSystem": "Linux",
@@ -43,8 +45,8 @@ def fetch(
     rows = [r for r in rows if r.provider == "aws"]
     try:
         import botocore.exceptions as bexc
-    except ImportError as exc:
-        raise SourceError("boto3 is not installed (pip install 'advisor[aws]')") from exc
+    except ImportError as exc:  # not a network fault: the fix is installing it (issue #28)
+        raise MissingExtraError("boto3", "aws", "Refreshing AWS prices") from exc
     errors = (bexc.BotoCoreError, bexc.ClientError)
     if pricing_client is None:
         import boto3

@@ -113,10 +113,7 @@ def load_callable(path: str) -> Callable[..., Any]:
     try:
         module = import_module(module_name)
     except ImportError as exc:
-        raise AdvisorError(
-            f"Cannot import module '{module_name}' ({exc}).",
-            "check the module is on PYTHONPATH and its dependencies are installed.",
-        ) from exc
+        raise import_error(module_name, exc) from exc
     try:
         fn = getattr(module, attr)
     except AttributeError as exc:
@@ -126,6 +123,44 @@ def load_callable(path: str) -> Callable[..., Any]:
     if not callable(fn):
         raise AdvisorError(f"'{path}' is not callable.", "point at a function.")
     return fn
+
+
+# A missing package -> the extra that installs it (pyproject's optional dependencies).
+EXTRAS = {"torch": "torch", "tensorflow": "tensorflow", "keras": "tensorflow", "sklearn": "torch"}
+
+
+def import_error(module_name: str, exc: ImportError) -> AdvisorError:
+    """The one line for a module that does not import: the module itself is not found (a
+    typo, or its folder is not on PYTHONPATH), or it needs a package that is not installed
+    (named, with the extra that installs it when it is one of the frameworks)."""
+    missing = getattr(exc, "name", None)
+    parts = module_name.split(".")
+    if isinstance(exc, ModuleNotFoundError) and missing in {
+        ".".join(parts[: i + 1]) for i in range(len(parts))
+    }:
+        of = "" if missing == module_name else f" (for '{module_name}')"
+        return AdvisorError(
+            f"No module named '{missing}'{of}.",
+            f"check the name, and run from the folder that holds {parts[0]} (or add that "
+            "folder to PYTHONPATH).",
+        )
+    if isinstance(exc, ModuleNotFoundError) and missing:
+        top = missing.split(".")[0]
+        extra = EXTRAS.get(top)
+        how = f"pip install 'advisor[{extra}]'" if extra else f"install the package {top}"
+        if top in ("keras", "tensorflow"):
+            return AdvisorError(
+                f"'{module_name}' needs TensorFlow (Keras), which is not installed.",
+                f"{how}, or use --framework torch.",
+            )
+        return AdvisorError(
+            f"'{module_name}' needs '{missing}', which is not installed.", f"{how}."
+        )
+    return AdvisorError(
+        f"Cannot import '{module_name}': {type(exc).__name__}: {exc}.",
+        "fix the error the module raises on import (run python -c 'import "
+        f"{module_name}' to see it).",
+    )
 
 
 def _ensure_builtins() -> None:

@@ -8,7 +8,7 @@ from advisor.search_spaces.loader import load_space
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 TEXT = """
-workload: fcn
+workload: mymodels:build
 batch_sizes: [256, 512]
 hyperparameters:
   optimizer: {type: categorical, choices: [sgd, adam]}

@@ -36,7 +36,7 @@ def test_fcn_default_space_matches_the_recipe() -> None:
 
 def test_full_format_with_conditions_and_runtime_params() -> None:
     text = """
-workload: fcn
+workload: mymodels:build
 machines:
   providers: [aws, gcp]
   accelerators: [V100, cpu]

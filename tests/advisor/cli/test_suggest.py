@@ -44,7 +44,9 @@ def replay(monkeypatch: pytest.MonkeyPatch, table_file: Path, tmp_path: Path) ->
 def test_suggest_prints_ranking_and_leaves_a_study(
     capsys: pytest.CaptureFixture[str], replay: Path, _advisor_home: Path
 ) -> None:
-    code, out, _ = _suggest(capsys, "--model", "fcn", "--budget", "5", "--space", str(replay))
+    code, out, _ = _suggest(
+        capsys, "--model", "fcn", "--budget", "5", "--space", str(replay), "--verbose"
+    )
     assert code == 0
     assert "Ranking" in out and "ec2:p3.16xlarge" in out and "local:local" in out
     words = " ".join(out.split())  # the console wraps long lines at the terminal width

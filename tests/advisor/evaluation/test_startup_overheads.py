@@ -43,7 +43,8 @@ def _suggest(
     space = tmp_path / "space.yaml"
     if not space.exists():
         space.write_text(SPACE)
-    argv = ["suggest", "--model", "fcn", "--space", str(space), "--backend", f"replay:{table}"]
+    argv = ["suggest", "--model", "fcn", "--space", str(space), "--verbose"]
+    argv += ["--backend", f"replay:{table}"]
     try:
         main([*argv, *args])
         code = 0

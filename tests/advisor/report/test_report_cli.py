@@ -18,7 +18,7 @@ SPACE = (
 
 def _suggest(capsys: pytest.CaptureFixture[str], table_file: Path, *args: str) -> tuple[int, str]:
     try:
-        main(["suggest", *args, "--backend", f"replay:{table_file}"])
+        main(["suggest", *args, "--verbose", "--backend", f"replay:{table_file}"])
         code = 0
     except SystemExit as exc:
         code = int(exc.code or 0)

@@ -208,7 +208,7 @@ def test_imported_managed_runs_are_a_table_never_the_recommendation(
     assert row["runtime_s"]["value"] == 60.0 and row["status"] == "completed"
     assert recommended_trial(outcome.study).number != len(outcome.study.trials) - 1
     buf = io.StringIO()
-    render(report, Console(file=buf, width=220))
+    render(report, Console(file=buf, width=220), verbose=True)  # the full report
     text = buf.getvalue()
     assert "Managed tuning runs" in text and "tj-1-001" in text and "val_accuracy=0.93" in text
 

@@ -1,0 +1,76 @@
+"""Local probes timed while other processes kept the CPU busy (issue #28).
+
+Every probe measures how many cores the rest of the machine kept busy while its steps were
+timed (``fingerprint["contention"]["others_cores"]``: the machine's busy CPU time from
+``/proc/stat`` less the probe's own, per second; ``advisor.probes.framework``). A probe whose
+neighbours used at least ``BUSY_SHARE`` of the cores (and at least half a core) shared the CPU
+with them: its steps may be slower than this machine runs them alone, by up to
+cores / (cores - others) when they took their fair share. Such a probe is
+
+- flagged in the report (``notes``: which batch size, how busy, how much slower at most);
+- retaken on a later run when the machine is quiet then (``quiet_now``), instead of being
+  reused from the cache: the cache keeps the best measurement this machine has given.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+BUSY_SHARE = 0.25  # others using this share of the cores (and at least half a core): contended
+QUIET_CORES = 0.25  # others using less than this many cores: quiet enough to retake a probe
+QUIET_WINDOW_S = 0.3  # how long "quiet now" watches the machine
+
+
+def contention(probe: Any) -> dict[str, float] | None:
+    """The probe's measured contention {"others_cores", "cores"} when it was contended,
+    else None (not contended, or not measured: an older probe, another OS)."""
+    fingerprint = getattr(probe, "fingerprint", None)
+    if fingerprint is None and isinstance(probe, dict):
+        fingerprint = probe.get("fingerprint")
+    found = (fingerprint or {}).get("contention") or {}
+    others, cores = found.get("others_cores"), found.get("cores")
+    if others is None or not cores:
+        return None
+    if others >= max(0.5, BUSY_SHARE * cores):
+        return {"others_cores": float(others), "cores": float(cores)}
+    return None
+
+
+def slowdown_bound(found: dict[str, float]) -> float:
+    """How much slower a contended probe's steps may be: cores / (cores - others) (capped)."""
+    free = max(found["cores"] - found["others_cores"], found["cores"] / 10)
+    return found["cores"] / free
+
+
+def notes(probes: Iterable[tuple[int, Any]]) -> list[str]:
+    """One line per contended probe (batch size, how busy, the bound on its slowdown)."""
+    out = []
+    seen: set[int] = set()
+    for batch, probe in sorted(probes, key=lambda bp: bp[0]):
+        found = contention(probe)
+        if found is None or batch in seen:
+            continue
+        seen.add(batch)
+        out.append(
+            f"The probe at batch {batch} was timed while other processes kept "
+            f"{found['others_cores']:.1f} of {found['cores']:.0f} cores busy: this machine's "
+            f"times, and the cloud times modelled from them, may be up to "
+            f"{slowdown_bound(found):.1f}x too slow. Re-run when the machine is quiet: the "
+            "probe is then retaken."
+        )
+    return out
+
+
+def quiet_now(window_s: float = QUIET_WINDOW_S) -> bool:
+    """Whether the rest of the machine is nearly idle now (others below ``QUIET_CORES``
+    cores over ``window_s``); False where it cannot be told."""
+    from advisor.probes.host import busy_cpu_s, others_cores
+
+    before, cpu, wall = busy_cpu_s(), time.process_time(), time.perf_counter()
+    time.sleep(window_s)
+    others = others_cores(
+        before, busy_cpu_s(), time.process_time() - cpu, time.perf_counter() - wall
+    )
+    return others is not None and others < QUIET_CORES

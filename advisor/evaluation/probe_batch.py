@@ -1,0 +1,66 @@
+"""Issue #28: the local probes a screen needs, taken in one child process.
+
+The screen of ``advisor suggest`` probes this machine once per batch size (and once more for
+the epochs model's reference, when it needs one). Started one at a time, each probe paid the
+interpreter and framework start-up again; ``prefetch`` takes the ones not cached in one
+process, smallest batch first (``advisor.probes.runner.run_probes``: the later probes count
+the measured start-up in their initialisation and say they shared the process), caching each
+result as it arrives, under the same per-key locks a single probe takes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+from advisor.evaluation.probe_cache import probe_cache_key
+from advisor.evaluation.workload import WorkloadInfo
+from advisor.probes.result import ProbeResult
+from advisor.storage.locks import file_lock
+
+
+def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -> None:
+    """Run ``backend``'s (a ``LocalBackend``) missing probes for ``batch_sizes`` in one process (see above); an
+    injected ``run_probe`` (tests) keeps probing one at a time."""
+    self = backend
+    if self._run_probe is not None:
+        return
+    anchor = workload.epochs_anchor() if workload.needs_noise_scale() else None
+    wanted = {(b, anchor is not None and anchor.batch_size == b) for b in batch_sizes}
+    if anchor is not None:
+        wanted.add((anchor.batch_size, True))
+    keys = {
+        pair: probe_cache_key(workload, pair[0], self.threads, self.iterations, {}, pair[1])
+        for pair in sorted(wanted)
+    }
+    missing = [p for p, k in keys.items() if _missing(self, k)]
+    if len(missing) < 2:
+        return
+    with contextlib.ExitStack() as held:  # the same locks as one probe takes, in key order
+        for key in sorted(keys[p] for p in missing):
+            held.enter_context(file_lock(self._probe_lock(key)))
+        missing = [p for p in missing if _missing(self, keys[p])]
+        requests = [self._request(workload, b, {}, noise) for b, noise in missing]
+
+        def started(i: int) -> None:
+            if self._on_probe is not None:
+                self._on_probe(
+                    f"probing {workload.name} at batch {missing[i][0]} on this machine "
+                    f"({i + 1} of {len(missing)}, one process)"
+                )
+
+        def done(i: int, result: ProbeResult) -> None:
+            self.cache.put(keys[missing[i]], result)
+            self._fresh.add(keys[missing[i]])
+            self._retaken.add(keys[missing[i]])  # taken now: not judged again this run
+
+        from advisor.probes.runner import run_probes
+
+        run_probes(requests, on_start=started, on_result=done)
+
+
+def _missing(backend: Any, key: str) -> bool:
+    """Not cached, or cached from a busy machine that is quiet now (retaken, once per run)."""
+    cached = backend.cache.get(key, since=backend.started_at)
+    return cached is None or backend._retake(key, cached)

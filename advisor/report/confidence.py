@@ -1,0 +1,100 @@
+"""How sure the recommendation is, in plain words: how its time and cost were obtained, how
+many candidates are as good within the tie band (and so which rule picked it), and its
+interval as a multiple of the estimate.
+
+``confidence(...)`` returns a JSON-able dict for the report (``report["confidence"]``);
+``confidence_line`` says it in one sentence ("modelled from this machine's probe by the
+performance model; 187 candidates within 5 % of the best time, the cheapest of them chosen;
+its time may be 0.45-2.4x the estimate").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from advisor.evaluation.ranking import TIE_RULE, TIE_SHARE, Point, pareto_set, tie_groups
+
+
+def confidence(
+    points: Sequence[Point],
+    best: Point | None,
+    objective: str,
+    legend: dict[str, str],
+) -> dict[str, Any] | None:
+    """The recommendation's confidence (None without a recommendation): ``how`` it is known
+    (the legend's words for its ``known`` key, and its ``source``), ``tied`` (candidates in
+    its tie band, itself included), the ``rule`` that chose among them, and the interval of
+    its time and cost as multiples of the estimate (``time_x``, ``cost_x``: [low, high])."""
+    if best is None:
+        return None
+    row = best.ref
+    feasible = [p for p in points if p.feasible]
+    if objective == "pareto":
+        tied = len(pareto_set(feasible))
+        rule = "the knee of the time-cost front (closest to both the fastest and the cheapest)"
+    else:
+        group = next((g for g in tie_groups(feasible, objective) if best in g), [best])
+        tied = len(group)
+        rule = TIE_RULE[objective]
+    known = row.get("known") or ""
+    return {
+        "how": legend.get(known, row.get("source", "")),
+        "known": known,
+        "source": row.get("source", ""),
+        "tied": tied,
+        "tie_share": TIE_SHARE,
+        "objective": objective,
+        "rule": rule,
+        "time_x": _ratio(row.get("runtime_s")),
+        "cost_x": _ratio(row.get("cost_usd")),
+    }
+
+
+def _ratio(d: dict[str, float] | None) -> list[float] | None:
+    if not d or not d.get("value"):
+        return None
+    return [round(d["low"] / d["value"], 3), round(d["high"] / d["value"], 3)]
+
+
+# What each way of knowing a time rests on, in a few words (the one-screen report).
+SHORT_BASIS = {
+    "model": " (this machine's probe, performance model)",
+    "here": " (timed on this machine)",
+    "probed": " (timed on that machine)",
+    "emulated": " (this machine's timings)",
+}
+
+
+def confidence_line(c: dict[str, Any], short: bool = False) -> str:
+    """The confidence in one plain sentence (see the module docstring); ``short`` keeps the
+    first clause of how it is known and names the tie rule in a few words."""
+    how = c["how"] or c["source"]
+    if short:  # the row's label ("modelled"), and from what
+        how = how.split(":")[0] + SHORT_BASIS.get(c["known"], "")
+    parts = [how]
+    if c["objective"] == "pareto":
+        parts.append(f"{c['tied']} points on the time-cost front; chosen: {c['rule']}")
+    else:
+        metric = "time" if c["objective"] == "time" else "cost"
+        if c["tied"] > 1 and short:
+            pick = "cheapest" if metric == "time" else "fastest"
+            parts.append(
+                f"{c['tied']} candidates within {c['tie_share']:.0%} of its {metric}, the {pick} "
+                "taken"
+            )
+        elif c["tied"] > 1:
+            parts.append(
+                f"{c['tied']} candidates within {c['tie_share']:.0%} of the best {metric}; "
+                f"chosen: {c['rule']}"
+            )
+        else:
+            parts.append(f"no other candidate within {c['tie_share']:.0%} of its {metric}")
+    ratio = c.get("time_x")
+    if ratio:
+        lo, hi = ratio
+        if c["known"] == "here":
+            parts.append(f"its time was measured, within {lo:.2f}-{hi:.2f}x")
+        else:
+            parts.append(f"its time may be {lo:.2g}-{hi:.2g}x the estimate")
+    return "; ".join(parts)
