@@ -50,6 +50,7 @@ class SageMakerBackend(TuningBackend):
     services: ClassVar[tuple[str, ...]] = registry.get("sagemaker").services
     strategies: ClassVar[tuple[str, ...]] = ("bayesian", "random", "grid", "hyperband")
     max_parallel: ClassVar[int | None] = MAX_PARALLEL
+    warm_starts: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -176,6 +177,8 @@ class SageMakerBackend(TuningBackend):
                 {"Key": "advisor:machine", "Value": spec.machine_key or spec.instance_type},
             ],
         }
+        if spec.warm_start_parents:  # issue #29: TransferLearning allows other ranges
+            request["WarmStartConfig"] = warm_start_config(spec)
         validate_request("CreateHyperParameterTuningJob", request)
         return request
 
@@ -322,6 +325,17 @@ class SageMakerBackend(TuningBackend):
             STRATEGY[spec.strategy],
             session,
         )
+
+
+def warm_start_config(spec: TuningSpec) -> dict[str, Any]:
+    """``WarmStartConfig`` from the spec's parent tuning jobs: ``TransferLearning``, which lets
+    the ranges differ from the parents' (``IdenticalDataAndAlgorithm`` also pins the image)."""
+    return {
+        "ParentHyperParameterTuningJobs": [
+            {"HyperParameterTuningJobName": name} for name in spec.warm_start_parents
+        ],
+        "WarmStartType": "TransferLearning",
+    }
 
 
 def parameter_ranges(spec: TuningSpec) -> dict[str, list[dict[str, Any]]]:

@@ -58,6 +58,21 @@ def sdk_tuner(
         max_parallel_jobs=spec.parallel_trials,
         early_stopping_type="Auto" if spec.early_stopping else "Off",
         base_tuning_job_name=spec.job_name,
+        warm_start_config=_warm_start(spec),
+    )
+
+
+def _warm_start(spec: TuningSpec) -> Any:
+    """The SDK's ``HyperParameterTuningJobWarmStartConfig`` (None without parent jobs)."""
+    if not spec.warm_start_parents:
+        return None
+    shapes = require("sagemaker.core.shapes", "aws", "The SageMaker SDK tuner")
+    return shapes.HyperParameterTuningJobWarmStartConfig(
+        parent_hyper_parameter_tuning_jobs=[
+            shapes.ParentHyperParameterTuningJob(hyper_parameter_tuning_job_name=name)
+            for name in spec.warm_start_parents
+        ],
+        warm_start_type="TransferLearning",
     )
 
 

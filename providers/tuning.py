@@ -46,6 +46,7 @@ STEP_METRIC = "step_s"
 # What ``advisor.train`` prints after each epoch; SageMaker's metric regex reads it.
 METRIC_LINE = "advisor-metric: {name}={value:.6g};"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_WARM_START_PARENTS = 5  # SageMaker's limit on ParentHyperParameterTuningJobs
 
 
 def static_from_args(args: Iterable[str]) -> dict[str, str]:
@@ -103,6 +104,8 @@ class TuningSpec:
     machine_key: str | None = None
     price_per_hour: float | None = None
     notes: tuple[str, ...] = ()
+    # Issue #29: earlier tuning jobs of this service to warm-start from (SageMaker only).
+    warm_start_parents: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.job_name:
@@ -142,6 +145,13 @@ class TuningSpec:
         both = sorted(set(names) & set(self.fixed))
         if both:
             raise ValueError(f"{both} are both tuned and fixed")
+        if len(self.warm_start_parents) > MAX_WARM_START_PARENTS or not all(
+            self.warm_start_parents
+        ):
+            raise ValueError(
+                f"at most {MAX_WARM_START_PARENTS} named parent jobs, "
+                f"but got {self.warm_start_parents}"
+            )
         if not _NAME.match(self.objective_metric):
             raise ValueError(
                 f"objective_metric must be an identifier, but got {self.objective_metric!r}"
@@ -231,6 +241,7 @@ class TuningBackend(ABC):
     services: ClassVar[tuple[str, ...]]  # catalog services whose machine types it can run
     strategies: ClassVar[tuple[str, ...]]
     max_parallel: ClassVar[int | None] = None
+    warm_starts: ClassVar[bool] = False  # issue #29: it can start from earlier tuning jobs
 
     # -- public lifecycle -------------------------------------------------------------------
     def check(self, spec: TuningSpec) -> None:
@@ -245,6 +256,12 @@ class TuningBackend(ABC):
                 f"{self.label} runs at most {self.max_parallel} trials in parallel, "
                 f"but {spec.parallel_trials} were asked for.",
                 f"use --parallel {self.max_parallel} or less (or raise the service quota first).",
+            )
+        if spec.warm_start_parents and not self.warm_starts:
+            raise AdvisorError(
+                f"{self.label} cannot warm-start a tuning job from earlier jobs "
+                f"({', '.join(spec.warm_start_parents)}).",
+                "leave the parent jobs out; the narrowed ranges carry what was learnt.",
             )
         for problem, fix in self._refusals(spec):
             raise AdvisorError(problem, fix)

@@ -51,6 +51,9 @@ class TunePlan:
     estimated_run_s: float = 0.0  # a full-length short run, from the measured cost per sample
     basis: str = ""  # where that cost came from
     left_out: tuple[str, ...] = field(default_factory=tuple)  # batch sizes left out, and why
+    # The space's batch sizes, in its order: the study's ``batch_size`` distribution, which a
+    # storage requires every trial to share (default: ``batch_sizes``).
+    batch_choices: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.recommended_batch not in self.batch_sizes:
@@ -64,10 +67,17 @@ class TunePlan:
                 f"{self.n_train} samples give batch {max(self.batch_sizes)} fewer steps than "
                 f"the {self.checks_per_epoch} checks of an epoch"
             )
+        if self.batch_choices and not set(self.batch_sizes) <= set(self.batch_choices):
+            raise ValueError(f"{self.batch_sizes} must be among {self.batch_choices}")
         if self.pruner not in PRUNERS:
             raise ValueError(f"pruner must be one of {PRUNERS}, but got {self.pruner!r}")
         if self.reduction_factor < 2:
             raise ValueError(f"reduction_factor must be >= 2, got {self.reduction_factor}")
+
+    @property
+    def study_batch_choices(self) -> tuple[int, ...]:
+        """The choices of the study's ``batch_size`` distribution."""
+        return self.batch_choices or self.batch_sizes
 
     @property
     def checks(self) -> int:
@@ -97,6 +107,7 @@ class TunePlan:
         out = asdict(self)
         out["batch_sizes"] = list(self.batch_sizes)
         out["left_out"] = list(self.left_out)
+        out["batch_choices"] = list(self.batch_choices)
         out["id"] = self.id
         return out
 
@@ -105,6 +116,7 @@ class TunePlan:
         fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         fields["batch_sizes"] = tuple(int(b) for b in fields["batch_sizes"])
         fields["left_out"] = tuple(fields.get("left_out") or ())
+        fields["batch_choices"] = tuple(int(b) for b in fields.get("batch_choices") or ())
         return cls(**fields)
 
 
@@ -191,4 +203,5 @@ def plan_tuning(
         estimated_run_s=round(estimate, 3),
         basis=cost.basis,
         left_out=tuple(left_out),
+        batch_choices=tuple(batch_sizes),
     )

@@ -106,6 +106,7 @@ class ShortRunSearch:
         self.train = train
         self.clock, self.progress = clock, progress
         self.roles: deque[str] = deque()
+        self.batch_choices = plan.study_batch_choices  # the study's batch_size distribution
         self.first_check_s: float | None = None  # measured: build + the first check
         self.full_run_s: float | None = None  # measured: a full-length run
 
@@ -115,6 +116,7 @@ class ShortRunSearch:
         """Run until the budget is spent (Ctrl-C: the run in progress is written as FAIL)."""
         before = accuracy_trials(self.study, self.plan.id)
         result = SearchResult(self.budget_s, spent_s(before))
+        self.batch_choices = _study_batches(self.study, self.plan)
         self._learn_costs(before)
         start = self.clock()
         deadline = start + self.budget_s - result.spent_before_s
@@ -266,6 +268,7 @@ class ShortRunSearch:
                 frozen = work.tell(trial, value)
             else:
                 frozen = work.tell(trial, state=ts)
+            frozen = _with_batches(frozen, self.batch_choices)
             self.study.add_trial(_for_study(frozen, len(self.study.directions)))
 
     # -- the in-memory copy and the rule's runs ------------------------------------------
@@ -286,7 +289,7 @@ class ShortRunSearch:
             for t in self.study.get_trials(deepcopy=False)
             if t.state.is_finished() and (a := from_trial(t)) is not None and a.plan == self.plan.id
         ]
-        work.add_trials([_for_study(t, 1) for t in mine])
+        work.add_trials([_with_batches(_for_study(t, 1), self.plan.batch_sizes) for t in mine])
         return work
 
     def _enqueue_rule(self, work: optuna.Study, before: list[Any]) -> None:
@@ -301,8 +304,9 @@ class ShortRunSearch:
             values: dict[str, Any] = {"batch_size": batch}
             for p in self.params:
                 want = self.rule.lr_at(batch) if p.name == "lr" else self.recipe.get(p.name)
-                if want is not None:
-                    values[p.name] = _clamp(p, want)
+                value = None if want is None else _clamp(p, want)
+                if value is not None:  # else sampled (a recipe value the space does not offer)
+                    values[p.name] = value
             work.enqueue_trial(values, skip_if_exists=False)
             self.roles.append("rule")
 
@@ -330,6 +334,40 @@ def _clamp(p: Param, value: Any) -> Any:
         return None
     clamped = min(max(value, p.low), p.high)
     return round(clamped) if isinstance(p, IntParam) else float(clamped)
+
+
+def _study_batches(study: optuna.Study, plan: TunePlan) -> tuple[int, ...]:
+    """The choices of the study's ``batch_size`` distribution (its trials'), else the plan's."""
+    from optuna.distributions import CategoricalDistribution
+
+    for t in study.get_trials(deepcopy=False):
+        dist = t.distributions.get("batch_size")
+        if isinstance(dist, CategoricalDistribution):
+            choices = tuple(c for c in dist.choices if isinstance(c, int))
+            if len(choices) == len(dist.choices) and set(plan.batch_sizes) <= set(choices):
+                return choices
+    return plan.study_batch_choices
+
+
+def _with_batches(t: FrozenTrial, choices: tuple[int, ...]) -> FrozenTrial:
+    """``t`` with ``batch_size`` drawn from ``choices``: the plan's few batch sizes in the
+    in-memory copy the sampler reads, the space's in the study (a storage requires one
+    distribution per parameter name across its trials)."""
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+
+    dist = t.distributions.get("batch_size")
+    if not isinstance(dist, CategoricalDistribution) or tuple(dist.choices) == tuple(choices):
+        return t
+    return optuna.trial.create_trial(
+        state=t.state,
+        values=t.values,
+        params=t.params,
+        distributions={**t.distributions, "batch_size": CategoricalDistribution(choices)},
+        user_attrs=t.user_attrs,
+        system_attrs=t.system_attrs,
+        intermediate_values=t.intermediate_values,
+    )
 
 
 def _for_study(t: FrozenTrial, objectives: int) -> FrozenTrial:

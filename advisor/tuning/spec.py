@@ -11,6 +11,7 @@ from advisor.providers.catalog import MachineKey
 from advisor.providers.tuning import TuningSpec, job_name, provider_for
 from advisor.search_spaces.space import Param, space_from_dict
 from advisor.study.selection import recommended_trial
+from advisor.tuning.warm_start import apply, warm_start
 
 if TYPE_CHECKING:
     import optuna
@@ -89,11 +90,16 @@ def spec_from_study(
                 f"use some of: {', '.join(p.name for p in space.hyperparameters)}.",
             )
     options.setdefault("price_per_hour", trial.user_attrs.get("price_per_hour"))
+    # issue #29: start from what the study learnt (short runs of --tune, imported jobs)
+    start = warm_start(study, tuned, provider, fixed.get("batch_size"))
+    notes += start.notes
+    if start.parents:
+        options.setdefault("warm_start_parents", start.parents)
     return spec_for_machine(
         provider,
         key,
         workload=attrs["workload"],
-        hyperparameters=tuple(tuned),
+        hyperparameters=apply(tuned, start),
         fixed=fixed,
         image=image,
         catalog=catalog,

@@ -68,3 +68,27 @@ def fake_trainer(
         return result
 
     return train
+
+
+def add_short_runs(study: Any, params: Any, batch: int = 512, budget_s: float = 300.0) -> Any:
+    """Short runs of ``suggest --tune`` in ``study`` (the fake trainer, batch ``batch`` and its
+    neighbours), with the study attribute ``advisor.pipeline`` leaves; returns the plan."""
+    from advisor.accuracy.lr_rule import lr_rule, recipe
+    from advisor.accuracy.plan import TunePlan
+    from advisor.accuracy.search import ShortRunSearch
+    from advisor.accuracy.step import STUDY_ATTR
+
+    plan = TunePlan(
+        "fcn", (batch // 2, batch, batch * 2), batch, 8 * batch, 212, 2, 40512,
+        estimated_run_s=8.0,
+    )  # fmt: skip
+    clock = Clock()
+    rule = lr_rule("fcn", None, "")
+    ShortRunSearch(
+        study, plan, list(params), budget_s, rule=rule, recipe=recipe("fcn"),
+        train=fake_trainer(clock), clock=clock,
+    ).run()  # fmt: skip
+    study.set_user_attr(
+        STUDY_ATTR, {"plan": plan.to_dict(), "rule": rule.to_dict() if rule else None}
+    )
+    return plan
