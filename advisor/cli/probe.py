@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from advisor.cli import params as p
+from advisor.cli.operators_view import operator_options
 from advisor.cli.probe_view import check_workload, render, run_with_progress
 
 
@@ -91,6 +92,7 @@ def _remote_options(fn: Any) -> Any:
     help="Also write the ProbeResult JSON to this file.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line with the ProbeResult.")
+@operator_options
 @_remote_options
 def probe(
     model: str,
@@ -108,6 +110,8 @@ def probe(
     emulate: bool,
     spot: bool,
     storage: str | None,
+    top_ops: int | None,
+    on_gpu: str | None,
     **cloud: Any,
 ) -> None:
     """Time a few real training iterations of a workload in a separate process.
@@ -119,8 +123,11 @@ def probe(
     advisor probe --model fcn --batch-size 256 --on ml.g5.xlarge --image URI \\
         --role arn:aws:iam::123456789012:role/SageMakerRole --output s3://bucket/advisor
     """
+    from advisor.errors import AdvisorError
     from advisor.probes.result import ProbeRequest
 
+    if on_gpu is not None and top_ops is None:
+        raise AdvisorError("--on-gpu needs --top-ops.", "add e.g. --top-ops 10.")
     check_workload(model, framework)
     if on is not None:
         from advisor.cli.probe_remote import run_remote
@@ -140,11 +147,19 @@ def probe(
         timeout_s=timeout,
     )
     result = run_with_progress(request, show=not as_json and sys.stderr.isatty())
+    if top_ops is not None and result.ok:  # issue #26: its operator trace, kept in the result
+        from advisor.evaluation.prediction import ready
+
+        result = ready(result, lambda text: click.echo(text, err=True))
     if out is not None:
         out.write_text(result.to_json() + "\n", encoding="utf-8")
     if as_json:
         click.echo(result.to_json())
     else:
         render(result)
+        if result.ok:
+            from advisor.cli.operators_view import show_operators
+
+            show_operators(result, top_ops, on_gpu)
     if not result.ok:
         sys.exit(1)

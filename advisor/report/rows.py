@@ -175,6 +175,7 @@ def trial_row(t: FrozenTrial, space: JointSpace) -> dict[str, Any]:
         "epochs": rec.epochs,
         "price_per_hour": rec.price_per_hour,
         "limiting": limiting(rec.estimate),
+        "basis": rec.estimate.get("basis"),  # issue #26: how the device time was obtained
     }
 
 
@@ -203,6 +204,7 @@ def screen_row(
         "epochs": ev.epochs,
         "price_per_hour": ev.price_per_hour,
         "limiting": limiting(ev.estimate),
+        "basis": ev.estimate.get("basis"),  # issue #26: how the device time was obtained
     }
 
 
