@@ -12,9 +12,14 @@ the study's direction. A study with two objectives (``--objective pareto``) stor
 run's value once per objective (Optuna requires one per objective); nothing in advisor reads
 a short run's values as run time or cost.
 
-The learning-rate rule is enqueued first (one run per batch size, the recipe's other values);
-when time is left after the search, the best full-length configuration at the recommended
-batch size is trained again with other seeds, so its spread is measured. ``--tune TIME``
+All runs compete in one successive-halving competition at equal epochs (the batch size is one
+of the searched values). The batch sizes take turns, the recommended one every other run
+(``_turns``), so that the recommendation has runs of its own to rank. The learning-rate rule
+is enqueued first (one run per batch size, the recipe's other values), the recommended batch
+size's first: the pruner always promotes the first run of a competition, so it gives a
+full-length run of the rule at the recommended batch size. When time is left after the
+search, the best full-length configuration at the recommended batch size is trained again
+with other seeds, so its spread is measured. ``--tune TIME``
 counts every short run's wall time in the study, so a re-run of the same command adds nothing.
 """
 
@@ -29,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.accuracy.evidence import best_of
 from advisor.accuracy.lr_rule import LrRule
 from advisor.accuracy.plan import TunePlan
-from advisor.accuracy.trials import accuracy_trials, from_trial, reported, spent_s
+from advisor.accuracy.trials import AccuracyTrial, accuracy_trials, from_trial, reported, spent_s
 from advisor.records import ACCURACY
 from advisor.search_spaces.convert import active
 from advisor.search_spaces.space import CategoricalParam, FloatParam, IntParam, Param
@@ -122,10 +127,14 @@ class ShortRunSearch:
         deadline = start + self.budget_s - result.spent_before_s
         work = self._work_study()
         self._enqueue_rule(work, before)
+        turns, turn = _turns(self.plan), sum(t.role == "search" for t in before)
         while deadline - self.clock() - self._reserve() > self._min_run_s():
+            if not self.roles:  # the rule's runs are asked first, then the batch sizes' turns
+                work.enqueue_trial({"batch_size": turns[turn % len(turns)]})
+                turn += 1
             self._one(work, result, deadline, role=None, seed=0, of=None)
-        best = best_of(accuracy_trials(self.study, self.plan.id), self.plan.recommended_batch)
-        if best is not None and best.ended == "finished" and not self.roles:
+        best = self._best()
+        if best is not None and not self.roles:
             done = {
                 t.seed for t in accuracy_trials(self.study, self.plan.id) if t.of == best.number
             }
@@ -140,9 +149,18 @@ class ShortRunSearch:
         result.spent_s = self.clock() - start
         return result
 
+    def _best(self) -> AccuracyTrial | None:
+        """The run to repeat with other seeds: the best at the recommended batch size, when
+        it ran its full length."""
+        best = best_of(accuracy_trials(self.study, self.plan.id), self.plan.recommended_batch)
+        if best is None or best.ended != "finished":
+            return None
+        return best if best.batch_size == self.plan.recommended_batch else None
+
     def _reserve(self) -> float:
-        """Time kept for the seeds of the best, once some run has reached full length."""
-        if self.full_run_s is None:
+        """Time kept for the seeds of the best, once a run at the recommended batch size has
+        reached full length (the measured length of the longest full-length run)."""
+        if self.full_run_s is None or self._best() is None:
             return 0.0
         return self.plan.replicates * SEED_MARGIN * self.full_run_s
 
@@ -298,7 +316,8 @@ class ShortRunSearch:
         if self.rule is None or not any(p.name == "lr" for p in self.params):
             return
         have = {t.batch_size for t in before if t.role == "rule"}
-        for batch in self.plan.batch_sizes:
+        first = sorted(self.plan.batch_sizes, key=lambda b: b != self.plan.recommended_batch)
+        for batch in first:  # the recommended batch size first
             if batch in have:
                 continue
             values: dict[str, Any] = {"batch_size": batch}
@@ -309,6 +328,18 @@ class ShortRunSearch:
                     values[p.name] = value
             work.enqueue_trial(values, skip_if_exists=False)
             self.roles.append("rule")
+
+
+def _turns(plan: TunePlan) -> list[int]:
+    """The order in which the batch sizes get a run: the recommended one every other turn.
+
+    >>> _turns(TunePlan("fcn", (256, 512, 1024), 512, 4096, 212, 1, 40512))
+    [512, 256, 512, 1024]
+    """
+    others = [b for b in plan.batch_sizes if b != plan.recommended_batch]
+    if not others:
+        return [plan.recommended_batch]
+    return [b for other in others for b in (plan.recommended_batch, other)]
 
 
 def suggest_params(trial: optuna.Trial, params: list[Param]) -> dict[str, Any]:

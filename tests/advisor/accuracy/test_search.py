@@ -69,7 +69,8 @@ def test_the_learning_rate_rule_runs_first_at_each_batch_size() -> None:
     assert rule is not None
     first = accuracy_trials(study)[:3]
     assert [t.role for t in first] == ["rule"] * 3
-    assert [t.batch_size for t in first] == [32, 64, 128]
+    assert [t.batch_size for t in first] == [64, 32, 128]  # the recommended one first
+    assert first[0].ended == "finished"  # the pruner promotes a competition's first run
     for t in first:
         assert t.params["lr"] == pytest.approx(rule.lr_at(t.batch_size))
         assert t.params["momentum"] == pytest.approx(0.9)  # the recipe's
@@ -126,6 +127,13 @@ def test_a_pareto_study_holds_the_runs_with_a_value_per_objective() -> None:
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert done and all(len(t.values) == 2 and t.values[0] == t.values[1] for t in done)
     assert any(t.intermediate_values for t in study.trials)
+
+
+def test_the_recommended_batch_size_takes_every_other_turn() -> None:
+    study, clock = optuna.create_study(), Clock()
+    search(study, clock, budget=400.0).run()
+    runs = [a.batch_size for a in accuracy_trials(study) if a.role == "search"]
+    assert runs[:4] == [64, 32, 64, 128] and 2 * runs.count(64) >= len(runs)
 
 
 def test_hyperband_prunes_too() -> None:
