@@ -1,4 +1,4 @@
-"""Check the performance model on a real GPU (issue #14 section 5): predicted vs measured.
+"""Check the performance model on a real GPU (issues #14 section 5, #26 section 6).
 
 For each (workload, batch) it runs, on the machine it runs on:
 
@@ -13,7 +13,12 @@ For each (workload, batch) it runs, on the machine it runs on:
    the loop ``python -m advisor.train`` runs), ``--train-epochs`` epochs of ``--train-steps``
    steps on the workload's generated data with the full validation set, timed per phase:
    init (process start to first batch ready), first iteration, steady iteration (median),
-   first and later validation pass, and the run's total.
+   first and later validation pass, and the run's total;
+5. (issue #26, ``--operators``, on by default) the same step under the torch profiler: device
+   time per phase and operator kind (conv, matmul, norm/softmax, optimizer, other) against the
+   GPU kernel model on its operator trace, the whole step's device and wall time, the kernels
+   launched per step against the trace's count, and the host's time per launch against the
+   dispatch floor's 60 us prior (``benchmarks/gpu_check_ops.py``).
 
 The prediction is made for the run that is trained (its init's data preparation rescaled to
 the samples trained on, ``iteration_model.init_for_size``), from a fresh ``ADVISOR_HOME``
@@ -23,7 +28,8 @@ predicted interval. ``--budget-s`` bounds the whole run: a (workload, batch) tha
 fit is skipped and listed. Batches run smallest first across the workloads.
 
     python benchmarks/gpu_check.py [--device cuda|cpu] [--workloads fcn,simple-cnn,resnet50]
-        [--batches 64,128,256,512] [--budget-s 500] [--machine KEY] [--json] [--write-docs]
+        [--batches 64,128,256,512] [--budget-s 500] [--machine KEY] [--no-operators]
+        [--ops-gpu NAME] [--json] [--write-docs]
 
 On a lent GPU machine (device tool, ``nvidia-h100-x1`` or ``nvidia-h200``): its image has
 PyTorch (CUDA build), numpy, scikit-learn, click, rich, PyYAML, psutil and matplotlib but no
@@ -38,9 +44,11 @@ that travels and run the check in one call (``timeout_s`` 600)::
 (progress goes to stderr, the output tail). A case that does not fit is skipped and listed:
 run those in a second call (e.g. ``--workloads resnet50 --batches 256,512``). Then copy the
 section it appended to the returned ``benchmarks.md`` into docs/benchmarks.md here and commit
-it. Checked without a GPU: that install into ``--target`` and a ``--device cpu`` run from it
-with Optuna made unimportable. The case runner and the training child are
-``benchmarks/gpu_check_case.py``.
+it. The per-operator comparison needs the operator trace and the kernel model, which travel
+with the package (no extra dependency). Checked without a GPU: that install into ``--target``
+and a ``--device cpu`` run from it with Optuna made unimportable. The case runner and the
+training child are ``benchmarks/gpu_check_case.py``; the profiler comparison
+``benchmarks/gpu_check_ops.py``.
 """
 
 from __future__ import annotations
@@ -59,6 +67,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_check_case import PHASES, CheckError, check_one, choose_machine
+from gpu_check_ops import profile_case
+from gpu_check_ops import table as operators_table
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 NO_GPU = (
@@ -113,6 +123,8 @@ def table(result: dict[str, Any]) -> str:
     for key in ("probe_failure", "training_failure"):
         if key in result:
             lines.append(f"\n{key.replace('_', ' ')}: {result[key]}")
+    if "operators" in result:  # issue #26
+        lines += ["", operators_table(result["operators"])]
     return "\n".join(lines)
 
 
@@ -184,6 +196,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--probe-max-s", type=float, default=10.0, help="time box of its steps")
     p.add_argument("--train-steps", type=int, default=100, help="steps per training epoch")
     p.add_argument("--train-epochs", type=int, default=2)
+    p.add_argument("--no-operators", dest="operators", action="store_false",
+                   help="skip the per-operator profile against the kernel model")  # fmt: skip
+    p.add_argument("--ops-gpu", default="T4", help="--device cpu: the GPU the kernel model "
+                   "predicts the operators on (a code-path check)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--write-docs", action="store_true", help=f"append a section to {DOCS.name}")
     p.add_argument("--docs", type=Path, default=DOCS, help=argparse.SUPPRESS)
@@ -247,6 +263,8 @@ def run(args: argparse.Namespace, log: Any) -> dict[str, Any]:
                 res = check_one(w, batch, args, machine, catalog, end)
             except AdvisorError as exc:
                 res = {"workload": w, "batch": batch, "status": "failed", "reason": str(exc)}
+            if args.operators and res.get("status") == "ok":
+                res["operators"] = _operators(w, batch, args, machine)
             res["check_s"] = time.monotonic() - t0
             took[w] = (batch, res["check_s"])
             results.append(res)
@@ -261,6 +279,16 @@ def run(args: argparse.Namespace, log: Any) -> dict[str, Any]:
     }  # fmt: skip
     doc["summary"] = summary(results)
     return doc
+
+
+def _operators(workload: str, batch: int, args: argparse.Namespace, machine: Any) -> Any:
+    """Issue #26: the profiled step against the kernel model on this machine's GPU (in CPU
+    mode ``--ops-gpu``); a failure is reported in the section, never raised."""
+    gpu = machine.accelerator if args.device == "cuda" and machine.accelerator else args.ops_gpu
+    try:
+        return profile_case(workload, batch, args.device, gpu)
+    except Exception as exc:  # the phase comparison above still stands
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 def _cpu_name() -> str:

@@ -154,6 +154,13 @@ def test_cpu_mode_compares_the_prediction_with_real_measurements(
     assert text.startswith("# Benchmarks\n\n## GPU check, ")
     assert "No GPU was available" in text and "--device cpu --workloads fcn" in text
     assert "| steady iteration |" in text and "**fcn, batch 32**" in text
+    # issue #26: the profiled step per phase and operator kind, against the kernel model on
+    # --ops-gpu (T4); on the CPU the times are CPU times and no GPU kernel is launched
+    ops = res["operators"]
+    assert ops["gpu"] == "T4" and ops["device"] == "cpu" and ops["kernels_per_step"]["traced"] > 0
+    measured = {(r["phase"], r["class"]): r["measured_s"] for r in ops["rows"]}
+    assert measured[("forward", "conv")] > 0 and measured[("backward", "conv")] > 0
+    assert "Per operator kind, measured CPU time" in text
 
 
 def test_totals_take_the_median_error_and_count_the_hits(bench: ModuleType) -> None:
