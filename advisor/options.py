@@ -233,6 +233,8 @@ class SuggestOptions:
             v = getattr(self, name)
             if v is not None and not 0 < v < math.inf:  # NaN and inf refused too
                 raise AdvisorError(f"{name} must be > 0, got {v}.", "give a positive value.")
+            if isinstance(v, int) and not isinstance(v, bool):  # 5 and 5.0: one study name
+                object.__setattr__(self, name, float(v))
         if self.tune_s is not None and not 0 < self.tune_s < math.inf:
             raise AdvisorError(
                 f"--tune must be a positive time, got {self.tune_s}.", "give one such as 3m or 1h."

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
 from advisor.providers.catalog import MachineKey
-from advisor.providers.tuning import TuningSpec, job_name, provider_for
+from advisor.providers.tuning import TuningSpec, job_name
 from advisor.search_spaces.space import Param, space_from_dict
-from advisor.study.selection import recommended_trial
+from advisor.tuning.pick import study_pick
 from advisor.tuning.warm_start import apply, warm_start
 
 if TYPE_CHECKING:
@@ -46,30 +46,14 @@ def spec_from_study(
         )
     space = space_from_dict(attrs["space"])
     cls = backend_class(provider)
-    trial = recommended_trial(study)
-    notes: list[str] = []
-    if instance is None and MachineKey(str(trial.params["machine"])).service not in cls.services:
-        overall = trial.params["machine"]
-        try:
-            trial = recommended_trial(study, cls.services)
-        except AdvisorError:
-            raise AdvisorError(
-                f"Study '{study.study_name}' recommends {overall} and has no feasible trial on a "
-                f"{cls.name} machine.",
-                f"submit with {provider_for(MachineKey(overall).service)}, or pass "
-                f"--instance with a {cls.name} machine type.",
-            ) from None
-        notes.append(
-            f"the study recommends {overall}, which {cls.name} does not run; this is the study's "
-            f"best {cls.name} machine ({trial.params['machine']})"
-        )
-    key = instance or str(trial.params.get("machine", ""))
-    batch = trial.params.get("batch_size")
+    # issue #28: what the report recommended (a trial or a screened pair), else the best trial
+    pick = study_pick(study, tuple(cls.services), cls.name)
+    notes: list[str] = [] if instance else list(pick.notes)
+    key = instance or pick.machine
     fixed: dict[str, Any] = {"model": attrs["workload"]}
-    if batch is not None:
-        fixed["batch_size"] = int(batch)
-    estimate = trial.user_attrs.get("estimate") or {}
-    epochs = trial.user_attrs.get("epochs") or estimate.get("epochs") or attrs.get("epochs")
+    if pick.batch_size is not None:
+        fixed["batch_size"] = int(pick.batch_size)
+    epochs = pick.epochs or attrs.get("epochs")
     if epochs:
         fixed["epochs"] = int(epochs)
     wanted = set(tune) if tune is not None else None
@@ -80,8 +64,8 @@ def spec_from_study(
             if p.condition is not None:
                 notes.append(f"{p.name} is tuned unconditionally (the services have no conditions)")
             tuned.append(p)
-        elif p.name in trial.params:
-            fixed[p.name] = trial.params[p.name]
+        elif p.name in pick.params:
+            fixed[p.name] = pick.params[p.name]
     if wanted is not None:
         unknown = wanted - {p.name for p in space.hyperparameters}
         if unknown:
@@ -89,7 +73,8 @@ def spec_from_study(
                 f"--tune names {sorted(unknown)}, which the study's space does not have.",
                 f"use some of: {', '.join(p.name for p in space.hyperparameters)}.",
             )
-    options.setdefault("price_per_hour", trial.user_attrs.get("price_per_hour"))
+    if not instance:
+        options.setdefault("price_per_hour", pick.price_per_hour)
     # issue #29: start from what the study learnt (short runs of --tune, imported jobs)
     start = warm_start(study, tuned, provider, fixed.get("batch_size"))
     notes += start.notes

@@ -1,0 +1,90 @@
+"""Does the same command give the same answer? Runs `advisor suggest` N times, each in a fresh
+ADVISOR_HOME (every probe taken anew), and prints each run's recommendation, its time, the
+probes' contention and the tally.
+
+    python benchmarks/same_answer.py [--runs 10] [-- extra suggest options]
+
+The default command is `advisor suggest --model fcn --budget 5`; options after `--` replace
+`--budget 5`. A differing recommendation is printed with its time next to the majority's, so
+the size of the disagreement is seen (and whether the tie rule or the probes moved it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+def one_run(advisor: str, extra: list[str]) -> dict[str, Any]:
+    home = Path(tempfile.mkdtemp(prefix="advisor-same-"))
+    try:
+        load = os.getloadavg()[0]
+        started = time.perf_counter()
+        done = subprocess.run(
+            [advisor, "suggest", "--model", "fcn", *extra, "--json"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "ADVISOR_HOME": str(home)},
+            timeout=1800,
+        )
+        wall = time.perf_counter() - started
+        if done.returncode != 0:
+            return {"error": done.stderr.strip().splitlines()[-1:], "wall_s": wall, "load": load}
+        report = json.loads(done.stdout)
+        rec = report["recommended"]
+        return {
+            "machine": rec["machine"],
+            "batch": rec["batch_size"],
+            "runtime_s": rec["runtime_s"]["value"],
+            "cost_usd": rec["cost_usd"]["value"],
+            "tied": (report.get("confidence") or {}).get("tied"),
+            "contended": len(report.get("contention_notes") or []),
+            "wall_s": wall,
+            "load": load,
+        }
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--advisor", default=shutil.which("advisor") or "advisor")
+    parser.add_argument("extra", nargs="*", default=["--budget", "5"])
+    args = parser.parse_args()
+    runs = []
+    for i in range(args.runs):
+        r = one_run(args.advisor, args.extra)
+        runs.append(r)
+        if "error" in r:
+            print(f"run {i + 1}: failed: {r['error']}", flush=True)
+            continue
+        print(
+            f"run {i + 1}: {r['machine']} batch {r['batch']}: {r['runtime_s']:.1f} s, "
+            f"USD {r['cost_usd']:.4f}; {r['tied']} in its tie band; {r['contended']} "
+            f"contended probe(s); {r['wall_s']:.0f} s wall at load {r['load']:.1f}",
+            flush=True,
+        )
+    picks = collections.Counter((r["machine"], r["batch"]) for r in runs if "error" not in r)
+    print("tally:", ", ".join(f"{m} b{b}: {n}" for (m, b), n in picks.most_common()))
+    if len(picks) > 1:
+        (top, _), *_ = picks.most_common()
+        ref = next(r for r in runs if (r.get("machine"), r.get("batch")) == top)
+        for r in runs:
+            if "error" not in r and (r["machine"], r["batch"]) != top:
+                print(
+                    f"  differs: {r['machine']} b{r['batch']} {r['runtime_s']:.1f} s vs "
+                    f"{ref['runtime_s']:.1f} s ({r['runtime_s'] / ref['runtime_s'] - 1:+.1%})"
+                )
+
+
+if __name__ == "__main__":
+    main()
