@@ -14,13 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# --- FLOPs of the calibration model -------------------------------------------------------
-# ResNet-50 at 224x224: 3.8-4.1 G multiply-adds per forward pass (He et al. 2015, table 1;
-# v1.5 ~4.1 G). One multiply-add = 2 FLOPs; a training step (forward + backward) ~= 3x the
-# forward pass (backward computes two gradients per layer).
-RESNET50_V1_TRAIN_FLOPS = 3 * 2 * 3.86e9  # ~23.2 GFLOP per image
-RESNET50_V15_TRAIN_FLOPS = 3 * 2 * 4.1e9  # ~24.6 GFLOP per image
-
 
 @dataclass(frozen=True)
 class GenerationProfile:
@@ -169,4 +162,3 @@ CPU_ACHIEVED_FLOPS_PER_CORE = 10e9  # only when a probe has no FLOP count (prior
 # --- Uncertainty (multiplicative factors: interval = [value / f, value * f]) -------------
 SAME_CPU_FACTOR = 1.25  # local machine, other batch size or thread count
 OTHER_CPU_FACTOR = 1.6
-NO_FLOPS_FACTOR = 3.0  # FLOPs estimated from the CPU time instead of counted
