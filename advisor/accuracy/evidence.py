@@ -94,6 +94,8 @@ def evidence(
         "batch_size": best.batch_size,
         "data": plan.length_text,
         "out_of_runs": n["runs"],
+        "runs_at_batch": sum(t.batch_size == best.batch_size for t in trials if t.role != "seed"),
+        "ended": best.ended,
         "runs": n,
         "seeds": _spread(best, trials),
         "ranked_by": "the most checks reached, then the metric at the last check",

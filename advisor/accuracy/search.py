@@ -384,40 +384,28 @@ def _with_batches(t: FrozenTrial, choices: tuple[int, ...]) -> FrozenTrial:
     """``t`` with ``batch_size`` drawn from ``choices``: the plan's few batch sizes in the
     in-memory copy the sampler reads, the space's in the study (a storage requires one
     distribution per parameter name across its trials)."""
-    import optuna
+    import copy
+
     from optuna.distributions import CategoricalDistribution
 
     dist = t.distributions.get("batch_size")
     if not isinstance(dist, CategoricalDistribution) or tuple(dist.choices) == tuple(choices):
         return t
-    return optuna.trial.create_trial(
-        state=t.state,
-        values=t.values,
-        params=t.params,
-        distributions={**t.distributions, "batch_size": CategoricalDistribution(choices)},
-        user_attrs=t.user_attrs,
-        system_attrs=t.system_attrs,
-        intermediate_values=t.intermediate_values,
-    )
+    out = copy.deepcopy(t)  # times, attributes and curve kept
+    out.distributions = {**t.distributions, "batch_size": CategoricalDistribution(choices)}
+    return out
 
 
 def _for_study(t: FrozenTrial, objectives: int) -> FrozenTrial:
     """``t`` with one value per objective of the study it goes to (a finished run's value
     repeated; a pruned or failed run's dropped when the counts differ)."""
+    import copy
+
     import optuna
 
-    values = t.values
-    if values is not None and len(values) != objectives:
-        done = t.state == optuna.trial.TrialState.COMPLETE
-        values = [values[0]] * objectives if done else None
-    if values is t.values:
+    if t.values is None or len(t.values) == objectives:
         return t
-    return optuna.trial.create_trial(
-        state=t.state,
-        values=values,
-        params=t.params,
-        distributions=t.distributions,
-        user_attrs=t.user_attrs,
-        system_attrs=t.system_attrs,
-        intermediate_values=t.intermediate_values,
-    )
+    out = copy.deepcopy(t)  # times, attributes and curve kept
+    done = t.state == optuna.trial.TrialState.COMPLETE
+    out.values = [t.values[0]] * objectives if done else None
+    return out

@@ -285,6 +285,10 @@ class DashboardView(BaseStorage):
         self, study_id: int, deepcopy: bool = True, states: Any = None
     ) -> list[FrozenTrial]:
         trials = self.base.get_all_trials(study_id, deepcopy=False, states=states)
+        if states is not None and set(states) == {TrialState.COMPLETE}:
+            # issue #29: who asks for completed trials reads their objective values (the
+            # hyperparameter importance): short runs have none here
+            trials = [t for t in trials if not is_accuracy_trial(t)]
         return [view_trial(t) for t in trials]
 
     def get_trial(self, trial_id: int) -> FrozenTrial:

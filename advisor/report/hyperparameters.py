@@ -81,8 +81,9 @@ def lines(report: dict[str, Any], short: bool = False) -> list[str]:
         return [
             f"hyperparameters: {values} - {found['metric']} {found['value']:.3f} after "
             f"{found['at_epochs']:g} epochs of {section['plan']['n_train']:,} samples, best of "
-            f"{runs['runs']} short runs ({runs['pruned']} pruned); short runs rank "
-            "configurations, they do not promise the final accuracy"
+            f"{found['runs_at_batch']} short runs at batch {found['batch_size']} ({runs['runs']} "
+            f"in all, {runs['pruned']} pruned); short runs rank configurations, they do not "
+            "promise the final accuracy"
         ]
     tally = (
         f"{runs['runs']} short runs: {runs['finished']} full length, {runs['pruned']} pruned, "
@@ -93,7 +94,8 @@ def lines(report: dict[str, Any], short: bool = False) -> list[str]:
     values = " ".join(_value(k, v) for k, v in found["values"].items())
     out = [
         f"hyperparameters: {values} at batch {found['batch_size']} - {found['metric']} "
-        f"{found['value']:.3f} after {found['at_epochs']:g} of {found['data']}, best of {tally}; "
+        f"{found['value']:.3f} after {found['at_epochs']:g} of {found['data']} "
+        f"({found['ended']}), best of {found['runs_at_batch']} runs at that batch in {tally}; "
         f"seeds: {found['seeds']['text']}",
         f"  {found['limits']}",
     ]

@@ -318,3 +318,89 @@ def test_dashboard_on_postgres_without_driver_is_one_line(
     err = capsys.readouterr().err
     assert "which is not installed" in err and "advisor[postgres]" in err
     assert "Traceback" not in err
+
+
+def _with_short_runs(url: str) -> optuna.Study:
+    """A 20-trial study plus short runs of `suggest --tune` (issue #29), as a real run leaves it."""
+    from advisor.search_spaces.space import FloatParam
+    from short_runs import add_short_runs
+
+    study = build_study(url, n=20)
+    params = [FloatParam("lr", 0.01, 0.3, log=True), FloatParam("momentum", 0.5, 0.99),
+              FloatParam("dropout", 0.0, 0.5)]  # fmt: skip
+    add_short_runs(study, params, batch=512, budget_s=120.0)
+    return study
+
+
+def test_short_runs_are_learning_curves_without_an_objective_value(tmp_path: Path) -> None:
+    study = _with_short_runs(f"sqlite:///{tmp_path / 'd.db'}")
+    view = DashboardView(study._storage)
+    trials = view.get_all_trials(study._study_id)
+    runs = [t for t in trials if t.user_attrs.get("kind") == "short run (--tune)"]
+    assert runs and all(t.values is None and t.intermediate_values for t in runs)
+    assert {t.user_attrs["ended"] for t in runs} >= {"pruned", "finished"}
+    assert any(t.state == optuna.trial.TrialState.PRUNED for t in runs)
+    best = view.get_best_trial(study._study_id)
+    assert "kind" not in best.user_attrs and best.values is not None  # a machine trial
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="needs Debian's chromium package (apt-get install chromium)"
+)
+def test_short_runs_in_a_real_browser(tmp_path: Path) -> None:
+    """The study page draws the short runs' learning curves (optuna-dashboard's intermediate
+    values plot) and lists them pruned or complete."""
+    url = f"sqlite:///{tmp_path / 'd.db'}"
+    study = _with_short_runs(url)
+    port, cdp_port = _free_port(), _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "advisor.cli.main", "dashboard", "--storage", url, "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    browser = None
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{base}/api/studies", timeout=2).read()
+                break
+            except OSError:
+                time.sleep(0.25)
+        assert CHROMIUM is not None
+        browser = subprocess.Popen(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             f"--user-data-dir={tmp_path / 'chrome'}", f"--remote-debugging-port={cdp_port}",
+             "--window-size=1400,1800", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        cdp = _Cdp(_cdp_page(cdp_port))
+        cdp.call("Page.enable")
+        cdp.call("Page.navigate", url=f"{base}/dashboard/studies/{study._study_id}")
+        text = ""
+        for _ in range(160):
+            text = cdp.text()
+            if "Intermediate" in text and "PRUNED" in text.upper():
+                break
+            time.sleep(0.25)
+        assert "Intermediate" in text, text[:2000]
+        ARTEFACTS.mkdir(parents=True, exist_ok=True)
+        _screenshot(cdp, ARTEFACTS / "dashboard-short-runs.png")
+        assert "Failed to load" not in cdp.text()  # e.g. the importance: no value is None
+        pruned = next(t.number for t in study.trials if t.state == optuna.trial.TrialState.PRUNED)
+        trials_page = f"{base}/dashboard/studies/{study._study_id}/trials?numbers={pruned}"
+        cdp.call("Page.navigate", url=trials_page)
+        for _ in range(160):
+            text = cdp.text()
+            if "short run (--tune)" in text:
+                break
+            time.sleep(0.25)
+        assert "short run (--tune)" in text and "pruned" in text, text[:2000]
+        _screenshot(cdp, ARTEFACTS / "dashboard-short-run-trial.png")
+        cdp.ws.close()
+    finally:
+        if browser is not None:
+            browser.terminate()
+            browser.wait(timeout=10)
+        server.terminate()
+        server.wait(timeout=10)
