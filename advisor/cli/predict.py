@@ -14,13 +14,47 @@ from advisor.cli import params as p
 from advisor.cli.operators_view import operator_options
 from advisor.durations import format_duration
 from advisor.errors import AdvisorError
+from advisor.options import OPTIONS
 from advisor.search_spaces.workloads import ModelRef
 
 
-def _machines(names: str, snapshot: str | None) -> tuple[Any, list[Any]]:
+def _machines(
+    names: str | None, snapshot: str | None, filters: dict[str, Any]
+) -> tuple[Any, list[Any]]:
+    """The machines named (``--instances``) and/or those the SkyPilot-style filters select
+    (issue #28: ``--gpus A100:1``, ``--cloud aws``, ``--region us-east-1``); both: the named
+    ones the filters keep."""
+    from advisor.evaluation.candidates import matches
     from advisor.evaluation.prediction import resolve_machines
+    from advisor.providers import catalog as catalog_mod
+    from advisor.search_spaces.filters import narrow
+    from advisor.search_spaces.space import MachineFilter
 
-    return resolve_machines(names, snapshot)
+    given = {k: v for k, v in filters.items() if v is not None}
+    if names is None and not given:
+        raise AdvisorError(
+            "No machines to predict on.",
+            "pass --instances p3.2xlarge,... or filters such as --gpus A100:1 --cloud aws.",
+        )
+    wanted = narrow(MachineFilter(), **given)
+    catalog = catalog_mod.load(snapshot, region=wanted.region)
+    if names is not None:
+        catalog, machines = resolve_machines(names, snapshot)
+    else:
+        machines = catalog.filter(
+            providers=wanted.providers,
+            accelerators=wanted.accelerators,
+            min_gpus=wanted.min_gpus,
+            max_gpus=wanted.max_gpus,
+        )
+    kept = [m for m in machines if not given or m.provider == "local" or matches(m, wanted)]
+    if not kept:
+        shown = " ".join(f"--{k} {v}" for k, v in given.items())
+        raise AdvisorError(
+            f"No machine matches {shown}.",
+            "widen the filters (`advisor catalog --accelerator NAME` lists who sells what).",
+        )
+    return catalog, kept
 
 
 def _iv(iv: Any, fmt: str) -> str:
@@ -147,10 +181,13 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
 @click.option(
     "--instances",
     "-i",
-    required=True,
+    default=None,
     help="Comma-separated instance types: catalog keys or the providers' own names "
-    "(Standard_NC6s_v3, ml.p3.2xlarge, compute-engine:n1-standard-8+T4).",
+    "(Standard_NC6s_v3, ml.p3.2xlarge, compute-engine:n1-standard-8+T4); or filters below.",
 )
+@click.option("--gpus", metavar="NAME[:COUNT]", help=OPTIONS["gpus"].help)
+@click.option("--cloud", help=OPTIONS["cloud"].help)
+@click.option("--region", help=OPTIONS["region"].help)
 @click.option("--snapshot", default=None, help="Catalog snapshot (default: newest).")
 @click.option("--epochs", type=p.POSITIVE, default=None, help="Epochs (default: the workload's).")
 @click.option("--spot", is_flag=True, help="Price with spot/preemptible capacity.")
@@ -183,7 +220,10 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
 def predict(
     model: str,
     batch_size: int,
-    instances: str,
+    instances: str | None,
+    gpus: str | None,
+    cloud: str | None,
+    region: str | None,
     snapshot: str | None,
     epochs: int | None,
     spot: bool,
@@ -214,7 +254,9 @@ def predict(
         get(model)  # an unknown workload is a one-line error before anything runs
     if on_gpu is not None and top_ops is None:
         raise AdvisorError("--on-gpu needs --top-ops.", "add e.g. --top-ops 10.")
-    catalog, machines = _machines(instances, snapshot)
+    catalog, machines = _machines(
+        instances, snapshot, {"gpus": gpus, "cloud": cloud, "region": region}
+    )
     probe = load_probe(probe_file) if probe_file else None
     if probe is not None and probe.workload != model:
         raise AdvisorError(

@@ -239,3 +239,21 @@ def test_workloads_name_lists_the_hyperparameters_the_builder_takes() -> None:
     assert params["lr"]["default_space"] == "0.01..0.3 log"
     shown = run("workloads", "lstm")
     assert "Hyperparameters lstm takes" in shown.out and "hidden" in shown.out
+
+
+@pytest.mark.slow  # the prediction traces the model on the meta device (imports torch)
+def test_predict_takes_the_same_filters(tmp_path: Path) -> None:
+    from advisor.probes.result import ProbeRequest
+
+    from ..storage.suggest_with_fake_probes import probe
+
+    saved = tmp_path / "probe.json"
+    saved.write_text(probe(ProbeRequest(workload="fcn", batch_size=512)).to_json())
+    args = ("predict", "--model", "fcn", "--batch-size", "512", "--probe", str(saved), "--json")
+    result = run(*args, "--gpus", "A10G:1", "--cloud", "aws")
+    assert result.code == 0, result
+    machines = {row["machine"] for row in json.loads(result.out)["machines"]}
+    assert machines and all(m.startswith(("ec2:g5.", "sagemaker:ml.g5.")) for m in machines)
+    nothing = run(*args, "--gpus", "A100:1", "--cloud", "aws")  # AWS sells A100s by 8
+    assert "No machine matches --gpus A100:1 --cloud aws" in one_line_error(nothing)
+    assert "No machines to predict on" in one_line_error(run(*args))
