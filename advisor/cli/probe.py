@@ -114,7 +114,8 @@ def probe(
     on_gpu: str | None,
     **cloud: Any,
 ) -> None:
-    """Time a few real training iterations of a workload in a separate process.
+    """Time a few real training iterations of a workload in a separate process, and trace its
+    training step's operators (kept in --out/--json; --top-ops shows them).
 
     \b
     With --on MACHINE the same probe runs as a short managed training job on that machine
@@ -147,7 +148,8 @@ def probe(
         timeout_s=timeout,
     )
     result = run_with_progress(request, show=not as_json and sys.stderr.isatty())
-    if top_ops is not None and result.ok:  # issue #26: its operator trace, kept in the result
+    if result.ok:  # issue #26: its operator trace and loader time, kept in the result, so
+        # advisor predict --probe and the service read the same ones
         from advisor.evaluation.prediction import ready
 
         result = ready(result, lambda text: click.echo(text, err=True))
