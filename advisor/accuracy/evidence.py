@@ -20,9 +20,10 @@ from advisor.accuracy.trials import AccuracyTrial
 from advisor.search_spaces.space import CategoricalParam, FloatParam, IntParam, Param
 
 NARROW_TOP_SHARE = 0.25  # the ranges a tuning job starts from span the best quarter of runs
-NARROW_MIN_RUNS = 3
-LOG_MARGIN = 1.5  # a log range is widened by this factor each way
-LINEAR_MARGIN = 0.1  # a linear range by this share of the space's width each way
+NARROW_MIN_RUNS = 3  # ... of the full-length runs, at least this many
+LOG_MARGIN = 2.0  # a log range is widened by this factor each way
+LINEAR_MARGIN = 0.2  # a linear range by this share of the space's width each way
+UNSTABLE_SPREAD = 0.1  # seeds whose values span more than 10 % of the best: not repeatable
 LIMITS = (
     "Short runs rank configurations; they do not promise the final accuracy: these trained "
     "{length} at batch {batch}, where the full run trains {full}. The value is the short run's, "
@@ -53,7 +54,9 @@ def _spread(best: AccuracyTrial, trials: list[AccuracyTrial]) -> dict[str, Any]:
             "text": "not measured (one seed: --tune had no time left to repeat the best run)",
         }
     sd = statistics.stdev(values)
+    unstable = max(values) - min(values) > UNSTABLE_SPREAD * abs(values[0])
     return {
+        "repeatable": not unstable,
         "count": len(values),
         "seeds": [best.seed, *(t.seed for t in repeats)],
         "values": [round(v, 4) for v in values],
@@ -62,7 +65,8 @@ def _spread(best: AccuracyTrial, trials: list[AccuracyTrial]) -> dict[str, Any]:
         "min": round(min(values), 4),
         "max": round(max(values), 4),
         "text": f"{statistics.fmean(values):.3f} +- {sd:.3f} over {len(values)} seeds "
-        f"({min(values):.3f}-{max(values):.3f})",
+        f"({min(values):.3f}-{max(values):.3f})"
+        + (": it did not repeat, treat the best value as the seed's luck" if unstable else ""),
     }
 
 
@@ -155,9 +159,10 @@ def rule_check(trials: list[AccuracyTrial], rule: LrRule | None) -> dict[str, An
 
 
 def narrowed(trials: list[AccuracyTrial], params: list[Param]) -> dict[str, Param] | None:
-    """Each hyperparameter's range over the best quarter of runs (at least 3), widened by a
-    margin and kept inside the space's; None with fewer than ``NARROW_MIN_RUNS`` runs."""
-    order = ranked(trials)
+    """Each hyperparameter's range over the best quarter of the full-length runs (at least
+    3), widened by a margin and kept inside the space's; None with fewer than
+    ``NARROW_MIN_RUNS`` full-length runs (a pruned run's rank rests on its first checks)."""
+    order = [t for t in ranked(trials) if t.ended == "finished"]
     if len(order) < NARROW_MIN_RUNS:
         return None
     top = order[: max(NARROW_MIN_RUNS, math.ceil(NARROW_TOP_SHARE * len(order)))]

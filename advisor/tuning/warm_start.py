@@ -1,9 +1,9 @@
 """What ``advisor submit`` passes on from what the study learnt (issue #29).
 
 From the short runs of ``advisor suggest --tune`` (``advisor.accuracy``): each tuned
-hyperparameter's range narrowed to the best quarter of the runs (at least three, widened by
-a margin, inside the space's range: ``advisor.accuracy.evidence.narrowed``), and the best
-configurations. From the managed jobs imported into the study (``advisor import``): their
+hyperparameter's range narrowed to the best quarter of the full-length runs (at least three,
+widened by a margin, inside the space's range: ``advisor.accuracy.evidence.narrowed``), and
+the best configurations. From the managed jobs imported into the study (``advisor import``): their
 tuning jobs, which SageMaker can warm-start from.
 
 What each service takes (checked against each SDK's own request types):
@@ -112,14 +112,14 @@ def apply(tuned: list[Param], start: WarmStart) -> tuple[Param, ...]:
 
 
 def _runs(study: optuna.Study, batch_size: int | None) -> list[AccuracyTrial]:
-    """The short runs of the study's plan: at ``batch_size`` when at least three ranked runs
-    are there, else at every batch size of the plan."""
+    """The short runs of the study's plan: at ``batch_size`` when at least three full-length
+    runs are there, else at every batch size of the plan."""
     stored = study.user_attrs.get(STUDY_ATTR)
     if not isinstance(stored, dict) or "plan" not in stored:
         return []
     runs = accuracy_trials(study, TunePlan.from_dict(stored["plan"]).id)
     at = [t for t in runs if t.batch_size == batch_size]
-    return at if len(ranked(at)) >= 3 else runs
+    return at if sum(t.ended == "finished" for t in ranked(at)) >= 3 else runs
 
 
 def _parents(study: optuna.Study, provider: str) -> tuple[str, ...]:

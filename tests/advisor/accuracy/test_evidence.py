@@ -92,3 +92,22 @@ def test_ranges_narrow_to_the_best_runs_inside_the_space() -> None:
     assert 0.01 <= lr.low <= 0.025 / 1.5 + 1e-9 and 0.08 * 1.5 - 1e-9 <= lr.high <= 0.3
     assert found["opt"] == CategoricalParam("opt", ("a",)) or found["opt"] == space[1]
     assert narrowed(TRIALS[:2], space) is None  # fewer than three ranked runs
+
+
+def test_seeds_that_disagree_are_flagged() -> None:
+    unlucky = [
+        *TRIALS[:5],
+        run(7, 64, 0.05, [0.5] * 8, role="seed", seed=1, of=1),
+        run(8, 64, 0.05, [0.52] * 8, role="seed", seed=2, of=1),
+    ]
+    found = evidence(unlucky, PLAN)
+    assert found is not None and not found["seeds"]["repeatable"]
+    assert "did not repeat" in found["seeds"]["text"]
+    steady = evidence(TRIALS, PLAN)
+    assert steady is not None and steady["seeds"]["repeatable"]
+
+
+def test_only_full_length_runs_narrow_a_range() -> None:
+    space = [FloatParam("lr", 0.01, 0.3, log=True)]
+    pruned_only = [run(i, 64, 0.02 + 0.01 * i, [0.6, 0.7]) for i in range(6)]
+    assert narrowed(pruned_only, space) is None
