@@ -99,7 +99,7 @@ def test_predict_spot_agrees_with_suggest(
         with_synthetic_trace(dataclasses.replace(probe(), fingerprint=dict(TRACE))).to_json()
     )
     monkeypatch.setattr(
-        "advisor.cli.predict._machines", lambda names, snapshot: (FakeCatalog(), [machine])
+        "advisor.cli.predict._machines", lambda names, snapshot, filters: (FakeCatalog(), [machine])
     )
     args = ["predict", "-m", "fcn", "-b", "512", "-i", machine.instance_type, "--epochs", "3"]
     result = CliRunner().invoke(cli, [*args, "--spot", "--probe", str(path), "--json"])

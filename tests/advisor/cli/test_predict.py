@@ -38,7 +38,7 @@ def fake_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
         "c5.4xlarge": cpu_machine("c5.4xlarge", 16, 0.68),
     }
 
-    def fake(names: str, snapshot: str | None) -> tuple[FakeCatalog, list[object]]:
+    def fake(names: str, snapshot: str | None, filters: object) -> tuple[FakeCatalog, list[object]]:
         return FakeCatalog(), [machines[n] for n in names.split(",")]
 
     monkeypatch.setattr("advisor.cli.predict._machines", fake)

@@ -54,7 +54,7 @@ def test_predict_report_names_host_bound_machines(
     }
     monkeypatch.setattr(
         "advisor.cli.predict._machines",
-        lambda names, snapshot: (CAT, [machines[n] for n in names.split(",")]),
+        lambda names, snapshot, filters: (CAT, [machines[n] for n in names.split(",")]),
     )
     path = tmp_path / "probe.json"
     path.write_text(dataclasses.replace(TINY, workload="fcn").to_json())
@@ -75,7 +75,7 @@ def test_predict_json_shows_startup_overheads_as_their_own_term(
     machines = {"ml.g5.xlarge": load().get("ml.g5.xlarge"), "p3.2xlarge": load().get("p3.2xlarge")}
     monkeypatch.setattr(
         "advisor.cli.predict._machines",
-        lambda names, snapshot: (load(), [machines[n] for n in names.split(",")]),
+        lambda names, snapshot, filters: (load(), [machines[n] for n in names.split(",")]),
     )
     path = tmp_path / "probe.json"
     path.write_text(dataclasses.replace(TINY, workload="fcn").to_json())
