@@ -159,10 +159,11 @@ def rule_check(trials: list[AccuracyTrial], rule: LrRule | None) -> dict[str, An
 
 
 def narrowed(trials: list[AccuracyTrial], params: list[Param]) -> dict[str, Param] | None:
-    """Each hyperparameter's range over the best quarter of the full-length runs (at least
-    3), widened by a margin and kept inside the space's; None with fewer than
-    ``NARROW_MIN_RUNS`` full-length runs (a pruned run's rank rests on its first checks)."""
-    order = [t for t in ranked(trials) if t.ended == "finished"]
+    """Each hyperparameter's range over the best quarter of the full-length sampled runs (at
+    least 3), widened by a margin and kept inside the space's; None with fewer than
+    ``NARROW_MIN_RUNS`` of them (a pruned run's rank rests on its first checks, and the rule's
+    runs hold the recipe's values, which would pull every range towards the recipe)."""
+    order = [t for t in ranked(trials) if t.ended == "finished" and t.role == "search"]
     if len(order) < NARROW_MIN_RUNS:
         return None
     top = order[: max(NARROW_MIN_RUNS, math.ceil(NARROW_TOP_SHARE * len(order)))]

@@ -78,12 +78,15 @@ def lines(report: dict[str, Any], short: bool = False) -> list[str]:
     runs = section["runs"]
     if short and found:
         values = " ".join(_value(k, v) for k, v in found["values"].items())
+        seeds = found["seeds"]
+        spread = f"; seeds: {seeds['text']}" if seeds["count"] > 1 else ""
+        epochs = found["at_epochs"]
         return [
             f"hyperparameters: {values} - {found['metric']} {found['value']:.3f} after "
-            f"{found['at_epochs']:g} epochs of {section['plan']['n_train']:,} samples, best of "
-            f"{found['runs_at_batch']} short runs at batch {found['batch_size']} ({runs['runs']} "
-            f"in all, {runs['pruned']} pruned); short runs rank configurations, they do not "
-            "promise the final accuracy"
+            f"{epochs:g} epoch{'' if epochs == 1 else 's'} of {section['plan']['n_train']:,} "
+            f"samples, best of {found['runs_at_batch']} short runs at batch "
+            f"{found['batch_size']} ({runs['runs']} in all, {runs['pruned']} pruned){spread}; "
+            "short runs rank configurations, they do not promise the final accuracy"
         ]
     tally = (
         f"{runs['runs']} short runs: {runs['finished']} full length, {runs['pruned']} pruned, "

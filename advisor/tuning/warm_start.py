@@ -119,7 +119,8 @@ def _runs(study: optuna.Study, batch_size: int | None) -> list[AccuracyTrial]:
         return []
     runs = accuracy_trials(study, TunePlan.from_dict(stored["plan"]).id)
     at = [t for t in runs if t.batch_size == batch_size]
-    return at if sum(t.ended == "finished" for t in ranked(at)) >= 3 else runs
+    finished = [t for t in ranked(at) if t.ended == "finished" and t.role == "search"]
+    return at if len(finished) >= 3 else runs
 
 
 def _parents(study: optuna.Study, provider: str) -> tuple[str, ...]:

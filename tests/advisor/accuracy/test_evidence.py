@@ -85,7 +85,9 @@ def test_the_rule_is_checked_against_the_best_learning_rate_per_batch() -> None:
 
 def test_ranges_narrow_to_the_best_runs_inside_the_space() -> None:
     space = [FloatParam("lr", 0.01, 0.3, log=True), CategoricalParam("opt", ("a", "b", "c"))]
-    found = narrowed(TRIALS, space)
+    assert narrowed(TRIALS, space) is None  # two sampled runs at full length (and the rule's)
+    more = [*TRIALS, run(9, 64, 0.025, [0.6, 0.7, 0.75, 0.8, 0.81, 0.82, 0.83, 0.84])]
+    found = narrowed(more, space)
     assert found is not None
     lr = found["lr"]
     assert isinstance(lr, FloatParam) and lr.log
