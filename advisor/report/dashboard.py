@@ -11,8 +11,9 @@
 - the probe cache study (``advisor-probe-cache``) is not listed;
 - a short accuracy run of ``suggest --tune`` (issue #29) shows its learning curve (the
   intermediate values: the validation error every check) and short attributes (role, metric,
-  epochs, how it ended), and no objective value: its value is a validation error, not a run
-  time or cost, so it stays off the objective's plots and out of the best trial.
+  epochs, how it ended); its value is a validation error, not a run time or cost, so a
+  finished one shows none (off the objective's plots) and none is ever the best trial; a
+  pruned one keeps it, which optuna-dashboard needs to draw a pruned trial's curve.
 
 ``advisor.report.study_note`` writes the report as the study's note, which the dashboard shows.
 """
@@ -152,8 +153,12 @@ def view_trial(t: FrozenTrial, detail_url: str = DETAIL_PATH) -> FrozenTrial:
     """The trial as the dashboard shows it (summary attributes, one-choice machine); the
     ``detail`` attribute is where its full detail is served."""
     if is_accuracy_trial(t):  # issue #29: a learning curve, no objective value
+        # optuna-dashboard draws a pruned trial's curve only when it has a value: a pruned
+        # short run keeps its last validation error (the history plot shows it with "Include
+        # PRUNED trials"); a finished one has none, so no objective plot counts it
+        pruned = t.state == TrialState.PRUNED
         return FrozenTrial(
-            number=t.number, state=t.state, value=None, values=None,
+            number=t.number, state=t.state, value=None, values=t.values if pruned else None,
             datetime_start=t.datetime_start, datetime_complete=t.datetime_complete,
             params=t.params, distributions=t.distributions, user_attrs=accuracy_summary(t),
             system_attrs=t.system_attrs, intermediate_values=t.intermediate_values,

@@ -337,7 +337,11 @@ def test_short_runs_are_learning_curves_without_an_objective_value(tmp_path: Pat
     view = DashboardView(study._storage)
     trials = view.get_all_trials(study._study_id)
     runs = [t for t in trials if t.user_attrs.get("kind") == "short run (--tune)"]
-    assert runs and all(t.values is None and t.intermediate_values for t in runs)
+    assert runs and all(t.intermediate_values for t in runs)
+    finished = [t for t in runs if t.state == optuna.trial.TrialState.COMPLETE]
+    pruned = [t for t in runs if t.state == optuna.trial.TrialState.PRUNED]
+    assert finished and all(t.values is None for t in finished)
+    assert pruned and all(t.values for t in pruned)  # the dashboard draws their curves
     assert {t.user_attrs["ended"] for t in runs} >= {"pruned", "finished"}
     assert any(t.state == optuna.trial.TrialState.PRUNED for t in runs)
     best = view.get_best_trial(study._study_id)
