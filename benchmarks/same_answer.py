@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 
-def one_run(advisor: str, extra: list[str]) -> dict[str, Any]:
+def one_run(advisor: str, extra: list[str], save: Path | None = None) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="advisor-same-"))
     try:
         load = os.getloadavg()[0]
@@ -39,6 +39,9 @@ def one_run(advisor: str, extra: list[str]) -> dict[str, Any]:
         if done.returncode != 0:
             return {"error": done.stderr.strip().splitlines()[-1:], "wall_s": wall, "load": load}
         report = json.loads(done.stdout)
+        if save is not None:  # the whole report, to study what differed
+            save.mkdir(parents=True, exist_ok=True)
+            (save / f"run-{time.time_ns()}.json").write_text(done.stdout)
         rec = report["recommended"]
         return {
             "machine": rec["machine"],
@@ -58,11 +61,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--advisor", default=shutil.which("advisor") or "advisor")
+    parser.add_argument("--save", type=Path, help="keep each run's JSON report in this folder")
     parser.add_argument("extra", nargs="*", default=["--budget", "5"])
     args = parser.parse_args()
     runs = []
     for i in range(args.runs):
-        r = one_run(args.advisor, args.extra)
+        r = one_run(args.advisor, args.extra, args.save)
         runs.append(r)
         if "error" in r:
             print(f"run {i + 1}: failed: {r['error']}", flush=True)

@@ -49,7 +49,13 @@ from typing import Any, ClassVar
 
 from advisor.probes.gradient_noise import NoiseScale
 from advisor.probes.host import busy_cpu_s, cores, others_cores, peak_rss_bytes
-from advisor.probes.result import ProbeRequest, ProbeResult, ProbeStatus, one_line
+from advisor.probes.result import (
+    MIN_PROBE_ITERATIONS,
+    ProbeRequest,
+    ProbeResult,
+    ProbeStatus,
+    one_line,
+)
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -133,8 +139,11 @@ class TimeBox:
         """Issue #28: a time-boxed probe stops once its last ``STEADY_SAMPLES`` steady steps
         (the first step is warm-up) agree within ``STEADY_SPREAD``: more of the same would
         not change the steady time. A probe slowed by other processes varies more, so it
-        keeps going to its iterations or time box."""
-        if self.request.max_seconds is None or self.done < STEADY_SAMPLES + 1:
+        keeps going to its iterations or time box. It never stops before
+        ``MIN_PROBE_ITERATIONS``, the floor of every time-boxed probe."""
+        if self.request.max_seconds is None or self.done < max(
+            STEADY_SAMPLES + 1, MIN_PROBE_ITERATIONS
+        ):
             return False
         last = self._ends[-(STEADY_SAMPLES + 1) :]  # the ends of the last steady steps
         steps = [b - a for a, b in itertools.pairwise(last)]

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.accuracy.evidence import best_of
 from advisor.accuracy.lr_rule import LrRule
 from advisor.accuracy.plan import TunePlan
+from advisor.accuracy.study_copy import for_study, study_batches, with_batches
 from advisor.accuracy.trials import AccuracyTrial, accuracy_trials, from_trial, reported, spent_s
 from advisor.records import ACCURACY
 from advisor.search_spaces.convert import active
@@ -41,7 +42,6 @@ from advisor.search_spaces.space import CategoricalParam, FloatParam, IntParam, 
 
 if TYPE_CHECKING:
     import optuna
-    from optuna.trial import FrozenTrial
 
     from advisor.probes.short_run import Check, ShortRunRequest, ShortRunResult
 
@@ -121,7 +121,7 @@ class ShortRunSearch:
         """Run until the budget is spent (Ctrl-C: the run in progress is written as FAIL)."""
         before = accuracy_trials(self.study, self.plan.id)
         result = SearchResult(self.budget_s, spent_s(before))
-        self.batch_choices = _study_batches(self.study, self.plan)
+        self.batch_choices = study_batches(self.study, self.plan)
         self._learn_costs(before)
         start = self.clock()
         deadline = start + self.budget_s - result.spent_before_s
@@ -286,8 +286,8 @@ class ShortRunSearch:
                 frozen = work.tell(trial, value)
             else:
                 frozen = work.tell(trial, state=ts)
-            frozen = _with_batches(frozen, self.batch_choices)
-            self.study.add_trial(_for_study(frozen, len(self.study.directions)))
+            frozen = with_batches(frozen, self.batch_choices)
+            self.study.add_trial(for_study(frozen, len(self.study.directions)))
 
     # -- the in-memory copy and the rule's runs ------------------------------------------
 
@@ -307,7 +307,7 @@ class ShortRunSearch:
             for t in self.study.get_trials(deepcopy=False)
             if t.state.is_finished() and (a := from_trial(t)) is not None and a.plan == self.plan.id
         ]
-        work.add_trials([_with_batches(_for_study(t, 1), self.plan.batch_sizes) for t in mine])
+        work.add_trials([with_batches(for_study(t, 1), self.plan.batch_sizes) for t in mine])
         return work
 
     def _enqueue_rule(self, work: optuna.Study, before: list[Any]) -> None:
@@ -365,47 +365,3 @@ def _clamp(p: Param, value: Any) -> Any:
         return None
     clamped = min(max(value, p.low), p.high)
     return round(clamped) if isinstance(p, IntParam) else float(clamped)
-
-
-def _study_batches(study: optuna.Study, plan: TunePlan) -> tuple[int, ...]:
-    """The choices of the study's ``batch_size`` distribution (its trials'), else the plan's."""
-    from optuna.distributions import CategoricalDistribution
-
-    for t in study.get_trials(deepcopy=False):
-        dist = t.distributions.get("batch_size")
-        if isinstance(dist, CategoricalDistribution):
-            choices = tuple(c for c in dist.choices if isinstance(c, int))
-            if len(choices) == len(dist.choices) and set(plan.batch_sizes) <= set(choices):
-                return choices
-    return plan.study_batch_choices
-
-
-def _with_batches(t: FrozenTrial, choices: tuple[int, ...]) -> FrozenTrial:
-    """``t`` with ``batch_size`` drawn from ``choices``: the plan's few batch sizes in the
-    in-memory copy the sampler reads, the space's in the study (a storage requires one
-    distribution per parameter name across its trials)."""
-    import copy
-
-    from optuna.distributions import CategoricalDistribution
-
-    dist = t.distributions.get("batch_size")
-    if not isinstance(dist, CategoricalDistribution) or tuple(dist.choices) == tuple(choices):
-        return t
-    out = copy.deepcopy(t)  # times, attributes and curve kept
-    out.distributions = {**t.distributions, "batch_size": CategoricalDistribution(choices)}
-    return out
-
-
-def _for_study(t: FrozenTrial, objectives: int) -> FrozenTrial:
-    """``t`` with one value per objective of the study it goes to (a finished run's value
-    repeated; a pruned or failed run's dropped when the counts differ)."""
-    import copy
-
-    import optuna
-
-    if t.values is None or len(t.values) == objectives:
-        return t
-    out = copy.deepcopy(t)  # times, attributes and curve kept
-    done = t.state == optuna.trial.TrialState.COMPLETE
-    out.values = [t.values[0]] * objectives if done else None
-    return out

@@ -7,7 +7,8 @@ neighbours used at least ``BUSY_SHARE`` of the cores (and at least half a core) 
 with them: its steps may be slower than this machine runs them alone, by up to
 cores / (cores - others) when they took their fair share. Such a probe is
 
-- flagged in the report (``notes``: which batch size, how busy, how much slower at most);
+- flagged in the report (``notes``: one line, which batch sizes, how busy, how much slower
+  at most);
 - retaken on a later run when the machine is quiet then (``quiet_now``), instead of being
   reused from the cache: the cache keeps the best measurement this machine has given.
 """
@@ -45,22 +46,30 @@ def slowdown_bound(found: dict[str, float]) -> float:
 
 
 def notes(probes: Iterable[tuple[int, Any]]) -> list[str]:
-    """One line per contended probe (batch size, how busy, the bound on its slowdown)."""
-    out = []
-    seen: set[int] = set()
+    """One line naming the contended probes (batch sizes, how busy, the bound on their
+    slowdown), or none when no probe was contended."""
+    found = {}
     for batch, probe in sorted(probes, key=lambda bp: bp[0]):
-        found = contention(probe)
-        if found is None or batch in seen:
-            continue
-        seen.add(batch)
-        out.append(
-            f"The probe at batch {batch} was timed while other processes kept "
-            f"{found['others_cores']:.1f} of {found['cores']:.0f} cores busy: this machine's "
-            f"times, and the cloud times modelled from them, may be up to "
-            f"{slowdown_bound(found):.1f}x too slow. Re-run when the machine is quiet: the "
-            "probe is then retaken."
-        )
-    return out
+        busy = contention(probe)
+        if busy is not None and batch not in found:
+            found[batch] = busy
+    if not found:
+        return []
+    batches = ", ".join(str(b) for b in found)
+    others = [f["others_cores"] for f in found.values()]
+    busy_text = (
+        f"{min(others):.1f}"
+        if min(others) == max(others)
+        else (f"{min(others):.1f}-{max(others):.1f}")
+    )
+    cores = max(f["cores"] for f in found.values())
+    worst = max(slowdown_bound(f) for f in found.values())
+    which = "probe at batch" if len(found) == 1 else "probes at batch sizes"
+    return [
+        f"The {which} {batches} ran while other processes kept {busy_text} of {cores:.0f} "
+        f"cores busy: their times, and the cloud times modelled from them, may be up to "
+        f"{worst:.1f}x too slow. Re-run when the machine is quiet: they are then retaken."
+    ]
 
 
 def quiet_now(window_s: float = QUIET_WINDOW_S) -> bool:

@@ -44,7 +44,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError, Terminated
-from advisor.evaluation.contract import Backend, Scored
+from advisor.evaluation.contract import Backend
 from advisor.evaluation.failures import failed_probes, summary
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.options import (
@@ -54,7 +54,6 @@ from advisor.options import (
     workload_info,
 )
 from advisor.outcome import Stop, StopReason, SuggestOutcome
-from advisor.records import TrialRecord
 from advisor.search_spaces.filters import machine_filter
 from advisor.search_spaces.space import JointSpace, space_to_dict
 from advisor.search_spaces.workloads import ModelRef
@@ -356,9 +355,3 @@ def _refuse_if_nothing_ran(outcome: SuggestOutcome) -> None:
         f"Every probe of {outcome.workload.name} failed, so nothing can be recommended: {lines}.",
         f"{fix} (failed probes other than out-of-memory and NaN are retried on the next run).",
     )
-
-
-def evaluation_from_trial(t: FrozenTrial) -> Scored | None:
-    """Rebuild the Evaluation a finished trial recorded (None for trials without one)."""
-    rec = TrialRecord.from_trial(t)
-    return None if rec is None else rec.to_evaluation()

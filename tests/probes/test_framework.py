@@ -160,3 +160,28 @@ def test_a_framework_without_the_hook_measures_no_noise() -> None:
         gradient_noise = FrameworkRunner.gradient_noise  # type: ignore[assignment]
 
     assert Plain().probe_in_process(ProbeRequest("fcn", 32, iterations=4)).gradient_noise is None
+
+
+def _time_box_stops_at(step_s: list[float], monkeypatch: pytest.MonkeyPatch) -> int:
+    """How many steps a time-boxed probe (a long box) takes when its steps last ``step_s``."""
+    from advisor.probes import framework
+
+    now = [0.0]
+    monkeypatch.setattr(framework.time, "perf_counter", lambda: now[0])
+    request = ProbeRequest("fcn", batch_size=16, iterations=20, max_seconds=1e9)
+    box = framework.TimeBox(request, 20, None)
+    box.start()
+    for done, seconds in enumerate(step_s, start=1):
+        now[0] += seconds
+        if box.after_step():
+            return done
+    return len(step_s)
+
+
+def test_a_steady_probe_stops_early_but_never_below_the_minimum(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    steady = [3.0, 1.0, 1.01, 1.0, 1.02, 1.0, 1.0, 1.0]
+    assert _time_box_stops_at(steady, monkeypatch) == 5  # steady from step 4; floor 5
+    noisy = [3.0, 1.0, 1.5, 1.0, 1.4, 1.0, 1.3, 1.0]
+    assert _time_box_stops_at(noisy, monkeypatch) == len(noisy)  # keeps measuring
