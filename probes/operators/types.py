@@ -1,8 +1,8 @@
 """The values of an operator trace: one ``Operator`` per distinct device kernel of a training
 step (identical calls merged, ``count`` of them), and the ``OperatorTrace`` of a whole step.
 
-The kinds follow what the GPU latency model was measured on
-(``../shared/data/gpu-kernels``: conv, linear, bmm, element-wise, layer norm, softmax) plus
+The kinds follow what the GPU latency model was measured on (``benchmarks/data/gpu-kernels``,
+a copy of NeuSight's measurements: conv, linear, bmm, element-wise, layer norm, softmax) plus
 what a step also launches. ``dims`` names each kind's shape fields:
 
 ======================  ==================================================================

@@ -1,7 +1,7 @@
 """The 2026-11 snapshot against independent price read-outs (``fixtures/price-reference.csv``).
 
-The fixture is a copy of ``shared/data/price-reference.csv``: on-demand and spot prices read
-from SkyPilot's public catalog files, which are generated from the providers' price APIs. Every
+The fixture is a copy of the team's shared price read-out: on-demand and spot prices read from
+SkyPilot's public catalog files, which are generated from the providers' price APIs. Every
 matched price must agree within 1 %, or be a known exception listed here with its reason.
 """
 
