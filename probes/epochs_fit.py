@@ -88,9 +88,10 @@ def _fit(points: tuple[tuple[int, float], ...]) -> NoiseScaleFit:
     )
 
 
+@lru_cache(maxsize=64)
 def _profile(points: tuple[tuple[int, float], ...]) -> tuple[np.ndarray, np.ndarray]:
     """Over the ``B_noise`` grid: the best ``log E_min`` (closed form) and the sum of squared
-    log-epochs residuals it leaves."""
+    log-epochs residuals it leaves (cached: a screen asks for every candidate; read only)."""
     b = np.array([p[0] for p in points], dtype=float)
     log_e = np.log(np.array([p[1] for p in points], dtype=float))
     residual = log_e[None, :] - np.log1p(b[None, :] / _GRID[:, None])

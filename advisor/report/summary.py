@@ -208,11 +208,27 @@ def render_summary(report: dict[str, Any], console: Console, top: int = TOP_ROWS
         ),
         highlight=False,
     )
+    cloud = report.get("cloud_probes")
+    if cloud:
+        console.print(escape(cloud_line(cloud)), highlight=False)
     console.print(
         "[dim]More: --verbose"
         + (f" ({more} more warnings)" if more > 0 else "")
         + ", --json, `advisor dashboard`[/]",
         highlight=False,
+    )
+
+
+def cloud_line(cloud: dict[str, Any]) -> str:
+    """``--cloud-probes`` in one line: jobs, new ones, the charge, emulated or not (each job's
+    row: ``--verbose``)."""
+    jobs = cloud.get("jobs") or []
+    emulated = sum(1 for j in jobs if j.get("emulated"))
+    where = f"; {emulated} emulated here (a local stand-in)" if emulated else ""
+    return (
+        f"cloud probes (--cloud-probes {cloud.get('requested', len(jobs))}): {len(jobs)} "
+        f"job(s) ({cloud.get('new', 0)} new), USD {cloud.get('spent_usd', 0.0):.4f} charged "
+        f"to the probe budget{where}; each job's result: --verbose"
     )
 
 

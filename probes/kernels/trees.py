@@ -27,22 +27,19 @@ class TreeEnsemble:
     depth: int
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        """Sum of the trees' leaf values plus the baseline, one per row of ``x``."""
-        rows = np.arange(len(x))
-        out = np.full(len(x), self.baseline)
-        for t in range(self.feature.shape[0]):
-            feature, threshold = self.feature[t], self.threshold[t]
-            left, right = self.left[t], self.right[t]
-            node = np.zeros(len(x), dtype=np.int64)
-            for _ in range(self.depth):
-                is_leaf = left[node] < 0
-                if is_leaf.all():
-                    break
-                go_left = x[rows, feature[node]] <= threshold[node]
-                nxt = np.where(go_left, left[node], right[node])
-                node = np.where(is_leaf, node, nxt)
-            out += self.value[t][node]
-        return out
+        """Sum of the trees' leaf values plus the baseline, one per row of ``x``: every tree
+        walked at once, one level per step (``(trees, rows)`` node indices)."""
+        trees = np.arange(self.feature.shape[0])[:, None]
+        rows = np.arange(len(x))[None, :]
+        node = np.zeros((self.feature.shape[0], len(x)), dtype=np.int64)
+        for _ in range(self.depth):
+            left = self.left[trees, node]
+            is_leaf = left < 0
+            if is_leaf.all():
+                break
+            go_left = x[rows, self.feature[trees, node]] <= self.threshold[trees, node]
+            node = np.where(is_leaf, node, np.where(go_left, left, self.right[trees, node]))
+        return self.baseline + self.value[trees, node].sum(axis=0)
 
     def to_dict(self) -> dict[str, Any]:
         trees = []

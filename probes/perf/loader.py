@@ -3,7 +3,15 @@
 A cloud GPU's input term is its host's DataLoader time per sample plus the host-to-device copy
 (``perf.accel``); the loader is the same Python code on any host, so it is timed on this CPU:
 in CPU seconds (``time.process_time``) and the fastest of a few batches, so that waiting for a
-busy shared core does not count (run-to-run spread in docs/benchmarks.md). The model itself is
+busy shared core does not count (run-to-run spread in docs/benchmarks.md). The batches are
+read in ``passes`` passes over the same few batches: a process's first batches fault in fresh
+memory pages for each collated batch (measured for fcn at batch 512: about 2,048 minor page
+faults, 6-13 ms a batch, against 2.4-2.8 ms and no faults once the allocator reuses its
+pages, which it may not do before the fifth batch), and a training run's thousands of steps
+see the steady state. With one pass the reading was bimodal between processes, which moved
+``advisor suggest``'s answer between batch sizes (docs/benchmarks.md, "The first answer");
+with six, fcn's batches 256-1024 read 4.6-5.1 us a sample in six fresh processes (a batch of
+32 MB or more, fcn's 2048, is mapped fresh by glibc every time, in training too, and varies). The model itself is
 not needed: with ``model_on_meta`` it is built on the meta device (a model too big for this
 machine); data a builder makes with torch factories there are meta tensors too, and then the
 loader cannot be timed (None: the prior stays).
@@ -40,8 +48,10 @@ def time_loader(
     batches: int = 5,
     model_on_meta: bool = False,
     own_sizes: bool = False,
+    passes: int = 6,
 ) -> LoaderTiming:
-    """Time ``batches`` batches of ``workload``'s training DataLoader at ``batch_size``.
+    """Time ``batches`` batches of ``workload``'s training DataLoader at ``batch_size``, in
+    ``passes`` passes over them (the fastest counts; see above).
 
     ``own_sizes``: build with the builder's own dataset sizes (a user model, whose sizes are
     learnt here) instead of just enough samples for the timed batches."""
@@ -55,21 +65,24 @@ def time_loader(
         setup, _, _ = build_setup(workload, batch_size, *sizes, 0, hyperparameters)
     n_train = dataset_size(setup.train_loader)
     n_val = dataset_size(setup.val_loader) if setup.val_loader is not None else 0
-    times, in_bytes, it = [], None, iter(setup.train_loader)
-    for _ in range(batches):
-        start = time.process_time()  # CPU seconds: waiting for a busy CPU does not count
-        try:
-            batch = next(it)
-        except StopIteration:
-            break
-        times.append(time.process_time() - start)
-        if in_bytes is None:
-            inputs, _ = split_batch(batch)
-            tensors = [t for t in _tensors(inputs)]
-            if any(t.device.type == "meta" for t in tensors):
-                return LoaderTiming(None, None, n_train, n_val, "the loader makes meta tensors")
-            n = max(1, int(tensors[0].shape[0])) if tensors else 1
-            in_bytes = sum(t.numel() * t.element_size() for t in tensors) / n
+    times: list[float] = []
+    in_bytes = None
+    for _ in range(passes):
+        it = iter(setup.train_loader)
+        for _ in range(batches):
+            start = time.process_time()  # CPU seconds: waiting for a busy CPU does not count
+            try:
+                batch = next(it)
+            except StopIteration:
+                break
+            times.append(time.process_time() - start)
+            if in_bytes is None:
+                inputs, _ = split_batch(batch)
+                tensors = [t for t in _tensors(inputs)]
+                if any(t.device.type == "meta" for t in tensors):
+                    return LoaderTiming(None, None, n_train, n_val, "the loader makes meta tensors")
+                n = max(1, int(tensors[0].shape[0])) if tensors else 1
+                in_bytes = sum(t.numel() * t.element_size() for t in tensors) / n
     data_s = min(times) if times else None
     return LoaderTiming(data_s, in_bytes, n_train, n_val, "" if times else "no batch")
 

@@ -149,7 +149,7 @@ def test_submit_status_import_against_moto(
              "--image", "img:1", "--job-name", "advisor-fcn-moto", "--max-trials", "4", "--json"],
         )  # fmt: skip
         assert submitted.exit_code == 0, submitted.output
-        sub = json.loads(submitted.output)
+        sub = json.loads(submitted.stdout)
         assert sub["job_id"] == "advisor-fcn-moto"
         assert "arn:aws:sts::123456789012" in sub["identity"]
         # The default output bucket is the account's SageMaker bucket.
@@ -191,7 +191,7 @@ def test_submit_status_import_against_moto(
 
         status = runner.invoke(cli, ["status", "advisor-fcn-moto", *common, "--json"])
         assert status.exit_code == 0, status.output
-        assert json.loads(status.output)["state"] == "Completed"
+        assert json.loads(status.stdout)["state"] == "Completed"
 
         imported = runner.invoke(
             cli, ["import", "advisor-fcn-moto", *common, "--study", "fcn-study",
@@ -207,7 +207,7 @@ def test_submit_status_import_against_moto(
             cli, ["import", "advisor-fcn-moto", *common, "--study", "fcn-study",
                   "--storage", storage, "--json"],
         )  # fmt: skip
-        assert json.loads(again.output)["trials_added"] == []
+        assert json.loads(again.stdout)["trials_added"] == []
 
     study = optuna.load_study(study_name="fcn-study", storage=storage)
     managed = [t for t in study.trials if t.user_attrs.get("source") == "managed"]
@@ -224,7 +224,7 @@ def test_submit_status_import_against_moto(
     assert first.values is not None and first.values[0] >= 0.0
     listed = runner.invoke(cli, ["calibration", "--storage", storage, "--json"])
     assert listed.exit_code == 0, listed.output
-    ledger = json.loads(listed.output)
+    ledger = json.loads(listed.stdout)
     assert sorted((r["origin"], r["machine"], r["batch_size"], r["measured_t2"])
                   for r in ledger["records"]) == [
         ("tuning-trial", "sagemaker:ml.p3.2xlarge", 512, 0.002),

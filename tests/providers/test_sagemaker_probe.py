@@ -165,6 +165,10 @@ def test_no_credentials_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    import boto3
+
+    # boto3's default session keeps the credentials an earlier test's moto gave it
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     with pytest.raises(AdvisorError, match=r"No AWS credentials found.*aws configure"):
         _runner().check()
 

@@ -73,11 +73,14 @@ def test_user_errors_are_one_line_with_exit_2(storage: str, study_factory: Any) 
 
 
 def test_missing_extra_names_the_pip_command(tmp_path: Any) -> None:
+    # A real submission needs the SDK (a dry run does not since issue #28: it prints the plan).
     code = (
         "import sys; sys.modules['boto3'] = None; sys.modules['botocore'] = None\n"
         "from advisor.cli.main import main\n"
         "main(['submit', '--provider', 'sagemaker', '--instance', 'ml.p3.2xlarge',"
-        " '--model', 'fcn', '--batch-size', '512', '--dry-run'])\n"
+        " '--model', 'fcn', '--batch-size', '512',"
+        " '--image', '123456789012.dkr.ecr.us-east-1.amazonaws.com/advisor:1',"
+        " '--role', 'arn:aws:iam::123456789012:role/advisor'])\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "ADVISOR_HOME": str(tmp_path)})  # fmt: skip

@@ -81,15 +81,20 @@ def test_suggest_cloud_probes_measures_three_machines_through_the_job_command(
     assert cloud["spent_usd"] == pytest.approx(sum(j["charged_usd"] for j in jobs), abs=1e-6)
     assert cloud["spent_usd"] <= probes["spent_usd"] <= probes["budget_usd"] + 1e-9
 
-    # The same command again resumes: nothing new is probed or charged, the report says so.
-    text = _suggest(tmp_path)
+    # The same command again resumes: nothing new is probed or charged, the report says so:
+    # in one line of the one-screen report, and job by job with --verbose.
+    brief = _suggest(tmp_path)
+    assert brief.exit_code == 0, brief.output
+    assert "cloud probes (--cloud-probes 3): 3 job(s) (0 new)" in brief.stdout
+    assert "3 emulated here" in brief.stdout
+    text = _suggest(tmp_path, "--verbose")
     assert text.exit_code == 0, text.output
-    out = text.stdout
+    out = " ".join(text.stdout.split())  # lines wrapped at the piped width joined
     assert "Cloud probes (--cloud-probes 3)" in out and "emulated here" in out
     assert "cloud probes: 3 job(s) (0 new)" in out
     assert "already probed 3 machine(s)" in out
     assert out.count("emulated on the machine: ") == 3  # each measured machine's rank line
-    assert "known: " in out and "emulated = remote probe emulated here" in out
+    assert "known: " in out and "emulated = emulated (local stand-in), extrapolated" in out
 
 
 def test_cloud_probes_with_server_is_refused_in_one_line(

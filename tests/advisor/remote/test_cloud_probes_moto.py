@@ -161,11 +161,16 @@ def test_suggest_cloud_probes_runs_sagemaker_jobs_on_moto_and_reports_them_measu
     assert all(r["charged_usd"] == 0 for r in rows if r["trial"] is not None)
 
     # The same command again starts no job: the study's record and the cache answer.
+    # One line of it in the one-screen report, each job with --verbose.
     again = _suggest(tmp_path, "--top", "50")
     assert again.exit_code == 0, again.output
+    assert "cloud probes (--cloud-probes 3): 3 job(s) (0 new)" in again.stdout
+    assert "emulated here" not in again.stdout
+    verbose = _suggest(tmp_path, "--top", "50", "--verbose")
+    assert verbose.exit_code == 0, verbose.output
     assert sagemaker_on_moto == [j["job_id"] for j in jobs]
     assert len(sm.list_training_jobs()["TrainingJobSummaries"]) == 3
-    out = again.stdout
+    out = " ".join(verbose.stdout.split())  # lines wrapped at the piped width joined
     assert "cloud probes: 3 job(s) (0 new)" in out and "already probed 3 machine(s)" in out
-    assert "probed = measured on that machine by a remote probe" in out
+    assert "probed = probed on the machine, extrapolated: a few iterations timed there" in out
     assert "emulated here" not in out
