@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+ROWS_ALL_AT_ONCE = 100  # measured: 15-20x faster at 3 rows, 1.6x slower at 500
+
 
 @dataclass(frozen=True)
 class TreeEnsemble:
@@ -27,8 +29,11 @@ class TreeEnsemble:
     depth: int
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        """Sum of the trees' leaf values plus the baseline, one per row of ``x``: every tree
-        walked at once, one level per step (``(trees, rows)`` node indices)."""
+        """Sum of the trees' leaf values plus the baseline, one per row of ``x``. Few rows (a
+        screen's call): every tree walked at once, one level per step; many rows: tree by
+        tree (the all-at-once temporaries cost more than the loop then)."""
+        if len(x) > ROWS_ALL_AT_ONCE:
+            return self._predict_tree_by_tree(x)
         trees = np.arange(self.feature.shape[0])[:, None]
         rows = np.arange(len(x))[None, :]
         node = np.zeros((self.feature.shape[0], len(x)), dtype=np.int64)
@@ -40,6 +45,22 @@ class TreeEnsemble:
             go_left = x[rows, self.feature[trees, node]] <= self.threshold[trees, node]
             node = np.where(is_leaf, node, np.where(go_left, left, self.right[trees, node]))
         return self.baseline + self.value[trees, node].sum(axis=0)
+
+    def _predict_tree_by_tree(self, x: np.ndarray) -> np.ndarray:
+        rows = np.arange(len(x))
+        out = np.full(len(x), self.baseline)
+        for t in range(self.feature.shape[0]):
+            feature, threshold = self.feature[t], self.threshold[t]
+            left, right = self.left[t], self.right[t]
+            node = np.zeros(len(x), dtype=np.int64)
+            for _ in range(self.depth):
+                is_leaf = left[node] < 0
+                if is_leaf.all():
+                    break
+                go_left = x[rows, feature[node]] <= threshold[node]
+                node = np.where(is_leaf, node, np.where(go_left, left[node], right[node]))
+            out += self.value[t][node]
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         trees = []

@@ -102,3 +102,14 @@ def test_exported_trees_reproduce_scikit_learn_exactly() -> None:
     model = HistGradientBoostingRegressor(max_iter=30, random_state=0).fit(x, y)
     shipped = TreeEnsemble.from_dict(json.loads(json.dumps(from_sklearn(model).to_dict())))
     assert np.allclose(shipped.predict(x), model.predict(x), rtol=0, atol=1e-5)
+
+
+def test_few_and_many_rows_walk_the_trees_to_the_same_values() -> None:
+    from advisor.probes.kernels.model import load_model
+    from advisor.probes.kernels.trees import ROWS_ALL_AT_ONCE
+
+    trees = load_model().families["gemm"].trees
+    x = np.random.default_rng(0).normal(size=(3 * ROWS_ALL_AT_ONCE, trees.feature.max() + 1))
+    many = trees.predict(x)  # tree by tree
+    few = np.concatenate([trees.predict(x[i : i + 7]) for i in range(0, len(x), 7)])
+    assert np.allclose(few, many, rtol=0, atol=1e-12)
