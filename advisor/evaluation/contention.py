@@ -57,11 +57,8 @@ def notes(probes: Iterable[tuple[int, Any]]) -> list[str]:
         return []
     batches = ", ".join(str(b) for b in found)
     others = [f["others_cores"] for f in found.values()]
-    busy_text = (
-        f"{min(others):.1f}"
-        if min(others) == max(others)
-        else (f"{min(others):.1f}-{max(others):.1f}")
-    )
+    low, high = min(others), max(others)
+    busy_text = f"{low:.1f}" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}-{high:.1f}"
     cores = max(f["cores"] for f in found.values())
     worst = max(slowdown_bound(f) for f in found.values())
     which = "probe at batch" if len(found) == 1 else "probes at batch sizes"

@@ -11,8 +11,9 @@ pages, which it may not do before the fifth batch), and a training run's thousan
 see the steady state. With one pass the reading was bimodal between processes, which moved
 ``advisor suggest``'s answer between batch sizes (docs/benchmarks.md, "The first answer");
 with six, fcn's batches 256-1024 read 4.6-5.1 us a sample in six fresh processes (a batch of
-32 MB or more, fcn's 2048, is mapped fresh by glibc every time, in training too, and varies). The model itself is
-not needed: with ``model_on_meta`` it is built on the meta device (a model too big for this
+32 MB or more, fcn's 2048, is mapped fresh by glibc every time, in training too, and varies).
+A loader with worker processes starts them at every pass, so it gets two. The model itself
+is not needed: with ``model_on_meta`` it is built on the meta device (a model too big for this
 machine); data a builder makes with torch factories there are meta tensors too, and then the
 loader cannot be timed (None: the prior stays).
 """
@@ -67,6 +68,8 @@ def time_loader(
     n_val = dataset_size(setup.val_loader) if setup.val_loader is not None else 0
     times: list[float] = []
     in_bytes = None
+    if getattr(setup.train_loader, "num_workers", 0):
+        passes = min(passes, 2)  # each pass starts the workers again
     for _ in range(passes):
         it = iter(setup.train_loader)
         for _ in range(batches):
