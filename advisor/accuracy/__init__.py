@@ -4,7 +4,7 @@ The machine and batch-size search judges what changes the run time; these trials
 hyperparameters that change the accuracy. They train the recommended batch size and its
 neighbours briefly on this machine with sampled hyperparameters, report a validation metric
 every fraction of an epoch into the same Optuna study (``trial.report``), and are pruned by
-Optuna's successive-halving pruner. They are tagged (``advisor.records.ACCURACY``) so that the
+Optuna's Hyperband pruner. They are tagged (``advisor.records.ACCURACY``) so that the
 machine search, its ranking and its re-run rule never read them.
 
 - ``plan``: what the time buys (data subset, length, checks, batch sizes), stored per study;

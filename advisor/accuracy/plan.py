@@ -46,7 +46,7 @@ class TunePlan:
     full_n_train: int
     checks_per_epoch: int = CHECKS_PER_EPOCH
     reduction_factor: int = REDUCTION_FACTOR
-    pruner: str = "successive-halving"
+    pruner: str = "hyperband"
     replicates: int = REPLICATES
     estimated_run_s: float = 0.0  # a full-length short run, from the measured cost per sample
     basis: str = ""  # where that cost came from
@@ -148,7 +148,7 @@ def plan_tuning(
     n_train: int,
     n_val: int,
     cost: SampleCost,
-    pruner: str = "successive-halving",
+    pruner: str = "hyperband",
 ) -> TunePlan:
     """The short runs ``budget_s`` seconds buy (see the module docstring); AdvisorError when
     not even the recommended batch size gets one epoch with a step per check."""

@@ -2,8 +2,8 @@
 
 The trials are asked on an in-memory single-objective copy of the study's short runs (the
 machine search does the same with its own trials, ``advisor.study.state``), with its own
-sampler (TPE, seeded) and Optuna's pruner (``SuccessiveHalvingPruner``, or
-``HyperbandPruner``: ``docs/benchmarks.md`` argues the choice); each finished run is then
+sampler (TPE, seeded) and Optuna's pruner (``HyperbandPruner`` by default, or
+``SuccessiveHalvingPruner``: ``docs/benchmarks.md`` argues the choice); each finished run is then
 written into the study once (``study.add_trial``), with its intermediate values, the pruner's
 rung attributes and its state: COMPLETE (ran its full length), PRUNED (stopped by the pruner,
 or by the time budget: its record says which) or FAIL (diverged or raised; the reason kept).
@@ -12,12 +12,13 @@ the study's direction. A study with two objectives (``--objective pareto``) stor
 run's value once per objective (Optuna requires one per objective); nothing in advisor reads
 a short run's values as run time or cost.
 
-All runs compete in one successive-halving competition at equal epochs (the batch size is one
-of the searched values). The batch sizes take turns, the recommended one every other run
+All runs compete at equal epochs (the batch size is one of the searched values), in
+Hyperband's brackets: successive-halving competitions that start pruning at different
+checks. The batch sizes take turns, the recommended one every other run
 (``_turns``), so that the recommendation has runs of its own to rank. The learning-rate rule
 is enqueued first (one run per batch size, the recipe's other values), the recommended batch
-size's first: the pruner always promotes the first run of a competition, so it gives a
-full-length run of the rule at the recommended batch size. When time is left after the
+size's first: the pruner always promotes the first run of a competition (of its bracket), so
+it gives a full-length run of the rule at the recommended batch size. When time is left after the
 search, the best full-length configuration at the recommended batch size is trained again
 with other seeds, so its spread is measured. ``--tune TIME``
 counts every short run's wall time in the study, so a re-run of the same command adds nothing.
