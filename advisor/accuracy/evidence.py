@@ -37,6 +37,23 @@ def ranked(trials: list[AccuracyTrial]) -> list[AccuracyTrial]:
     return sorted(usable, key=lambda t: (*t.rank_key(), t.number))
 
 
+def chance_band(n_classes: int | None, n_val: int) -> float | None:
+    """The validation accuracy a run must pass to have learned anything: chance for
+    ``n_classes`` balanced classes plus twice its binomial noise on ``n_val`` samples (None:
+    the number of classes is not known, as for a user model)."""
+    if not n_classes or n_classes < 2 or n_val <= 0:
+        return None
+    chance = 1.0 / n_classes
+    return chance + 2.0 * math.sqrt(chance * (1.0 - chance) / n_val)
+
+
+def learned(t: AccuracyTrial, band: float | None) -> bool:
+    """Whether ``t``'s last check is above the chance band (always, when no band applies)."""
+    if band is None or t.metric != "val_accuracy" or t.value is None:
+        return True
+    return t.value > band
+
+
 def best_of(trials: list[AccuracyTrial], batch: int) -> AccuracyTrial | None:
     """The best run at ``batch``, else the best at any batch size (None: no run checked)."""
     order = ranked(trials)
@@ -82,15 +99,35 @@ def counts(trials: list[AccuracyTrial]) -> dict[str, int]:
 
 
 def evidence(
-    trials: list[AccuracyTrial], plan: TunePlan, full_run: str = "its planned epochs"
+    trials: list[AccuracyTrial],
+    plan: TunePlan,
+    full_run: str = "its planned epochs",
+    n_classes: int | None = None,
 ) -> dict[str, Any] | None:
-    """The recommended values and their evidence (None when no run reached a check)."""
+    """The recommended values and their evidence (None when no run reached a check). When the
+    best run at the recommended batch size is not above the chance band (``chance_band``), no
+    value is recommended: ``values`` is empty and ``not_learned`` says why."""
     best = best_of(trials, plan.recommended_batch)
     if best is None:
         return None
     n = counts(trials)
+    band = chance_band(n_classes, plan.n_val)
+    out_of_chance = {}
+    if not learned(best, band):
+        assert band is not None and n_classes is not None
+        out_of_chance = {
+            "not_learned": (
+                f"no short run at batch {best.batch_size} learned beyond chance: the best "
+                f"{best.metric} is {best.value:.3f}, chance {1 / n_classes:.3f} for "
+                f"{n_classes} classes (up to {band:.3f} with the noise of {plan.n_val} "
+                "validation samples); no value is recommended, the recipe's stay: give "
+                "--tune more time, or see the learning curves (advisor dashboard)"
+            ),
+            "chance_band": round(band, 4),
+        }
     return {
-        "values": dict(best.params),
+        "values": {} if out_of_chance else dict(best.params),
+        **out_of_chance,
         "trial": best.number,
         "metric": best.metric,
         "value": round(best.value or math.nan, 4),

@@ -35,8 +35,10 @@ def attach(report: dict[str, Any], study: optuna.Study) -> None:
     trials = accuracy_trials(study, plan.id)
     rule = _rule(stored.get("rule"))
     params = _params(study)
-    found = ev.evidence(trials, plan, str(stored.get("full_run") or "its planned epochs"))
-    narrowed = ev.narrowed(trials, params) or {}
+    classes = _classes(plan)
+    found = ev.evidence(trials, plan, str(stored.get("full_run") or "its planned epochs"), classes)
+    band = ev.chance_band(classes, plan.n_val)  # runs that learned nothing narrow nothing
+    narrowed = ev.narrowed([t for t in trials if ev.learned(t, band)], params) or {}
     section: dict[str, Any] = {
         "plan": plan.to_dict(),
         "budget_s": stored.get("budget_s"),
@@ -76,6 +78,11 @@ def lines(report: dict[str, Any], short: bool = False) -> list[str]:
         return []
     found = section.get("recommended")
     runs = section["runs"]
+    if found and found.get("not_learned"):
+        return [
+            f"hyperparameters: {found['not_learned']} ({runs['runs']} short runs, "
+            f"{runs['pruned']} pruned)"
+        ]
     if short and found:
         values = " ".join(_value(k, v) for k, v in found["values"].items())
         seeds = found["seeds"]
@@ -147,6 +154,15 @@ def _rule(data: Any) -> LrRule | None:
         b_noise_basis=str(data.get("b_noise_basis", "")),
         optimizer=str(data.get("optimizer", "")),
     )
+
+
+def _classes(plan: TunePlan) -> int | None:
+    """A built-in workload's number of classes (None for a user model: not known)."""
+    from advisor.search_spaces.workloads import ModelRef, get, names
+
+    if ModelRef(plan.workload).is_user or plan.workload not in names():
+        return None
+    return get(plan.workload).n_classes
 
 
 def _params(study: optuna.Study) -> list[Param]:

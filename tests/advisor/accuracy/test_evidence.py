@@ -8,7 +8,15 @@ import math
 import pytest
 from advisor.search_spaces.space import CategoricalParam, FloatParam
 
-from advisor.accuracy.evidence import best_of, evidence, narrowed, ranked, rule_check
+from advisor.accuracy.evidence import (
+    best_of,
+    chance_band,
+    evidence,
+    learned,
+    narrowed,
+    ranked,
+    rule_check,
+)
 from advisor.accuracy.lr_rule import LrRule
 from advisor.accuracy.plan import TunePlan
 from advisor.accuracy.trials import AccuracyTrial
@@ -113,3 +121,21 @@ def test_only_full_length_runs_narrow_a_range() -> None:
     space = [FloatParam("lr", 0.01, 0.3, log=True)]
     pruned_only = [run(i, 64, 0.02 + 0.01 * i, [0.6, 0.7]) for i in range(6)]
     assert narrowed(pruned_only, space) is None
+
+
+def test_runs_at_chance_recommend_nothing() -> None:
+    # PLAN validates on 512 samples: for 2 classes chance is 0.5, the band up to 0.544.
+    assert chance_band(2, 512) == pytest.approx(0.5 + 2 * math.sqrt(0.25 / 512))
+    assert chance_band(None, 512) is None  # a user model: the classes are not known
+    collapsed = [
+        run(0, 64, 0.2, [0.84, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]),
+        run(1, 64, 0.1, [0.85, 0.5, 0.52, 0.5, 0.5, 0.5, 0.5, 0.53]),
+        run(2, 128, 0.07, [0.5, 0.6, 0.7, 0.75, 0.76, 0.77, 0.77, 0.77]),
+    ]
+    found = evidence(collapsed, PLAN, "14 epochs", n_classes=2)
+    assert found is not None and found["values"] == {}
+    assert "no short run at batch 64 learned beyond chance" in found["not_learned"]
+    assert found["chance_band"] == pytest.approx(0.5442, abs=1e-4)
+    learned_somewhere = evidence(collapsed, PLAN, "14 epochs", n_classes=None)
+    assert learned_somewhere is not None and learned_somewhere["values"] == {"lr": 0.1, "opt": "a"}
+    assert learned(collapsed[2], chance_band(2, 512)) and not learned(collapsed[0], 0.544)
