@@ -119,7 +119,7 @@ def _ranking(rows: list[dict[str, Any]], total: int, width: int) -> Any:
         padding=(0, 1),
     )
     table.add_column("#", justify="right")
-    table.add_column("machine", max_width=30 if wide else 24, overflow="fold")
+    table.add_column("machine", max_width=36 if wide else 24, overflow="fold")
     table.add_column("GPUs", justify="right", no_wrap=True)
     table.add_column("batch", justify="right")
     table.add_column("time (interval)" if wide else "time", justify="right", no_wrap=True)
