@@ -5,8 +5,9 @@ A short run trains ``n_train`` samples (a subset of the workload's training set)
 samples, at the recommended batch size or one of its neighbours in the space. The plan is
 sized from this machine's measured cost per sample (the study's local probe at the
 recommended batch size: its steady iteration time and validation pass) so that one
-full-length short run takes at most ``RUN_SHARE`` of ``TIME``: successive halving then sees
-many configurations at the first check and lets few run to the end, and the seeds of the best
+full-length short run takes at most ``RUN_SHARE`` of ``TIME``: the pruner (Hyperband's
+brackets of successive halving) then sees many configurations at the early checks and lets
+few run to the end, and the seeds of the best
 fit in what is left. Every batch size gets at least one optimizer step per check; a
 neighbour that cannot is left out, and a ``TIME`` too short for the recommended batch size is
 refused with the smallest ``--tune`` that works.
@@ -25,7 +26,7 @@ from advisor.errors import AdvisorError
 
 CHECKS_PER_EPOCH = 4
 MAX_EPOCHS = 4  # the longest short run, in epochs of its subset
-REDUCTION_FACTOR = 3  # successive halving keeps the best third at each check point
+REDUCTION_FACTOR = 3  # each successive-halving rung keeps the best third
 RUN_SHARE = 1 / 6  # a full-length short run may take this share of --tune
 TRAIN_SHARE = 0.8  # of a run's time, training (the rest: validation passes, building)
 MIN_VAL = 256

@@ -51,8 +51,13 @@ def attach(report: dict[str, Any], study: optuna.Study) -> None:
         "narrowed_ranges": {
             name: _range(p, _original(params, name)) for name, p in narrowed.items()
         },
-        "pruner": f"{plan.pruner}, reduction factor {plan.reduction_factor}, from the first "
-        f"check ({plan.checks_per_epoch} checks per epoch)",
+        "pruner": f"{plan.pruner}, reduction factor {plan.reduction_factor}, "
+        + (
+            "brackets that start pruning at the first check or later"
+            if plan.pruner == "hyperband"
+            else "from the first check"
+        )
+        + f" ({plan.checks_per_epoch} checks per epoch)",
         "where": "the study's trials tagged accuracy_trial: learning curves as intermediate "
         "values (advisor dashboard)",
     }
