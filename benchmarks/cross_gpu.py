@@ -25,8 +25,6 @@ loader timed here) and, for several GPUs, the data-parallel terms. Nothing is fi
 from __future__ import annotations
 
 import argparse
-import csv
-import dataclasses
 import statistics
 import sys
 import time
@@ -42,67 +40,13 @@ from advisor.probes.perf.traces import StepTrace
 from advisor.providers.catalog import AcceleratorSpec, InstanceType, load
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lambda_rows import Row, read_rows  # the benchmarks beside it
 
 DATA = Path(__file__).resolve().parent / "data" / "gpu-throughput"
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 SECTION = "## Cross-GPU validation on published throughputs"
 
-# Row name fragment -> catalog accelerator (cloud GPUs) or a row of gpus.csv.
-ROW_GPUS = {
-    "Quadro RTX 8000": "Quadro RTX 8000",
-    "V100 16GB": "V100",
-    "RTX 3090": "RTX 3090",
-    "A10": "A10",
-    "A100 40GB PCIe": "A100-40GB-PCIe",
-    "A100 80GB PCIe": "A100-80GB-PCIe",
-    "A100 80GB SXM4": "A100-80GB",
-    "RTX 6000 Ada": "RTX 6000 Ada",
-    "Ada A6000": "RTX 6000 Ada",
-    "RTX A6000": "RTX A6000",
-    "RTX 4090": "RTX 4090",
-    "H100 80GB PCIe": "H100 80GB PCIe",
-    "H100 80GB SXM5": "H100",
-}
-DEFAULT_BATCH_PER_GPU = 256  # rows the batch file does not list
 INPUT_BYTES = 4.0 * 3 * 224 * 224
-
-
-@dataclasses.dataclass(frozen=True)
-class Row:
-    """One published measurement: ``n`` GPUs of ``gpu``, images/s for the whole machine."""
-
-    name: str
-    gpu: str
-    n: int
-    throughput: float
-    batch_per_gpu: int
-
-
-def gpu_of(name: str) -> str | None:
-    """The accelerator a data row measured (longest matching fragment), None if unknown."""
-    for fragment in sorted(ROW_GPUS, key=len, reverse=True):
-        if fragment in name:
-            return ROW_GPUS[fragment]
-    return None
-
-
-def read_rows(data: Path, model: str = "resnet50") -> list[Row]:
-    """The fp32 rows of ``model`` with their per-GPU batch (0 throughputs dropped)."""
-    with (data / "train-batch-fp32.csv").open() as fh:
-        batches = {
-            (gpu_of(r["name_gpu"]), int(float(r["num_gpu"]))): int(r[model])
-            for r in csv.DictReader(fh)
-        }
-    rows = []
-    with (data / "train-throughput-fp32.csv").open() as fh:
-        for r in csv.DictReader(fh):
-            gpu, n, thr = gpu_of(r["name_gpu"]), int(float(r["num_gpu"])), float(r[model])
-            if gpu is None or thr <= 0:
-                continue
-            batch = batches.get((gpu, n))
-            per_gpu = batch // n if batch else DEFAULT_BATCH_PER_GPU
-            rows.append(Row(r["name_gpu"], gpu, n, thr, per_gpu))
-    return rows
 
 
 def resnet50_step(batch: int) -> StepTrace:

@@ -68,7 +68,7 @@ def predict(data: Path = DATA) -> list[ResnetRow]:
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from cross_gpu import read_rows
+    from lambda_rows import read_rows
 
     extra = extra_gpus(data)
     traces: dict[int, OperatorTrace] = {}
