@@ -19,7 +19,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from advisor import __version__
-from advisor.service import api, auth, jobs, studies, teams, tuning_api
+from advisor.service import api, auth, fencing, jobs, studies, teams, tuning_api
 from advisor.service.middleware import AccessLog, BodyLimit, install_error_handlers
 from advisor.service.outages import describe, is_queue_error
 from advisor.service.schemas import (
@@ -59,6 +59,7 @@ def create_app(settings: Settings) -> FastAPI:
     bearer = HTTPBearer(auto_error=False)
     storage = settings.storage
     api.prepare_storage(storage)
+    fencing.install()  # before the request and job threads connect
 
     async def caller(
         creds: HTTPAuthorizationCredentials | None = Depends(bearer),

@@ -57,7 +57,7 @@ class Lease:
 @contextlib.contextmanager
 def fenced(lease: Lease) -> Iterator[None]:
     """Check every write transaction of this thread against ``lease`` while inside."""
-    _install()
+    install()
     previous = getattr(_current, "lease", None)
     _current.lease = lease
     try:
@@ -83,7 +83,11 @@ def lease_lost(exc: BaseException | None) -> bool:
     return False
 
 
-def _install() -> None:
+def install() -> None:
+    """Add the fencing listeners to SQLAlchemy's engines, once per process. Call it before
+    other threads connect (the service's start, a job's start): SQLAlchemy iterates its
+    listeners unlocked, and adding one while another thread connected failed a request with
+    "deque mutated during iteration" (seen in the fault suite under load)."""
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 

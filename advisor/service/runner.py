@@ -25,6 +25,7 @@ from typing import Any
 from advisor.errors import AdvisorError
 from advisor.service import api, jobs, studies, teams
 from advisor.service.fencing import Lease, LeaseLost, fenced, lease_lost
+from advisor.service.fencing import install as install_fencing
 from advisor.service.outages import backoff, describe, is_storage_error, retry_transient
 
 log = logging.getLogger("advisor.service")
@@ -110,6 +111,7 @@ def execute_job(
     if job is None:
         return "skipped"
     lease = Lease(job_id, int(job["lease"]))
+    install_fencing()  # before the lease keeper's thread connects
     with LeaseKeeper(storage, lease, settings.heartbeat_s) as keeper:
         result: dict[str, Any] | None = None
         error: str | None = None
