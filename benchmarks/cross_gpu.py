@@ -40,10 +40,10 @@ from advisor.probes.perf.traces import StepTrace
 from advisor.providers.catalog import AcceleratorSpec, InstanceType, load
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lambda_rows import Row, read_rows  # the benchmarks beside it
+from docs_section import write_section  # the benchmarks beside it
+from lambda_rows import Row, read_rows
 
 DATA = Path(__file__).resolve().parent / "data" / "gpu-throughput"
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 SECTION = "## Cross-GPU validation on published throughputs"
 
 INPUT_BYTES = 4.0 * 3 * 224 * 224
@@ -221,21 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines)
     print(text)
     if args.write_docs:
-        write_section(text)
+        write_section(SECTION, text)
     return 0
-
-
-def write_section(text: str) -> None:
-    """Replace (or append) this benchmark's section of docs/benchmarks.md."""
-    doc = DOCS.read_text()
-    block = f"{SECTION}\n\n{text}\n"
-    if SECTION in doc:
-        head, _, rest = doc.partition(SECTION)
-        nxt = rest.find("\n## ")
-        doc = head + block + (rest[nxt:] if nxt >= 0 else "")
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + block
-    DOCS.write_text(doc)
 
 
 if __name__ == "__main__":

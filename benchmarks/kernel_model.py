@@ -31,9 +31,9 @@ import kernel_model_kernels as kernels  # noqa: E402
 import kernel_model_resnet as resnet  # noqa: E402
 import kernel_model_speed as speed  # noqa: E402
 from advisor.probes.kernels.model import PARAMS  # noqa: E402
+from docs_section import write_section  # noqa: E402
 
 DATA = HERE / "data" / "gpu-kernels"
-DOCS = HERE.parent / "docs" / "benchmarks.md"
 SECTION = "## GPU kernel model: per operator and whole models on unseen GPUs (issue #26)"
 UNSEEN = ("H100", "L4", "A100-80GB-PCIe")
 # Today's roofline model on the same ResNet-50 rows, leave one GPU out with its efficiencies
@@ -211,21 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines)
     print(text)
     if args.write_docs:
-        write_section(text)
+        write_section(SECTION, text)
     return 0
-
-
-def write_section(text: str) -> None:
-    """Replace (or append) this benchmark's section of docs/benchmarks.md."""
-    doc = DOCS.read_text()
-    block = f"{SECTION}\n\n{text}"
-    if SECTION in doc:
-        head, _, rest = doc.partition(SECTION)
-        nxt = rest.find("\n## ")
-        doc = head + block + (rest[nxt:] if nxt >= 0 else "")
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + block
-    DOCS.write_text(doc)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ import pytest
 
 # Fixtures shared by tests under tests/providers and tests/advisor, kept in tests/helpers:
 # the managed-tuning specs and studies (make_spec, storage, study_factory) and moto's SageMaker
-# running probe jobs here (sagemaker_on_moto).
-pytest_plugins = ["tuning_studies", "sagemaker_moto"]
+# running probe jobs here (sagemaker_on_moto), and local JSON servers (http_server).
+pytest_plugins = ["tuning_studies", "sagemaker_moto", "fake_servers"]
 
 
 @pytest.fixture(autouse=True)

@@ -9,46 +9,21 @@ JSON line: arguments and exit code): the figures in docs/reliability.md come fro
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import sqlite3
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from advisor.probes.result import Interval
 from advisor.providers.catalog._types import InstanceType
+from cli_run import Outcome, run
 from replay_tables import small_table
 
-from advisor.cli.main import main
 from advisor.evaluation.replay import ReplayEntry, ReplayTable
-
-
-@dataclass(frozen=True)
-class Outcome:
-    code: int
-    out: str
-    err: str
-
-
-def run(*args: str) -> Outcome:
-    """``advisor ARGS`` in this process; stdout and stderr captured."""
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return Outcome(code, out.getvalue(), err.getvalue())
 
 
 def check(outcome: Outcome, args: tuple[str, ...] | list[str] = ()) -> None:
@@ -166,44 +141,6 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
     space = tmp_path / "space.yaml"
     space.write_text(SPACE)
     return Cli(table, space)
-
-
-class _Server:
-    """A local HTTP server answering GETs with ``handler(path, query) -> (status, JSON)``."""
-
-    def __init__(self, handler: Callable[[str, str], tuple[int, Any]]) -> None:
-        class _H(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path, _, query = self.path.partition("?")
-                status, body = handler(path, query)
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _H)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-
-@pytest.fixture
-def http_server() -> Iterator[Callable[..., _Server]]:
-    """Start local HTTP servers (a price API stand-in); all are stopped after the test."""
-    servers: list[_Server] = []
-
-    def start(handler: Callable[[str, str], tuple[int, Any]]) -> _Server:
-        servers.append(_Server(handler))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.httpd.shutdown()
-        server.httpd.server_close()
 
 
 # -- real `advisor suggest` processes (concurrency, Ctrl-C) ---------------------------------

@@ -6,9 +6,12 @@ import json
 import ssl
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import pytest
 
 # (method, path, body) -> (status, JSON payload, or bytes sent as they are: a file download)
 Responder = Callable[[str, str, Any], tuple[int, Any]]
@@ -62,3 +65,27 @@ def recording_server(
     finally:
         server.shutdown()
         server.server_close()
+
+
+@dataclass(frozen=True)
+class JsonServer:
+    """A running ``recording_server`` for GETs: its base URL and the requests it saw."""
+
+    url: str
+    requests: list[dict[str, Any]]
+
+
+@pytest.fixture
+def http_server() -> Iterator[Callable[[Callable[[str, str], tuple[int, Any]]], JsonServer]]:
+    """Start local servers answering GETs with ``handler(path, query) -> (status, JSON)`` (a
+    price API stand-in); all are stopped after the test."""
+    with ExitStack() as servers:
+
+        def start(handler: Callable[[str, str], tuple[int, Any]]) -> JsonServer:
+            def respond(_method: str, path: str, _body: Any) -> tuple[int, Any]:
+                route_, _, query = path.partition("?")
+                return handler(route_, query)
+
+            return JsonServer(*servers.enter_context(recording_server(respond)))
+
+        yield start

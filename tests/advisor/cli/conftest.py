@@ -6,8 +6,6 @@ The tables hold plausible run times (V100/K80 shaped like docs/method.md 2.4; 10
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import subprocess
 import sys
@@ -17,30 +15,11 @@ from pathlib import Path
 import pytest
 from advisor.probes.result import Interval
 from advisor.providers.catalog._types import InstanceType
+from cli_run import Outcome, run  # noqa: F401  (the tests import them from here)
 
-from advisor.cli.main import main
 from advisor.evaluation.replay import ReplayEntry, ReplayTable
 
 SPACE = "workload: fcn\nbatch_sizes: [256, 512]\n"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    code: int
-    out: str
-    err: str
-
-
-def run(*args: str) -> Outcome:
-    """``advisor ARGS`` in this process, stdout and stderr captured; a traceback escapes."""
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return Outcome(code, out.getvalue(), err.getvalue())
 
 
 def one_line_error(outcome: Outcome) -> str:

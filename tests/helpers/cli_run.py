@@ -1,0 +1,28 @@
+"""``advisor ARGS`` run in this process, its exit code and output captured."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from dataclasses import dataclass
+
+from advisor.cli.main import main
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+
+def run(*args: str) -> Outcome:
+    """``advisor ARGS`` in this process, stdout and stderr captured; a traceback escapes."""
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return Outcome(code, out.getvalue(), err.getvalue())
