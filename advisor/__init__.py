@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.errors import AdvisorError
 
 if TYPE_CHECKING:
-    from advisor.evaluation.prediction import Prediction, predict
+    from advisor.evaluation.predict_api import Prediction, predict
     from advisor.options import SuggestOptions
     from advisor.pipeline import suggest
     from advisor.records import TrialRecord
@@ -62,9 +62,9 @@ def _public(name: str) -> Any:
 
         return SuggestOptions
     if name in ("predict", "Prediction"):
-        from advisor.evaluation import prediction
+        from advisor.evaluation import predict_api
 
-        return getattr(prediction, name)
+        return getattr(predict_api, name)
     if name == "TrialRecord":
         from advisor.records import TrialRecord
 

@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from advisor.probes.perf import accel
-from advisor.probes.perf import constants as C
-from advisor.probes.perf.signature import WorkloadSignature
-from advisor.probes.perf.startup import device_startup
-from advisor.probes.perf.traces import StepTrace
 from advisor.providers.catalog import AcceleratorSpec, InstanceType, load
+
+from advisor.prediction.perf import accel
+from advisor.prediction.perf import constants as C
+from advisor.prediction.perf.signature import WorkloadSignature
+from advisor.prediction.perf.startup import device_startup
+from advisor.prediction.perf.traces import StepTrace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from docs_section import write_section  # the benchmarks beside it

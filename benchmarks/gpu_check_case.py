@@ -63,7 +63,7 @@ def choose_machine(
     catalog: Any, device: str, device_name: str, override: str | None
 ) -> tuple[Any, str]:
     """The catalog row to predict for, and why it was chosen (one line)."""
-    from advisor.evaluation.prediction import resolve_machines
+    from advisor.evaluation.predict_api import resolve_machines
 
     if override:
         _, (row,) = resolve_machines(override, catalog.snapshot)
@@ -173,10 +173,10 @@ def check_one(
     workload: str, batch: int, args: argparse.Namespace, machine: Any, catalog: Any, end: float
 ) -> dict[str, Any]:
     """Probe on the CPU, predict, probe on the device, train; the per-phase comparison."""
-    from advisor.probes.iteration_model import estimate, init_for_size
     from advisor.search_spaces.workloads import get
 
-    from advisor.evaluation.prediction import predict
+    from advisor.evaluation.predict_api import predict
+    from advisor.prediction.iteration_model import estimate, init_for_size
 
     spec = get(workload)
     n_train = min(spec.n_train, batch * args.train_steps)

@@ -57,7 +57,7 @@ def class_of_operator(op: Any) -> str:
 
 def predicted_groups(trace: Any, gpu: str) -> dict[tuple[str, str], tuple[float, float, float]]:
     """Seconds per step by (phase, class) on ``gpu``: the kernel model's value, low, high."""
-    from advisor.probes.kernels import gpu_spec, operator_times
+    from advisor.prediction.kernels import gpu_spec, operator_times
 
     ops = list(trace.operators)
     times = operator_times(ops, [gpu_spec(gpu)])

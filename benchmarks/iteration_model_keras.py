@@ -4,7 +4,7 @@ Probes the workload with the Keras probe in its own process (``run_probe``, fram
 "keras", k iterations), sizes the dataset so the predicted run lasts ``--target-seconds``,
 then trains it for real in another process (``advisor.probes.keras_runner.train``,
 ``model.fit`` with validation every epoch) and compares the prediction of
-``advisor.probes.iteration_model.estimate`` (iteration-based formula with validation) with
+``advisor.prediction.iteration_model.estimate`` (iteration-based formula with validation) with
 the real runtime, process start to the end of the last epoch (initialisation included).
 
     python benchmarks/iteration_model_keras.py                 # fcn b128 t2, ~2 min run
@@ -31,7 +31,7 @@ from iteration_model import spawn_full_run, val_size  # noqa: E402  (the torch b
 
 def size_for(probe: Any, workload: Any, epochs: int, batch: int, target_s: float) -> int:
     """Smallest multiple of ``batch`` whose predicted run lasts at least ``target_s``."""
-    from advisor.probes.iteration_model import estimate
+    from advisor.prediction.iteration_model import estimate
 
     n = batch
     while True:
@@ -42,10 +42,11 @@ def size_for(probe: Any, workload: Any, epochs: int, batch: int, target_s: float
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from advisor.probes.iteration_model import estimate, phase_times
     from advisor.probes.result import ProbeRequest
     from advisor.probes.runner import run_probe
     from advisor.search_spaces.workloads import get
+
+    from advisor.prediction.iteration_model import estimate, phase_times
 
     name, batch, threads = args.case.split(":")
     batch_size, n_threads = int(batch), int(threads)

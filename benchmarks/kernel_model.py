@@ -30,8 +30,9 @@ import kernel_model_e2e as e2e  # noqa: E402
 import kernel_model_kernels as kernels  # noqa: E402
 import kernel_model_resnet as resnet  # noqa: E402
 import kernel_model_speed as speed  # noqa: E402
-from advisor.probes.kernels.model import PARAMS  # noqa: E402
 from docs_section import write_section  # noqa: E402
+
+from advisor.prediction.kernels.model import PARAMS  # noqa: E402
 
 DATA = HERE / "data" / "gpu-kernels"
 SECTION = "## GPU kernel model: per operator and whole models on unseen GPUs (issue #26)"

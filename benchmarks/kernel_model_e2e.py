@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.probes.kernels import operator_times
-from advisor.probes.kernels.gpus import DATA_DEVICE_NAMES, GpuSpec, gpu_spec
 from advisor.probes.operators.types import Operator, OperatorTrace
+
+from advisor.prediction.kernels import operator_times
+from advisor.prediction.kernels.gpus import DATA_DEVICE_NAMES, GpuSpec, gpu_spec
 
 MODELS = {  # models-e2e.csv name -> examples/model_configs name
     "gpt2_large": "gpt2_large",

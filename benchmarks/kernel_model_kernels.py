@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from advisor.probes.kernels import fit as F
-from advisor.probes.kernels.features import FAMILIES
-from advisor.probes.kernels.gpus import SAME_CHIP, GpuSpec, gpu_spec
-from advisor.probes.kernels.tables import read_family, subset
+
+from advisor.prediction.kernels import fit as F
+from advisor.prediction.kernels.features import FAMILIES
+from advisor.prediction.kernels.gpus import SAME_CHIP, GpuSpec, gpu_spec
+from advisor.prediction.kernels.tables import read_family, subset
 
 KIND = {"linear": "linear", "bmm": "bmm", "conv": "conv", "ln": "layernorm",
         "softmax": "softmax"}  # fmt: skip
@@ -177,7 +178,7 @@ def test_shapes(data: Path, p: float, params: dict[str, Any]) -> Held:
 
 def unseen(data: Path, p: float, params: dict[str, Any]) -> Held:
     """The ``test/`` rows of the GPUs never fitted, from the shipped fit's parameters."""
-    from advisor.probes.kernels.model import KernelModel
+    from advisor.prediction.kernels.model import KernelModel
 
     model = KernelModel.from_dict(params)
     parts = []
@@ -204,7 +205,7 @@ def unseen(data: Path, p: float, params: dict[str, Any]) -> Held:
 
 def choose_p(data: Path, params: dict[str, Any]) -> float:
     """The harness exponent that best matches the fitted GPUs' ``train/`` rows in sample."""
-    from advisor.probes.kernels.model import KernelModel
+    from advisor.prediction.kernels.model import KernelModel
 
     model = KernelModel.from_dict(params)
     best = (np.inf, HARNESS_P[0])

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from advisor.probes.kernels import gpu_spec, operator_times
-from advisor.probes.kernels.gpus import GpuSpec
 from advisor.probes.operators.types import OperatorTrace
+
+from advisor.prediction.kernels import gpu_spec, operator_times
+from advisor.prediction.kernels.gpus import GpuSpec
 
 DATA = Path(__file__).resolve().parent / "data" / "gpu-throughput"
 # cross_gpu.py's names for GPUs the catalog lists under another name.

@@ -49,8 +49,9 @@ def synthetic_trace(n: int = 1000, seed: int = 0) -> OperatorTrace:
 
 def machines(n: int = 100) -> list[str]:
     """The accelerators of the first ``n`` GPU machines of the catalog (repeats kept)."""
-    from advisor.probes.kernels import catalog_gpus
     from advisor.providers.catalog import load
+
+    from advisor.prediction.kernels import catalog_gpus
 
     gpus = catalog_gpus()
     return [i.accelerator for i in load().instances if i.accelerator in gpus][:n]
@@ -58,7 +59,7 @@ def machines(n: int = 100) -> list[str]:
 
 def time_prediction(repeats: int = 7) -> dict[str, float]:
     """Cold first call and the median of ``repeats`` warm calls (seconds)."""
-    from advisor.probes.kernels import predict_trace
+    from advisor.prediction.kernels import predict_trace
 
     trace, targets = synthetic_trace(), machines()
     start = time.perf_counter()

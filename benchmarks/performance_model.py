@@ -16,11 +16,12 @@ import sys
 import time
 from pathlib import Path
 
-from advisor.probes.perf.model import predict
-from advisor.probes.perf.signature import steady_stats
 from advisor.probes.result import ProbeRequest, ProbeResult
 from advisor.probes.runner import run_probe
 from advisor.providers.catalog._types import InstanceType
+
+from advisor.prediction.perf.model import predict
+from advisor.prediction.perf.signature import steady_stats
 
 SECTION = "## Cross-device performance model self-check"
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"

@@ -8,7 +8,6 @@ import random
 from dataclasses import dataclass, replace
 from typing import Any
 
-from advisor.probes.iteration_model import estimate
 from advisor.probes.result import Interval, PhaseTimes
 from advisor.providers.catalog import load
 from advisor.search_spaces.loader import default_space
@@ -17,6 +16,7 @@ from advisor.search_spaces.space import JointSpace, MachineFilter
 from advisor.evaluation.contract import probe_duration_s
 from advisor.evaluation.replay import ReplayBackend, ReplayEntry, ReplayTable
 from advisor.options import SuggestOptions, workload_info
+from advisor.prediction.iteration_model import estimate
 
 MODEL = "resnet50"
 TARGET_SHARE = 0.30  # probe at most 30 % of the configurations ...

@@ -36,7 +36,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from advisor.probes.iteration_model import estimate
 from advisor.probes.result import Interval, PhaseTimes
 from advisor.providers.catalog import load, local_machine
 from advisor.providers.catalog._types import InstanceType
@@ -47,6 +46,7 @@ from advisor.search_spaces.workloads import get as get_workload
 from advisor.evaluation.contract import probe_duration_s
 from advisor.evaluation.replay import ReplayBackend, ReplayEntry, ReplayTable
 from advisor.options import SuggestOptions
+from advisor.prediction.iteration_model import estimate
 from advisor.study.run import run_suggest
 
 TARGET_MS = 20.0

@@ -36,9 +36,10 @@ BATCHES: dict[str, tuple[int, int]] = {
 
 
 def probe_row(name: str, framework: str, batch: int, k: int, threads: int) -> dict[str, Any]:
-    from advisor.probes.iteration_model import phase_times
     from advisor.probes.result import ProbeRequest
     from advisor.probes.runner import run_probe
+
+    from advisor.prediction.iteration_model import phase_times
 
     result = run_probe(
         ProbeRequest(

@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("values", ("advisor.options", "advisor.records", "advisor.outcome")),
     ("evaluation", ("advisor.evaluation",)),
     ("storage", ("advisor.storage",)),
+    ("prediction", ("advisor.prediction",)),  # the models: step time, memory, epochs, kernels
     ("probes", ("advisor.probes",)),
     ("providers", ("advisor.providers",)),
     ("search spaces", ("advisor.search_spaces",)),
@@ -55,7 +56,7 @@ def layer_of(module: str) -> str:
 
 
 def module_name(path: Path) -> str:
-    """``probes/perf/model.py`` -> ``advisor.probes.perf.model``."""
+    """``advisor/prediction/perf/model.py`` -> ``advisor.prediction.perf.model``."""
     rel = path.relative_to(ROOT)
     package = FOLDERS[rel.parts[0]]
     parts = list(rel.with_suffix("").parts[1:])

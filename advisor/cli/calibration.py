@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from advisor.cli import output
+from advisor.cli import console as output
 from advisor.errors import AdvisorError
 
 _STORAGE = click.option(
@@ -21,7 +21,7 @@ _STORAGE = click.option(
 
 def _summary(records: list[Any], storage: str | None) -> list[dict[str, Any]]:
     """One row per (device class, workload): the correction a prediction would get."""
-    from advisor.probes.perf.calibration import calibration_factor
+    from advisor.prediction.perf.correction import calibration_factor
 
     rows = []
     seen: set[tuple[str, str]] = set()
@@ -55,7 +55,7 @@ def calibration(ctx: click.Context, storage: str | None, as_json: bool) -> None:
         return
     from dataclasses import asdict
 
-    from advisor.probes.perf.calibration import load_records
+    from advisor.prediction.perf.correction import load_records
 
     records = load_records(storage)
     summary = _summary(records, storage)
@@ -142,8 +142,8 @@ def record(
     storage: str | None,
 ) -> None:
     """Add a measured run on INSTANCE to the ledger next to the model's prediction for it."""
-    from advisor.evaluation.prediction import load_probe, resolve_machines
-    from advisor.probes.perf.model import record_run
+    from advisor.evaluation.predict_api import load_probe, resolve_machines
+    from advisor.prediction.perf.model import record_run
 
     catalog, machines = resolve_machines(instance, snapshot)
     if len(machines) != 1:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, cast
 
 import click
 
-from advisor.cli import output
+from advisor.cli import console as output
 from advisor.cli import params as p
 from advisor.errors import AdvisorError
 

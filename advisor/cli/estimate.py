@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from advisor.cli import output
+from advisor.cli import console as output
 from advisor.cli import params as p
 from advisor.errors import AdvisorError
 from advisor.search_spaces.workloads import ModelRef
@@ -91,7 +91,7 @@ def estimate(
     as_json: bool,
 ) -> None:
     """Predict a full training run's time (and cost) from a probe, with an interval."""
-    from advisor.probes import iteration_model as im
+    from advisor.prediction import iteration_model as im
 
     if (probe_file is None) == (model is None):
         raise AdvisorError("Give either --probe FILE or --model NAME.", "pass exactly one of them.")

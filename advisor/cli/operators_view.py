@@ -37,7 +37,7 @@ def operator_options(fn: Any) -> Any:
 def operators_table(probe: Any, n: int, gpu: str | None = None) -> str:
     """The ``n`` operators of ``probe``'s traced step with the most device time on ``gpu``,
     with the step's total and how it was predicted."""
-    from advisor.probes.kernels import gpu_spec, operator_times
+    from advisor.prediction.kernels import gpu_spec, operator_times
     from advisor.probes.operators import operator_trace_of, render_shares, top_operators
 
     trace = operator_trace_of(probe)
@@ -64,7 +64,7 @@ def operators_table(probe: Any, n: int, gpu: str | None = None) -> str:
 
 def show_operators(probe: Any, n: int | None, gpu: str | None) -> None:
     """Print the table when ``--top-ops`` was given (``--on-gpu`` alone is an error)."""
-    from advisor.cli import output
+    from advisor.cli import console as output
 
     if n is None:
         if gpu is not None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from advisor.cli import output
+from advisor.cli import console as output
 from advisor.cli import params as p
 from advisor.cli.operators_view import operator_options
 from advisor.durations import format_duration
@@ -25,7 +25,7 @@ def _machines(
     (issue #28: ``--gpus A100:1``, ``--cloud aws``, ``--region us-east-1``); both: the named
     ones the filters keep."""
     from advisor.evaluation.candidates import matches
-    from advisor.evaluation.prediction import resolve_machines
+    from advisor.evaluation.predict_api import resolve_machines
     from advisor.providers import catalog as catalog_mod
     from advisor.search_spaces.filters import narrow
     from advisor.search_spaces.space import MachineFilter
@@ -103,7 +103,7 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
         "service's billing increment and minimum; the tables below are whole jobs too."
     )
     fastest = rows[0]
-    from advisor.evaluation.prediction import job_cost
+    from advisor.evaluation.predict_api import job_cost
 
     cheapest = min(rows, key=job_cost)
     console.print(
@@ -154,7 +154,7 @@ def _span(span: Any, fmt: str) -> str:
 def _print_limits_and_calibration(rows: list[Any]) -> None:
     """Name the host-bound machines (the GPU's speed does not decide their time) and show
     each calibration with its evidence (advisor calibration lists them all)."""
-    from advisor.probes.perf.accel import LIMITS
+    from advisor.prediction.perf.accel import LIMITS
 
     console = output.console()
     for limit in ("dispatch", "input"):
@@ -244,8 +244,8 @@ def predict(
     this machine, its training step traced without running it."""
     from advisor.cli.operators_view import show_operators
     from advisor.cli.probe_view import run_with_progress
-    from advisor.evaluation.prediction import load_probe
-    from advisor.evaluation.prediction import predict as run_predict
+    from advisor.evaluation.predict_api import load_probe
+    from advisor.evaluation.predict_api import predict as run_predict
     from advisor.search_spaces.workloads import get
 
     if batch_size <= 0:
@@ -298,7 +298,7 @@ def predict(
 
 
 def _header(result: Any, model: str, batch_size: int, spot: bool) -> str:
-    from advisor.probes.perf.signature import is_untimed, steady_stats
+    from advisor.prediction.perf.signature import is_untimed, steady_stats
 
     probe = result.probe
     how = (

@@ -150,7 +150,7 @@ def probe(
     result = run_with_progress(request, show=not as_json and sys.stderr.isatty())
     if result.ok:  # issue #26: its operator trace and loader time, kept in the result, so
         # advisor predict --probe and the service read the same ones
-        from advisor.evaluation.prediction import ready
+        from advisor.evaluation.predict_api import ready
 
         result = ready(result, lambda text: click.echo(text, err=True))
     if out is not None:

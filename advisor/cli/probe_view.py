@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.cli import output
+from advisor.cli import console as output
 from advisor.errors import AdvisorError
 from advisor.search_spaces.workloads import ModelRef
 
@@ -72,7 +72,7 @@ def render(result: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from advisor.probes.iteration_model import phase_times, relative_spread
+    from advisor.prediction.iteration_model import phase_times, relative_spread
 
     console = output.console()
     if not result.ok:

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from advisor.cli import params as p
-from advisor.cli.outputs import write_text
+from advisor.cli.saved_files import write_text
 from advisor.errors import AdvisorError, MissingExtraError
 from advisor.tuning.jobs import PROVIDERS
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import click
 
-from advisor.cli import output
+from advisor.cli import console as output
 from advisor.cli import params as p
-from advisor.cli.outputs import EXIT_STATUS, write_atomically, write_text
+from advisor.cli.saved_files import EXIT_STATUS, write_atomically, write_text
 from advisor.errors import MissingExtraError
 from advisor.options import OBJECTIVES, OPTIONS, SAMPLER_NAMES
 from advisor.search_spaces.workloads import ModelRef
@@ -128,7 +128,7 @@ def suggest(
     options = SuggestOptions(space=space, **fields)
     view = _View(top, verbose, as_json, out_file, plot_file)
     if server:  # issue #17: the same request, run by a service
-        from advisor.service.remote import suggest_remote
+        from advisor.service.suggest_client import suggest_remote
 
         space_text = Path(space_file).read_text() if space_file else None  # read and checked
         _show(suggest_remote(server, token, options, space_text, backend_spec, as_json), view)
@@ -168,7 +168,7 @@ class _View:
 
 def _show(report: dict[str, Any], view: _View) -> None:
     """Print ``report`` (the local run's and ``--server``'s alike), then write the files asked
-    for: after the answer is on the screen, each atomically (``advisor.cli.outputs``)."""
+    for: after the answer is on the screen, each atomically (``advisor.cli.saved_files``)."""
     from advisor.report.render import render
 
     html = view.plot_file.with_suffix(".html") if view.plot_file else None

@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 
 from advisor import config
-from advisor.cli import output
+from advisor.cli import console as output
 from advisor.search_spaces.workloads import Workload, all_workloads, get
 
 _CACHE = "workload_parameters.json"

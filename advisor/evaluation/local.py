@@ -3,9 +3,9 @@ performance model for catalog machines.
 
 - ``ProbeCache`` (``evaluation.probe_cache``): probe results kept as user attributes of a study
   named ``advisor-probe-cache`` in the same storage as the studies, each with its operator
-  trace and loader time (taken once, ``probes.perf.step``), and the traces of other batches.
+  trace and loader time (taken once, ``prediction.perf.step``), and the traces of other batches.
 - ``LocalBackend``: real probes (``advisor.probes.runner.run_probe``), measured phases for the
-  local machine, the one prediction path (``advisor.probes.perf.report.forecast_machine``, as
+  local machine, the one prediction path (``advisor.prediction.perf.forecast.forecast_machine``, as
   ``advisor predict`` and the service) for catalog machines, the iteration-time model for the
   run. A catalog machine with a remote
   probe (issue #14: a few iterations measured on that machine, ``advisor.remote.probe``) uses
@@ -35,7 +35,7 @@ from advisor.evaluation.probe_cache import (
     probe_cache_key,
 )
 from advisor.evaluation.workload import WorkloadInfo
-from advisor.probes.epochs_model import EpochsEstimate
+from advisor.prediction.epochs_model import EpochsEstimate
 from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
 from advisor.providers.catalog import InstanceType
 from advisor.search_spaces.space import MachineFilter
@@ -57,7 +57,7 @@ class LocalBackend(Backend):
 
     ``run_probe`` and ``predict_phases`` are injectable (tests pass fakes); by default they
     are ``advisor.probes.runner.run_probe`` and the one prediction path,
-    ``advisor.probes.perf.report.forecast_machine`` (on the probe made ready by ``ready``).
+    ``advisor.prediction.perf.forecast.forecast_machine`` (on the probe made ready by ``ready``).
     """
 
     name = "local"
@@ -176,7 +176,7 @@ class LocalBackend(Backend):
     ) -> ProbeResult:
         """``probe`` with its operator trace and loader time (issue #26: taken once, the first
         time a GPU or TPU machine is predicted from it, and kept with it in the cache)."""
-        from advisor.probes.perf.step import needs_trace, traced
+        from advisor.prediction.perf.step import needs_trace, traced
 
         if not needs_trace(probe):
             return probe
@@ -267,7 +267,7 @@ class LocalBackend(Backend):
     def _runtime(
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
     ) -> RunTime:
-        from advisor.probes.iteration_model import estimate, phase_times
+        from advisor.prediction.iteration_model import estimate, phase_times
 
         anchor = workload.epochs_anchor()  # issue #19: the anchor's probe measures the noise
         # the reference probe measures the noise scale only when the model uses it (one known
@@ -289,7 +289,8 @@ class LocalBackend(Backend):
                 error=f"probe {probe.status}: {probe.error or 'no detail'}",
             )
         remote = self.remote(workload, instance, batch_size, hps)
-        source, extra, overheads = None, {}, None
+        source, overheads = None, None
+        extra: dict[str, Any] = {}
         if remote is not None and not remote.result.ok:  # measured there: it cannot run
             r = remote.result
             return RunTime(
@@ -317,7 +318,7 @@ class LocalBackend(Backend):
             elif self._predict is not None:
                 phases = self._predict(probe, instance, self.catalog, batch_size)
             else:  # the one prediction path (advisor predict's and the service's)
-                from advisor.probes.perf.report import forecast_machine
+                from advisor.prediction.perf.forecast import forecast_machine
 
                 if instance.accelerator is not None:  # its operator trace, taken once
                     probe = self.ready(workload, batch_size, hps, probe, noise=is_ref)

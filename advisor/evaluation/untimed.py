@@ -45,8 +45,8 @@ def decide(
 ) -> LocalDecision | None:
     """Trace ``model`` on the meta device and judge a local probe (None: it cannot be traced
     here, so the probe runs as before)."""
+    from advisor.prediction.perf.traces import user_modules_importable
     from advisor.probes.operators import local_feasibility, trace_workload
-    from advisor.probes.perf.traces import user_modules_importable
 
     mode = "meta" if framework == "torch" else "auto"
     try:
@@ -70,9 +70,9 @@ def untimed_probe(
     n_val: int | None = None,
 ) -> ProbeResult:
     """The stand-in probe of a model traced without a local timing (see the module)."""
+    from advisor.prediction.perf import constants as C
+    from advisor.prediction.perf.signature import UNTIMED_KEY
     from advisor.probes.operators import local_feasibility, with_operator_trace
-    from advisor.probes.perf import constants as C
-    from advisor.probes.perf.signature import UNTIMED_KEY
 
     trace = decision.trace
     user = ModelRef(model).is_user
@@ -80,8 +80,8 @@ def untimed_probe(
     warnings = []
     sizes = (None, None) if user else _builtin_sizes(model)
     if framework == "torch":
-        from advisor.probes.perf.loader import time_loader
-        from advisor.probes.perf.traces import user_modules_importable
+        from advisor.prediction.perf.loader import time_loader
+        from advisor.prediction.perf.traces import user_modules_importable
 
         try:
             with user_modules_importable():
@@ -145,7 +145,7 @@ def _threads() -> int:
 
 def untimed_note(probe: ProbeResult) -> str | None:
     """What a prediction from a stand-in probe must say (None for a timed probe)."""
-    from advisor.probes.perf.signature import UNTIMED_KEY
+    from advisor.prediction.perf.signature import UNTIMED_KEY
 
     why = probe.fingerprint.get(UNTIMED_KEY)
     if not why:
@@ -155,7 +155,7 @@ def untimed_note(probe: ProbeResult) -> str | None:
         if "data_s" in probe.fingerprint
         else "the input pipeline a prior"
     )
-    from advisor.probes.perf import constants as C
+    from advisor.prediction.perf import constants as C
 
     return (
         f"Traced without a local timing ({why}). GPU and TPU rows read the operator trace "

@@ -18,7 +18,7 @@ the trial loop:
 3. Run it (``advisor.remote.probe``), then re-screen every batch size of that machine and of
    the machines with its accelerator: the measured batch from the measured phases, the others
    from the model, which the ledger has corrected with the measurement
-   (``probes.perf.calibration``; emulated probes are kept out of the ledger).
+   (``prediction.perf.correction``; emulated probes are kept out of the ledger).
 4. Stop after N machines, or early when the measured leader cannot be overtaken: every
    candidate on a machine not yet probed has an optimistic bound (interval low end of the
    objective; for a Pareto search its low-end point) worse than the measured leader. The
@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.errors import AdvisorError
 from advisor.evaluation.contract import Evaluation
 from advisor.providers.catalog import MachineKey
-from advisor.remote.prober import Prober, ProviderUnavailable
+from advisor.remote.cloud_prober import Prober, ProviderUnavailable
 from advisor.remote.rules import (
     STUDY_ATTR,
     Config,
@@ -128,7 +128,7 @@ def run_cloud_probes(
     blocked: set[str] = set()  # providers not configured
     count = len(earlier)
     if prober is None:
-        from advisor.remote.prober import default_prober
+        from advisor.remote.cloud_prober import default_prober
 
         prober = default_prober(outcome, backend)
     while True:
@@ -250,7 +250,7 @@ def _probe_one(
     """Run one remote probe and re-screen its machine: the job's dict, or the prober's
     ``ProviderUnavailable`` when jobs cannot be started on that provider.
     A job that fails for any other reason is a result (its state and error recorded)."""
-    from advisor.probes.iteration_model import phase_times
+    from advisor.prediction.iteration_model import phase_times
 
     batch = ev.batch_size
     started = time.monotonic()

@@ -2,7 +2,7 @@
 
 Everything the service calls in the rest of the advisor goes through this module
 (``advisor.options``, ``advisor.pipeline``, ``advisor.storage.urls``, ``advisor.study.run``,
-``advisor.records``, ``advisor.evaluation.prediction``, ``advisor.tuning.jobs``), so that a
+``advisor.records``, ``advisor.evaluation.predict_api``, ``advisor.tuning.jobs``), so that a
 rename there is re-pointed here only. Reading studies for the API is
 ``advisor.service.studies`` (Optuna's tables, by team).
 
@@ -68,7 +68,7 @@ def internal_studies() -> tuple[str, ...]:
     """The studies the advisor keeps for itself in a storage: the local and remote probe
     caches and the calibration ledger."""
     from advisor.evaluation.local import PROBE_CACHE_STUDY
-    from advisor.probes.perf.ledger import LEDGER_STUDY
+    from advisor.prediction.perf.ledger import LEDGER_STUDY
     from advisor.remote.cache import REMOTE_PROBE_STUDY
 
     return PROBE_CACHE_STUDY, REMOTE_PROBE_STUDY, LEDGER_STUDY
@@ -130,7 +130,7 @@ def predict(request: dict[str, Any]) -> dict[str, Any]:
     predict`` and ``advisor suggest``. No probe runs on the server: a probe without its
     operator trace is traced here on the meta device (a built-in workload; a user model the
     server cannot import keeps a FLOP roofline for its GPU rows, as the response's notes say)."""
-    from advisor.evaluation.prediction import predict as advisor_predict
+    from advisor.evaluation.predict_api import predict as advisor_predict
     from advisor.probes.result import ProbeResult
 
     try:

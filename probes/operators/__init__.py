@@ -1,7 +1,7 @@
 """The operator trace of a training step: which device kernels a step launches, with shapes.
 
 ``types`` holds the values (``Operator``, ``OperatorTrace``) that the tracer writes and the
-per-operator GPU latency model (``advisor.probes.kernels``) reads. The public API:
+per-operator GPU latency model (``advisor.prediction.kernels``) reads. The public API:
 
 - :func:`trace_workload` (any framework), :func:`trace_torch_workload` (meta device or a real
   CPU step), :func:`trace_step` (a model, loss, optimizer and batch you hold),

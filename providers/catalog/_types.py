@@ -113,7 +113,7 @@ def basis_of(provider: str, source: str) -> str:
 class AcceleratorSpec:
     """Vendor peak figures of one accelerator (dense, no sparsity), per device.
 
-    The GPU kernel model (``advisor.probes.kernels``) also reads ``sm_count``,
+    The GPU kernel model (``advisor.prediction.kernels``) also reads ``sm_count``,
     ``boost_clock_mhz``, ``l2_mib`` (MiB of L2 cache) and ``tdp_w`` (board power), with their
     source in ``kernel_source``; they are None where the row does not give them (TPUs).
     """

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from advisor.probes.perf.traces import StepTrace
 from perf_fixtures import mlp_trace
+
+from advisor.prediction.perf.traces import StepTrace
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "cross_gpu.py"
 _spec = importlib.util.spec_from_file_location("_bench_cross_gpu", BENCH)

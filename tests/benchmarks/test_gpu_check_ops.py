@@ -46,7 +46,7 @@ def test_profiler_names_fall_in_the_kernel_models_classes(
 
 
 def test_the_prediction_grouped_by_phase_and_kind_sums_to_the_step(ops: ModuleType) -> None:
-    from advisor.probes.kernels import predict_trace
+    from advisor.prediction.kernels import predict_trace
 
     trace = mlp_trace(256, width=1024, layers=3)
     groups = ops.predicted_groups(trace, "T4")

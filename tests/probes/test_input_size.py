@@ -8,11 +8,11 @@ import dataclasses
 import os
 
 import pytest
-from advisor.probes.perf.signature import signature
 from advisor.probes.result import ProbeRequest, ProbeResult
 from repo_paths import HELPERS
 
-from advisor.evaluation.prediction import prediction_notes
+from advisor.evaluation.predict_api import prediction_notes
+from advisor.prediction.perf.signature import signature
 
 
 def _probe(workload: str, fingerprint: dict[str, object]) -> ProbeResult:

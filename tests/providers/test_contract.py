@@ -181,9 +181,10 @@ def _check_ledger(wire: Any, storage: str, probe: Any, first: Any, again: Any) -
     and correct the next prediction for that device class, with the evidence."""
     import math
 
-    from advisor.probes.perf.ledger import records
-    from advisor.probes.perf.model import predict
     from advisor.providers.catalog import load
+
+    from advisor.prediction.perf.ledger import records
+    from advisor.prediction.perf.model import predict
 
     catalog = load()
     row = catalog.get(wire.catalog_key)

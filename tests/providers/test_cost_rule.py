@@ -12,7 +12,6 @@ from typing import Any
 
 import optuna
 import pytest
-from advisor.probes.iteration_model import epoch_sweep, normalise
 from advisor.probes.result import Interval, ProbeResult
 from advisor.providers.catalog import load, local_machine
 from advisor.providers.overheads import (
@@ -31,8 +30,9 @@ from perf_fixtures import with_synthetic_trace
 
 from advisor.evaluation.candidates import Candidate
 from advisor.evaluation.local import LocalBackend
-from advisor.evaluation.prediction import predict
+from advisor.evaluation.predict_api import predict
 from advisor.options import SuggestOptions, workload_info
+from advisor.prediction.iteration_model import epoch_sweep, normalise
 from advisor.tuning.import_results import job_cost
 
 # issue #26: a probe made ready for prediction (its operator trace and loader time), so

@@ -5,7 +5,6 @@ their terms' bounds, and no start-up on the local machine."""
 from __future__ import annotations
 
 import pytest
-from advisor.probes.iteration_model import estimate, priced
 from advisor.probes.result import Interval, PhaseTimes
 from advisor.providers.catalog import load, local_machine
 from advisor.providers.overheads import PRIOR, Overhead, RunOverheads, Span, run_overheads
@@ -13,6 +12,7 @@ from advisor.providers.pricing import BillingRule, price_run, usd
 
 from advisor.errors import AdvisorError
 from advisor.options import SuggestOptions, workload_info
+from advisor.prediction.iteration_model import estimate, priced
 
 
 def _one_term(seconds: Span, billed: bool, rule: BillingRule) -> RunOverheads:
@@ -112,7 +112,7 @@ def test_workload_data_size_for_the_download_term() -> None:
 
 
 def test_predict_sizes_the_download_as_suggest_does() -> None:
-    from advisor.evaluation.prediction import data_size
+    from advisor.evaluation.predict_api import data_size
 
     fcn = workload_info(SuggestOptions("fcn"))
     assert data_size("fcn", 40_512, 212, None) == (fcn.data_bytes, fcn.data_basis)

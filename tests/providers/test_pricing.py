@@ -9,7 +9,6 @@ from pathlib import Path
 
 import optuna
 import pytest
-from advisor.probes.iteration_model import estimate
 from advisor.probes.result import Interval
 from advisor.providers import pricing
 from advisor.providers.catalog import InstanceType
@@ -20,6 +19,7 @@ from advisor.cli.main import cli
 from advisor.evaluation.candidates import Candidate
 from advisor.evaluation.local import LocalBackend
 from advisor.options import SuggestOptions, workload_info
+from advisor.prediction.iteration_model import estimate
 
 # issue #26: a probe made ready for prediction (its operator trace and loader time), so
 # no trace is taken here (no torch import)

@@ -197,8 +197,9 @@ def _tar(files: dict[str, bytes]) -> bytes:
 def test_remote_probe_on_moto_is_measured_cached_and_corrects_the_next_prediction(
     sagemaker_on_moto: list[str], _advisor_home: Path
 ) -> None:
-    from advisor.probes.perf.model import predict
     from advisor.probes.runner import run_probe
+
+    from advisor.prediction.perf.model import predict
 
     catalog = load()
     machine = catalog.get("sagemaker:ml.g5.xlarge")

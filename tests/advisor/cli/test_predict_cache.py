@@ -12,7 +12,7 @@ from perf_fixtures import with_synthetic_trace
 
 from advisor.cli.main import main
 from advisor.evaluation.local import ProbeCache, probe_cache_key
-from advisor.evaluation.prediction import cached_probe
+from advisor.evaluation.predict_api import cached_probe
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.storage.urls import resolve_storage
 

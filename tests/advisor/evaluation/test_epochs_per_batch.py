@@ -8,8 +8,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from advisor.probes.epochs_fit import fit_noise_scale
-from advisor.probes.epochs_model import epochs_ratio
 from advisor.probes.gradient_noise import estimate_pooled
 from advisor.probes.result import ProbeRequest, ProbeResult
 from advisor.providers.catalog import local_machine
@@ -19,6 +17,8 @@ from advisor.evaluation.candidates import Candidate
 from advisor.evaluation.local import LocalBackend
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.options import SuggestOptions, workload_info
+from advisor.prediction.epochs_fit import fit_noise_scale
+from advisor.prediction.epochs_model import epochs_ratio
 from advisor.report.epochs import epochs_note, epochs_per_batch
 
 # What the probe's pooled estimator gets from 4 batches of 8 micro-batches of 32 whose

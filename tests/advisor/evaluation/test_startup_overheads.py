@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from advisor.probes.iteration_model import priced
 from advisor.probes.result import Interval
 from advisor.providers.overheads import overheads_for
 from replay_tables import instance
@@ -16,6 +15,7 @@ from advisor.cli.main import main
 from advisor.evaluation.contract import Evaluation
 from advisor.evaluation.replay import ReplayEntry, ReplayTable
 from advisor.options import SuggestOptions, workload_info
+from advisor.prediction.iteration_model import priced
 from advisor.remote.rules import leader_stands
 
 SPACE = "workload: fcn\nbatch_sizes: [256]\nmachines:\n  spot: false\n"

@@ -143,13 +143,13 @@ def test_an_emulated_probe_is_kept_out_of_the_ledger_unless_a_test_opts_in(
 ) -> None:
     """Its times are this machine's: recording them as a g5's would poison the ledger. With
     ``record_emulated`` (this test only) the same path records it and corrects predictions."""
-    from advisor.probes.perf.model import predict
     from advisor.probes.result import ProbeRequest
     from advisor.probes.runner import run_probe
     from advisor.providers.catalog import load
     from advisor.providers.probe_jobs_local import LocalJobRunner
 
     from advisor.evaluation.workload import WorkloadInfo
+    from advisor.prediction.perf.model import predict
     from advisor.remote.probe import remote_probe
 
     catalog = load()

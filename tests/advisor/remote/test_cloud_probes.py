@@ -23,7 +23,7 @@ from advisor.search_spaces.loader import default_space
 from advisor.search_spaces.space import MachineFilter
 from perf_fixtures import with_stream_trace
 
-import advisor.remote.prober as prober_mod
+import advisor.remote.cloud_prober as prober_mod
 import advisor.remote.rules as rules
 from advisor.errors import AdvisorError
 from advisor.evaluation.contract import Evaluation

@@ -60,12 +60,12 @@ def test_suggest_cloud_probes_runs_sagemaker_jobs_on_moto_and_reports_them_measu
     sagemaker_on_moto: list[str], _advisor_home: Path, tmp_path: Path
 ) -> None:
     import boto3
-    from advisor.probes.iteration_model import phase_times
     from advisor.probes.result import ProbeResult
     from advisor.providers.catalog import load
     from advisor.providers.sagemaker_probe import SageMakerProbeJobRunner, read_result
 
     from advisor.options import SuggestOptions, workload_info
+    from advisor.prediction.iteration_model import phase_times
     from advisor.remote.probe import job_machine
 
     (tmp_path / "space.yaml").write_text(SPACE)

@@ -21,7 +21,6 @@ from typing import Any
 
 import optuna
 import pytest
-from advisor.probes.iteration_model import estimate, phase_times
 from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import load
 from advisor.providers.pricing import price_run
@@ -30,6 +29,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from advisor.cli.main import main
 from advisor.evaluation.candidates import Candidate
 from advisor.evaluation.local import PROBE_CACHE_STUDY
+from advisor.prediction.iteration_model import estimate, phase_times
 from advisor.records import TrialRecord
 from advisor.report.dashboard import DashboardView, detail_page, view_trial
 

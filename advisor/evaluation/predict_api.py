@@ -1,0 +1,350 @@
+"""``advisor.predict``: one local probe -> predicted time and cost on machines not probed.
+
+The Python face of ``advisor predict`` (and of the service's ``/predict``): resolve the
+machines; take a saved probe, the one ``advisor suggest`` cached, or run one -- or, for a model
+too big or too slow for this machine, trace it without running it (``evaluation.untimed``);
+make the probe ready once (its operator trace and loader time, ``prediction.perf.step.traced``);
+then the one prediction path, ``prediction.perf.forecast.forecast`` (the same function suggest's
+scorer and the service call): each machine's phases from the performance model (GPUs: the
+kernel model on the operator trace) and its whole job priced by the one cost rule (issue #27:
+start-up terms + training, billed once, in the rows and the per-epoch tables alike). A free
+machine (this one) shows as free in the cost ratios, not as the divisor. TPU rows are marked
+predicted only (advisor cannot train there), previous-generation types are marked, and a user
+model whose probe did not measure its input size says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from advisor.errors import AdvisorError
+from advisor.evaluation.probe_source import RunProbe, cached_probe, load_probe
+from advisor.search_spaces.workloads import ModelRef
+
+if TYPE_CHECKING:
+    from advisor.prediction.perf.forecast import Forecast
+    from advisor.probes.result import ProbeResult
+    from advisor.providers.catalog import InstanceType
+
+Note = Callable[[str], None]
+# cached_probe and load_probe live in evaluation.probe_source; kept importable from here.
+__all__ = ["Prediction", "cached_probe", "load_probe", "predict", "ready", "resolve_machines"]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What ``predict`` found: one ``Forecast`` per machine, fastest first."""
+
+    workload: str
+    batch_size: int
+    epochs: int
+    snapshot: str | None
+    spot: bool
+    probe: ProbeResult
+    rows: list[Forecast]
+    n_train: int
+    n_val: int
+    tables: dict[str, dict[str, dict[int, float]]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # issue #27: predicted-only, previous generation, input size
+
+    @property
+    def fastest(self) -> Forecast:
+        """The shortest job (start-up + training; rows are sorted so)."""
+        return self.rows[0]
+
+    @property
+    def cheapest(self) -> Forecast:
+        """The cheapest job (billed start-up + training)."""
+        return min(self.rows, key=job_cost)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document ``advisor predict --json`` prints."""
+        return {
+            "workload": self.workload,
+            "batch_size": self.batch_size,
+            "epochs": self.epochs,
+            "snapshot": self.snapshot,
+            "spot": self.spot,
+            "probe": self.probe.to_dict(),
+            "machines": [{**f.to_dict(), **machine_marks(f.machine, self.spot)} for f in self.rows],
+            "notes": list(self.notes),
+            "fastest": self.fastest.machine.key,
+            "cheapest": self.cheapest.machine.key,
+            "normalised": {
+                k: {m: {str(c): v for c, v in row.items()} for m, row in t.items()}
+                for k, t in self.tables.items()
+            },
+        }
+
+
+def job_cost(f: Forecast) -> float:
+    """USD of the whole job (its training alone when it has no job price)."""
+    if f.job_cost_usd is not None:
+        return f.job_cost_usd.value
+    return f.estimate.cost.value if f.estimate.cost else 0.0
+
+
+def machine_marks(machine: InstanceType, spot: bool) -> dict[str, Any]:
+    """Issue #27: how a machine's price was obtained, its date and lifecycle, and why it is
+    predicted only (None: advisor can train there)."""
+    from advisor.evaluation.candidates import predicted_only
+
+    return {
+        "price_basis": machine.basis(spot),
+        "price_date": machine.price_date,
+        "price_source": machine.source,
+        "lifecycle": machine.lifecycle,
+        "predicted_only": predicted_only(machine),
+    }
+
+
+def prediction_notes(
+    model: str,
+    probe: ProbeResult,
+    machines: Sequence[InstanceType],
+    rows: Sequence[Forecast] = (),
+) -> list[str]:
+    """What the rows cannot say themselves: how the accelerator rows were obtained and which
+    operators dominate them, and that the model was traced without a local timing (issue #26);
+    TPU rows are predicted only, which types are previous generation or retired, and a user
+    model's unmeasured input size (issue #27)."""
+    from advisor.evaluation.candidates import predicted_only
+    from advisor.evaluation.untimed import untimed_note
+
+    notes = [*how_obtained(rows)]
+    untimed = untimed_note(probe)
+    if untimed:
+        notes.append(untimed)
+    tpus = [m.key for m in machines if predicted_only(m)]
+    if tpus:
+        notes.append(
+            f"Predicted only: {', '.join(tpus)} -- advisor cannot train or probe on TPUs (no "
+            "PyTorch/XLA in its image), so advisor suggest never recommends them; the TPU "
+            "efficiency is a prior (docs/calibration.md)."
+        )
+    old = [f"{m.key} ({m.lifecycle})" for m in machines if not m.current]
+    if old:
+        notes.append(
+            f"Not current: {', '.join(old)}; advisor suggest leaves such types out unless "
+            "--include-previous-generation."
+        )
+    if ModelRef(model).is_user and "input_bytes_per_sample" not in probe.fingerprint:
+        notes.append(
+            "Input size unknown: this probe of your model did not measure its input bytes per "
+            "sample, so the host-to-device copy counts 0 bytes (probe again to measure it)."
+        )
+    return notes
+
+
+def how_obtained(rows: Sequence[Forecast]) -> list[str]:
+    """Issue #26: how the accelerator rows' device times were obtained (the kernel model fitted
+    on which GPUs; for each GPU, measured, its chip measured on another board, or extrapolated
+    from its spec sheet; a TPU's roofline) and which operators dominate each."""
+    from advisor.prediction.perf.phases import dominant_labels
+
+    kinds: dict[str, list[str]] = {}
+    dominant: list[str] = []
+    fitted = ""
+    for f in rows:
+        pred, name = f.prediction, f.machine.accelerator
+        if not name or not pred.basis or any(name in v for v in kinds.values()):
+            continue
+        basis = pred.basis
+        if basis.startswith("kernel model fitted on "):
+            fitted = basis.removeprefix("kernel model fitted on ").split(";")[0]
+        how = (
+            "spec extrapolation" if "spec extrapolation" in basis
+            else "its chip measured on another board" if "its chip measured" in basis
+            else "measured" if basis.endswith(" measured")
+            else basis.split(":")[0]
+        )  # fmt: skip
+        kinds.setdefault(how, []).append(name)
+        top = dominant_labels(pred.top_operators)
+        if top:
+            dominant.append(f"{name}: {top}")
+    if not kinds:
+        return []
+    parts = [f"{how} for {', '.join(names)}" for how, names in kinds.items()]
+    head = f"kernel model fitted on {fitted}; " if fitted else ""
+    lines = [f"Device times: {head}{'; '.join(parts)} (docs/kernel-model.md)."]
+    if dominant:
+        lines.append(f"Dominated by (share of device time): {'; '.join(dominant)}.")
+    return lines
+
+
+def data_size(model: str, n_train: int, n_val: int, data_gb: float | None) -> tuple[float, str]:
+    """Issue #14: bytes a cloud job downloads before training, and the basis of the figure:
+    ``data_gb``, else a built-in workload's size model, else 0 (left out)."""
+    if data_gb is not None:
+        if not 0 <= data_gb < float("inf"):
+            raise AdvisorError(f"--data-gb must be >= 0, got {data_gb}.", "give a size in GB.")
+        return data_gb * 1e9, "--data-gb"
+    if ModelRef(model).is_user:
+        return 0.0, ""
+    from advisor.search_spaces.workloads import get
+
+    wl = get(model)
+    shape = "x".join(map(str, wl.input_shape))
+    return wl.data_bytes(n_train, n_val), f"{n_train + n_val:,} samples x fp32 {shape}, modelled"
+
+
+def resolve_machines(
+    names: str | Sequence[str], snapshot: str | None = None
+) -> tuple[Any, list[InstanceType]]:
+    """The catalog snapshot and the instances named (``p3.2xlarge``, ``sagemaker:...``,
+    ``local``), comma-separated or as a list."""
+    from advisor.providers import catalog as catalog_mod
+
+    catalog = catalog_mod.load(snapshot)
+    if isinstance(names, str):
+        names = names.split(",")
+    machines = []
+    for name in (n.strip() for n in names):
+        if not name:
+            continue
+        # catalog keys and the providers' own names (Standard_NC6s_v3, ml.p3.2xlarge,
+        # n1-standard-8+T4) both resolve
+        machines.append(
+            catalog_mod.local_machine()
+            if name in ("local", "local:local")
+            else catalog.resolve(name)
+        )
+    if not machines:
+        raise AdvisorError("No instances given.", "pass --instances p3.2xlarge,p2.xlarge,...")
+    return catalog, machines
+
+
+USER_MODEL_EPOCHS = 10  # a user model's run length without --epochs (as advisor suggest's)
+
+
+def ready(
+    probe: ProbeResult,
+    note: Note | None = None,
+    trace: Any = None,
+    meta_only: bool = False,
+    hyperparameters: dict[str, Any] | None = None,
+) -> ProbeResult:
+    """``probe`` with its operator trace and loader time (``prediction.perf.step.traced``: each
+    taken once, kept when present); what could not be taken is said through ``note``."""
+    from advisor.prediction.perf.step import traced as with_step
+
+    out, problems = with_step(probe, hyperparameters, trace=trace, meta_only=meta_only)
+    for problem in problems:
+        if note is not None:
+            note(f"Note: {problem}.")
+    return out
+
+
+def predict(
+    model: str,
+    batch_size: int,
+    instances: str | Sequence[str] | None = None,
+    *,
+    machines: Sequence[InstanceType] | None = None,
+    catalog: Any = None,
+    snapshot: str | None = None,
+    epochs: int | None = None,
+    spot: bool = False,
+    probe: ProbeResult | str | Path | None = None,
+    threads: int | None = None,
+    framework: str = "torch",
+    strategy: str | None = None,
+    note: Note | None = None,
+    n_train: int | None = None,
+    n_val: int | None = None,
+    trace: bool = True,
+    data_gb: float | None = None,
+    meta_only: bool = False,
+    overheads: Mapping[str, Any] | None = None,
+    run_probe: RunProbe | None = None,
+) -> Prediction:
+    """Predict time and cost of training ``model`` (a built-in workload or your own
+    ``module:function``) at ``batch_size`` on each instance.
+
+    ``instances`` names catalog machines (or pass ``machines`` with their ``catalog``);
+    ``probe`` is a ProbeResult or a saved probe file, else the probe ``advisor suggest``
+    cached for it on this machine, else a probe runs here now (``run_probe``) -- unless the
+    model is too big or too slow for this machine, which is then traced without a local
+    timing. ``spot`` prices spot capacity (with the spot restart overhead, as ``advisor
+    suggest`` does). ``n_train``/``n_val`` override the dataset sizes (needed for a user model
+    whose probe does not know them). The probe is made ready once (its operator trace and
+    loader time, when missing); ``meta_only`` takes them without running or building the model
+    for real (the shared service); ``trace=False`` leaves the probe as it is (GPU rows then
+    fall back on a FLOP roofline, said in their notes). ``data_gb``: the dataset a cloud job
+    downloads (default: a built-in workload's size model; a user model without it leaves the
+    download term out). ``overheads``: start-up terms by machine key where measured (a remote
+    probe job's, ``evaluation.measured.measured_overheads``).
+    """
+    from advisor.evaluation.probe_source import obtain_probe
+    from advisor.prediction.perf.forecast import forecast, normalised_tables
+    from advisor.search_spaces.workloads import get
+
+    if batch_size <= 0:
+        raise AdvisorError(f"--batch-size must be > 0, but got {batch_size}.", "pass e.g. 512.")
+    workload = None if ModelRef(model).is_user else get(model)
+    if machines is None:
+        if instances is None:
+            raise AdvisorError("No instances given.", "pass instances=['p3.2xlarge', ...].")
+        catalog, machines = resolve_machines(instances, snapshot)
+    given = load_probe(probe) if isinstance(probe, str | Path) else probe
+    if given is not None and given.workload != model:
+        raise AdvisorError(
+            f"The probe file is for '{given.workload}', not '{model}'.",
+            f"pass --model {given.workload} or another probe file.",
+        )
+    taken = None
+    if given is None:
+        given, taken = obtain_probe(
+            model, batch_size, framework, threads, note, run_probe, n_train, n_val
+        )
+    if not given.ok:
+        raise AdvisorError(
+            f"The probe of {model} at batch {batch_size} failed ({given.status}: {given.error}).",
+            "try a smaller batch size or check the workload.",
+        )
+    measured = ready(given, note, taken, meta_only) if trace else given
+    if not epochs:
+        from advisor.evaluation.workload import default_epochs
+
+        epochs = default_epochs(workload, batch_size) if workload else USER_MODEL_EPOCHS
+    if n_train is None:
+        n_train = measured.n_train or (workload.n_train if workload else 0)
+        if n_val is None:
+            n_val = measured.n_val if measured.n_train else (workload.n_val if workload else 0)
+    if n_train <= 0:
+        raise AdvisorError(
+            f"--model {model} is a user model and its probe does not know the dataset size.",
+            "pass --n-train N (and --n-val N).",
+        )
+    n_val = n_val or 0
+    data_bytes, data_basis = data_size(model, n_train, n_val, data_gb)
+    rows = forecast(
+        measured,
+        machines,
+        catalog,
+        batch_size,
+        epochs,
+        n_train,
+        n_val,
+        spot=spot,
+        strategy=strategy,
+        data_bytes=data_bytes,
+        data_basis=data_basis,
+        overheads=overheads,
+    )
+    return Prediction(
+        workload=model,
+        batch_size=batch_size,
+        epochs=epochs,
+        snapshot=getattr(catalog, "snapshot", snapshot),
+        spot=spot,
+        probe=measured,
+        rows=rows,
+        n_train=n_train,
+        n_val=n_val,
+        tables=normalised_tables(rows),
+        notes=tuple(prediction_notes(model, measured, machines, rows)),
+    )

@@ -1,0 +1,50 @@
+"""A GPU the tables never measured is predicted from its spec with a wider interval and a
+note; a measured chip on another board says so."""
+
+from __future__ import annotations
+
+import math
+
+from advisor.probes.operators import Operator, OperatorTrace
+
+from advisor.prediction.kernels import predict_operator, predict_trace
+
+MM = Operator("linear", "forward", "aten.addmm", {"B": 1, "M": 2048, "N": 2048, "K": 2048})
+
+
+def log_width(gpu: str) -> float:
+    t = predict_operator(MM, gpu)
+    return math.log(t.high / t.low)
+
+
+def test_spec_only_interval_is_wider_than_a_measured_gpus() -> None:
+    assert log_width("H200") > log_width("T4") * 1.2
+    assert log_width("L4") > log_width("P100") * 1.2
+
+
+def trace() -> OperatorTrace:
+    ops = (
+        MM,
+        Operator(
+            "linear", "backward", "aten.mm", {"B": 1, "M": 2048, "N": 2048, "K": 2048}, count=2
+        ),
+        Operator("softmax", "forward", "aten._softmax", {"B": 4096, "H": 1024}, count=3),
+        Operator("optimizer", "optimizer", "aten._foreach_add_", {"numel": 10**7}),
+    )
+    return OperatorTrace("toy", "torch", 8, ops, executed=False)
+
+
+def test_trace_prediction_splits_phases_and_names_its_basis() -> None:
+    steps = predict_trace(trace(), ["H200", "T4", "V100"])
+    h200, t4, v100 = steps["H200"], steps["T4"], steps["V100"]
+    assert "spec extrapolation for H200" in h200.basis
+    assert any("no kernel measurements on H200" in n for n in h200.notes)
+    assert "T4 measured" in t4.basis and not any("no kernel measurements" in n for n in t4.notes)
+    assert "its chip measured as V100-PCIe-32GB" in v100.basis
+    for step in steps.values():
+        parts = sum(p.value for p in step.by_phase.values())
+        assert math.isclose(parts, step.total.value, rel_tol=1e-9)
+        assert set(step.by_phase) == {"forward", "backward", "optimizer"}
+        assert step.top[0][1] >= step.top[-1][1] and 0 < step.top[0][2] <= 1
+    assert any("reduction/embedding/copy/optimizer" in n for n in h200.notes)
+    assert t4.total.value > h200.total.value  # a T4 is slower than an H200
