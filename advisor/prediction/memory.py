@@ -1,9 +1,15 @@
 """The memory of one training step, per device, and whether it fits a device (issue #34).
 
-This first version is the interface the product's paths read (``step_memory``,
-``memory_fit``, ``largest_fitting_batch``): the trace's own terms (parameters, gradients,
-optimizer state, tensors saved for backward) plus a GPU's fixed cost as a prior. The memory
-model's refinement (transient working set, allocator rounding, Keras) keeps this interface.
+Peak bytes per device = what is live at the step's peak of live tensor bytes, by holder
+(parameters, gradients, optimizer state, activations kept for backward, the transient
+working set of backward and of the optimizer step, the batch), from the operator trace,
+plus on a GPU what no trace sees: the framework's fixed cost and the caching allocator's
+reserve (priors, :mod:`advisor.prediction.memory_priors`), and for convolutions cuDNN's
+workspace (a prior). The PyTorch trace's peak comes from PyTorch's own tracker
+(``MemTracker``, :mod:`advisor.probes.operators.peak_memory`) on meta tensors; a trace
+without it (Keras, an older cached trace) gives the sum of its terms. Data parallel keeps a
+full replica on every GPU: the trace's batch is the per-device batch. See
+``docs/memory-model.md``.
 """
 
 from __future__ import annotations
@@ -12,15 +18,27 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.prediction.memory_priors import fixed_gib, reserve_fraction
 from advisor.probes.operators.types import OperatorTrace
 
 GIB = 1024**3
-
-# Prior: a CUDA context, cuBLAS/cuDNN workspaces and the caching allocator's reserve on one
-# GPU, before any tensor of the model (not measurable without a GPU; value, low, high in GiB).
-GPU_FIXED_PRIOR_GIB = (0.6, 0.3, 1.2)
+MIB = 1024**2
 
 TRACE_TERMS = ("parameters", "gradients", "optimizer_state", "activations")
+# The peak snapshot's keys (probes/operators/peak_memory.PEAK_KEYS) as the model's terms.
+PEAK_TERMS = {
+    "parameters": "parameters",
+    "gradients": "gradients",
+    "optimizer_state": "optimizer_state",
+    "activations": "activations",
+    "backward_temporaries": "transient_backward",
+    "optimizer_temporaries": "transient_optimizer",
+    "batch": "batch",
+}
+PEAK_SOURCE = "operator trace: live tensors at the step's peak (torch MemTracker)"
+SUM_SOURCE = "operator trace (no peak tracked: terms summed)"
+# Prior: cuDNN's convolution workspace, allocated through the caching allocator (bytes).
+CONV_WORKSPACE_PRIOR = (64 * MIB, 0.0, 512 * MIB)
 
 
 @dataclass(frozen=True)
@@ -112,21 +130,74 @@ class MemoryFit:
         }
 
 
-def step_memory(trace: OperatorTrace, *, device: str = "gpu") -> StepMemory:
-    """The peak memory per device of ``trace``'s step (``device``: "gpu" adds the GPU's fixed
-    cost, a prior; "cpu" does not)."""
-    if not trace.memory_bytes:
+def step_memory(
+    trace: OperatorTrace, *, device: str = "gpu", generation: str | None = None
+) -> StepMemory:
+    """The peak memory per device of ``trace``'s step at its (per-device) batch.
+
+    ``device``: "gpu" adds what a GPU holds beyond the tensors (priors: the framework's fixed
+    cost for ``generation``, e.g. "Hopper", the allocator's reserve, cuDNN's workspace when
+    the step convolves); "cpu" the tensors alone."""
+    if device not in ("gpu", "cpu"):
+        raise ValueError(f"device must be 'gpu' or 'cpu', but got {device!r}")
+    if trace.peak_memory:
+        terms = [
+            MemoryTerm(name, float(b), float(b), float(b), PEAK_SOURCE)
+            for key, name in PEAK_TERMS.items()
+            if (b := trace.peak_memory.get(key, 0))
+        ]
+        notes = ["peak of live tensors from the traced step"]
+    elif trace.memory_bytes:
+        terms = [
+            MemoryTerm(name, float(b), float(b), float(b), SUM_SOURCE)
+            for name, b in trace.memory_bytes.items()
+        ]
+        notes = ["no peak tracked: the sum of the trace's terms (they may not all coexist)"]
+    else:
         return StepMemory(
             trace.batch_size, known=False, unknown_reason="the trace records no memory"
         )
-    terms = [
-        MemoryTerm(name, float(b), float(b), float(b), "operator trace")
-        for name, b in trace.memory_bytes.items()
-    ]
+    notes.append(
+        f"per device at a per-device batch of {trace.batch_size}: data parallel keeps a "
+        "full replica (parameters, gradients, optimizer state) on every GPU"
+    )
     if device == "gpu":
-        v, lo, hi = (x * GIB for x in GPU_FIXED_PRIOR_GIB)
-        terms.append(MemoryTerm("framework_fixed", v, lo, hi, "prior", prior=True))
-    return StepMemory(trace.batch_size, tuple(terms))
+        terms.extend(gpu_terms(trace, sum(t.value for t in terms), generation))
+    return StepMemory(trace.batch_size, tuple(terms), notes=tuple(notes))
+
+
+def gpu_terms(
+    trace: OperatorTrace, tensor_bytes: float, generation: str | None
+) -> list[MemoryTerm]:
+    """The priors a GPU adds to ``tensor_bytes`` of tensors (all ``prior=True``)."""
+    framework = trace.framework
+    (v, lo, hi), source = fixed_gib(framework, generation)
+    out = [MemoryTerm("framework_fixed", v * GIB, lo * GIB, hi * GIB, source, prior=True)]
+    fv, flo, fhi = reserve_fraction(framework)
+    out.append(
+        MemoryTerm(
+            "allocator_reserve",
+            fv * tensor_bytes,
+            flo * tensor_bytes,
+            fhi * tensor_bytes,
+            f"prior: caching allocator rounding and fragmentation, {fv:.0%} "
+            f"({flo:.0%}-{fhi:.0%}) of the tensors' peak",
+            prior=True,
+        )
+    )
+    if any(o.kind == "conv" for o in trace.operators):
+        wv, wlo, whi = CONV_WORKSPACE_PRIOR
+        out.append(
+            MemoryTerm(
+                "conv_workspace",
+                wv,
+                wlo,
+                whi,
+                "prior: cuDNN convolution workspace (algorithm-dependent)",
+                prior=True,
+            )
+        )
+    return out
 
 
 def memory_fit(memory: StepMemory, capacity_bytes: float) -> MemoryFit:

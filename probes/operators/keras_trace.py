@@ -59,7 +59,7 @@ def trace_keras_model(model: Any, batch_size: int, *, workload: str) -> Operator
     """The operators of one training step of the compiled Keras ``model`` at ``batch_size``."""
     fwd: list[Operator] = []
     bwd: list[Operator] = []
-    acts = 0
+    acts = widest = 0
     grads_flow = False  # whether an earlier layer has trainable weights
     dtype = "float32"
     for layer in _leaf_layers(model):
@@ -70,7 +70,8 @@ def trace_keras_model(model: Any, batch_size: int, *, workload: str) -> Operator
         fwd.extend(f)
         bwd[:0] = b  # backward runs the layers in reverse
         es = ELEMENT_BYTES.get(dtype, 4)
-        acts += sum(math.prod(s) for s in outs) * es if f else 0
+        out_bytes = sum(math.prod(s) for s in outs) * es if f else 0
+        acts, widest = acts + out_bytes, max(widest, out_bytes)
         grads_flow = grads_flow or bool(layer.trainable_weights)
     try:
         final = _shapes(model, "output", batch_size)
@@ -105,6 +106,8 @@ def trace_keras_model(model: Any, batch_size: int, *, workload: str) -> Operator
             "gradients": params * es,
             "optimizer_state": int(state),
             "activations": int(acts),
+            # backward's working set: the widest layer's output gradient and its input's
+            "transient": int(2 * widest),
         },
     )
 

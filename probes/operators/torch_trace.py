@@ -14,6 +14,7 @@ one is a steady-state step. Works on meta tensors (no memory, no compute) and re
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from advisor.probes.operators.aten_ops import records
@@ -24,6 +25,7 @@ from advisor.probes.operators.optimizer import (
     multi_tensor_records,
     state_bytes,
 )
+from advisor.probes.operators.peak_memory import PeakMemory
 from advisor.probes.operators.recurrent import recurrent_records
 from advisor.probes.operators.tensors import tensors_of
 from advisor.probes.operators.types import Operator, OperatorTrace
@@ -47,7 +49,6 @@ def trace_step(
     updates the parameters). ``memory_bytes`` gets the parameters, gradients, optimizer state
     and the activations autograd saves for the backward pass.
     """
-    import torch
 
     meta = any(t.is_meta for t in (*model.parameters(), *tensors_of((inputs, targets))))
     params = [p for p in model.parameters() if p.requires_grad]
@@ -62,20 +63,14 @@ def trace_step(
         def on_device(t: Any) -> bool:
             return bool(t.is_meta) if meta else id(t) not in host
 
-        recorder = _Recorder(on_device)
-        saved = _SavedTensors(params)
-        optimizer.zero_grad(set_to_none=True)
-        with (
-            _CudaPaths(recorder),
-            recorder,
-            torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack),
-        ):
-            loss = loss_fn(model(inputs), targets)
-            recorder.phase = "backward"
-            loss.backward()
-            recorder.phase = "optimizer"
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+        recorder, saved, peak = _traced_step(
+            model, loss_fn, optimizer, inputs, targets, params, on_device, meta, True
+        )
+        if peak.error:  # the tracker could not follow this step: trace it without
+            step_notes.append(f"peak memory not tracked ({peak.error})")
+            recorder, saved, peak = _traced_step(
+                model, loss_fn, optimizer, inputs, targets, params, on_device, meta, False
+            )
     memory = {
         "parameters": sum(_nbytes(p) for p in model.parameters()),
         "gradients": sum(_nbytes(p) for p in params),
@@ -94,7 +89,48 @@ def trace_step(
         parameters=sum(p.numel() for p in params),
         notes=tuple(step_notes),
         memory_bytes=memory,
+        peak_memory=peak.bytes,
     )
+
+
+def _traced_step(
+    model: Any,
+    loss_fn: Callable[[Any, Any], Any],
+    optimizer: Any,
+    inputs: Any,
+    targets: Any,
+    params: list[Any],
+    on_device: Callable[[Any], bool],
+    meta: bool,
+    track_peak: bool,
+) -> tuple[_Recorder, _SavedTensors, PeakMemory]:
+    """One recorded step; with ``track_peak`` its peak of live bytes too (a tracker that
+    fails leaves ``error`` set and the step is to be traced again without it)."""
+    import torch
+
+    recorder = _Recorder(on_device)
+    saved = _SavedTensors(params)
+    peak = PeakMemory(model, optimizer, (inputs, targets), "meta" if meta else "cpu")
+    optimizer.zero_grad(set_to_none=True)
+    try:
+        with (
+            _CudaPaths(recorder),
+            peak if track_peak else nullcontext(),
+            recorder,
+            torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack),
+        ):
+            loss = loss_fn(model(inputs), targets)
+            recorder.phase = "backward"
+            loss.backward()
+            recorder.phase = "optimizer"
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    except Exception as exc:
+        if not track_peak:
+            raise
+        optimizer.zero_grad(set_to_none=True)
+        peak.error = peak.error or " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+    return recorder, saved, peak
 
 
 def merge(operators: list[Operator]) -> tuple[Operator, ...]:
@@ -197,18 +233,20 @@ def _cuda_conv_layout(args: Any, out: Any) -> Any:
 
 class _SavedTensors:
     """``saved_tensors_hooks``: the bytes of the distinct storages autograd keeps for the
-    backward pass, parameters left out (they are counted as parameters)."""
+    backward pass, parameters left out (they are counted as parameters). Storages are held
+    weakly, so the hooks keep nothing alive that the step would free."""
 
     def __init__(self, params: list[Any]) -> None:
+        from torch.utils.weak import WeakIdKeyDictionary
+
         self._params = {p.untyped_storage()._cdata for p in params}
-        self._seen: dict[int, Any] = {}  # storage -> a tensor on it (keeps the id unique)
+        self._seen: Any = WeakIdKeyDictionary()
         self.bytes = 0
 
     def pack(self, t: Any) -> Any:
         storage = t.untyped_storage()
-        key = storage._cdata
-        if key not in self._params and key not in self._seen:
-            self._seen[key] = t
+        if storage._cdata not in self._params and storage not in self._seen:
+            self._seen[storage] = True
             self.bytes += int(storage.nbytes())
         return t
 
@@ -244,7 +282,7 @@ class _CudaPaths:
             ) -> Any:
                 kwargs = kwargs or {}
                 if func is functional.dropout or func is torch.dropout:
-                    fused = _fused_dropout(func is torch.dropout, *args, **kwargs)
+                    fused = fused_dropout(func is torch.dropout, *args, **kwargs)
                     if fused is not None:
                         return fused
                 cell = cells.get(func) if not kwargs else None
@@ -262,7 +300,7 @@ class _CudaPaths:
         self._mode.__exit__(*exc)
 
 
-def _fused_dropout(aten_style: bool, *args: Any, **kwargs: Any) -> Any:
+def fused_dropout(aten_style: bool, *args: Any, **kwargs: Any) -> Any:
     """``native_dropout``'s output where CUDA would take its fused kernel, else None.
     ``F.dropout(input, p=0.5, training=True, inplace=False)`` or, ``aten_style``,
     ``torch.dropout(input, p, train)``."""

@@ -127,6 +127,9 @@ class OperatorTrace:
     only, no timing). ``parameters`` counts trainable parameters. ``memory_bytes`` is what
     the step holds, by part (``parameters``, ``gradients``, ``optimizer_state``,
     ``activations``: the tensors autograd saves for the backward pass); empty when unknown.
+    ``peak_memory`` is what is live at the step's peak of live tensor bytes, by holder
+    (:data:`~advisor.probes.operators.peak_memory.PEAK_KEYS`, summing to the peak); empty
+    when not tracked.
     """
 
     workload: str
@@ -137,6 +140,7 @@ class OperatorTrace:
     parameters: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
     memory_bytes: dict[str, int] = field(default_factory=dict)
+    peak_memory: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.batch_size <= 0 or self.parameters < 0:
@@ -144,8 +148,11 @@ class OperatorTrace:
                 f"batch_size must be > 0 and parameters >= 0, but got {self.batch_size}, "
                 f"{self.parameters}"
             )
-        if any(v < 0 for v in self.memory_bytes.values()):
-            raise ValueError(f"memory_bytes must be >= 0, but got {self.memory_bytes}")
+        if any(v < 0 for v in (*self.memory_bytes.values(), *self.peak_memory.values())):
+            raise ValueError(
+                f"memory_bytes and peak_memory must be >= 0, but got {self.memory_bytes}, "
+                f"{self.peak_memory}"
+            )
 
     @property
     def launches(self) -> int:
@@ -171,6 +178,7 @@ class OperatorTrace:
             "parameters": self.parameters,
             "notes": list(self.notes),
             "memory_bytes": dict(self.memory_bytes),
+            "peak_memory": dict(self.peak_memory),
             "operators": [o.to_dict() for o in self.operators],
         }
 
@@ -185,4 +193,5 @@ class OperatorTrace:
             parameters=int(d.get("parameters", 0)),
             notes=tuple(d.get("notes", ())),
             memory_bytes={k: int(v) for k, v in d.get("memory_bytes", {}).items()},
+            peak_memory={k: int(v) for k, v in d.get("peak_memory", {}).items()},
         )
