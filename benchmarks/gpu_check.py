@@ -14,6 +14,10 @@ For each (workload, batch) it runs, on the machine it runs on:
    steps on the workload's generated data with the full validation set, timed per phase:
    init (process start to first batch ready), first iteration, steady iteration (median),
    first and later validation pass, and the run's total;
+6. (issue #34, on by default, ``--no-memory`` skips it) the memory model's predicted peak of a
+   step beside ``torch.cuda.max_memory_allocated()`` and ``max_memory_reserved()`` of a real
+   steady-state step on the device (in CPU mode the profiler's allocated peak;
+   ``benchmarks/gpu_check_memory.py``);
 5. (issue #26, ``--operators``, on by default) the same step under the torch profiler: device
    time per phase and operator kind (conv, matmul, norm/softmax, optimizer, other) against the
    GPU kernel model on its operator trace, the whole step's device and wall time, the kernels
@@ -67,6 +71,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_check_case import PHASES, CheckError, check_one, choose_machine
+from gpu_check_memory import line as memory_line
+from gpu_check_memory import memory_case
 from gpu_check_ops import profile_case
 from gpu_check_ops import table as operators_table
 
@@ -123,6 +129,8 @@ def table(result: dict[str, Any]) -> str:
     for key in ("probe_failure", "training_failure"):
         if key in result:
             lines.append(f"\n{key.replace('_', ' ')}: {result[key]}")
+    if "memory" in result:  # issue #34
+        lines += ["", memory_line(result["memory"])]
     if "operators" in result:  # issue #26
         lines += ["", operators_table(result["operators"])]
     return "\n".join(lines)
@@ -198,6 +206,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--train-epochs", type=int, default=2)
     p.add_argument("--no-operators", dest="operators", action="store_false",
                    help="skip the per-operator profile against the kernel model")  # fmt: skip
+    p.add_argument("--no-memory", dest="memory", action="store_false",
+                   help="skip the memory model's peak against the measured one")  # fmt: skip
     p.add_argument("--ops-gpu", default="T4", help="--device cpu: the GPU the kernel model "
                    "predicts the operators on (a code-path check)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -263,6 +273,8 @@ def run(args: argparse.Namespace, log: Any) -> dict[str, Any]:
                 res = check_one(w, batch, args, machine, catalog, end)
             except AdvisorError as exc:
                 res = {"workload": w, "batch": batch, "status": "failed", "reason": str(exc)}
+            if args.memory and res.get("status") == "ok":
+                res["memory"] = _memory(w, batch, args, machine, catalog)
             if args.operators and res.get("status") == "ok":
                 res["operators"] = _operators(w, batch, args, machine)
             res["check_s"] = time.monotonic() - t0
@@ -287,6 +299,18 @@ def _operators(workload: str, batch: int, args: argparse.Namespace, machine: Any
     gpu = machine.accelerator if args.device == "cuda" and machine.accelerator else args.ops_gpu
     try:
         return profile_case(workload, batch, args.device, gpu)
+    except Exception as exc:  # the phase comparison above still stands
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+def _memory(
+    workload: str, batch: int, args: argparse.Namespace, machine: Any, catalog: Any
+) -> dict[str, Any]:
+    """Issue #34: the memory model's peak beside the measured one; a failure is reported in
+    the section, never raised."""
+    acc = catalog.accelerators.get(machine.accelerator) if machine.accelerator else None
+    try:
+        return memory_case(workload, batch, args.device, acc.generation if acc else None)
     except Exception as exc:  # the phase comparison above still stands
         return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 

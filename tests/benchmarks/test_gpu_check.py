@@ -176,3 +176,19 @@ def test_totals_take_the_median_error_and_count_the_hits(bench: ModuleType) -> N
     total = next(r for r in rows if r["phase"] == "run total")
     assert total["cases"] == 0 and total["median_abs_error_pct"] is None
     assert "| steady iteration | 3 | 20 % | 2 |" in bench.totals(rows)
+
+
+@pytest.mark.slow
+def test_cpu_mode_memory_compares_the_model_with_the_allocators_peak(bench: ModuleType) -> None:
+    """Issue #34's comparison on the CPU: the model's tensor peak of fcn beside the profiler's
+    measured allocated peak; the GPU-only figures stay empty, and the case's line says it."""
+    pytest.importorskip("torch")
+    mem = sys.modules["gpu_check_memory"].memory_case("fcn", 16, "cpu", None)
+    assert mem["measured_allocated_mib"] > 1 and mem["predicted_tensors_mib"] > 1
+    assert mem["error_allocated"] == pytest.approx(
+        mem["predicted_tensors_mib"] / mem["measured_allocated_mib"] - 1
+    )
+    assert abs(mem["error_allocated"]) < 0.25  # fcn: no kernel-private buffers on the CPU
+    assert mem["measured_reserved_mib"] is None and mem["predicted_gpu_mib"] is None
+    text = sys.modules["gpu_check_memory"].line(mem)
+    assert text.startswith("memory: predicted tensors") and "reserved" not in text
