@@ -200,6 +200,22 @@ def gpu_terms(
     return out
 
 
+def untraceable(per_device_batch: int, error: BaseException | str) -> StepMemory:
+    """The memory of a step the trace could not follow (``error``: the meta trace's failure),
+    ``known=False`` with one line naming the operator (or data-dependent shapes)."""
+    import re
+
+    text = " ".join(str(error).split())
+    op = re.search(r"\b(aten(?:::|\.)[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)?)", text)
+    if op is not None:
+        reason = f"the trace cannot follow {op.group(1)} (no meta kernel)"
+    elif "data-dependent" in text.lower() or "DataDependent" in type(error).__name__:
+        reason = "the trace cannot follow data-dependent shapes"
+    else:
+        reason = f"the trace cannot follow this step ({text[:120]})"
+    return StepMemory(per_device_batch, known=False, unknown_reason=reason)
+
+
 def memory_fit(memory: StepMemory, capacity_bytes: float) -> MemoryFit:
     """Whether ``memory`` fits a device of ``capacity_bytes`` (on its central value)."""
     if not memory.known:

@@ -15,6 +15,7 @@ from advisor.prediction.memory import (
     largest_fitting_batch,
     memory_fit,
     step_memory,
+    untraceable,
 )
 from advisor.prediction.memory_priors import FIXED_GIB, GENERIC_FIXED_GIB, RESERVE_FRACTION
 
@@ -126,3 +127,25 @@ def test_split_peak_parts_optimizer_state_from_its_temporaries() -> None:
     assert out["optimizer_state"] == 20 and out["optimizer_temporaries"] == 15
     assert sum(out.values()) == 56
     assert split_peak(snap, "cpu", state_bytes=20) == {}
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (
+            NotImplementedError(
+                "aten::nonzero: attempted to run this operator with Meta tensors, but there "
+                "was no fake impl or Meta kernel registered."
+            ),
+            "the trace cannot follow aten::nonzero (no meta kernel)",
+        ),
+        (RuntimeError("Cannot call numel() on tensor with data-dependent sizes"), "data-dependent"),
+        ("boom", "the trace cannot follow this step (boom)"),
+    ],
+)
+def test_an_untraceable_step_is_unknown_with_one_line_naming_why(
+    error: object, reason: str
+) -> None:
+    m = untraceable(4, error)  # type: ignore[arg-type]
+    assert not m.known and reason in m.unknown_reason and "\n" not in m.unknown_reason
+    assert memory_fit(m, 80 * GIB).text().startswith("memory unknown (the trace cannot follow")
