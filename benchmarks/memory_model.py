@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import gc
 import json
 import statistics
@@ -145,6 +146,7 @@ def e2e_rows() -> list[dict[str, Any]]:
     return out
 
 
+@functools.cache  # rows on several GPUs share a configuration
 def _e2e_trace(builder: str, batch: int, seq: int) -> Any:
     """The meta trace of forward + backward of the example at (batch, seq), SGD update."""
     import torch
