@@ -34,6 +34,7 @@ from advisor.evaluation.probe_cache import (
     machine_fingerprint,
     probe_cache_key,
 )
+from advisor.evaluation.probe_slot import probe_slot
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.prediction.epochs_model import EpochsEstimate
 from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
@@ -216,7 +217,8 @@ class LocalBackend(Backend):
         from advisor.probes.runner import run_probe
 
         run = self._run_probe or run_probe
-        probe = run(self._request(workload, batch_size, rt_hps, noise))
+        with probe_slot():  # one timing probe at a time on this host, only while it runs
+            probe = run(self._request(workload, batch_size, rt_hps, noise))
         self.cache.put(key, probe)
         return probe
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.evaluation.probe_cache import probe_cache_key
+from advisor.evaluation.probe_slot import probe_slot
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.probes.result import ProbeResult
 from advisor.storage.locks import file_lock
@@ -57,7 +58,8 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
 
         from advisor.probes.runner import run_probes
 
-        run_probes(requests, on_start=started, on_result=done)
+        with probe_slot():  # one timing probe at a time on this host, only while they run
+            run_probes(requests, on_start=started, on_result=done)
 
 
 def _missing(backend: Any, key: str) -> bool:
