@@ -50,16 +50,14 @@ def workers_on_one_study(tmp: Path, n_workers: int, n_trials: int, backend: str)
     import optuna
     from sqlalchemy import select
 
-    from advisor.service import db
-    from advisor.service.trials import rdb_storage
+    from advisor.service import api, db
     from advisor.storage.checks import storage_driver_url
 
     pg_root = Path(tempfile.mkdtemp(prefix="advisor-pg-"))
     pg = Postgres(pg_root)
     try:
         url = pg.url
-        db.engine_for(url)
-        rdb_storage(url)
+        api.prepare_storage(url)
         req = tmp / "req.json"
         req.write_text(json.dumps({"model": "fcn", "budget_usd": 50, "study_name": "load"}))
         started = time.perf_counter()
@@ -106,7 +104,6 @@ def workers_on_one_study(tmp: Path, n_workers: int, n_trials: int, backend: str)
             "duplicate_numbers": len(trials) - len({t.number for t in trials}),
             "probe_claims": len(claims),
             "probes_run": sum(s["probes_run"] for s in stats),
-            "probes_reused": sum(s["probes_reused"] for s in stats),
         }
     finally:
         pg.stop("immediate")
