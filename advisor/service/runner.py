@@ -11,7 +11,12 @@
 - A re-run (after a retry, a kill or a take-over) adds only the trials the job still owes:
   its first run records the study and its finished trials (``jobs.record_study``), and each
   later run asks for ``trials`` minus those added since. It also samples with another seed,
-  so the sampler does not propose again the configurations the first run began with.
+  so the sampler does not propose again the configurations the first run began with. Its
+  report's ``trials.new`` counts the trials of all the job's runs.
+- A finished probe or trial whose write meets a storage outage is written again with backoff
+  in place (``advisor.storage.transient``), so a restart does not end the run.
+- The lease keeper renews on the database's clock and follows the deployment's stored lease
+  (``advisor.service.db.store_lease``).
 """
 
 from __future__ import annotations
@@ -237,7 +242,7 @@ def _suggest(
     settings: RunSettings,
 ) -> dict[str, Any]:
     """``api.suggest``: a probe of this host holds the host's probe slot only while it
-    runs, and waiting for the slot stops the lease's renewals (``LeaseKeeper``); a finished
+    runs, and a long wait for the slot stops the lease's renewals (``LeaseKeeper``); a finished
     probe or trial whose write meets a storage outage is written again with backoff (up to
     ``storage_retry_s``) instead of being lost with the run."""
 
