@@ -296,13 +296,13 @@ class Cluster:
             counts[job["status"]] += 1
             if job["status"] not in ("done", "failed"):
                 counts["stuck"] += 1
-            if job["study"] is None:  # it never began its first run
-                finished = []
-            else:
+            try:  # KeyError: it never began its first run, or failed before the study was made
                 study = optuna.load_study(
                     study_name=job["study"], storage=api.optuna_storage(self.storage)
                 )
                 finished = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
+            except KeyError:
+                finished = []
             added = len(finished) - int(job["trials_before"] or 0)
             counts["trials_added"] += added
             changed = job_id in self.first_done and self.first_done[job_id] != json.dumps(
