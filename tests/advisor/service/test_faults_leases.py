@@ -170,8 +170,11 @@ def test_sigterm_and_sigint_stop_an_idle_worker_at_once(
     Redis and reconnected); a busy one exits after its job."""
     c = _cluster(tmp_path, pg_url, redis, 0.5)
     try:
-        for index, sig, status in ((1, signal.SIGTERM, 143), (2, signal.SIGINT, 130)):
-            w = c.start_worker(index)
+        idle = {
+            sig: (c.start_worker(i), status)
+            for i, sig, status in ((1, signal.SIGTERM, 143), (2, signal.SIGINT, 130))
+        }
+        for sig, (w, status) in idle.items():
             c.wait_for(lambda w=w: "Listening on" in w.log.read_text(), 60)
             asked = time.monotonic()
             w.popen.send_signal(sig)
@@ -179,7 +182,7 @@ def test_sigterm_and_sigint_stop_an_idle_worker_at_once(
             assert time.monotonic() - asked < 5, w.log.read_text()[-3000:]
             assert "reconnecting" not in w.log.read_text()
         busy = c.start_worker(3)
-        job = c.submit(1001)
+        job = c.submit(1001, trials=3)
         assert job
         c.wait_for(lambda: c.status(job) == "running")
         busy.popen.send_signal(signal.SIGTERM)  # the main process only, as docker stop does
