@@ -137,9 +137,12 @@ def run_trials(
     stale_s: float = GRACE_S,
     backend: str | None = None,
 ) -> WorkerStats:
-    """Join the study of ``request`` (its ``study_name`` is required) and add ``n_trials``
-    (fewer when the study stops: converged, budget spent); ``backend`` scores them
-    (``replay:PATH.json``; None: local probes, as ``advisor suggest``)."""
+    """Join the study of ``request`` (its ``study_name`` is required) and add ``n_trials``;
+    ``backend`` scores them (``replay:PATH.json``; None: local probes, as ``advisor
+    suggest``). A run ends where ``advisor suggest`` ends (converged, every configuration
+    tried); the worker then runs again, and as ``advisor suggest --trials N`` on a stopped
+    study the trials beyond the stop explore hyperparameters on the best configurations. It
+    stops early when a run adds nothing (every configuration busy, the probe budget spent)."""
     if not request.get("study_name"):
         raise AdvisorError("Joining a study needs its name.", "pass study_name in the request.")
     stats = WorkerStats()
@@ -177,5 +180,6 @@ def run_trials(
                 continue
             stats.trials += outcome.new_trials
             stats.probes_run += outcome.new_probes
-            break  # done, or the study stopped on its own (converged, budget spent)
+            if outcome.new_trials == 0:
+                break  # nothing to add now: every configuration busy, or the budget spent
     return stats

@@ -8,6 +8,11 @@ and the finished trial is written in one transaction with Ctrl-C held (``sigint_
 
 The sampler works on an in-memory copy of the study (``StudyState.work``), rebuilt when
 another process has added trials, so each trial costs one storage transaction instead of ~25.
+
+The claims store is injected (``advisor.study.claims.ClaimStore``): the default works with
+the storage lock of one host; the service's ``--join`` workers on several hosts pass one the
+database enforces, whose refused claim makes the step choose again. The CLI, the Python API
+and the service's workers all run their trials here.
 """
 
 from __future__ import annotations
