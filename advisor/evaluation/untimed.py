@@ -56,8 +56,17 @@ def decide(
         return None
     if not trace.memory_bytes:
         return LocalDecision(trace, True, "no memory figure in the trace")
-    verdict = local_feasibility(trace)
+    verdict = local_feasibility(trace, memory_bytes=host_memory_bytes(trace))
     return LocalDecision(trace, verdict.feasible, verdict.reason)
+
+
+def host_memory_bytes(trace: Any) -> float | None:
+    """Issue #34: the step's memory on this CPU from the one memory model (the GPU rows read
+    the same model, with the GPU's fixed cost); None when the model cannot say."""
+    from advisor.prediction.memory import step_memory
+
+    memory = step_memory(trace, device="cpu")
+    return memory.bytes if memory.known else None
 
 
 def untimed_probe(
@@ -104,7 +113,7 @@ def untimed_probe(
             f"--model {model} is traced without a local timing and its dataset size is unknown.",
             "pass --n-train N (and --n-val N).",
         )
-    verdict = local_feasibility(trace)
+    verdict = local_feasibility(trace, memory_bytes=host_memory_bytes(trace))
     step = max(verdict.estimated_step_s, 1e-9)
     forward = sum(o.flops * o.count for o in trace.operators if o.phase == "forward")
     share = forward / trace.flops if trace.flops > 0 else 1 / 3

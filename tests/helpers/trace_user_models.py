@@ -33,3 +33,22 @@ def build_data_dependent(batch_size: int = 16, seed: int = 0, **_: Any) -> Any:
         TensorDataset(x[:64], y[:64]),
         TensorDataset(x[64:], y[64:]),
     )
+
+
+def build_huge_linear(batch_size: int = 8, seed: int = 0, **_: Any) -> Any:
+    """Eight ``nn.Linear(65536, 65536)`` layers: about 128 GiB of fp32 weights, far beyond
+    this machine, with a small real dataset (64 / 16 samples of 65536 features) built on the
+    CPU whatever the default device is."""
+    torch.manual_seed(seed)
+    model = nn.Sequential(*(nn.Linear(65536, 65536) for _ in range(8)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(80, 65536, generator=g, device="cpu")
+    y = torch.randint(0, 65536, (80,), generator=g, device="cpu")
+    return (
+        model,
+        nn.CrossEntropyLoss(),
+        opt,
+        TensorDataset(x[:64], y[:64]),
+        TensorDataset(x[64:], y[64:]),
+    )
