@@ -123,7 +123,7 @@ def untimed_probe(
         framework=framework,
         batch_size=batch_size,
         device="cpu",
-        threads=_threads(),
+        threads=default_threads(),
         init_s=C.UNTIMED_INIT_S,
         iteration_s=(step, step, step),
         validation_s=(val, val) if n_val else (),
@@ -145,7 +145,8 @@ def _builtin_sizes(model: str) -> tuple[int | None, int | None]:
     return wl.n_train, wl.n_val
 
 
-def _threads() -> int:
+def default_threads() -> int:
+    """The CPUs this process may run on."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux

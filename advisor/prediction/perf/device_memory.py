@@ -23,6 +23,7 @@ from typing import Any
 from advisor.prediction.memory import (
     GIB,
     MemoryFit,
+    MemoryTerm,
     StepMemory,
     largest_fitting_batch,
     memory_fit,
@@ -117,7 +118,6 @@ def _step(
 ) -> tuple[StepMemory, str]:
     """The step memory at per-device ``batch`` (memoised by workload, trace and batch)."""
     from advisor.prediction.perf.traces import probe_hyperparameters
-
     from advisor.probes.operators.stored import operator_trace_of
 
     own = operator_trace_of(probe)  # two probes of one workload may carry different traces
@@ -141,14 +141,17 @@ def scaled(memory: StepMemory, ratio: float, batch: int) -> StepMemory:
     """``memory`` of a step at another batch, its batch-dependent terms times ``ratio``
     (the replica and the priors kept)."""
     terms = tuple(
-        t
-        if t.name in REPLICA_TERMS or t.prior
-        else replace(t, value=t.value * ratio, low=t.low * ratio, high=t.high * ratio,
-                     source=f"{t.source}, scaled by the batch ratio {ratio:g}")  # fmt: skip
-        for t in memory.terms
+        t if t.name in REPLICA_TERMS or t.prior else _times(t, ratio) for t in memory.terms
     )
     note = f"scaled from a trace at another batch to {batch} per device"
     return replace(memory, per_device_batch=batch, terms=terms, notes=(*memory.notes, note))
+
+
+def _times(term: MemoryTerm, ratio: float) -> MemoryTerm:
+    return replace(
+        term, value=term.value * ratio, low=term.low * ratio, high=term.high * ratio,
+        source=f"{term.source}, scaled by the batch ratio {ratio:g}",
+    )  # fmt: skip
 
 
 def batch_limit(

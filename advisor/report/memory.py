@@ -1,0 +1,44 @@
+"""Issue #34: the memory the report shows -- each row's step memory per GPU against the GPU's,
+and the machine x batch pairs left out because their step does not fit there."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from advisor.evaluation.memory_checks import DOES_NOT_FIT
+
+if TYPE_CHECKING:
+    from advisor.outcome import SuggestOutcome
+
+EXAMPLES = 3  # pairs named in the note
+
+
+def memory_text(estimate: dict[str, Any]) -> str | None:
+    """A row's ``21.3 of 22.0 GiB`` (or ``memory unknown``); None for a row without GPUs."""
+    memory = estimate.get("memory")
+    return str(memory["text"]) if isinstance(memory, dict) and memory.get("text") else None
+
+
+def left_out(outcome: SuggestOutcome) -> dict[str, Any] | None:
+    """The screened pairs whose step does not fit their devices' memory (this machine's
+    included, when the model is too big to probe here): how many, which, and one line."""
+    out = [
+        ev
+        for ev in outcome.screen.values()
+        if not ev.ok and str(ev.error or "").startswith(DOES_NOT_FIT)
+    ]
+    if not out:
+        return None
+    pairs = [f"{ev.machine} b{ev.batch_size}" for ev in out]
+    machines = sorted({ev.machine for ev in out})
+    shown = "; ".join(
+        f"{ev.machine} at batch {ev.batch_size}: {str(ev.error).removeprefix(DOES_NOT_FIT + ': ')}"
+        for ev in sorted(out, key=lambda e: (e.batch_size, e.machine))[:EXAMPLES]
+    )
+    total = len(outcome.screen)
+    text = (
+        f"Does not fit: {len(out)} of {total} machine x batch pairs ({len(machines)} machine "
+        f"type(s)) cannot hold a step in their memory, so they were not ranked, recommended, "
+        f"tried or probed, and charged nothing (e.g. {shown})"
+    )
+    return {"count": len(out), "of": total, "pairs": pairs, "text": text}
