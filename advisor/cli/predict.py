@@ -70,7 +70,7 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     table = Table(show_lines=False)
     for col in (
         "#", "machine", "GPUs", "b/GPU", "t2 ms", "training h:mm:ss",
-        "source", "limit", "memory / GPU", "start-up s", "job h:mm:ss", "job cost USD",
+        "source", "limit", "memory/device", "start-up s", "job h:mm:ss", "job cost USD",
     ):  # fmt: skip
         table.add_column(col)
     for i, f in enumerate(rows, 1):
@@ -98,8 +98,8 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     console.print(
         "\\[interval] in brackets; modelled = predicted from the local probe "
         "(docs/calibration.md); probed here, extrapolated = this machine's probe over the run; "
-        "limit = what bounds the step; memory / GPU = the step's predicted peak per GPU of its "
-        "memory; "
+        "limit = what bounds the step; memory/device = the step's predicted peak per GPU "
+        "against its memory (CPU machines: RAM); "
         "start-up = provisioning or VM boot, image pull, data download before training "
         "(priors unless documented, providers/overheads.py); job = start-up + training (what "
         "advisor suggest ranks); job cost = billed start-up + training, rounded once to the "
@@ -110,8 +110,8 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     fitting = [f for f in rows if f.fits]
     if not fitting:  # issue #34
         console.print(
-            "None of these machines fits a step at this batch size in its GPU memory (the "
-            "memory / GPU column): no fastest or cheapest; try a smaller --batch-size."
+            "None of these machines fits a step at this batch size in its memory (the "
+            "memory/device column): no fastest or cheapest; try a smaller --batch-size."
         )
         return
     fastest, cheapest = fitting[0], min(fitting, key=job_cost)

@@ -335,11 +335,11 @@ class LocalBackend(Backend):
 
                 if instance.accelerator is not None:  # its operator trace, taken once
                     probe = self.ready(workload, batch_size, hps, probe, noise=is_ref)
-                    over = self.limits.check(
-                        probe, instance, self.catalog, batch_size, epochs, new, self.cache
-                    )
-                    if over is not None:  # issue #34: above this machine's limit, not predicted
-                        return over
+                over = self.limits.check(
+                    probe, instance, self.catalog, batch_size, epochs, new, self.cache
+                )
+                if over is not None:  # issue #34: above this machine's limit, not predicted
+                    return over
                 row = forecast_machine(
                     probe, instance, self.catalog, batch_size, epochs, workload.n_train,
                     workload.n_val, sweep_epochs=(), data_bytes=workload.data_bytes,

@@ -112,7 +112,7 @@ class BatchLimits:
         batch of the search that does not fit there (already computed, and a lower bound for
         the larger ones, which are never traced) and that batch; else None (it fits, or the
         limit is not known)."""
-        if instance.accelerator is None or batch_size not in self.batch_sizes:
+        if instance.provider == "local" or batch_size not in self.batch_sizes:
             return None
         key = (instance.accelerator, instance.accelerator_count, probe.workload,
                json.dumps(probe.fingerprint.get("runtime_hyperparameters"), sort_keys=True),

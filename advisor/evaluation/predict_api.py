@@ -159,25 +159,26 @@ def memory_notes(rows: Sequence[Forecast]) -> list[str]:
     if out:
         many = "none" if len(out) == len(rows) else f"{len(out)}"
         figures = "; ".join(
-            f"{f.machine.key} at batch {f.memory.per_device_batch} per GPU "
+            f"{f.machine.key} at batch {f.memory.per_device_batch} per device "
             + f.memory.text().removeprefix("does not fit: ")
             for f in out
             if f.memory is not None
         )
         notes.append(
-            f"Does not fit: none of the {len(rows)} machine(s) can hold a step in its GPU "
-            f"memory ({figures}). They are left out of fastest, cheapest and the tables, and "
+            f"Does not fit: none of the {len(rows)} machine(s) can hold a step in its memory "
+            f"({figures}). They are left out of fastest, cheapest and the tables, and "
             "advisor suggest never recommends, runs or charges them; a smaller batch (or more "
             "GPUs) needs less memory per GPU."
             if many == "none"
             else f"Does not fit: {many} of {len(rows)} machine(s) cannot hold a step in their "
-            f"GPU memory ({figures}). They are left out of fastest, cheapest and the tables, "
+            f"memory ({figures}). They are left out of fastest, cheapest and the tables, "
             "and advisor suggest never recommends, runs or charges them."
         )
     if gpu:
         notes.append(
-            f"Memory per GPU: the step's predicted peak against the GPU's memory ({REPLICA_NOTE};"
-            " the GPU's fixed cost is a prior; docs/predict.md)."
+            "Memory per device: the step's predicted peak against one GPU's memory (a CPU "
+            f"machine's: its RAM) ({REPLICA_NOTE}; the GPU's fixed cost is a prior; "
+            "docs/predict.md)."
         )
     if unknown:
         notes.append(

@@ -37,8 +37,8 @@ def check_feasible(outcome: SuggestOutcome) -> None:
         raise AdvisorError(
             f"No machine can hold a step of {outcome.workload.name} in its memory at the "
             f"batch sizes searched. {out['text'].removeprefix('Does not fit: ')}.",
-            "search smaller batch sizes (a space with smaller batch_sizes), or allow more or "
-            "larger GPUs (e.g. --gpus A100:8, --gpus H100).",
+            "search smaller batch sizes (a space file with smaller batch_sizes), or allow "
+            "more or larger GPUs (e.g. --gpus A100:8, --gpus H100).",
         )
     if not evs:
         raise AdvisorError(

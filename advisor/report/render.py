@@ -129,7 +129,7 @@ def _table(title: str, rows: list[dict[str, Any]], width: int = 200) -> Any:
         ("time (interval)", {"justify": "right", **narrow}),
         ("cost USD", {"justify": "right", **money}),
         ("limited by", {"min_width": 8, "ratio": 1, **fold}),
-        ("memory/GPU", {"justify": "right", **fold}),  # issue #34
+        ("memory/device", {"justify": "right", **fold}),  # issue #34
         ("known", {"min_width": 8, "ratio": 1, **fold}),  # issue #14: legend below
     ):
         table.add_column(escape(col), **kw)

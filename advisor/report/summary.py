@@ -89,7 +89,7 @@ def _pick(label: str, row: dict[str, Any]) -> str:
     return (
         f"[bold]{label}:[/] "
         + escape(f"{machine_label(row)} ({_gpus(row)}), batch {row['batch_size']}{epochs}")
-        + escape(f", memory {row['memory']} per GPU" if row.get("memory") else "")
+        + escape(f", memory {row['memory']} per device" if row.get("memory") else "")
         + "\n  "
         + escape(f"{_time(row['runtime_s'])}{split}, USD {_usd(row['cost_usd'])}")
     )
@@ -125,7 +125,7 @@ def _ranking(rows: list[dict[str, Any]], total: int, width: int) -> Any:
     table.add_column("batch", justify="right")
     table.add_column("time (interval)" if wide else "time", justify="right", no_wrap=True)
     table.add_column("cost USD", justify="right", no_wrap=True)
-    table.add_column("GiB/GPU", justify="right", no_wrap=True)  # issue #34
+    table.add_column("GiB/dev", justify="right", no_wrap=True)  # issue #34
     table.add_column("known", no_wrap=True)
     for i, r in enumerate(rows, 1):
         known = (r.get("known") or r["source"]) + ("" if r["trial"] is not None else "*")

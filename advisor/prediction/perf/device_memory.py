@@ -50,6 +50,7 @@ class DeviceMemory:
     devices: int
     per_device_batch: int
     how: str = ""  # how the step's trace was obtained
+    device: str = "gpu"  # the memory model's device: "gpu", "tpu", or "cpu" (host RAM)
 
     @property
     def fits(self) -> bool | None:
@@ -58,8 +59,9 @@ class DeviceMemory:
 
     def text(self) -> str:
         """``21.3 of 22.0 GiB``, ``does not fit: needs X GiB per GPU, has Y`` or ``memory
-        unknown``."""
-        return self.fit.text()
+        unknown`` (a CPU machine's: "of RAM" for "per GPU")."""
+        text = self.fit.text()
+        return text.replace(" per GPU,", " of RAM,") if self.device == "cpu" else text
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,16 +72,18 @@ class DeviceMemory:
             "devices": self.devices,
             "per_device_batch": self.per_device_batch,
             "how": self.how,
+            "device": self.device,
             "note": REPLICA_NOTE,
             "step": self.memory.to_dict(),
         }
 
 
 def capacity_bytes(machine: InstanceType, catalog: Any) -> float | None:
-    """One device's memory in bytes (the catalog's ``memory_gib``); None for a CPU machine
-    or an accelerator the catalog has no spec for."""
+    """One device's memory in bytes (the catalog's ``memory_gib``); a cloud CPU machine's
+    RAM; None for this machine (its check is the memory available now,
+    ``probes.operators.feasibility``) or an accelerator the catalog has no spec for."""
     if machine.accelerator is None:
-        return None
+        return None if machine.provider == "local" else float(machine.memory_gib) * GIB
     try:
         spec = catalog.accelerator(machine.accelerator)
     except (KeyError, LookupError, AttributeError):
@@ -88,8 +92,10 @@ def capacity_bytes(machine: InstanceType, catalog: Any) -> float | None:
 
 
 def device_kind(machine: InstanceType) -> str:
-    """The memory model's device: "tpu" (no CUDA fixed cost) or "gpu"."""
-    return "tpu" if (machine.accelerator or "").upper().startswith("TPU") else "gpu"
+    """The memory model's device: "cpu" (host RAM), "tpu" (no CUDA fixed cost) or "gpu"."""
+    if machine.accelerator is None:
+        return "cpu"
+    return "tpu" if machine.accelerator.upper().startswith("TPU") else "gpu"
 
 
 def machine_memory(
@@ -100,14 +106,15 @@ def machine_memory(
     trace_store: TraceStore | None = None,
 ) -> DeviceMemory | None:
     """The step memory per device of ``probe``'s workload on ``machine`` at the global
-    ``batch_size``; None for a machine without accelerators."""
+    ``batch_size`` (a cloud CPU machine: against its RAM); None for this machine."""
     have = capacity_bytes(machine, catalog)
     if have is None:
         return None
     devices = max(1, machine.accelerator_count)
     per_device = per_device_batch(batch_size, devices)
-    memory, how = _step(probe, per_device, device_kind(machine), trace_store)
-    return DeviceMemory(memory, memory_fit(memory, have), devices, per_device, how)
+    kind = device_kind(machine)
+    memory, how = _step(probe, per_device, kind, trace_store)
+    return DeviceMemory(memory, memory_fit(memory, have), devices, per_device, how, kind)
 
 
 _STEPS: dict[tuple[str, str, str, int, str], tuple[StepMemory, str]] = {}
@@ -162,8 +169,8 @@ def batch_limit(
     trace_store: TraceStore | None = None,
 ) -> int | None:
     """The largest of ``batches`` (global) whose step fits ``machine``'s devices; None when
-    none fits, or the largest batch when the memory is unknown or the machine has no
-    accelerator (no limit can be said)."""
+    none fits, or the largest batch when the memory is unknown or the machine is this one
+    (no limit can be said)."""
     batches = sorted(set(batches))
     have = capacity_bytes(machine, catalog)
     if have is None or not batches:
