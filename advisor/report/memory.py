@@ -10,7 +10,13 @@ from advisor.evaluation.memory_checks import DOES_NOT_FIT
 if TYPE_CHECKING:
     from advisor.outcome import SuggestOutcome
 
-EXAMPLES = 3  # pairs named in the note
+
+EXAMPLES = 4  # machine types named in the note
+
+
+def _have(ev: Any) -> float:
+    memory = ev.estimate.get("memory") or {}
+    return float(memory.get("have_gib") or 0.0)
 
 
 def memory_text(estimate: dict[str, Any]) -> str | None:
@@ -30,10 +36,15 @@ def left_out(outcome: SuggestOutcome) -> dict[str, Any] | None:
     if not out:
         return None
     pairs = [f"{ev.machine} b{ev.batch_size}" for ev in out]
-    machines = sorted({ev.machine for ev in out})
+    first: dict[str, Any] = {}  # one example per machine type: its smallest batch
+    for ev in sorted(out, key=lambda e: (e.batch_size, e.machine)):
+        first.setdefault(ev.machine.removesuffix(":spot"), ev)
+    machines = sorted(first)
+    # this machine first, then the machine types with the most memory per device (the nearest)
+    nearest = sorted(first.items(), key=lambda kv: (not kv[0].startswith("local"), -_have(kv[1])))
     shown = "; ".join(
-        f"{ev.machine} at batch {ev.batch_size}: {str(ev.error).removeprefix(DOES_NOT_FIT + ': ')}"
-        for ev in sorted(out, key=lambda e: (e.batch_size, e.machine))[:EXAMPLES]
+        f"{m} at batch {ev.batch_size}: {str(ev.error).removeprefix(DOES_NOT_FIT + ': ')}"
+        for m, ev in nearest[:EXAMPLES]
     )
     total = len(outcome.screen)
     text = (
