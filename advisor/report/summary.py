@@ -125,20 +125,23 @@ def _ranking(rows: list[dict[str, Any]], total: int, width: int) -> Any:
     table.add_column("batch", justify="right")
     table.add_column("time (interval)" if wide else "time", justify="right", no_wrap=True)
     table.add_column("cost USD", justify="right", no_wrap=True)
-    table.add_column("GiB/dev", justify="right", no_wrap=True)  # issue #34
+    memory = wide and any(r.get("memory") for r in rows)  # issue #34: 80 columns: pick only
+    if memory:
+        table.add_column("GiB/dev", justify="right", no_wrap=True)
     table.add_column("known", no_wrap=True)
     for i, r in enumerate(rows, 1):
         known = (r.get("known") or r["source"]) + ("" if r["trial"] is not None else "*")
-        table.add_row(
+        cells = [
             str(i),
             escape(machine_label(r)),
             escape(_gpus(r)),
             str(r["batch_size"]),
             _time(r["runtime_s"], wide),
             _usd(r["cost_usd"], False),
-            escape(_memory_short(r)),
+            *([escape(_memory_short(r))] if memory else []),
             escape(known + ("" if r["feasible"] else " over")),
-        )
+        ]
+        table.add_row(*cells)
     return table
 
 
