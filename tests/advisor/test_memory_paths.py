@@ -175,51 +175,83 @@ def test_predict_says_when_no_machine_fits() -> None:
 # -- advisor suggest: the scorer, the trial loop and the report -------------------------------
 
 
-@pytest.mark.slow  # about 5 s: a study of 6 candidates x 2 batch sizes, the kernel model
-def test_suggest_never_recommends_tries_or_charges_a_row_that_does_not_fit(
-    tmp_path: Path,
-) -> None:
+def _suggest(tmp_path: Path, **fields: Any) -> tuple[dict[str, Any], str]:
+    """``advisor.suggest`` over a T4, an L4 and an H100 at batch 8 and 64, with the real
+    scorer (``LocalBackend``: screen, performance model, memory) on fake local probes."""
     from advisor.search_spaces.loader import load_space
 
     import advisor
     from advisor.evaluation.local import LocalBackend
-    from advisor.records import TrialRecord
 
     url = f"sqlite:///{tmp_path / 'study.db'}"
-    asked: list[int] = []
-
-    def run_probe(request: Any) -> ProbeResult:
-        asked.append(request.batch_size)
-        return sized_probe(request.batch_size, t2=2.0)
-
     remember(8, 64)  # steps at other batches come from here, never traced for real
     space = load_space(
         f"workload: {MODEL}\nbatch_sizes: [8, 64]\nmachines:\n  instance_types: "
         "[ec2:g4dn.xlarge, ec2:g6.xlarge, ec2:p5.4xlarge]\n",
         MODEL,
     )
-    backend = LocalBackend(url, run_probe=run_probe)
+    backend = LocalBackend(url, run_probe=lambda r: sized_probe(r.batch_size, t2=2.0))
     report = advisor.suggest(
         model=MODEL, space=space, n_train=1000, n_val=100, budget_usd=1e6, local=False,
-        storage=url, backend=backend,
+        storage=url, backend=backend, **fields,
     )  # fmt: skip
+    return report, url
+
+
+FITTING = {("ec2:p5.4xlarge", 8)}  # 8 GiB + 3 GiB a sample: only the H100, only batch 8
+
+
+@pytest.mark.slow  # about 5 s: a study of 6 candidates x 2 batch sizes, the kernel model
+def test_suggest_never_recommends_tries_or_charges_a_row_that_does_not_fit(
+    tmp_path: Path,
+) -> None:
+    import optuna
+
+    from advisor.records import TrialRecord
+
+    report, url = _suggest(tmp_path)
     rec = report["recommended"]
-    assert rec["machine"].startswith("ec2:p5.4xlarge") and rec["batch_size"] == 8
+    assert (rec["machine"].removesuffix(":spot"), rec["batch_size"]) in FITTING
     assert rec["memory"].endswith("of 80.0 GiB")
-    fitting = {("ec2:p5.4xlarge", 8)}
     for row in report["ranking"]:
-        assert (row["machine"].removesuffix(":spot"), row["batch_size"]) in fitting
+        assert (row["machine"].removesuffix(":spot"), row["batch_size"]) in FITTING
     out = {tuple(p.rsplit(" b", 1)) for p in report["memory_left_out"]["pairs"]}
     assert {(m.removesuffix(":spot"), int(b)) for m, b in out} == {
         ("ec2:g4dn.xlarge", 8), ("ec2:g4dn.xlarge", 64), ("ec2:g6.xlarge", 8),
         ("ec2:g6.xlarge", 64), ("ec2:p5.4xlarge", 64),
     }  # fmt: skip
     assert any(n.startswith("Does not fit: ") for n in report["notes"])
-    import optuna
-
     study = optuna.load_study(study_name=report["study"], storage=url)
-    for t in study.get_trials(deepcopy=False):  # no trial ran on a row that does not fit
+    assert study.trials  # ... and every one of them on a pair that fits
+    for t in study.get_trials(deepcopy=False):
         record = TrialRecord.from_trial(t)
         assert record is not None
-        assert (record.machine.removesuffix(":spot"), record.batch_size) in fitting, record
+        assert (record.machine.removesuffix(":spot"), record.batch_size) in FITTING, record
     assert report["probes"]["spent_usd"] == 0.0
+
+
+@pytest.mark.slow  # about 6 s: as above, with a cloud probe step
+def test_cloud_probes_never_run_on_a_row_that_does_not_fit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    import advisor.remote.cloud_prober as prober_mod
+
+    calls: list[tuple[str, int]] = []
+
+    def prober(machine: Any, batch: int, local: ProbeResult, status: Any) -> Any:
+        calls.append((machine.key, batch))
+        status("running")
+        job = {"job_id": f"probe-{len(calls)}", "service": "sagemaker", "state": "completed",
+               "wall_s": 160.0, "billed_s": 70.0, "billed_source": "test",
+               "price_per_hour": machine.price(False), "cost_usd": 0.01, "error": None}  # fmt: skip
+        return types.SimpleNamespace(
+            machine=machine.key, result=sized_probe(batch, t2=0.05), job=job, cached=False,
+            emulated=False,
+        )  # fmt: skip
+
+    monkeypatch.setattr(prober_mod, "default_prober", lambda outcome, backend: prober)
+    report, _ = _suggest(tmp_path, cloud_probes=3, spot=False)
+    assert calls == [("ec2:p5.4xlarge", 8)]  # asked for 3: the only one that fits
+    assert report["cloud_probes"]["stop_reason"] == "no cloud machine left to probe"
