@@ -9,7 +9,6 @@ out-of-memory killer, so an allocation shows as a note or a failure in the outpu
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import subprocess
@@ -40,19 +39,14 @@ def _advisor(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow  # 20-50 s: imports torch in a child, traces the model on the meta device
 def test_predict_of_a_huge_model_stays_within_a_few_gib(tmp_path: Path) -> None:
     args = ["predict", "--model", MODEL, "--batch-size", "8", "--n-train", "1000",
-            "-i", "ec2:g4dn.xlarge,ec2:p5.48xlarge", "--json"]  # fmt: skip
-    run = _advisor(args, tmp_path)
+            "-i", "ec2:g4dn.xlarge,ec2:p5.48xlarge"]  # fmt: skip
+    run = _advisor(args, tmp_path)  # not --json: the notes (stderr) say what was not taken
     assert run.returncode == 0, run.stderr[-2000:]
+    assert "Traced without a local timing (a step holds at least" in run.stderr, run.stderr
     assert "allocate" not in run.stderr and "could not" not in run.stderr, run.stderr
-    doc = json.loads(run.stdout)
-    assert doc["probe"]["fingerprint"]["untimed"].startswith("a step holds at least")
-    rows = {m["machine"]: m for m in doc["machines"]}
-    assert {m: r["fits"] for m, r in rows.items()} == {
-        "ec2:g4dn.xlarge": False,
-        "ec2:p5.48xlarge": False,  # 8 x H100: the replica alone is 256 GiB per GPU
-    }
-    assert rows["ec2:p5.48xlarge"]["memory"]["per_device_batch"] == 1
-    assert doc["fastest"] is None and doc["cheapest"] is None
+    # 8 x H100 too: the replica alone is 256 GiB per GPU
+    assert run.stdout.count("does not fit: needs") == 2, run.stdout
+    assert "None of these machines fits a step" in run.stdout, run.stdout
 
 
 @pytest.mark.slow  # 30-70 s: traces the model at two batch sizes, screens two machines

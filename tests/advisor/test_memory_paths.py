@@ -255,3 +255,20 @@ def test_cloud_probes_never_run_on_a_row_that_does_not_fit(
     report, _ = _suggest(tmp_path, cloud_probes=3, spot=False)
     assert calls == [("ec2:p5.4xlarge", 8)]  # asked for 3: the only one that fits
     assert report["cloud_probes"]["stop_reason"] == "no cloud machine left to probe"
+
+
+def test_the_host_ram_check_reads_the_same_memory_model() -> None:
+    from advisor.evaluation.untimed import host_memory_bytes
+    from advisor.probes.operators import local_feasibility
+
+    trace = sized(8)
+    need = step_memory(trace, device="cpu").bytes
+    assert host_memory_bytes(trace) == need
+    verdict = local_feasibility(
+        trace, memory_bytes=need, available_bytes=int(2 * need), cpu_flops_per_s=1e12
+    )
+    assert verdict.memory_bytes == int(need) and verdict.feasible
+    small = local_feasibility(
+        trace, memory_bytes=need, available_bytes=int(need), cpu_flops_per_s=1e12
+    )
+    assert not small.feasible and "a step holds at least" in small.reason
