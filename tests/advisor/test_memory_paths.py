@@ -258,8 +258,9 @@ def test_cloud_probes_never_run_on_a_row_that_does_not_fit(
 
 
 def test_the_host_ram_check_reads_the_same_memory_model() -> None:
-    from advisor.evaluation.untimed import host_memory_bytes
     from advisor.probes.operators import local_feasibility
+
+    from advisor.evaluation.untimed import host_memory_bytes
 
     trace = sized(8)
     need = step_memory(trace, device="cpu").bytes
