@@ -21,7 +21,12 @@ from typing import Any
 
 from advisor.evaluation.contract import RunTime
 from advisor.evaluation.workload import WorkloadInfo
-from advisor.prediction.perf.device_memory import DeviceMemory, batch_limit, machine_memory
+from advisor.prediction.perf.device_memory import (
+    DeviceMemory,
+    batch_limit,
+    capacity_bytes,
+    machine_memory,
+)
 from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
 
@@ -115,8 +120,9 @@ class BatchLimits:
         limit is not known)."""
         if instance.provider == "local" or batch_size not in self.batch_sizes:
             return None
-        key = (instance.accelerator, instance.accelerator_count, probe.workload,
-               json.dumps(probe.fingerprint.get("runtime_hyperparameters"), sort_keys=True),
+        have = capacity_bytes(instance, catalog)  # CPU machines: each its own RAM
+        hps = json.dumps(probe.fingerprint.get("runtime_hyperparameters"), sort_keys=True)
+        key = (instance.accelerator, instance.accelerator_count, have, probe.workload, hps,
                self.batch_sizes)  # fmt: skip
         if key not in self._limits:
             self._limits[key] = batch_limit(probe, instance, catalog, self.batch_sizes, store)

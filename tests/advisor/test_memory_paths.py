@@ -12,6 +12,7 @@ sample. At batch 8 a step needs about 32 GiB per device: more than a 16 GB V100 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -273,3 +274,18 @@ def test_the_host_ram_check_reads_the_same_memory_model() -> None:
         trace, memory_bytes=need, available_bytes=int(need), cpu_flops_per_s=1e12
     )
     assert not small.feasible and "a step holds at least" in small.reason
+
+
+def test_each_machine_type_has_its_own_batch_limit() -> None:
+    from perf_fixtures import cpu_machine
+
+    from advisor.evaluation.memory_checks import BatchLimits
+
+    small = dataclasses.replace(cpu_machine("m.small", 4), memory_gib=16.0)  # RAM: 11 GiB @1
+    large = dataclasses.replace(cpu_machine("m.large", 16), memory_gib=64.0)  # 32 GiB @8
+    limits, store = BatchLimits(), Store()
+    limits.set_batches((1, 8))
+    over = limits.beyond(sized_probe(8), small, FakeCatalog(), 8, store)
+    assert over is not None and over[1] == 8 and over[0].text().endswith("of RAM, has 16.0")
+    assert limits.beyond(sized_probe(8), large, FakeCatalog(), 8, store) is None
+    assert limits.beyond(sized_probe(1), small, FakeCatalog(), 1, store) is None
