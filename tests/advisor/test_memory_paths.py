@@ -285,7 +285,7 @@ def test_each_machine_type_has_its_own_batch_limit() -> None:
     large = dataclasses.replace(cpu_machine("m.large", 16), memory_gib=64.0)  # 32 GiB @8
     limits, store = BatchLimits(), Store()
     limits.set_batches((1, 8))
-    over = limits.beyond(sized_probe(8), small, FakeCatalog(), 8, store)
+    assert limits.beyond(sized_probe(8), large, FakeCatalog(), 8, store) is None  # limit 8
+    over = limits.beyond(sized_probe(8), small, FakeCatalog(), 8, store)  # its own limit: 1
     assert over is not None and over[1] == 8 and over[0].text().endswith("of RAM, has 16.0")
-    assert limits.beyond(sized_probe(8), large, FakeCatalog(), 8, store) is None
     assert limits.beyond(sized_probe(1), small, FakeCatalog(), 1, store) is None
