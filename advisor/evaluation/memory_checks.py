@@ -10,7 +10,8 @@
   larger batches on it are not predicted at all.
 - A row that does not fit is a ``RunTime`` without a run time, whose error is the memory
   model's "does not fit: needs X GiB per GPU, has Y": the screen scores it as failed, so it is
-  never ranked, recommended, tried or probed in the cloud, and it charges nothing.
+  never ranked, recommended, tried or probed in the cloud, and it charges nothing (without a
+  screen, a trial that draws it is written as failed with that reason: no probe runs).
 """
 
 from __future__ import annotations

@@ -25,14 +25,31 @@ def memory_text(estimate: dict[str, Any]) -> str | None:
     return str(memory["text"]) if isinstance(memory, dict) and memory.get("text") else None
 
 
+def _does_not_fit(ev: Any) -> bool:
+    return ev is not None and not ev.ok and str(ev.error or "").startswith(DOES_NOT_FIT)
+
+
+def not_fitting(outcome: SuggestOutcome) -> list[Any]:
+    """The scored pairs (screened, or trials: the search without a screen) whose step does
+    not fit, once each."""
+    import optuna
+
+    from advisor.records import TrialRecord
+
+    found = {(ev.machine, ev.batch_size): ev for ev in outcome.screen.values() if _does_not_fit(ev)}
+    fail = (optuna.trial.TrialState.FAIL,)
+    for t in outcome.study.get_trials(deepcopy=False, states=fail):
+        rec = TrialRecord.from_trial(t)
+        ev = None if rec is None else rec.to_evaluation()
+        if ev is not None and _does_not_fit(ev):
+            found.setdefault((ev.machine, ev.batch_size), ev)
+    return list(found.values())
+
+
 def left_out(outcome: SuggestOutcome) -> dict[str, Any] | None:
-    """The screened pairs whose step does not fit their devices' memory (this machine's
-    included, when the model is too big to probe here): how many, which, and one line."""
-    out = [
-        ev
-        for ev in outcome.screen.values()
-        if not ev.ok and str(ev.error or "").startswith(DOES_NOT_FIT)
-    ]
+    """The pairs whose step does not fit their devices' memory (this machine's included,
+    when the model is too big to probe here): how many, which, and one line."""
+    out = not_fitting(outcome)
     if not out:
         return None
     pairs = [f"{ev.machine} b{ev.batch_size}" for ev in out]
@@ -46,10 +63,10 @@ def left_out(outcome: SuggestOutcome) -> dict[str, Any] | None:
         f"{m} at batch {ev.batch_size}: {str(ev.error).removeprefix(DOES_NOT_FIT + ': ')}"
         for m, ev in nearest[:EXAMPLES]
     )
-    total = len(outcome.screen)
+    total = max(len(outcome.screen), len(outcome.candidates) * len(outcome.space.batch_sizes))
     text = (
         f"Does not fit: {len(out)} of {total} machine x batch pairs ({len(machines)} machine "
-        f"type(s)) cannot hold a step in their memory, so they were not ranked, recommended, "
-        f"tried or probed, and charged nothing (e.g. {shown})"
+        f"type(s)) cannot hold a step in their memory, so they were not ranked or recommended, "
+        f"no probe ran for them and they charged nothing (e.g. {shown})"
     )
     return {"count": len(out), "of": total, "pairs": pairs, "text": text}
