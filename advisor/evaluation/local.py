@@ -19,7 +19,6 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.evaluation.candidates import matches
@@ -34,7 +33,7 @@ from advisor.evaluation.probe_cache import (
     machine_fingerprint,
     probe_cache_key,
 )
-from advisor.evaluation.probe_slot import probe_slot
+from advisor.evaluation.probe_slot import key_lock_path, probe_slot
 from advisor.evaluation.untimed import default_threads
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.prediction.epochs_model import EpochsEstimate
@@ -155,7 +154,7 @@ class LocalBackend(Backend):
             return cached, fresh
         # One probe per key across cooperating processes on this machine: the second waits
         # for the first and reads its result from the cache.
-        with file_lock(self._probe_lock(key)):
+        with file_lock(key_lock_path(key)):
             cached = self.cache.get(key, since=self.started_at)
             if cached is not None and not self._retake(key, cached):
                 return cached, False
@@ -202,16 +201,6 @@ class LocalBackend(Backend):
 
         self.limits.set_batches(batch_sizes)
         prefetch(self, workload, batch_sizes)
-
-    @staticmethod
-    def _probe_lock(key: str) -> Path:
-        """Per probe key, whatever the storage: two timing probes of one configuration never
-        run at once on this machine."""
-        import hashlib
-
-        from advisor.config import home
-
-        return home() / "locks" / f"probe-{hashlib.sha1(key.encode()).hexdigest()[:16]}.lock"
 
     def _run_and_cache(
         self,

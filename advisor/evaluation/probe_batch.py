@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.evaluation.probe_cache import probe_cache_key
-from advisor.evaluation.probe_slot import probe_slot
+from advisor.evaluation.probe_slot import key_lock_path, probe_slot
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.probes.result import ProbeResult
 from advisor.storage.locks import file_lock
@@ -46,7 +46,7 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
         return
     with contextlib.ExitStack() as held:  # the same locks as one probe takes, in key order
         for key in sorted(keys[p] for p in missing):
-            held.enter_context(file_lock(self._probe_lock(key)))
+            held.enter_context(file_lock(key_lock_path(key)))
         missing = [p for p in missing if _missing(self, keys[p])]
         requests = [self._request(workload, b, {}, noise) for b, noise in missing]
 

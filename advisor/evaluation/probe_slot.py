@@ -1,4 +1,5 @@
-"""This host's probe slot: one timing probe at a time per host (``$ADVISOR_HOME/local-probes.lock``).
+"""This host's probe locks: one timing probe at a time per host (the slot,
+``$ADVISOR_HOME/local-probes.lock``), and one probe per configuration (``key_lock_path``).
 
 A probe times the CPU, so two probes on one host would slow each other down. The slot is an
 exclusive ``flock`` held only while a probe runs -- never for a whole study or job, so a job
@@ -46,6 +47,16 @@ def _tell(waiting: bool) -> None:
     fn = getattr(_listener, "fn", None)
     if fn is not None:
         fn(waiting)
+
+
+def key_lock_path(key: str) -> Path:
+    """The lock of one probe key, whatever the storage: two timing probes of one
+    configuration never run at once on this machine (the second reads the first's result)."""
+    import hashlib
+
+    from advisor.config import home
+
+    return home() / "locks" / f"probe-{hashlib.sha1(key.encode()).hexdigest()[:16]}.lock"
 
 
 def slot_path() -> Path:
