@@ -206,8 +206,12 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     show_default=True,
     help="Multi-GPU data parallelism: ddp (process per GPU), dp (one process).",
 )
-@click.option("--n-train", type=int, default=None, help="Training samples (user models).")
-@click.option("--n-val", type=int, default=None, help="Validation samples (user models).")
+@click.option(
+    "--n-train", type=p.POSITIVE, default=None, help="Training samples (default: the model's)."
+)
+@click.option(
+    "--n-val", type=p.COUNT_OR_ZERO, default=None, help="Validation samples (default: the model's)."
+)
 @click.option(
     "--data-gb",
     type=p.FiniteFloat(0.0, 1e6),
