@@ -101,7 +101,7 @@ OPTIONS: dict[str, OptionDoc] = {
         "--tune",
         "Then spend up to this long (3m, 1h) of this machine on short training runs of the "
         "recommended batch size and its neighbours with sampled hyperparameters, pruned by "
-        "successive halving, and recommend hyperparameter values with their evidence "
+        "Optuna's Hyperband pruner, and recommend hyperparameter values with their evidence "
         "(PyTorch; a re-run counts the runs the study already holds).",
     ),
     "snapshot": OptionDoc("--snapshot", "Catalog snapshot (default: newest)."),
