@@ -144,6 +144,8 @@ def warnings(report: dict[str, Any]) -> list[str]:
     probes taken while the machine was busy, stale prices."""
     out = [f"Failed probes: {f['text']}." for f in report.get("probe_failures") or []]
     out += list(report.get("contention_notes") or [])
+    if report.get("tune_note"):  # issue #36: --tune cut short by a signal or --timeout
+        out.append(str(report["tune_note"]))
     if report.get("stale_warning"):
         out.append(stale_line(report["stale_warning"]))
     return out
