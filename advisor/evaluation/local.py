@@ -106,6 +106,7 @@ class LocalBackend(Backend):
         self._remote: dict[tuple[str, int, str], Any] = {}
         self._fresh: set[str] = set()  # probe keys ``prefetch`` took in this run (new probes)
         self._retaken: set[str] = set()  # keys whose busy-machine probe was judged this run
+        self._retake_now: set[str] = set()  # judged retakable by ``prefetch``, not yet taken
 
     @property
     def snapshot(self) -> str:
@@ -149,11 +150,15 @@ class LocalBackend(Backend):
             fresh = key in self._fresh  # taken by ``prefetch`` in this run: a new probe
             self._fresh.discard(key)
             return cached, fresh
+        stale = cached  # None, or a busy machine's probe to retake now
         # One probe per key across cooperating processes on this machine: the second waits
         # for the first and reads its result from the cache.
         with file_lock(self._probe_lock(key)):
             cached = self.cache.get(key, since=self.started_at)
-            if cached is not None and not self._retake(key, cached):
+            # issue #36: the probe judged to retake is retaken (asking ``_retake`` again here
+            # answered "judged already", so it was reused); one another process took
+            # meanwhile is used
+            if cached is not None and cached != stale and not self._retake(key, cached):
                 return cached, False
             self._retaken.add(key)
             return self._run_and_cache(key, workload, batch_size, rt_hps, noise), True
@@ -161,6 +166,10 @@ class LocalBackend(Backend):
     def _retake(self, key: str, cached: ProbeResult) -> bool:
         """Issue #28: retake a cached probe timed while the machine was busy, once per run,
         when the machine is quiet now (``advisor.evaluation.contention``)."""
+        if key in self._retake_now:  # judged quiet by ``prefetch`` this run: retake it
+            self._retake_now.discard(key)
+            self._retaken.add(key)
+            return True
         if key in self._retaken or contention(cached) is None:
             return False
         self._retaken.add(key)
