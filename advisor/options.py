@@ -330,16 +330,16 @@ class SuggestOptions:
 def workload_info(options: SuggestOptions) -> WorkloadInfo:
     """The workload from --model: a built-in name, or a user import path ``module:function``."""
     if ModelRef(options.model).is_user:
-        if not options.n_train:
-            raise AdvisorError(
-                f"--model {options.model} is a user model, so its dataset size is unknown.",
-                "pass --n-train N (and --n-val N) with it.",
-            )
+        from advisor.evaluation.user_sizes import user_sizes  # issue #36: from its data
+
+        n_train, n_val = user_sizes(
+            options.model, options.framework, options.n_train, options.n_val
+        )
         return WorkloadInfo(
             name=options.model,
             framework=options.framework,
-            n_train=options.n_train,
-            n_val=options.n_val or 0,
+            n_train=n_train,
+            n_val=n_val,
             epochs=options.epochs,
             at_batch=options.at_batch,  # issue #19
             epochs_at=options.epochs_at,  # sorted (B, N) pairs
