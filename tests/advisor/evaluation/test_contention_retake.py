@@ -90,3 +90,39 @@ def test_a_quiet_rerun_of_a_converged_study_retakes_the_busy_probes(
 
     third = suggest(options, backend=backend(busy=False))  # quiet probes are kept
     assert len(taken) == 4 and _times(third) == _times(second)
+
+
+def test_prefetch_leaves_a_single_busy_probe_to_be_retaken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One contended probe among the screen's: ``prefetch`` (one child process for two or
+    more) leaves it to ``LocalBackend.probe``, which retakes it (before: marked judged by
+    ``prefetch`` and then reused)."""
+    import advisor.probes.runner as runner
+
+    from advisor.evaluation.probe_cache import probe_cache_key
+    from advisor.options import workload_info
+
+    workload = workload_info(SuggestOptions(model="fcn"))
+    backend = LocalBackend(f"sqlite:///{tmp_path / 's.db'}")
+    key = {
+        b: probe_cache_key(workload, b, backend.threads, backend.iterations, {}, False)
+        for b in (256, 512)
+    }
+    backend.cache.put(key[256], _probe(256, 0.2, busy=True))
+    backend.cache.put(key[512], _probe(512, 0.2, busy=False))
+    monkeypatch.setattr(local_mod, "quiet_now", lambda *a, **k: True)
+    taken: list[int] = []
+
+    def run_probe(request: ProbeRequest) -> ProbeResult:
+        taken.append(request.batch_size)
+        return _probe(request.batch_size, 0.1, busy=False)
+
+    monkeypatch.setattr(runner, "run_probe", run_probe)
+    monkeypatch.setattr(runner, "run_probes", lambda *a, **k: pytest.fail("one probe only"))
+    backend.prefetch(workload, (256, 512))
+    probe, new = backend.probe(workload, 256, {})
+    assert taken == [256] and new and probe.fingerprint.get("contention") is None
+    assert backend.probe(workload, 256, {}) == (probe, False)  # once per run
+    assert backend.probe(workload, 512, {})[0].iteration_s[-1] == pytest.approx(0.2)
+    assert taken == [256]
