@@ -195,7 +195,8 @@ def _number(name: str, value: Any, high: float | None = None) -> float:
     return value
 
 
-def _count(name: str, value: Any, low: int = 0, high: int = MAX_SAMPLES) -> int:
+def check_count(name: str, value: Any, low: int = 0, high: int = MAX_SAMPLES) -> int:
+    """``value`` as probe field ``name``: an integer from ``low`` to ``high``, else ValueError."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError(
             f"probe field {name} must be an integer from {low} to {high:,}, but got {value!r}"
@@ -220,8 +221,8 @@ def _checked(data: Any) -> dict[str, Any]:
     for key in ("workload", "framework", "device"):
         if not isinstance(out[key], str):
             raise ValueError(f"probe field {key} must be a string, but got {out[key]!r}")
-    _count("batch_size", out["batch_size"], 1, MAX_BATCH)
-    _count("threads", out["threads"], 1, MAX_THREADS)
+    check_count("batch_size", out["batch_size"], 1, MAX_BATCH)
+    check_count("threads", out["threads"], 1, MAX_THREADS)
     status = out.get("status", "ok")
     if status not in PROBE_STATUSES:
         raise ValueError(f"probe status must be one of {', '.join(PROBE_STATUSES)}, got {status!r}")
@@ -230,9 +231,9 @@ def _checked(data: Any) -> dict[str, Any]:
             _number(key, out[key], MAX_PROBE_SECONDS)
     for key in _COUNTS:
         if key in out:
-            _count(key, out[key], high=2 * MAX_SAMPLES if key == "data_samples" else MAX_SAMPLES)
-    if status == "ok":  # an ok probe knows the sizes it extrapolates to (every runner sets them)
-        _count("n_train", out.get("n_train"), 1)
+            check_count(
+                key, out[key], high=2 * MAX_SAMPLES if key == "data_samples" else MAX_SAMPLES
+            )
     for key in _OPTIONAL:
         if out.get(key) is not None:
             _number(key, out[key])

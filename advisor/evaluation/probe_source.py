@@ -73,7 +73,7 @@ def probe_from_data(data: Any, what: str, fix: str) -> ProbeResult:
     ``MAX_PROBE_DEPTH``, each field's type and range (``advisor.probes.result``: sizes 1 to
     ``MAX_SAMPLES``, timings finite and at most ``MAX_PROBE_SECONDS``), and an ok status.
     ``what`` names the source in the one-line ``AdvisorError``."""
-    from advisor.probes.result import ProbeResult
+    from advisor.probes.result import ProbeResult, check_count
 
     depth = _data_depth(data)
     if depth > MAX_PROBE_DEPTH:
@@ -86,6 +86,8 @@ def probe_from_data(data: Any, what: str, fix: str) -> ProbeResult:
         data = data["probe"]
     try:
         probe = ProbeResult.from_dict(data)
+        if probe.ok:  # every runner writes the sizes it extrapolates to: 0 is no probe's
+            check_count("n_train", probe.n_train, 1)
     except (TypeError, ValueError) as exc:
         raise AdvisorError(f"{what} is not a usable probe result ({exc}).", fix) from exc
     if not probe.ok:

@@ -55,7 +55,7 @@ def test_every_failure_status_round_trips_with_its_one_line_reason() -> None:
         ({"status": "exploded"}, "probe status must be one of"),
         ({"batch_size": 0}, "batch_size must be an integer from 1 to 1,048,576, but got 0"),
         # issue #36: bounds (the CLI's sample bound, a probe phase under MAX_PROBE_SECONDS)
-        ({"n_train": 0}, "n_train must be an integer from 1 to 1,000,000,000, but got 0"),
+        ({"n_val": -1}, "n_val must be an integer from 0 to 1,000,000,000, but got -1"),
         ({"n_train": 1e30}, "n_train must be an integer from 0 to 1,000,000,000"),
         ({"iteration_s": [1e308, 1.0]}, "iteration_s[0] must be <= 1e+06"),
         ({"init_s": 2e6}, "init_s must be <= 1e+06"),
