@@ -60,9 +60,14 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
             self._fresh.add(keys[missing[i]])
             self._retaken.add(keys[missing[i]])  # taken now: not judged again this run
 
+        import time
+
         from advisor.probes.runner import run_probes
 
-        run_probes(requests, on_start=started, on_result=done)
+        deadline = None  # issue #36: --timeout bounds the batch, not each probe in turn
+        if self.deadline is not None:
+            deadline = time.time() + (self.deadline - time.monotonic())
+        run_probes(requests, on_start=started, on_result=done, deadline=deadline)
 
 
 def _missing(backend: Any, key: str) -> bool:
