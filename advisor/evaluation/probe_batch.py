@@ -34,7 +34,13 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
         pair: probe_cache_key(workload, pair[0], self.threads, self.iterations, {}, pair[1])
         for pair in sorted(wanted)
     }
-    missing = [p for p, k in keys.items() if _missing(self, k)]
+    # issue #34: a probe too big or too slow for this machine is not run (its stand-in is
+    # traced when the screen asks for it)
+    missing = [
+        p
+        for p, k in keys.items()
+        if _missing(self, k) and self.stand_ins.probeable(workload, p[0], {})
+    ]
     if len(missing) < 2:  # one probe: ``LocalBackend.probe`` takes it; a busy machine's probe
         # judged retakable here is left to it to retake (issue #36: it was marked judged and
         # then reused, so a single contended probe was never retaken)
@@ -42,10 +48,16 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
             self._retaken.discard(key)
             self._retake_now.add(key)
         return
+    judged = {p: self.cache.get(keys[p], since=self.started_at) for p in missing}
     with contextlib.ExitStack() as held:  # the same locks as one probe takes, in key order
         for key in sorted(keys[p] for p in missing):
             held.enter_context(file_lock(self._probe_lock(key)))
-        missing = [p for p in missing if _missing(self, keys[p])]
+        # still missing, or still the busy machine's probe judged to retake (issue #36: asking
+        # ``_retake`` again here heard "judged already" and dropped every retake); one another
+        # process took meanwhile is used
+        missing = [
+            p for p in missing if self.cache.get(keys[p], since=self.started_at) == judged[p]
+        ]
         requests = [self._request(workload, b, {}, noise) for b, noise in missing]
 
         def started(i: int) -> None:

@@ -126,3 +126,38 @@ def test_prefetch_leaves_a_single_busy_probe_to_be_retaken(
     assert backend.probe(workload, 256, {}) == (probe, False)  # once per run
     assert backend.probe(workload, 512, {})[0].iteration_s[-1] == pytest.approx(0.2)
     assert taken == [256]
+
+
+def test_prefetch_retakes_several_busy_probes_in_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every screen probe contended (the issue's run: batch sizes 256-2048): ``prefetch``
+    retakes them in one child process (before: its check under the probe locks asked
+    ``_retake`` again, heard "judged already" and dropped them all, so they were reused)."""
+    import advisor.probes.runner as runner
+
+    from advisor.evaluation.probe_cache import probe_cache_key
+    from advisor.options import workload_info
+
+    workload = workload_info(SuggestOptions(model="fcn"))
+    backend = LocalBackend(f"sqlite:///{tmp_path / 's.db'}")
+    for b in (256, 512):
+        key = probe_cache_key(workload, b, backend.threads, backend.iterations, {}, False)
+        backend.cache.put(key, _probe(b, 0.2, busy=True))
+    monkeypatch.setattr(local_mod, "quiet_now", lambda *a, **k: True)
+    batches: list[list[int]] = []
+
+    def run_probes(requests: list[ProbeRequest], on_result: Any = None, **_: Any) -> list[Any]:
+        batches.append([r.batch_size for r in requests])
+        out = [_probe(r.batch_size, 0.1, busy=False) for r in requests]
+        for i, result in enumerate(out):
+            on_result(i, result)
+        return out
+
+    monkeypatch.setattr(runner, "run_probes", run_probes)
+    monkeypatch.setattr(runner, "run_probe", lambda *a: pytest.fail("taken in one process"))
+    backend.prefetch(workload, (256, 512))
+    assert batches == [[256, 512]]
+    for b in (256, 512):
+        probe, new = backend.probe(workload, b, {})
+        assert new and probe.fingerprint.get("contention") is None
