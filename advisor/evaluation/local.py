@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.evaluation.candidates import matches
-from advisor.evaluation.contention import contention, quiet_now
+from advisor.evaluation.contention import Retakes
 from advisor.evaluation.contract import Backend, RunTime, probe_duration_s
 from advisor.evaluation.failures import TRANSIENT_FAILURES
 from advisor.evaluation.measured import EMULATED_SOURCE, REMOTE_SOURCE, RemoteLookup, remote_summary
@@ -105,8 +105,7 @@ class LocalBackend(Backend):
         self._remote_lookup = remote_lookup
         self._remote: dict[tuple[str, int, str], Any] = {}
         self._fresh: set[str] = set()  # probe keys ``prefetch`` took in this run (new probes)
-        self._retaken: set[str] = set()  # keys whose busy-machine probe was judged this run
-        self._retake_now: set[str] = set()  # judged retakable by ``prefetch``, not yet taken
+        self.retakes = Retakes()  # busy-machine probes judged (and retaken) this run
         # Issue #34: a probe too big for this machine is never run (its stand-in is traced),
         # and each machine's largest fitting batch is computed once (evaluation.memory_checks)
         self.stand_ins, self.limits = StandIns(), BatchLimits()
@@ -149,7 +148,7 @@ class LocalBackend(Backend):
         rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
         key = probe_cache_key(workload, batch_size, self.threads, self.iterations, rt_hps, noise)
         cached = self.cache.get(key, since=self.started_at)
-        if cached is not None and not self._retake(key, cached):
+        if cached is not None and not self.retakes.due(key, cached):
             fresh = key in self._fresh  # taken by ``prefetch`` in this run: a new probe
             self._fresh.discard(key)
             return cached, fresh
@@ -158,30 +157,18 @@ class LocalBackend(Backend):
         # for the first and reads its result from the cache.
         with file_lock(self._probe_lock(key)):
             cached = self.cache.get(key, since=self.started_at)
-            # issue #36: the probe judged to retake is retaken (asking ``_retake`` again here
+            # issue #36: the probe judged to retake is retaken (asking ``due`` again here
             # answered "judged already", so it was reused); one another process took
             # meanwhile is used
-            if cached is not None and cached != stale and not self._retake(key, cached):
+            if cached is not None and cached != stale and not self.retakes.due(key, cached):
                 return cached, False
-            self._retaken.add(key)
+            self.retakes.taken(key)
             if self._run_probe is None:  # issue #34: decided before any probe runs
                 stand_in = self.stand_ins.stand_in(workload, batch_size, rt_hps)
                 if stand_in is not None:
                     self.cache.put(key, stand_in)
                     return stand_in, False
             return self._run_and_cache(key, workload, batch_size, rt_hps, noise), True
-
-    def _retake(self, key: str, cached: ProbeResult) -> bool:
-        """Issue #28: retake a cached probe timed while the machine was busy, once per run,
-        when the machine is quiet now (``advisor.evaluation.contention``)."""
-        if key in self._retake_now:  # judged quiet by ``prefetch`` this run: retake it
-            self._retake_now.discard(key)
-            self._retaken.add(key)
-            return True
-        if key in self._retaken or contention(cached) is None:
-            return False
-        self._retaken.add(key)
-        return quiet_now()
 
     def ready(
         self,

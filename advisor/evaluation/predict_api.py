@@ -327,19 +327,13 @@ def predict(
     download term out). ``overheads``: start-up terms by machine key where measured (a remote
     probe job's, ``evaluation.measured.measured_overheads``).
     """
-    from advisor.evaluation.probe_source import obtain_probe
+    from advisor.evaluation.probe_source import check_sizes, obtain_probe
     from advisor.prediction.perf.forecast import forecast, normalised_tables
-    from advisor.probes.result import MAX_SAMPLES
     from advisor.search_spaces.workloads import get
 
     if batch_size <= 0:
         raise AdvisorError(f"--batch-size must be > 0, but got {batch_size}.", "pass e.g. 512.")
-    for name, size, low in (("--n-train", n_train, 1), ("--n-val", n_val, 0)):
-        if size is not None and not low <= size <= MAX_SAMPLES:
-            raise AdvisorError(
-                f"{name} must be from {low} to {MAX_SAMPLES:,}, but got {size}.",
-                f"pass the dataset's size, e.g. {name} 50000.",
-            )
+    check_sizes(n_train, n_val)  # issue #36: a probe file's bounds
     workload = None if ModelRef(model).is_user else get(model)
     if machines is None:
         if instances is None:

@@ -44,16 +44,15 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
     if len(missing) < 2:  # one probe: ``LocalBackend.probe`` takes it; a busy machine's probe
         # judged retakable here is left to it to retake (issue #36: it was marked judged and
         # then reused, so a single contended probe was never retaken)
-        for key in (keys[pair] for pair in missing if keys[pair] in self._retaken):
-            self._retaken.discard(key)
-            self._retake_now.add(key)
+        for pair in missing:
+            self.retakes.defer(keys[pair])
         return
     judged = {p: self.cache.get(keys[p], since=self.started_at) for p in missing}
     with contextlib.ExitStack() as held:  # the same locks as one probe takes, in key order
         for key in sorted(keys[p] for p in missing):
             held.enter_context(file_lock(self._probe_lock(key)))
         # still missing, or still the busy machine's probe judged to retake (issue #36: asking
-        # ``_retake`` again here heard "judged already" and dropped every retake); one another
+        # ``Retakes.due`` again here heard "judged already" and dropped every retake); one another
         # process took meanwhile is used
         missing = [
             p for p in missing if self.cache.get(keys[p], since=self.started_at) == judged[p]
@@ -70,7 +69,7 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
         def done(i: int, result: ProbeResult) -> None:
             self.cache.put(keys[missing[i]], result)
             self._fresh.add(keys[missing[i]])
-            self._retaken.add(keys[missing[i]])  # taken now: not judged again this run
+            self.retakes.taken(keys[missing[i]])  # taken now: not judged again this run
 
         import time
 
@@ -85,4 +84,4 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
 def _missing(backend: Any, key: str) -> bool:
     """Not cached, or cached from a busy machine that is quiet now (retaken, once per run)."""
     cached = backend.cache.get(key, since=backend.started_at)
-    return cached is None or backend._retake(key, cached)
+    return cached is None or backend.retakes.due(key, cached)

@@ -98,6 +98,18 @@ def probe_from_data(data: Any, what: str, fix: str) -> ProbeResult:
     return probe
 
 
+def check_sizes(n_train: int | None, n_val: int | None) -> None:
+    """``n_train``/``n_val`` given to ``advisor.predict`` within a probe record's bounds."""
+    from advisor.probes.result import MAX_SAMPLES
+
+    for name, size, low in (("--n-train", n_train, 1), ("--n-val", n_val, 0)):
+        if size is not None and not low <= size <= MAX_SAMPLES:
+            raise AdvisorError(
+                f"{name} must be from {low} to {MAX_SAMPLES:,}, but got {size}.",
+                f"pass the dataset's size, e.g. {name} 50000.",
+            )
+
+
 def _nonblocking(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_NONBLOCK)
 

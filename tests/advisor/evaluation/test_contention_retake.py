@@ -15,7 +15,7 @@ from advisor.search_spaces.loader import default_space
 from advisor.search_spaces.space import MachineFilter
 from perf_fixtures import with_stream_trace
 
-import advisor.evaluation.local as local_mod
+import advisor.evaluation.contention as contention_mod
 from advisor.evaluation.local import LocalBackend
 from advisor.options import SuggestOptions
 from advisor.pipeline import suggest
@@ -71,7 +71,7 @@ def test_a_quiet_rerun_of_a_converged_study_retakes_the_busy_probes(
     slow = _times(first, "local")
     assert taken == [(256, True), (512, True)]
 
-    monkeypatch.setattr(local_mod, "quiet_now", lambda *a, **k: True)  # the machine is quiet
+    monkeypatch.setattr(contention_mod, "quiet_now", lambda *a, **k: True)  # the machine is quiet
     second = suggest(options, backend=backend(busy=False))
     assert taken[2:] == [(256, False), (512, False)]  # retaken, each once
     assert second["resumed"] and second["trials"]["new"] == 0  # the study had converged
@@ -111,7 +111,7 @@ def test_prefetch_leaves_a_single_busy_probe_to_be_retaken(
     }
     backend.cache.put(key[256], _probe(256, 0.2, busy=True))
     backend.cache.put(key[512], _probe(512, 0.2, busy=False))
-    monkeypatch.setattr(local_mod, "quiet_now", lambda *a, **k: True)
+    monkeypatch.setattr(contention_mod, "quiet_now", lambda *a, **k: True)
     taken: list[int] = []
 
     def run_probe(request: ProbeRequest) -> ProbeResult:
@@ -144,7 +144,7 @@ def test_prefetch_retakes_several_busy_probes_in_one_process(
     for b in (256, 512):
         key = probe_cache_key(workload, b, backend.threads, backend.iterations, {}, False)
         backend.cache.put(key, _probe(b, 0.2, busy=True))
-    monkeypatch.setattr(local_mod, "quiet_now", lambda *a, **k: True)
+    monkeypatch.setattr(contention_mod, "quiet_now", lambda *a, **k: True)
     batches: list[list[int]] = []
 
     def run_probes(requests: list[ProbeRequest], on_result: Any = None, **_: Any) -> list[Any]:
