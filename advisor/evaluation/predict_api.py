@@ -260,6 +260,8 @@ def predict(
     meta_only: bool = False,
     overheads: Mapping[str, Any] | None = None,
     run_probe: RunProbe | None = None,
+    precision: str | None = None,
+    plan: Any = None,
 ) -> Prediction:
     """Predict time and cost of training ``model`` (a built-in workload or your own
     ``module:function``) at ``batch_size`` on each instance.
@@ -276,14 +278,20 @@ def predict(
     fall back on a FLOP roofline, said in their notes). ``data_gb``: the dataset a cloud job
     downloads (default: a built-in workload's size model; a user model without it leaves the
     download term out). ``overheads``: start-up terms by machine key where measured (a remote
-    probe job's, ``evaluation.measured.measured_overheads``).
+    probe job's, ``evaluation.measured.measured_overheads``). ``precision`` (auto, fp32, tf32,
+    bf16, fp16; default fp32) and ``plan`` (a ``TrainingPlan``: accumulation, checkpointing,
+    sharding) say how each GPU trains (issue #35); a GPU without the precision is left out,
+    with the reason in the notes.
     """
     from advisor.evaluation.probe_source import obtain_probe
     from advisor.prediction.perf.forecast import forecast, normalised_tables
+    from advisor.prediction.plan import check_precision, machine_plans
     from advisor.search_spaces.workloads import get
 
     if batch_size <= 0:
         raise AdvisorError(f"--batch-size must be > 0, but got {batch_size}.", "pass e.g. 512.")
+    if precision is not None:
+        check_precision(precision)
     workload = None if ModelRef(model).is_user else get(model)
     if machines is None:
         if instances is None:
@@ -321,6 +329,14 @@ def predict(
         )
     n_val = n_val or 0
     data_bytes, data_basis = data_size(model, n_train, n_val, data_gb)
+    plans, left_out = machine_plans(machines, catalog, plan, precision)
+    if left_out:
+        machines = [m for m in machines if m.key not in left_out]
+        if not machines:
+            raise AdvisorError(
+                f"No machine can train in {precision}: {'; '.join(left_out.values())}.",
+                "use --precision auto (each GPU's best) or fp32, or other machines.",
+            )
     rows = forecast(
         measured,
         machines,
@@ -334,7 +350,10 @@ def predict(
         data_bytes=data_bytes,
         data_basis=data_basis,
         overheads=overheads,
+        plans=plans,
     )
+    notes = prediction_notes(model, measured, machines, rows)
+    notes += [f"Left out: {key}: {why}." for key, why in left_out.items()]
     return Prediction(
         workload=model,
         batch_size=batch_size,
@@ -346,5 +365,5 @@ def predict(
         n_train=n_train,
         n_val=n_val,
         tables=normalised_tables(rows),
-        notes=tuple(prediction_notes(model, measured, machines, rows)),
+        notes=tuple(notes),
     )

@@ -26,6 +26,7 @@ from advisor.prediction.iteration_model import (
 from advisor.prediction.perf.model import AcceleratorLookup, predict
 from advisor.prediction.perf.traces import TraceStore
 from advisor.prediction.perf.types import Prediction
+from advisor.prediction.plan import TrainingPlan
 from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
 from advisor.providers.overheads import RunOverheads, run_overheads
@@ -88,6 +89,7 @@ def forecast_machine(
     overheads: RunOverheads | None = None,
     ledger_storage: str | None = None,
     trace_store: TraceStore | None = None,
+    plan: TrainingPlan | None = None,
 ) -> Forecast:
     """One machine's prediction and its whole job, priced: the start-up terms (``overheads``,
     e.g. a remote probe's measured start-up; default the service's, with ``data_bytes``
@@ -99,7 +101,8 @@ def forecast_machine(
         )
     price = machine.price(spot)
     pred = predict(probe, machine, catalog, batch_size, strategy=strategy,
-                   ledger_storage=ledger_storage, trace_store=trace_store)  # fmt: skip
+                   ledger_storage=ledger_storage, trace_store=trace_store,
+                   plan=plan)  # fmt: skip
     over = overheads if overheads is not None else run_overheads(machine, data_bytes, data_basis)
     counts = sorted({*sweep_epochs, epochs})
     sweep = epoch_sweep(
@@ -127,9 +130,11 @@ def forecast(
     overheads: Mapping[str, RunOverheads] | None = None,
     ledger_storage: str | None = None,
     trace_store: TraceStore | None = None,
+    plans: Mapping[str, TrainingPlan] | None = None,
 ) -> list[Forecast]:
-    """``forecast_machine`` for each machine (``overheads`` by machine key, where measured);
-    sorted by the job's wall time."""
+    """``forecast_machine`` for each machine (``overheads`` by machine key, where measured;
+    ``plans``: the training plan by machine key, default float32); sorted by the job's wall
+    time."""
     rows = []
     for m in machines:
         row = forecast_machine(
@@ -137,6 +142,7 @@ def forecast(
             strategy=strategy, sweep_epochs=sweep_epochs, data_bytes=data_bytes,
             data_basis=data_basis, overheads=(overheads or {}).get(m.key),
             ledger_storage=ledger_storage, trace_store=trace_store,
+            plan=(plans or {}).get(m.key),
         )  # fmt: skip
         rows.append(row)
     rows.sort(key=lambda f: (f.job_wall_s or f.estimate.runtime).value)
