@@ -8,14 +8,8 @@ from typing import Any
 
 import click
 
-from advisor.prediction.plan import PRECISION_CHOICES
+from advisor.prediction.plan import PRECISION_CHOICES, PRECISION_HELP
 
-PRECISION_HELP = (
-    "How each GPU trains: fp32 (PyTorch's defaults), tf32 (matrix products on TF32 tensor "
-    "cores), bf16 or fp16 (autocast mixed precision; fp16 with loss scaling), or auto (bf16 "
-    "where the GPU has it, else fp16, else fp32). A GPU without the precision is left out, "
-    "with the reason."
-)
 PLAN_HELP = (
     "The rest of the training plan, field=value pairs: accumulation=STEPS (micro-batches per "
     "optimizer step), checkpointing=none|blocks, sharding=none|optimizer|gradients|parameters "

@@ -36,6 +36,7 @@ from advisor.evaluation.probe_cache import (
 )
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.prediction.epochs_model import EpochsEstimate
+from advisor.prediction.plan import check_precision, machine_plan
 from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
 from advisor.providers.catalog import InstanceType
 from advisor.search_spaces.space import MachineFilter
@@ -80,6 +81,7 @@ class LocalBackend(Backend):
         on_probe: Callable[[str], None] | None = None,
         remote_lookup: RemoteLookup | None = None,
         ledger_storage: str | None = None,
+        precision: str = "fp32",
     ) -> None:
         super().__init__()
         if catalog is None:
@@ -106,6 +108,7 @@ class LocalBackend(Backend):
         self._remote: dict[tuple[str, int, str], Any] = {}
         self._fresh: set[str] = set()  # probe keys ``prefetch`` took in this run (new probes)
         self._retaken: set[str] = set()  # keys whose busy-machine probe was judged this run
+        self.precision = check_precision(precision)  # issue #35: how each GPU trains
 
     @property
     def snapshot(self) -> str:
@@ -320,16 +323,22 @@ class LocalBackend(Backend):
             else:  # the one prediction path (advisor predict's and the service's)
                 from advisor.prediction.perf.forecast import forecast_machine
 
+                plan, lacking = machine_plan(instance, self.catalog, self.precision)
+                if lacking:  # issue #35: the GPU lacks the precision asked for
+                    return RunTime(None, "modelled", epochs, 0.0, probe=probe, new_probe=new,
+                                   error=f"left out: {lacking}")  # fmt: skip
                 if instance.accelerator is not None:  # its operator trace, taken once
                     probe = self.ready(workload, batch_size, hps, probe, noise=is_ref)
                 pred = forecast_machine(
                     probe, instance, self.catalog, batch_size, epochs, workload.n_train,
                     workload.n_val, sweep_epochs=(), data_bytes=workload.data_bytes,
                     data_basis=workload.data_basis, ledger_storage=self.ledger_storage,
-                    trace_store=self.cache,
+                    trace_store=self.cache, plan=plan,
                 ).prediction  # fmt: skip
                 phases = pred.phases
                 extra = {"bottleneck": pred.bottleneck, "basis": pred.basis}
+                if pred.plan:
+                    extra["plan"] = pred.plan
             est = estimate(phases, workload.n_train, workload.n_val, epochs, batch_size)
         except (ValueError, ArithmeticError) as exc:
             return RunTime(

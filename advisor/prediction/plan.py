@@ -28,6 +28,12 @@ from advisor.errors import AdvisorError, unknown_value_error
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 PRECISION_CHOICES = ("auto", *PRECISIONS)  # --precision: auto lets the study choose per GPU
+PRECISION_HELP = (
+    "How each GPU trains: fp32 (PyTorch's defaults), tf32 (matrix products on TF32 tensor "
+    "cores), bf16 or fp16 (autocast mixed precision; fp16 with loss scaling), or auto (bf16 "
+    "where the GPU has it, else fp16, else fp32). A GPU without the precision is left out, "
+    "with the reason."
+)
 CHECKPOINTING = ("none", "blocks")
 SHARDING = ("none", "optimizer", "gradients", "parameters")
 SHARDING_WORDS = {
@@ -278,3 +284,11 @@ def machine_plans(
         else:
             plans[m.key] = chosen
     return plans, left_out
+
+
+def machine_plan(machine: Any, catalog: Any, precision: str) -> tuple[TrainingPlan | None, str]:
+    """One machine's plan for ``--precision`` (None: a CPU, or fp32 as probed) and why it is
+    left out ("" when it is not)."""
+    if not machine.accelerator or precision == "fp32":
+        return None, ""
+    return plan_on(None, precision, catalog.accelerator(machine.accelerator))

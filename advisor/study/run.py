@@ -99,6 +99,7 @@ def local_backend(
         # at their machine and batch; the ledger they were recorded in corrects the model.
         remote_lookup=remote_lookup(storage, options.probe_iterations, options.emulate_cloud),
         ledger_storage=storage if isinstance(storage, str) else resolve_storage(options.storage),
+        precision=options.precision,
     )
 
 
