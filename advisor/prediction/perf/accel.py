@@ -11,7 +11,8 @@ Steady iteration on ``n`` devices with global batch ``B`` (per-device batch ``b 
 The ``max`` with the host dispatch makes a small model need a large per-device batch before the
 device, not the host, is the bottleneck; the launches are the trace's (views and detaches
 launch nothing, the optimizer runs as CUDA's multi-tensor kernels). Ring all-reduce:
-``2 (n-1)/n * gradient_bytes / link + 2 (n-1) * hop_latency`` (DDP, one process per device).
+``2 (n-1)/n * gradient_bytes / link + 2 (n-1) * hop_latency * buckets`` (DDP, one process per
+device, one collective per gradient bucket) plus DDP's own cost per step (measured here).
 Validation runs the forward phase at the same per-device batch. The CPU probe's timing never
 enters: only its trace, its loader time and its host initialisation do.
 """
@@ -74,6 +75,12 @@ def link_of(spec: AcceleratorSpec) -> Link:
     return Link(spec.link_gbs * 1e9 * C.LINK_EFFICIENCY[kind], kind, "k80" in spec.name.lower())
 
 
+def buckets(gradient_bytes: float) -> int:
+    """DDP's gradient buckets (one collective each): 1 MiB first, then 25 MiB each."""
+    rest = max(0.0, gradient_bytes - C.DDP_FIRST_BUCKET_BYTES)
+    return 1 + math.ceil(rest / C.DDP_BUCKET_BYTES)
+
+
 def iteration_parts(
     sig: WorkloadSignature,
     dev: DeviceTime,
@@ -101,7 +108,7 @@ def iteration_parts(
     allreduce = replica = 0.0
     if n > 1:
         link_bw = link.bytes_per_s / (2 if link.shared_board else 1)
-        hops = 2 * (n - 1) * C.HOP_LATENCY_S[link.kind]
+        hops = 2 * (n - 1) * C.HOP_LATENCY_S[link.kind] * buckets(sig.gradient_bytes)
         if strategy == "ddp" and not forward_only:
             allreduce = comm_factor * (2 * (n - 1) / n * sig.gradient_bytes / link_bw + hops)
             replica = C.DDP_OVERHEAD_S
