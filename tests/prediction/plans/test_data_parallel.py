@@ -4,12 +4,12 @@ when its step amortises them."""
 from __future__ import annotations
 
 import pytest
+from advisor.providers.catalog import load
 from perf_fixtures import SyntheticTraces, gpu_machine, traced_probe
 
 from advisor.prediction.perf import constants as C
 from advisor.prediction.perf.accel import buckets
 from advisor.prediction.perf.model import predict
-from advisor.providers.catalog import load
 
 CAT = load()
 
