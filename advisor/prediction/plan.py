@@ -172,6 +172,10 @@ class TrainingPlan:
         )
 
 
+class PrecisionLacking(AdvisorError, ValueError):
+    """A machine's GPU lacks the precision asked for: the machine is left out."""
+
+
 FIELDS = {"precision": "precision", "accumulation": "accumulation", "accumulate": "accumulation",
           "checkpointing": "checkpointing", "checkpoint": "checkpointing",
           "sharding": "sharding", "shard": "sharding"}  # fmt: skip
@@ -292,3 +296,20 @@ def machine_plan(machine: Any, catalog: Any, precision: str) -> tuple[TrainingPl
     if not machine.accelerator or precision == "fp32":
         return None, ""
     return plan_on(None, precision, catalog.accelerator(machine.accelerator))
+
+
+def planned_machines(
+    machines: Any, catalog: Any, plan: TrainingPlan | None, precision: str | None
+) -> tuple[list[Any], dict[str, TrainingPlan], list[str]]:
+    """The machines that can train in ``precision`` (checked), their plans by machine key, and
+    a note per machine left out; an AdvisorError when none is left."""
+    if precision is not None:
+        check_precision(precision)
+    plans, left_out = machine_plans(machines, catalog, plan, precision)
+    kept = [m for m in machines if m.key not in left_out]
+    if not kept:
+        raise AdvisorError(
+            f"No machine can train in {precision}: {'; '.join(left_out.values())}.",
+            "use --precision auto (each GPU's best) or fp32, or other machines.",
+        )
+    return kept, plans, [f"Left out: {key}: {why}." for key, why in left_out.items()]
