@@ -59,3 +59,16 @@ def test_the_suggest_back_end_leaves_out_a_gpu_without_the_precision() -> None:
     plan, why = machine_plan(cat.resolve("g5.xlarge"), cat, "auto")
     assert why == "" and plan is not None and plan.precision == "bf16"
     assert machine_plan(cat.resolve("g5.xlarge"), cat, "fp32") == (None, "")
+
+
+def test_the_one_prediction_path_refuses_a_gpu_without_the_precision() -> None:
+    from advisor.prediction.perf.forecast import forecast_machine
+    from advisor.prediction.plan import PrecisionLacking
+
+    cat = load()
+    p = with_synthetic_trace(probe(batch=256))
+    with pytest.raises(PrecisionLacking, match="left out: T4"):
+        forecast_machine(p, cat.resolve("g4dn.xlarge"), cat, 256, 1, 1000, 0, precision="bf16")
+    row = forecast_machine(p, cat.resolve("g5.xlarge"), cat, 256, 1, 1000, 0, precision="auto")
+    assert row.prediction.plan == "bf16"
+    assert isinstance(PrecisionLacking("x"), ValueError)  # the suggest back end's failed trial
