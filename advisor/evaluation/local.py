@@ -61,8 +61,8 @@ class LocalBackend(Backend):
     """
 
     name = "local"
-    # Issue #27: trials charge nothing and repeat their screen (contract.Backend)
-    probes_run_on_candidates, trials_repeat_screen = False, True
+    # Issues #27: trials charge nothing, repeat their screen; #35: run.py sets --precision
+    probes_run_on_candidates, trials_repeat_screen, precision = False, True, "fp32"
 
     def __init__(
         self,
@@ -340,13 +340,13 @@ class LocalBackend(Backend):
                     probe, instance, self.catalog, batch_size, epochs, workload.n_train,
                     workload.n_val, sweep_epochs=(), data_bytes=workload.data_bytes,
                     data_basis=workload.data_basis, ledger_storage=self.ledger_storage,
-                    trace_store=self.cache,
+                    trace_store=self.cache, precision=self.precision,
                 )  # fmt: skip
                 if row.memory is not None and not row.fits:  # issue #34
                     return does_not_fit(row.memory, epochs, probe, new)
                 pred = row.prediction
                 phases = pred.phases
-                extra = {"bottleneck": pred.bottleneck, "basis": pred.basis}
+                extra = {"bottleneck": pred.bottleneck, "basis": pred.basis, "plan": pred.plan}
                 if row.memory is not None:
                     extra["memory"] = row.memory.to_dict()
             est = estimate(phases, workload.n_train, workload.n_val, epochs, batch_size)
