@@ -130,7 +130,11 @@ def e2e_rows() -> list[dict[str, Any]]:
         else:
             assert amd is not None
             (have, source), generation = amd, None
-        trace = _e2e_trace(E2E_BUILDERS[name], row["batch"], row["seq"])
+        # dp4's batch is the global one: its step (452 ms on A100-SXM4-40GB) is as fast as
+        # batch 1 on one A100 (524 ms), not batch 4 (1636 ms); each GPU holds batch / 4
+        per_device = row["batch"] // 4 if option == "dp4" else row["batch"]
+        row["per_device_batch"] = per_device
+        trace = _e2e_trace(E2E_BUILDERS[name], per_device, row["seq"])
         memory = step_memory(trace, device="gpu", generation=generation)
         fit = memory_fit(memory, have * GIB)
         row.update(
@@ -199,7 +203,9 @@ def markdown(cases: list[dict[str, Any]], e2e: list[dict[str, Any]], command: st
         "Training rows of `models-e2e.csv` (NeuSight, measured on these GPUs, so each fits): "
         'predicted peak per GPU (`device="gpu"`: tensors + priors; low-high from the '
         "priors' ranges) beside the GPU's memory. fp32, forward + backward, stateless update "
-        "(the measured step ran no optimizer); dp4: per-device batch, a full replica per GPU.",
+        "(the measured step ran no optimizer); dp4: the row's batch is global (its step time "
+        "matches batch 1 on one A100, not batch 4), so each GPU holds batch / 4 and a full "
+        "replica.",
         "",
         "| model | seq | batch | GPU | parallel | predicted GiB (low-high) | GPU GiB | "
         "headroom | predicted fit |",
