@@ -12,7 +12,7 @@ from advisor.evaluation.limits import constraints as constraints  # re-exported
 from advisor.evaluation.limits import is_feasible as is_feasible  # re-exported
 from advisor.evaluation.limits import objective_values as objective_values  # re-exported
 from advisor.evaluation.workload import WorkloadInfo
-from advisor.prediction.plan import PRECISION_HELP
+from advisor.prediction.plan import PLAN_SEARCH_HELP, PRECISION_HELP, plan_fields
 from advisor.search_spaces.space import JointSpace
 from advisor.search_spaces.workloads import ModelRef
 
@@ -170,7 +170,8 @@ OPTIONS: dict[str, OptionDoc] = {
         "Whether this machine is a candidate (probed for real; default: yes, unless --cloud).",
         off="--no-local",
     ),
-    "precision": OptionDoc("--precision", PRECISION_HELP),  # issue #35
+    "precision": OptionDoc("--precision", PRECISION_HELP),  # issue #35 (and --plan)
+    "plan": OptionDoc("--plan", PLAN_SEARCH_HELP),
     "include_previous_generation": OptionDoc(
         "--include-previous-generation",
         "Also recommend previous-generation and retired machine types (K80, P3, Azure NCv3; "
@@ -211,16 +212,14 @@ class SuggestOptions:
     n_train: int | None = None
     n_val: int | None = None
     screen: bool = True
-    # Issue #14: probe the N most promising distinct cloud machines for real after the
-    # screen (advisor.remote.cloud_probes); their spend counts against the probe budget.
-    cloud_probes: int = 0
+    cloud_probes: int = 0  # issue #14: probe the N most promising cloud machines for real
     cloud_settings: Any = None  # a cloud.yaml path, a CloudSettings, None: $ADVISOR_HOME's
     emulate_cloud: bool = False  # every provider's probe job runs through the local emulation
     data_gb: float | None = None  # issue #14: the dataset a cloud job downloads (GB)
     include_previous_generation: bool = False  # issue #27: old types only when asked for
     precision: str = "fp32"  # issue #35: auto, fp32, tf32, bf16, fp16 (advisor.prediction.plan)
-    # Issue #28: filters in SkyPilot's words (advisor.search_spaces.filters); None: the space's
-    gpus: str | None = None
+    plan: str | None = None  # issue #35: --plan's fixed fields (the rest searched per machine)
+    gpus: str | None = None  # issue #28: filters in SkyPilot's words; None: the space's
     cloud: str | None = None
     region: str | None = None
     spot: bool | None = None
@@ -269,6 +268,7 @@ class SuggestOptions:
             from advisor.probes.host import check_threads
 
             check_threads(self.threads)  # issue #28: at most this machine's cores
+        plan_fields(self.plan)  # issue #35: a bad --plan is one line, at once
         if self.gpus is not None:
             from advisor.search_spaces.filters import parse_gpus
 

@@ -86,7 +86,7 @@ def local_backend(
         if progress is not None:
             progress(f"probe:{text}", 0, 1)
 
-    from advisor.prediction.plan import check_precision
+    from advisor.prediction.plan import check_precision, plan_fields
     from advisor.remote.measured import remote_lookup
 
     backend = LocalBackend(
@@ -102,6 +102,7 @@ def local_backend(
         ledger_storage=storage if isinstance(storage, str) else resolve_storage(options.storage),
     )
     backend.precision = check_precision(options.precision)  # issue #35: how each GPU trains
+    backend.plan_fields = plan_fields(options.plan)  # the rest of the plan: fixed, or searched
     return backend
 
 
