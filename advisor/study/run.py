@@ -86,7 +86,6 @@ def local_backend(
         if progress is not None:
             progress(f"probe:{text}", 0, 1)
 
-    from advisor.prediction.plan import check_precision, plan_fields
     from advisor.remote.measured import remote_lookup
 
     backend = LocalBackend(
@@ -101,8 +100,6 @@ def local_backend(
         remote_lookup=remote_lookup(storage, options.probe_iterations, options.emulate_cloud),
         ledger_storage=storage if isinstance(storage, str) else resolve_storage(options.storage),
     )
-    backend.precision = check_precision(options.precision)  # issue #35: how each GPU trains
-    backend.plan_fields = plan_fields(options.plan)  # the rest of the plan: fixed, or searched
     return backend
 
 
@@ -142,6 +139,11 @@ def run_suggest(
     if backend is None:
         backend = local_backend(options, storage_obj, space, progress)
     backend.deadline = deadline
+    if hasattr(backend, "plan_fields"):  # issue #35: how each GPU trains (LocalBackend)
+        from advisor.prediction.plan import check_precision, plan_fields
+
+        backend.precision = check_precision(options.precision)
+        backend.plan_fields = plan_fields(options.plan)  # the rest: fixed, or searched
     candidates = backend.candidates(space, options.include_previous_generation)  # issue #27
     if not candidates:
         raise no_machine_error(options)
