@@ -139,7 +139,9 @@ def run_suggest(
     if backend is None:
         backend = local_backend(options, storage_obj, space, progress)
     backend.deadline = deadline
-    if hasattr(backend, "plan_fields"):  # issue #35: how each GPU trains (LocalBackend)
+    from advisor.evaluation.local import LocalBackend
+
+    if isinstance(backend, LocalBackend):  # issue #35: how each GPU trains
         from advisor.prediction.plan import check_precision, plan_fields
 
         backend.precision = check_precision(options.precision)
