@@ -153,6 +153,14 @@ class TrainingPlan:
             out.append(f"shard-{self.sharding}")
         return "/".join(out)
 
+    def arg(self) -> str:
+        """The plan as ``--plan`` text for ``python -m advisor.train`` (``parse_plan``'s
+        input): "precision=bf16,accumulation=4,checkpointing=blocks,sharding=none"."""
+        return (
+            f"precision={self.precision},accumulation={self.accumulation},"
+            f"checkpointing={self.checkpointing},sharding={self.sharding}"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "precision": self.precision,
