@@ -13,6 +13,7 @@ import click
 
 from advisor.cli import console as output
 from advisor.cli import params as p
+from advisor.cli.export import ExportTo
 from advisor.cli.saved_files import EXIT_STATUS, write_atomically, write_text
 from advisor.errors import MissingExtraError
 from advisor.options import OBJECTIVES, OPTIONS, SAMPLER_NAMES
@@ -88,6 +89,13 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
     "it (same name, .html; needs the plot extra), after the report is printed.",
 )
 @click.option(
+    "--export",
+    "export_to",
+    type=ExportTo(),
+    help="Also write the recommendation as TARGET:FILE, TARGET one of skypilot, sagemaker, "
+    "vertex, azureml (see `advisor export`), after the report is printed.",
+)
+@click.option(
     "--backend",
     "backend_spec",
     hidden=True,
@@ -106,6 +114,7 @@ def suggest(
     as_json: bool,
     out_file: Path | None,
     plot_file: Path | None,
+    export_to: tuple[str, Path] | None,
     backend_spec: str | None,
     server: str | None,
     token: str | None,
@@ -126,7 +135,7 @@ def suggest(
     model = ModelRef(fields["model"])
     space = load_space(Path(space_file), None if model.is_user else model) if space_file else None
     options = SuggestOptions(space=space, **fields)
-    view = _View(top, verbose, as_json, out_file, plot_file)
+    view = _View(top, verbose, as_json, out_file, plot_file, export_to)
     if server:  # issue #17: the same request, run by a service
         from advisor.service.suggest_client import suggest_remote
 
@@ -164,6 +173,7 @@ class _View:
     as_json: bool
     out_file: Path | None
     plot_file: Path | None
+    export_to: tuple[str, Path] | None = None  # issue #37: --export TARGET:FILE
 
 
 def _show(report: dict[str, Any], view: _View) -> None:
@@ -191,6 +201,11 @@ def _show(report: dict[str, Any], view: _View) -> None:
             _written(view, f"plot written to {view.plot_file} and {html}")
         except MissingExtraError as exc:
             click.echo(f"plot written to {view.plot_file}; no HTML plot: {exc}", err=True)
+    if view.export_to:  # issue #37: what the report recommends, as a task or a job
+        from advisor.export.api import export
+
+        done = export(view.export_to[0], report=report, out=view.export_to[1])
+        _written(view, done.summary())
 
 
 def _written(view: _View, line: str) -> None:
