@@ -58,6 +58,7 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @_option("region")
 @_option("spot", default=None)
 @_option("local", default=None)
+@_option("value_of_time", type=p.USD, metavar="USD_PER_HOUR")
 @click.option("--no-screen", "screen", flag_value=False, default=True, help=OPTIONS["screen"].help)
 @_option("cloud_probes", type=p.BoundedInt(0, 100), default=0, show_default=True)
 @_option("cloud_settings", type=click.Path(dir_okay=False))

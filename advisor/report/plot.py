@@ -145,6 +145,14 @@ def plot(report: dict[str, Any], path: str) -> None:
             [rec["runtime_s"]["value"]], [y(rec)], marker="*", s=380, color="#d62728",
             edgecolors="black", lw=0.8, zorder=5, label="recommended",
         )  # fmt: skip
+    vot = (report.get("value_of_time") or {}).get("recommended")
+    if rec and vot:  # issue #37: the runs of the same total (cost + time x value) as the choice
+        v, ts = report["value_of_time"]["usd_per_hour"], _time_ticks(t_lo, t_hi)
+        ts = [t_lo * (t_hi / t_lo) ** (i / 60) for i in range(61)] if ts else []
+        line = [(t, vot["total_usd"] - t / 3600 * v) for t in ts]
+        ax.plot([t for t, c in line if c > c_lo], [c for _, c in line if c > c_lo],
+                color="#d62728", lw=0.8, ls="-.", zorder=2,
+                label=f"same total as the choice at USD {v:g}/h")  # fmt: skip
     if any(r["cost_usd"]["value"] <= 0 for r in rows):
         ax.axhline(floor, color="#2ca02c", lw=0.6, ls=":", zorder=1)
     budget, deadline = report.get("budget_usd"), report.get("deadline_s")

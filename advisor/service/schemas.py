@@ -84,6 +84,9 @@ class SuggestRequest(_Strict):
     include_previous_generation: bool = Field(
         False, description=_help("include_previous_generation")
     )
+    value_of_time: float | None = Field(  # issue #37: USD per hour
+        None, gt=0, le=1e9, description=_help("value_of_time")
+    )
 
     @field_validator("model")
     @classmethod
