@@ -116,6 +116,7 @@ SERVICES: dict[tuple[str, str], tuple[Overhead, ...]] = {
         Overhead(PULL, Span(60, 20, 180), True, PRIOR, _VM_PULL),
     ),
     ("local", "local"): (),
+    ("owned", "owned"): (),  # issue #37: your own machine, running and holding the data
 }  # fmt: skip
 VM_SERVICES = ("ec2", "compute-engine", "azure-vm")
 
@@ -225,7 +226,7 @@ def overheads_for(
     terms = SERVICES[key]
     if not container and service in VM_SERVICES:
         terms = tuple(t for t in terms if t.phase != PULL)
-    if data_bytes > 0 and provider != "local":
+    if data_bytes > 0 and provider not in ("local", "owned"):
         rate = DOWNLOAD_BYTES_PER_S
         span = Span(data_bytes / rate.value, data_bytes / rate.high, data_bytes / rate.low)
         source = f"prior: 200 MB/s (50-1000) same-region, for {data_bytes / 1e9:.3g} GB"

@@ -72,6 +72,8 @@ BILLING: dict[str, BillingRule] = {
     "azure-vm": BillingRule(60.0, 60.0, "prior: Azure pricing FAQ, per minute"),
     "azure-ml": BillingRule(60.0, 60.0, "prior: Azure pricing FAQ, per minute"),
     "local": BillingRule(1.0, 0.0, "your own machine: not billed"),
+    # issue #37: a machine you own costs its amortisation + energy per second of use.
+    "owned": BillingRule(1.0, 0.0, "your own machine: amortisation + energy per second of use"),
 }
 
 

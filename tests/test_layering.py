@@ -28,7 +28,7 @@ FOLDERS = {  # folder -> the package it imports as (pyproject's package-dir)
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("front ends", ("advisor.cli", "advisor.service")),
     ("python api", ("advisor", "advisor.pipeline")),
-    ("stages", ("advisor.report", "advisor.tuning", "advisor.train")),
+    ("stages", ("advisor.report", "advisor.tuning", "advisor.train", "advisor.export")),
     ("study", ("advisor.study", "advisor.accuracy")),  # accuracy: --tune's short runs
     ("remote probes", ("advisor.remote",)),
     ("values", ("advisor.options", "advisor.records", "advisor.outcome")),

@@ -129,6 +129,10 @@ class LocalBackend(Backend):
         if machines.instance_types:  # native names (ml.p3.2xlarge, Standard_NC6s_v3) match too
             rest = replace(rest, instance_types=self.catalog.matching_keys(machines.instance_types))
         out = [i for i in found if i.provider != "local" and matches(i, rest)]
+        from advisor.providers.owned import owned_instances  # issue #37: machines you own
+
+        owned = owned_instances(self.catalog.accelerators)
+        out += [i for i in owned if matches(i, rest) and _board_ok(i, machines)]
         if machines.include_local:
             from advisor.providers.catalog import local_machine
 
@@ -370,6 +374,13 @@ class LocalBackend(Backend):
 def _lasting(remote: Any) -> bool:
     """Whether a remote probe's result holds for good: a success, or out of memory / NaN."""
     return bool(remote.result.ok or remote.result.status not in TRANSIENT_FAILURES)
+
+
+def _board_ok(instance: InstanceType, machines: MachineFilter) -> bool:
+    """An accelerator filter (--gpus) applied to a machine you own, by name or family."""
+    wanted = {a.lower() for a in machines.accelerators}
+    acc = (instance.accelerator or "cpu").lower()
+    return not wanted or acc in wanted or acc.partition("-")[0] in wanted
 
 
 def _local_filter(machines: MachineFilter) -> MachineFilter:

@@ -29,6 +29,7 @@ from advisor.report.confidence import confidence
 from advisor.report.epochs import epochs_note, epochs_per_batch
 from advisor.report.feasible import check_feasible as check_feasible  # re-exported
 from advisor.report.overheads import overheads_notes, overheads_section, run_overheads_of
+from advisor.report.owned import section as owned_section
 from advisor.report.rows import KNOWN, managed_rows, runtime_params, scored_rows, tuned_ranges
 from advisor.report.value_of_time import reason as value_reason
 from advisor.report.value_of_time import section as value_section
@@ -121,6 +122,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         },
         "recommended": rec_row,
         "value_of_time": value,  # issue #37: the split and the place on the front
+        "owned": owned_section(ranking),  # issue #37: renting against the machines you own
         "confidence": conf,
         "best_by_time": fast.ref if fast else None,
         "best_by_cost": cheap.ref if cheap else None,

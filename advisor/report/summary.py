@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.durations import format_duration
 from advisor.report.confidence import confidence_line
 from advisor.report.hyperparameters import print_lines as print_hyperparameters
+from advisor.report.owned import lines as owned_lines
 from advisor.report.value_of_time import lines as value_lines
 
 if TYPE_CHECKING:
@@ -188,7 +189,10 @@ def render_summary(report: dict[str, Any], console: Console, top: int = TOP_ROWS
             sure = Text.assemble(("how sure: ", "bold"), confidence_line(conf, short=True))
             console.print(Padding(sure, (0, 0, 0, 2)), highlight=False)
         print_hyperparameters(report, console, "  ", short=True)  # issue #29: --tune
-        for line in value_lines(report):  # issue #37: --value-of-time's split and front
+        for line in [
+            *value_lines(report),
+            *owned_lines(report),
+        ]:  # issue #37: --value-of-time's split and front
             console.print(escape(line), highlight=False)
     shown = {id(rec)} if rec else set()
     for label, key in (("fastest", "best_by_time"), ("cheapest", "best_by_cost")):
