@@ -125,10 +125,10 @@ def sagemaker_request(row: ExportRow, settings: CloudSettings, name: str) -> dic
 
 def sagemaker_file(row: ExportRow, settings: CloudSettings, name: str) -> JobFile:
     request = sagemaker_request(row, settings, name)
-    values = {
-        "RoleArn": request["RoleArn"],
-        "S3OutputPath": request["OutputDataConfig"]["S3OutputPath"],
-        "TrainingImage": request["AlgorithmSpecification"]["TrainingImage"],
+    values = {  # cloud.yaml's key (the request's field)
+        "role (RoleArn)": request["RoleArn"],
+        "output (S3OutputPath)": request["OutputDataConfig"]["S3OutputPath"],
+        "image (TrainingImage)": request["AlgorithmSpecification"]["TrainingImage"],
     }
     region = row.region or "REGION"
     return JobFile(
@@ -209,11 +209,11 @@ BUILDERS = {"sagemaker": sagemaker_file, "vertex": vertex_file, "azureml": azure
 
 def submit(target: str, row: ExportRow, settings: CloudSettings, name: str) -> str:
     """Send the job to the service; returns its id. No credentials or settings: one line."""
-    for key, placeholder in _needed(target, row, settings, name):
+    for key, section in _needed(target, row, settings, name):
         raise AdvisorError(
             f"--submit to {target} needs its {key}, which is not set.",
-            f"set {key} under '{placeholder}:' in $ADVISOR_HOME/cloud.yaml (or submit the "
-            "written file yourself after filling it in).",
+            f"set {key.split(' ')[0]} under '{section}:' in $ADVISOR_HOME/cloud.yaml (or submit "
+            "the written file yourself after filling it in).",
         )
     if target == "sagemaker":
         runner = sagemaker_runner(settings)

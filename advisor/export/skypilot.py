@@ -93,6 +93,18 @@ def _quote(arg: str) -> str:
     return shlex.quote(arg)
 
 
+class _Dumper(yaml.SafeDumper):
+    """Safe YAML with multi-line strings (``setup``) as literal blocks."""
+
+
+_Dumper.add_representer(
+    str,
+    lambda dumper, text: dumper.represent_scalar(
+        "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None
+    ),
+)
+
+
 def task_yaml(row: ExportRow, disk_gb: int = DEFAULT_DISK_GB) -> str:
     """The task as YAML text, with a header that says what it runs and what the report said."""
     head = [
@@ -106,5 +118,5 @@ def task_yaml(row: ExportRow, disk_gb: int = DEFAULT_DISK_GB) -> str:
             f" s), USD {row.cost_usd:.4g} at USD {row.price_per_hour or 0:.4g}/h "
             f"({row.service} price)."
         )
-    body = yaml.safe_dump(task(row, disk_gb), sort_keys=False, default_flow_style=False)
+    body = yaml.dump(task(row, disk_gb), Dumper=_Dumper, sort_keys=False)
     return "\n".join(head) + "\n" + body

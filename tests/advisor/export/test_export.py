@@ -183,7 +183,7 @@ def test_a_study_with_no_recommendation() -> None:
 def test_submit_without_settings_is_one_line(study: dict[str, Any]) -> None:
     n = row_number(study["report"], "aws")
     line = _one_line(export_cli(study, "--to", "sagemaker", "--row", str(n), "--submit"))
-    assert "needs its RoleArn" in line and "cloud.yaml" in line
+    assert "needs its role (RoleArn)" in line and "set role under 'sagemaker:'" in line
 
 
 def test_this_machine_is_no_export_target(study: dict[str, Any]) -> None:
