@@ -69,6 +69,7 @@ def test_each_clouds_row_as_a_skypilot_task(study: dict[str, Any], provider: str
     check_task(yaml.safe_load(out.read_text()), report["ranking"][n - 1], report["workload"])
 
 
+@pytest.mark.slow  # imports the cloud SDK
 def test_sagemaker_job_is_the_row_and_passes_botocore(study: dict[str, Any]) -> None:
     import boto3
     from botocore.stub import Stubber
@@ -93,6 +94,7 @@ def test_sagemaker_job_is_the_row_and_passes_botocore(study: dict[str, Any]) -> 
         client.create_training_job(**request)
 
 
+@pytest.mark.slow  # imports the cloud SDK
 def test_vertex_custom_job_is_the_row(study: dict[str, Any]) -> None:
     from google.cloud import aiplatform_v1 as v1
 
@@ -111,6 +113,7 @@ def test_vertex_custom_job_is_the_row(study: dict[str, Any]) -> None:
     assert _train_args(list(pool.container_spec.command)) == _expected_args(row, report["workload"])
 
 
+@pytest.mark.slow  # imports the cloud SDK
 def test_azureml_command_job_is_the_row(study: dict[str, Any]) -> None:
     from azure.ai.ml import load_job
 
