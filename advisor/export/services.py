@@ -17,6 +17,7 @@ as a placeholder that the notes name, to be filled in before submitting.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import shlex
 import tempfile
@@ -176,6 +177,8 @@ def azureml_job(row: ExportRow, settings: CloudSettings, name: str) -> Any:
     """The Azure ML command job on serverless compute of the row's VM size and tier."""
     ml = require("azure.ai.ml", "azure", "export to Azure ML")
     entities = require("azure.ai.ml.entities", "azure", "export to Azure ML")
+    # queue_settings (the spot tier) is an "experimental" class: the SDK logs that on use
+    logging.getLogger("azure.ai.ml").setLevel(logging.ERROR)
     image = _image(settings, "azureml")
     environment: Any = image if image.startswith("azureml:") else entities.Environment(image=image)
     return ml.command(
@@ -199,7 +202,9 @@ def azureml_file(row: ExportRow, settings: CloudSettings, name: str) -> JobFile:
         job.dump(path)
         text = path.read_text()
     return JobFile(
-        text, ".yml", "az ml job create --file FILE --resource-group RG --workspace-name WS",
+        text, ".yml",
+        "az ml job create --file FILE --resource-group RG --workspace-name WS (a workspace in "
+        f"{row.region or 'the region the report priced'}: serverless jobs run in its region)",
         _fill({"image": _image(settings, "azureml")}),
     )  # fmt: skip
 
