@@ -160,7 +160,10 @@ def vertex_job(row: ExportRow, settings: CloudSettings, name: str) -> Any:
 def vertex_file(row: ExportRow, settings: CloudSettings, name: str) -> JobFile:
     job = vertex_job(row, settings, name)
     runner = vertex_runner(row, settings)
-    text = type(job).to_json(job, preserving_proto_field_name=False)
+    # enum names (NVIDIA_TESLA_T4, SPOT), set fields only: the REST body a person can read
+    text = type(job).to_json(
+        job, use_integers_for_enums=False, including_default_value_fields=False
+    )
     values = {"project": str(runner.project), "output": str(runner.output),
               "image": job.job_spec.worker_pool_specs[0].container_spec.image_uri}  # fmt: skip
     url = f"https://{runner.location}-aiplatform.googleapis.com/v1/{runner.parent}/customJobs"

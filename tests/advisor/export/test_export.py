@@ -103,7 +103,9 @@ def test_vertex_custom_job_is_the_row(study: dict[str, Any]) -> None:
     row = report["ranking"][n - 1]
     out = study["folder"] / "custom_job.json"
     assert export_cli(study, "--to", "vertex", "--row", str(n), "--out", str(out)).code == 0
-    job = v1.CustomJob.from_json(out.read_text())  # the SDK's own type reads it back
+    text = out.read_text()
+    assert '"NVIDIA_TESLA_T4"' in text  # enum names, as the REST API documents them
+    job = v1.CustomJob.from_json(text)  # the SDK's own type reads it back
     pool = job.job_spec.worker_pool_specs[0]
     assert pool.machine_spec.machine_type == row["instance_type"].split("+")[0]
     assert pool.machine_spec.accelerator_type.name == "NVIDIA_TESLA_T4"
