@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from advisor.durations import format_duration
 from advisor.evaluation.ranking import Point, cheapest, fastest, non_dominated
 
 
@@ -63,13 +64,15 @@ def section(points: Sequence[Point], best: Point | None, usd_per_hour: float) ->
         return out
     front = non_dominated([p for p in points if p.feasible])
     on = next((i for i, p in enumerate(front) if p.ref is best.ref), None)
-    if on is None:  # a near-tie the tie rule took: the front point that dominates it
-        by = next(p for p in front if p.runtime <= best.runtime and p.cost <= best.cost)
+    if on is None:  # a near-tie the tie rule took: a front point that dominates it
+        real = next(p for p in points if p.ref is best.ref)  # ``best`` holds the total
+        by = next(p for p in front if p.runtime <= real.runtime and p.cost <= real.cost)
         out["front"] = {
             "on_front": False,
             "points": len(front),
             "dominated_by": _split(by.ref, v),
-            "text": f"within the {5}% tie band of {by.ref['machine']}, which the front holds",
+            "text": f"off the front by less than the 5 % tie band: {by.ref['machine']} batch "
+            f"{by.ref['batch_size']}, on it, is no slower and no dearer",
         }
         return out
     # Front sorted by run time (cost falling): point i is the best total for V between the
@@ -124,7 +127,7 @@ def lines(report: dict[str, Any]) -> list[str]:
     v, r = s["usd_per_hour"], s["recommended"]
     out = [
         f"Value of time USD {v:g}/h: total USD {r['total_usd']:,.2f} = cloud USD "
-        f"{r['cost_usd']:,.2f} + {r['runtime_s'] / 3600:.2f} h x USD {v:g} = USD "
+        f"{r['cost_usd']:,.2f} + {format_duration(r['runtime_s'])} x USD {v:g}/h = USD "
         f"{r['time_usd']:,.2f}."
     ]
     for name in ("fastest", "cheapest"):

@@ -97,3 +97,19 @@ def test_option_service_and_api_take_it() -> None:
 
     with pytest.raises(AdvisorError, match="value_of_time must be > 0"):
         SuggestOptions(model="fcn", value_of_time=-1)
+
+
+def test_a_near_tie_off_the_front_names_the_point_that_dominates_it() -> None:
+    from advisor.evaluation.ranking import Point
+    from advisor.report.value_of_time import section, total_points
+
+    def row(name: str, runtime: float, cost: float) -> dict[str, Any]:
+        iv = {"value": runtime, "low": runtime, "high": runtime}
+        return {"machine": name, "batch_size": 256, "feasible": True, "runtime_s": iv,
+                "cost_usd": {"value": cost, "low": cost, "high": cost}}  # fmt: skip
+
+    rows = [row("fast", 50.0, 2.0), row("tied", 100.0, 1.0), row("front", 99.0, 0.99)]
+    points = [Point(r["runtime_s"]["value"], r["cost_usd"]["value"], True, r) for r in rows]
+    chosen = next(p for p in total_points(rows, 50.0) if p.ref["machine"] == "tied")
+    front = section(points, chosen, 50.0)["front"]
+    assert front["on_front"] is False and front["dominated_by"]["machine"] == "front"
