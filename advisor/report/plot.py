@@ -184,7 +184,7 @@ def plot(report: dict[str, Any], path: str) -> None:
     ax.set_ylabel("estimated cost, USD (log scale; 0 = this machine)")
     ax.set_title(
         f"{report['workload']}: cost vs run time of {len(rows)} scored candidates "
-        f"(objective {report['objective']})",
+        f"(objective {_objective(report)})",
         fontsize=10,
     )
     ax.legend(fontsize=8, loc="upper right", framealpha=0.9)
@@ -192,6 +192,11 @@ def plot(report: dict[str, Any], path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _objective(report: dict[str, Any]) -> str:
+    vot = report.get("value_of_time")  # issue #37
+    return f"cost + time x USD {vot['usd_per_hour']:g}/h" if vot else str(report["objective"])
 
 
 def _annotate(
