@@ -12,6 +12,7 @@ from advisor.evaluation.limits import constraints as constraints  # re-exported
 from advisor.evaluation.limits import is_feasible as is_feasible  # re-exported
 from advisor.evaluation.limits import objective_values as objective_values  # re-exported
 from advisor.evaluation.workload import WorkloadInfo
+from advisor.prediction.plan import PRECISION_HELP
 from advisor.search_spaces.space import JointSpace
 from advisor.search_spaces.workloads import ModelRef
 
@@ -100,7 +101,7 @@ OPTIONS: dict[str, OptionDoc] = {
         "--tune",
         "Then spend up to this long (3m, 1h) of this machine on short training runs of the "
         "recommended batch size and its neighbours with sampled hyperparameters, pruned by "
-        "successive halving, and recommend hyperparameter values with their evidence "
+        "Optuna's Hyperband pruner, and recommend hyperparameter values with their evidence "
         "(PyTorch; a re-run counts the runs the study already holds).",
     ),
     "snapshot": OptionDoc("--snapshot", "Catalog snapshot (default: newest)."),
@@ -168,14 +169,14 @@ OPTIONS: dict[str, OptionDoc] = {
         "Whether this machine is a candidate (probed for real; default: yes, unless --cloud).",
         off="--no-local",
     ),
+    "precision": OptionDoc("--precision", PRECISION_HELP),  # issue #35
     "include_previous_generation": OptionDoc(
         "--include-previous-generation",
         "Also recommend previous-generation and retired machine types (K80, P3, Azure NCv3; "
         "the catalog's lifecycle column), left out by default.",
     ),
     "value_of_time": OptionDoc(  # issue #37
-        "--value-of-time",
-        "USD an hour of waiting is worth: recommend the least cost + run time x value.",
+        "--value-of-time", "USD an hour of waiting is worth: recommend least cost + time x value."
     ),
 }
 
@@ -197,8 +198,7 @@ class SuggestOptions:
     epochs_at: tuple[tuple[int, int], ...] = ()
     sampler: str = "tpe"
     seed: int = 0
-    # None: until the search stops itself (at most DEFAULT_TRIALS; a stopped study's re-run adds
-    # none). N: up to N more, past the planner's stop (configurations whose probe is paid for).
+    # None: until the search stops itself (<= DEFAULT_TRIALS); N: N more, past the planner's stop
     trials: int | None = None
     timeout_s: float | None = None
     tune_s: float | None = None  # issue #29: --tune, this machine's time for short runs
@@ -215,6 +215,7 @@ class SuggestOptions:
     emulate_cloud: bool = False  # every provider's probe job runs through the local emulation
     data_gb: float | None = None  # issue #14: the dataset a cloud job downloads (GB)
     include_previous_generation: bool = False  # issue #27: old types only when asked for
+    precision: str = "fp32"  # issue #35: auto, fp32, tf32, bf16, fp16 (advisor.prediction.plan)
     # Issue #28: filters in SkyPilot's words (advisor.search_spaces.filters); None: the space's
     gpus: str | None = None
     cloud: str | None = None
@@ -306,8 +307,7 @@ class SuggestOptions:
 
     @property
     def resolved_objective(self) -> str:
-        """--objective, else cost with --value-of-time (the report ranks cost + time x value),
-        time with a budget, cost with only a deadline, else pareto."""
+        """--objective; else cost (--value-of-time), time (--budget), cost (--deadline), pareto."""
         if self.objective is not None:
             return self.objective
         if self.value_of_time is not None:
@@ -330,16 +330,16 @@ class SuggestOptions:
 def workload_info(options: SuggestOptions) -> WorkloadInfo:
     """The workload from --model: a built-in name, or a user import path ``module:function``."""
     if ModelRef(options.model).is_user:
-        if not options.n_train:
-            raise AdvisorError(
-                f"--model {options.model} is a user model, so its dataset size is unknown.",
-                "pass --n-train N (and --n-val N) with it.",
-            )
+        from advisor.evaluation.user_sizes import user_sizes  # issue #36: from its data
+
+        n_train, n_val = user_sizes(
+            options.model, options.framework, options.n_train, options.n_val
+        )
         return WorkloadInfo(
             name=options.model,
             framework=options.framework,
-            n_train=options.n_train,
-            n_val=options.n_val or 0,
+            n_train=n_train,
+            n_val=n_val,
             epochs=options.epochs,
             at_batch=options.at_batch,  # issue #19
             epochs_at=options.epochs_at,  # sorted (B, N) pairs

@@ -12,6 +12,7 @@ import click
 from advisor.cli import console as output
 from advisor.cli import params as p
 from advisor.cli.operators_view import operator_options
+from advisor.cli.plan_options import plan_of, plan_options
 from advisor.durations import format_duration
 from advisor.errors import AdvisorError
 from advisor.options import OPTIONS
@@ -70,45 +71,54 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     table = Table(show_lines=False)
     for col in (
         "#", "machine", "GPUs", "b/GPU", "t2 ms", "training h:mm:ss",
-        "source", "limit", "start-up s", "job h:mm:ss", "job cost USD",
+        "source", "limit", "memory/device", "start-up s", "job h:mm:ss", "job cost USD",
     ):  # fmt: skip
         table.add_column(col)
     for i, f in enumerate(rows, 1):
         m, pred = f.machine, f.prediction
+        fits = f.fits  # issue #34: a row that does not fit has no time or cost to give
         table.add_row(
             str(i),
             m.key,
             f"{m.accelerator_count}x {m.accelerator}" if m.accelerator else "-",
             str(pred.per_device_batch) if m.accelerator else "-",
-            _iv(pred.phases.t2.scale(1000), "{:.1f}"),
-            _hms(f.job.training if f.job is not None else f.estimate.runtime),  # issue #27
+            _iv(pred.phases.t2.scale(1000), "{:.1f}") if fits else "-",
+            _hms(f.job.training if f.job is not None else f.estimate.runtime) if fits else "-",
             ("probed here, extrapolated" if pred.source == "measured" else pred.source)
             + (f" x{pred.calibration:.2f}" if pred.calibration_points else "")
             + ("" if m.current else f" ({m.lifecycle})")
             + (" (predicted only)" if _predicted_only(m) else ""),
             pred.bottleneck or "-",
-            _span(_startup(f), "{:.0f}"),
-            _hms(f.job_wall_s),
-            _span(f.job_cost_usd, "{:.2f}"),
+            "-" if f.memory is None else f.memory.text(),
+            _span(_startup(f), "{:.0f}") if fits else "-",
+            _hms(f.job_wall_s) if fits else "-",
+            _span(f.job_cost_usd, "{:.2f}") if fits else "-",
         )
     console.print(table)
     _print_limits_and_calibration(rows)
     console.print(
         "\\[interval] in brackets; modelled = predicted from the local probe "
         "(docs/calibration.md); probed here, extrapolated = this machine's probe over the run; "
-        "limit = what bounds the step; "
+        "limit = what bounds the step; memory/device = the step's predicted peak per GPU "
+        "against its memory (CPU machines: RAM); "
         "start-up = provisioning or VM boot, image pull, data download before training "
         "(priors unless documented, providers/overheads.py); job = start-up + training (what "
         "advisor suggest ranks); job cost = billed start-up + training, rounded once to the "
         "service's billing increment and minimum; the tables below are whole jobs too."
     )
-    fastest = rows[0]
     from advisor.evaluation.predict_api import job_cost
 
-    cheapest = min(rows, key=job_cost)
+    fitting = [f for f in rows if f.fits]
+    if not fitting:  # issue #34
+        console.print(
+            "None of these machines fits a step at this batch size in its memory (the "
+            "memory/device column): no fastest or cheapest; try a smaller --batch-size."
+        )
+        return
+    fastest, cheapest = fitting[0], min(fitting, key=job_cost)
     console.print(
         f"Fastest: {fastest.machine.key}   Cheapest: {cheapest.machine.key} "
-        "(whole jobs: start-up included)"
+        "(whole jobs: start-up included; machines that fit their GPU memory)"
     )
     for kind in ("runtime", "cost"):
         norm = tables[kind]
@@ -157,6 +167,9 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     from advisor.prediction.perf.accel import LIMITS
 
     console = output.console()
+    plans = [f"{f.machine.key}: {f.prediction.plan}" for f in rows if f.prediction.plan]
+    if plans:
+        console.print(f"Training plan: {'; '.join(plans)}.", markup=False)
     for limit in ("dispatch", "input"):
         floor = [f.machine.key for f in rows if f.prediction.bottleneck == limit]
         if floor:
@@ -206,8 +219,12 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     show_default=True,
     help="Multi-GPU data parallelism: ddp (process per GPU), dp (one process).",
 )
-@click.option("--n-train", type=int, default=None, help="Training samples (user models).")
-@click.option("--n-val", type=int, default=None, help="Validation samples (user models).")
+@click.option(
+    "--n-train", type=p.POSITIVE, default=None, help="Training samples (default: the model's)."
+)
+@click.option(
+    "--n-val", type=p.COUNT_OR_ZERO, default=None, help="Validation samples (default: the model's)."
+)
 @click.option(
     "--data-gb",
     type=p.FiniteFloat(0.0, 1e6),
@@ -215,6 +232,7 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     help="GB of data a cloud job downloads before training (default: a built-in workload's "
     "size; a user model without it leaves the download out).",
 )
+@plan_options
 @operator_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def predict(
@@ -234,6 +252,8 @@ def predict(
     n_train: int | None,
     n_val: int | None,
     data_gb: float | None,
+    precision: str,
+    plan_text: str | None,
     top_ops: int | None,
     on_gpu: str | None,
     as_json: bool,
@@ -284,6 +304,8 @@ def predict(
         n_train=n_train,
         n_val=n_val,
         data_gb=data_gb,
+        precision=precision,
+        plan=plan_of(plan_text),
         run_probe=lambda r: run_with_progress(r, show=not as_json and sys.stderr.isatty()),
     )
     if as_json:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.evaluation.contract import Evaluation
 from advisor.options import is_feasible
 from advisor.records import TrialRecord, is_managed
+from advisor.report.memory import memory_text
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -176,6 +177,7 @@ def trial_row(t: FrozenTrial, space: JointSpace) -> dict[str, Any]:
         "price_per_hour": rec.price_per_hour,
         "limiting": limiting(rec.estimate),
         "basis": rec.estimate.get("basis"),  # issue #26: how the device time was obtained
+        "memory": memory_text(rec.estimate),  # issue #34: step memory per GPU vs the GPU's
     }
 
 
@@ -205,6 +207,7 @@ def screen_row(
         "price_per_hour": ev.price_per_hour,
         "limiting": limiting(ev.estimate),
         "basis": ev.estimate.get("basis"),  # issue #26: how the device time was obtained
+        "memory": memory_text(ev.estimate),  # issue #34
     }
 
 
@@ -218,7 +221,7 @@ def scored_rows(outcome: SuggestOutcome) -> list[dict[str, Any]]:
     tried: set[tuple[str, int]] = set()
     for t in outcome.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
         rec = TrialRecord.from_trial(t)
-        if rec is None or not rec.ok or is_managed(t):
+        if rec is None or not rec.ok or is_managed(t) or _retaken(outcome, rec):
             continue
         row = trial_row(t, outcome.space)
         key = (rec.machine, rec.batch_size, tuple(sorted(row["hyperparameters"].items())))
@@ -231,6 +234,25 @@ def scored_rows(outcome: SuggestOutcome) -> list[dict[str, Any]]:
         if isinstance(ev, Evaluation) and pair not in tried:
             rows.append(screen_row(outcome, ev, by_key))
     return rows
+
+
+def _retaken(outcome: SuggestOutcome, rec: TrialRecord) -> bool:
+    """Issue #36: the trial was scored from a local probe timed on a busy machine, and this
+    run retook that probe on a quiet one (``advisor.evaluation.contention``): the screen's
+    evaluation of the same (machine, batch) from the new probe stands for it. (Before, a study
+    that had converged kept the busy machine's times for good.)"""
+    from advisor.evaluation.contention import contention
+
+    if rec.probe is None or contention(rec.probe) is None:
+        return False
+    ev = outcome.screen.get((rec.machine, rec.batch_size))
+    return (
+        isinstance(ev, Evaluation)
+        and ev.ok
+        and ev.probe is not None
+        and contention(ev.probe) is None
+        and ev.probe.to_dict() != rec.probe
+    )
 
 
 def managed_rows(trials: list[FrozenTrial]) -> list[dict[str, Any]]:
