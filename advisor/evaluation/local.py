@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.evaluation.candidates import matches
+from advisor.evaluation.candidates import matches, owned_candidates
 from advisor.evaluation.contention import Retakes
 from advisor.evaluation.contract import Backend, RunTime, probe_duration_s
 from advisor.evaluation.failures import TRANSIENT_FAILURES
@@ -132,10 +132,7 @@ class LocalBackend(Backend):
         if machines.instance_types:  # native names (ml.p3.2xlarge, Standard_NC6s_v3) match too
             rest = replace(rest, instance_types=self.catalog.matching_keys(machines.instance_types))
         out = [i for i in found if i.provider != "local" and matches(i, rest)]
-        from advisor.providers.owned import owned_instances  # issue #37: machines you own
-
-        owned = owned_instances(self.catalog.accelerators)
-        out += [i for i in owned if matches(i, rest) and _board_ok(i, machines)]
+        out += owned_candidates(self.catalog.accelerators, machines, rest)  # issue #37
         if machines.include_local:
             from advisor.providers.catalog import local_machine
 
@@ -393,13 +390,6 @@ class LocalBackend(Backend):
 def _lasting(remote: Any) -> bool:
     """Whether a remote probe's result holds for good: a success, or out of memory / NaN."""
     return bool(remote.result.ok or remote.result.status not in TRANSIENT_FAILURES)
-
-
-def _board_ok(instance: InstanceType, machines: MachineFilter) -> bool:
-    """An accelerator filter (--gpus) applied to a machine you own, by name or family."""
-    wanted = {a.lower() for a in machines.accelerators}
-    acc = (instance.accelerator or "cpu").lower()
-    return not wanted or acc in wanted or acc.partition("-")[0] in wanted
 
 
 def _local_filter(machines: MachineFilter) -> MachineFilter:
