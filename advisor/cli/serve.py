@@ -47,10 +47,10 @@ def storage_options(command: click.decorators.FC) -> click.decorators.FC:
 @click.option(
     "--stale-after",
     type=FiniteFloat(1.0, 86400.0),
-    default=30.0,
-    show_default=True,
+    default=None,
     help="The lease of a running job: seconds without a renewal after which it is re-queued "
-    "(its worker died, was paused or lost the database).",
+    "(its worker died, was paused or lost the database). One per deployment: stored in the "
+    "storage for every server and worker (kept when not given; 30 on a new storage).",
 )
 @click.option("--max-body", type=int, default=1_000_000, show_default=True, help="Bytes.")
 @click.option(
@@ -66,7 +66,7 @@ def serve(
     storage_file: Path | None,
     redis_url: str | None,
     workers: int,
-    stale_after: float,
+    stale_after: float | None,
     max_body: int,
     backend_spec: str | None,
 ) -> None:

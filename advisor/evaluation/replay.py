@@ -6,6 +6,7 @@ A table is JSON::
     {"snapshot": "replay-2026-11", "source": "how the numbers were obtained",
      "epochs": 10,
      "delay_s": 0.0,   # optional: seconds each evaluation takes (emulates a probe in tests)
+     "host_probe": false,  # optional: the delay holds this host's probe slot, as a probe
      "instances": [InstanceType.to_dict(), ...],
      "entries": [{"machine": "ec2:p3.2xlarge", "batch_size": 512,
                   "runtime_s": {"value": 620, "low": 600, "high": 650},   # or a number
@@ -21,6 +22,7 @@ Every distinct (machine, batch size) served counts as one probe.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Sequence
@@ -31,6 +33,7 @@ from typing import Any
 from advisor.errors import AdvisorError
 from advisor.evaluation.candidates import matches
 from advisor.evaluation.contract import Backend, RunTime
+from advisor.evaluation.probe_slot import probe_slot
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.probes.result import Interval, PhaseTimes
 from advisor.providers.catalog import InstanceType
@@ -91,6 +94,7 @@ class ReplayTable:
     source: str = ""
     epochs: int = 10
     delay_s: float = 0.0
+    host_probe: bool = False  # the delay is a probe of this host: it holds the probe slot
     _index: dict[tuple[str, int], ReplayEntry] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -111,6 +115,7 @@ class ReplayTable:
             "source": self.source,
             "epochs": self.epochs,
             "delay_s": self.delay_s,
+            "host_probe": self.host_probe,
             "instances": [i.to_dict() for i in self.instances],
             "entries": [e.to_dict() for e in self.entries],
         }
@@ -124,6 +129,7 @@ class ReplayTable:
             source=str(d.get("source", "")),
             epochs=int(d.get("epochs", 10)),
             delay_s=float(d.get("delay_s", 0.0)),
+            host_probe=bool(d.get("host_probe", False)),
         )
 
     def save(self, path: str | Path) -> None:
@@ -174,7 +180,8 @@ class ReplayBackend(Backend):
         per_batch = {"epochs_model": epochs_est.to_dict()}
         entry = self.table.entry(instance.key, batch_size)
         if self.table.delay_s > 0:
-            time.sleep(self.table.delay_s)
+            with probe_slot() if self.table.host_probe else contextlib.nullcontext():
+                time.sleep(self.table.delay_s)
         new = (instance.key, batch_size) not in self.probed
         if new:
             self.probed.append((instance.key, batch_size))

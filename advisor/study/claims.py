@@ -12,7 +12,7 @@ choice and the claim happen under the storage's lock (``advisor.storage.locks``)
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from advisor.storage.locks import owner_gone, owner_id
 
@@ -20,6 +20,24 @@ CLAIM_PREFIX = "claim:"
 PEER_PREFIX = "peer:"
 HEARTBEAT_S = 60.0  # how often a process refreshes its presence mark
 STALE_S = 900.0  # a probe is time-boxed (120 s timeout); a claim this old was abandoned
+
+
+class ClaimStore(Protocol):
+    """What the trial loop needs from a claims store (``advisor.study.loop.TrialLoop`` takes
+    one; ``Claims`` is the default, the service's workers on several hosts inject one the
+    database enforces: ``advisor.service.trials.TableClaims``)."""
+
+    peers_seen_at: float
+
+    def hello(self, ended: bool = False) -> None: ...
+
+    def others(self) -> dict[tuple[str, int], float]: ...
+
+    def claim(self, config: tuple[str, int], probe_usd: float) -> bool: ...
+
+    def release(self, config: tuple[str, int]) -> None: ...
+
+    def done(self, config: tuple[str, int]) -> None: ...
 
 
 class Claims:
@@ -78,9 +96,14 @@ class Claims:
         self.peers_seen_at = latest
         return out
 
-    def claim(self, config: tuple[str, int], probe_usd: float) -> None:
+    def claim(self, config: tuple[str, int], probe_usd: float) -> bool:
+        """Claim ``config`` (always granted: the caller chose it under the storage lock)."""
         value = {"owner": self.owner, "at": time.time(), "probe_usd": probe_usd}
         self._storage.set_study_system_attr(self._study_id, self._key(config), value)
+        return True
 
     def release(self, config: tuple[str, int]) -> None:
         self._storage.set_study_system_attr(self._study_id, self._key(config), None)
+
+    def done(self, config: tuple[str, int]) -> None:
+        """``config``'s trial is written: nothing to do (the trial overrides the claim)."""

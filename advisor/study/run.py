@@ -59,6 +59,7 @@ from advisor.search_spaces.space import JointSpace, space_to_dict
 from advisor.search_spaces.workloads import ModelRef
 from advisor.storage.locks import file_lock, lock_path, sigint_deferred
 from advisor.storage.urls import open_storage, resolve_storage
+from advisor.study.claims import ClaimStore
 from advisor.study.identity import check_same_question
 from advisor.study.loop import TrialLoop
 from advisor.study.naming import study_name_for
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 Progress = Callable[[str, int, int], None]
+ClaimsFactory = Callable[[Any, "optuna.Study"], ClaimStore]
 
 
 def local_backend(
@@ -110,11 +112,15 @@ def run_suggest(
     backend: Backend | None = None,
     progress: Progress | None = None,
     storage: Any = None,
+    claims: ClaimsFactory | None = None,
 ) -> SuggestOutcome:
     """Run (or resume) the study and return what happened; the trials stay in the storage.
 
     ``storage`` may be an Optuna storage object (tests, benchmarks); otherwise
-    ``options.storage`` or the default SQLite file is used.
+    ``options.storage`` or the default SQLite file is used. ``claims(storage, study)`` makes the
+    trial loop's claims store (default ``advisor.study.claims.Claims``: processes that share
+    the storage lock; the service's workers on several hosts inject one the database
+    enforces). The CLI, the Python API and the service's workers all run studies here.
     """
     import optuna
 
@@ -145,7 +151,7 @@ def run_suggest(
     if not candidates:
         raise no_machine_error(options)
     name = study_name_for(options, workload, space, backend.snapshot)
-    study, resumed = _open_study(options, storage_obj, lock_url, name, workload, space, backend)
+    study, resumed = open_study(options, storage_obj, lock_url, name, workload, space, backend)
     outcome = SuggestOutcome(
         study=study,
         storage_url=url,
@@ -173,7 +179,10 @@ def run_suggest(
             outcome.cloud = run_cloud_probes(outcome, backend, progress, deadline).to_dict()
             state.refresh()  # their spend counts against the probe budget
         if stop is None:
-            search = TrialLoop(outcome, backend, storage_obj, state, lock_url, progress, deadline)
+            store = claims(storage_obj, study) if claims is not None else None
+            search = TrialLoop(
+                outcome, backend, storage_obj, state, lock_url, progress, deadline, store
+            )
             if stopped_before and options.trials is None:
                 stop = Stop(
                     StopReason.RESUMED,
@@ -251,7 +260,7 @@ def _complete(study: optuna.Study) -> list[FrozenTrial]:
     return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
 
 
-def _open_study(
+def open_study(
     options: SuggestOptions,
     storage: Any,
     lock_url: str | None,
@@ -260,7 +269,9 @@ def _open_study(
     space: JointSpace,
     backend: Backend,
 ) -> tuple[optuna.Study, bool]:
-    """Create or load the study under the storage lock (processes may start together)."""
+    """Create or load the study under the storage lock (processes may start together): a
+    new one gets its directions, metric names and ``study_attrs``; a resumed one must ask the
+    same question. Returns (study, resumed)."""
     import optuna
     from optuna.study import StudyDirection
 
