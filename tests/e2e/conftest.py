@@ -18,12 +18,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from advisor.probes.result import Interval
 from advisor.providers.catalog._types import InstanceType
 from cli_run import Outcome, run
 from replay_tables import small_table
 
 from advisor.evaluation.replay import ReplayEntry, ReplayTable
+from advisor.intervals import Interval
 
 
 def check(outcome: Outcome, args: tuple[str, ...] | list[str] = ()) -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.probes.result import Interval
 from advisor.providers.catalog._types import InstanceType
 
 from advisor.evaluation.replay import ReplayEntry, ReplayTable
+from advisor.intervals import Interval
 
 
 def instance(

@@ -12,13 +12,13 @@ from typing import Any
 
 import optuna
 import pytest
-from advisor.probes.result import Interval, ProbeResult
+from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import load, local_machine
 from advisor.providers.overheads import (
     MEASURED,
     PULL,
     SERVICES,
-    Span,
+    Overhead,
     bill_measured_job,
     overheads_for,
     run_overheads,
@@ -31,6 +31,7 @@ from perf_fixtures import with_synthetic_trace
 from advisor.evaluation.candidates import Candidate
 from advisor.evaluation.local import LocalBackend
 from advisor.evaluation.predict_api import predict
+from advisor.intervals import Interval
 from advisor.options import SuggestOptions, workload_info
 from advisor.prediction.iteration_model import epoch_sweep, normalise
 from advisor.tuning.import_results import job_cost
@@ -264,7 +265,12 @@ def test_a_probe_job_outcome_keeps_its_measured_start_up() -> None:
     assert overheads_for("aws", "sagemaker").terms[0].status != MEASURED  # priors untouched
 
 
-def test_spans_are_intervals() -> None:
+def test_overheads_are_the_one_interval_type() -> None:
     with pytest.raises(ValueError):
-        Span(10, 20, 30)
-    assert Interval(1.0, 1.0, 1.0).value == 1.0
+        Interval(10, 20, 30)
+    with pytest.raises(ValueError, match=">= 0"):
+        Overhead("boot", Interval(-1, -2, 3), True, "prior", "test")
+    over = run_overheads(load().get("ec2:g5.xlarge"))
+    assert isinstance(over.wall, Interval) and isinstance(
+        over.billed_run(Interval.exact(1)), Interval
+    )

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import optuna
 import pytest
-from advisor.probes.result import Interval
 from advisor.providers import pricing
 from advisor.providers.catalog import InstanceType
 from click.testing import CliRunner
@@ -18,6 +17,7 @@ from perf_fixtures import FakeCatalog, gpu_machine, probe, with_synthetic_trace
 from advisor.cli.main import cli
 from advisor.evaluation.candidates import Candidate
 from advisor.evaluation.local import LocalBackend
+from advisor.intervals import Interval
 from advisor.options import SuggestOptions, workload_info
 from advisor.prediction.iteration_model import estimate
 
@@ -35,12 +35,12 @@ VERTEX_T4 = dataclasses.replace(
 
 def test_spot_overhead_is_added_to_time_and_cost() -> None:
     run = pricing.price_run(Interval(1000.0, 900.0, 1100.0), 0.918, spot=True, service="ec2")
-    assert run.runtime == (1100.0, 900.0, 1430.0)
+    assert run.runtime == Interval(1100.0, 900.0, 1430.0)
     assert run.cost.value == pytest.approx(1100.0 * 0.918 / 3600)
     assert run.cost.high == pytest.approx(1430.0 * 0.918 / 3600)
     assert run.notes()["spot_restart_overhead"] == {"expected": 0.10, "high": 0.30}
     on_demand = pricing.price_run(Interval(1000.0, 900.0, 1100.0), 3.06, service="ec2")
-    assert on_demand.runtime == (1000.0, 900.0, 1100.0) and on_demand.notes() == {}
+    assert on_demand.runtime == Interval(1000.0, 900.0, 1100.0) and on_demand.notes() == {}
 
 
 def test_billing_minimum_and_increment() -> None:
@@ -51,8 +51,8 @@ def test_billing_minimum_and_increment() -> None:
     assert pricing.billing_rule("local").billed(5.0) == 5.0
     assert pricing.billing_rule("unknown-service").source.startswith("prior")
     short = pricing.price_run(Interval(10.0, 8.0, 12.0), 3.6, service="ec2")
-    assert short.cost == (0.06, 0.06, 0.06)  # 60 s billed at USD 3.60/h
-    assert short.runtime == (10.0, 8.0, 12.0)  # the run itself is not longer
+    assert short.cost == Interval(0.06, 0.06, 0.06)  # 60 s billed at USD 3.60/h
+    assert short.runtime == Interval(10.0, 8.0, 12.0)  # the run itself is not longer
 
 
 def test_every_rule_names_its_source() -> None:
@@ -71,8 +71,7 @@ def test_iteration_model_prices_through_the_same_path() -> None:
     est = estimate(p, 40_512, 212, 3, 512, 0.918, spot=True, service="ec2")
     plain = estimate(p, 40_512, 212, 3, 512)
     run = pricing.price_run(plain.runtime, 0.918, spot=True, service="ec2")
-    assert (est.runtime.value, est.runtime.low, est.runtime.high) == run.runtime
-    assert est.cost is not None and (est.cost.value, est.cost.low, est.cost.high) == run.cost
+    assert est.runtime == run.runtime and est.cost == run.cost
 
 
 def _suggest_scores(machine: InstanceType, epochs: int) -> tuple[Interval, Interval]:

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from advisor.probes.result import Interval
 from advisor.providers.catalog._types import InstanceType
 from cli_run import Outcome, run  # noqa: F401  (the tests import them from here)
 
 from advisor.evaluation.replay import ReplayEntry, ReplayTable
+from advisor.intervals import Interval
 
 SPACE = "workload: fcn\nbatch_sizes: [256, 512]\n"
 

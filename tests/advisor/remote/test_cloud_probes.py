@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from advisor.probes.result import Interval, ProbeRequest, ProbeResult
+from advisor.probes.result import ProbeRequest, ProbeResult
 from advisor.providers.pricing import usd
 from advisor.providers.probe_jobs import JobPoll, ProbeJobRunner, ProbeJobSpec
 from advisor.search_spaces.loader import default_space
@@ -28,6 +28,7 @@ import advisor.remote.rules as rules
 from advisor.errors import AdvisorError
 from advisor.evaluation.contract import Evaluation
 from advisor.evaluation.local import LocalBackend
+from advisor.intervals import Interval
 from advisor.options import SuggestOptions
 from advisor.report.build import build_report
 from advisor.study.run import run_suggest
