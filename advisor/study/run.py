@@ -107,19 +107,23 @@ def run_suggest(
     backend: Backend | None = None,
     progress: Progress | None = None,
     storage: Any = None,
+    clock: Callable[[], float] | None = None,
 ) -> SuggestOutcome:
     """Run (or resume) the study and return what happened; the trials stay in the storage.
 
     ``storage`` may be an Optuna storage object (tests, benchmarks); otherwise
-    ``options.storage`` or the default SQLite file is used.
+    ``options.storage`` or the default SQLite file is used. ``clock`` (seconds) is what
+    ``--timeout`` is measured on: the back end's (``time.monotonic``, or a replay back end's
+    simulated clock) unless given.
     """
     import optuna
 
     from advisor.search_spaces.loader import default_space
     from advisor.study.samplers import make_sampler
 
-    started = time.perf_counter()
-    deadline = None if options.timeout_s is None else time.monotonic() + options.timeout_s
+    clock = clock or (backend.clock if backend is not None else time.monotonic)
+    started = clock()
+    deadline = None if options.timeout_s is None else started + options.timeout_s
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     objective = options.resolved_objective
     workload = workload_info(options)
@@ -137,7 +141,7 @@ def run_suggest(
     storage_obj = storage if storage is not None else open_storage(url)
     if backend is None:
         backend = local_backend(options, storage_obj, space, progress)
-    backend.deadline = deadline
+    backend.deadline, backend.clock = deadline, clock
     candidates = backend.candidates(space, options.include_previous_generation)  # issue #27
     if not candidates:
         raise no_machine_error(options)
@@ -163,14 +167,17 @@ def run_suggest(
     # unless earlier transient probe failures are to be retried (a fixed model).
     stopped_before = resumed and bool(last_run.get("final")) and not state.retrying
     try:
-        stop: Stop | None = _screen(outcome, backend, progress, deadline)
+        stop: Stop | None = _screen(outcome, backend, progress, deadline, clock)
         if stop is None and options.cloud_probes:  # issue #14: measure the best for real
             from advisor.remote.cloud_probes import run_cloud_probes
 
-            outcome.cloud = run_cloud_probes(outcome, backend, progress, deadline).to_dict()
+            cloud = run_cloud_probes(outcome, backend, progress, deadline, clock=clock)
+            outcome.cloud = cloud.to_dict()
             state.refresh()  # their spend counts against the probe budget
         if stop is None:
-            search = TrialLoop(outcome, backend, storage_obj, state, lock_url, progress, deadline)
+            search = TrialLoop(
+                outcome, backend, storage_obj, state, lock_url, progress, deadline, clock
+            )
             if stopped_before and options.trials is None:
                 stop = Stop(
                     StopReason.RESUMED,
@@ -196,7 +203,7 @@ def run_suggest(
     for batch, failed in failed_probes(outcome.screen.values()).items():
         failures.setdefault(batch, failed)
     outcome.probe_failures = summary(failures, space.batch_sizes)
-    outcome.wall_s = time.perf_counter() - started
+    outcome.wall_s = clock() - started
     if stop.reason.interrupted and not _complete(study):
         # nothing finished to report: the CLI says "Aborted." (130) or "Terminated." (143)
         raise Terminated if stop.reason is StopReason.TERMINATED else KeyboardInterrupt
@@ -314,7 +321,11 @@ def study_attrs(
 
 
 def _screen(
-    outcome: SuggestOutcome, backend: Backend, progress: Progress | None, deadline: float | None
+    outcome: SuggestOutcome,
+    backend: Backend,
+    progress: Progress | None,
+    deadline: float | None,
+    clock: Callable[[], float],
 ) -> Stop | None:
     """Predict every (machine, batch) cheaply into ``outcome.screen``; a stop when
     --timeout ran out meanwhile (the partial screen is kept), else None."""
@@ -327,7 +338,7 @@ def _screen(
     for i, (cand, batch) in enumerate(pairs):
         if progress:
             progress("screen", i, len(pairs))
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and clock() > deadline:
             outcome.guided = bool(outcome.screen)
             return Stop(StopReason.SCREEN_TIMEOUT)
         pred = backend.screen(outcome.workload, cand, batch, {})
