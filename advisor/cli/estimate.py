@@ -54,7 +54,7 @@ def _default_epochs(workload: str, batch_size: int) -> int:
 @click.option("--batch-size", type=p.POSITIVE, default=None)
 @click.option("--iterations", type=p.BoundedInt(3, 10_000), default=20, show_default=True)
 @click.option("--threads", type=p.THREADS, default=None)
-@click.option("--framework", default="torch", show_default=True)
+@p.framework_option()
 @click.option(
     "--epochs",
     type=p.POSITIVE,

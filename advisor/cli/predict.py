@@ -198,7 +198,7 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     help="Use a saved probe JSON instead of probing now.",
 )
 @click.option("--threads", type=p.THREADS, default=None, help="CPU threads for the local probe.")
-@click.option("--framework", default="torch", show_default=True, help="torch or keras.")
+@p.framework_option()
 @click.option(
     "--strategy",
     type=click.Choice(["auto", "ddp", "dp"]),
