@@ -3,13 +3,15 @@ scorer for the same machine and probe."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import optuna
 import pytest
-from advisor.providers import pricing
+from advisor.providers import catalog, pricing
 from advisor.providers.catalog import InstanceType
 from click.testing import CliRunner
 from perf_fixtures import FakeCatalog, gpu_machine, probe, with_synthetic_trace
@@ -55,10 +57,53 @@ def test_billing_minimum_and_increment() -> None:
     assert short.runtime == Interval(10.0, 8.0, 12.0)  # the run itself is not longer
 
 
-def test_every_rule_names_its_source() -> None:
-    for service, rule in pricing.BILLING.items():
-        assert rule.source, service
-        assert rule.minimum_s >= 0 and rule.increment_s >= 1
+def _stated(source: str) -> tuple[float, float]:
+    """(increment, minimum) seconds as a billing rule's source text states them."""
+    text = source.lower()
+    if "per minute" in text:
+        increment = 60.0
+    elif m := re.search(r"(\d+) s increments", text):
+        increment = float(m.group(1))
+    else:
+        assert "per second" in text or "per-second" in text or "not billed" in text, source
+        increment = 1.0
+    if m := re.search(r"(\d+) (s|min) minimum", text):
+        minimum = float(m.group(1)) * (60 if m.group(2) == "min" else 1)
+    else:  # no minimum stated: one increment when billed in increments, else none
+        minimum = increment if increment > 1 else 0.0
+    return increment, minimum
+
+
+@pytest.mark.parametrize("service", [*pricing.BILLING, "unknown-service"])
+def test_every_billing_rule_is_what_its_source_says(service: str) -> None:
+    rule = pricing.billing_rule(service)
+    assert (rule.increment_s, rule.minimum_s) == _stated(rule.source), rule
+    short = rule.minimum_s / 2 + 0.5  # under the minimum, or under one increment
+    coarse = rule.increment_s > 1 or rule.minimum_s > 0
+    assert rule.billed(short) == (max(rule.minimum_s, rule.increment_s) if coarse else short)
+
+
+def _csv_rows() -> list[dict[str, str]]:
+    """The snapshot's CSV rows of the loaded catalog's regions, read here without the catalog."""
+    loaded = catalog.load()
+    folder = Path(catalog.__file__).parent / "data" / loaded.snapshot
+    rows = [r for f in sorted(folder.glob("*.csv")) for r in csv.DictReader(f.open())]
+    return [
+        r for r in rows if loaded.get(f"{r['service']}:{r['instance_type']}").region == r["region"]
+    ]
+
+
+@pytest.mark.parametrize("row", _csv_rows()[::25], ids=lambda r: r["instance_type"])
+def test_an_hour_costs_the_catalog_rows_list_price(row: dict[str, str]) -> None:
+    machine = catalog.load().get(f"{row['service']}:{row['instance_type']}")
+    hour = Interval.exact(3600.0)
+    assert pricing.price_on(machine, hour).cost.value == pytest.approx(
+        float(row["on_demand_usd_per_h"]), rel=1e-12
+    )
+    if row["spot_usd_per_h"]:  # on spot the +10 % restart overhead (a prior) on the hour
+        assert pricing.price_on(machine, hour, spot=True).cost.value == pytest.approx(
+            float(row["spot_usd_per_h"]) * 1.1, rel=1e-12
+        )
 
 
 def test_negative_price_is_rejected() -> None:
