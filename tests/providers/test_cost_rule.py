@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import optuna
@@ -34,6 +33,7 @@ from advisor.evaluation.predict_api import predict
 from advisor.intervals import Interval
 from advisor.options import SuggestOptions, workload_info
 from advisor.prediction.iteration_model import epoch_sweep, normalise
+from advisor.remote.cache import RemoteProbe
 from advisor.tuning.import_results import job_cost
 
 # issue #26: a probe made ready for prediction (its operator trace and loader time), so
@@ -189,15 +189,6 @@ def test_imported_trials_are_billed_by_the_service_s_rule() -> None:
     assert seconds.value == 720.0 and "MLflow run" in how
 
 
-@dataclass(frozen=True)
-class _Remote:
-    machine: str
-    result: ProbeResult
-    job: dict[str, Any]
-    cached: bool = True
-    emulated: bool = False
-
-
 def test_a_remote_probe_job_s_measured_start_up_is_kept_and_priced() -> None:
     cat = load()
     sm = cat.get("sagemaker:ml.g5.xlarge")
@@ -207,7 +198,9 @@ def test_a_remote_probe_job_s_measured_start_up_is_kept_and_priced() -> None:
            "wall_s": 150.0, "billed_s": 50.0, "before_start_s": 100.0, "on_machine_s": 50.0}  # fmt: skip
 
     def lookup(workload: Any, inst: Any, batch: int, hps: Any) -> Any:
-        return _Remote(inst.key, remote_result, job) if inst.key == sm.key else None
+        return (
+            RemoteProbe(inst.key, remote_result, job, cached=True) if inst.key == sm.key else None
+        )
 
     backend = LocalBackend(
         optuna.storages.InMemoryStorage(),
