@@ -263,3 +263,21 @@ def storage_option(**extra: Any) -> Callable[[FC], FC]:
 
     kwargs: dict[str, Any] = {"default": None, "help": OPTIONS["storage"].help, **extra}
     return click.option("--storage", "storage", **kwargs)
+
+
+def iterations_option() -> Callable[[FC], FC]:
+    """``--iterations`` of a probe (``advisor probe``, ``advisor estimate``)."""
+    return click.option(
+        "--iterations",
+        type=BoundedInt(3, 10_000),
+        default=20,
+        show_default=True,
+        help="Training iterations timed (the first is warm-up).",
+    )
+
+
+def threads_option(
+    help: str = "CPU threads of the probe (default: all cores).",
+) -> Callable[[FC], FC]:
+    """``--threads`` of a probe, at most this machine's cores."""
+    return click.option("--threads", type=THREADS, default=None, help=help)

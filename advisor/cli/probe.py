@@ -50,19 +50,8 @@ def _remote_options(fn: Any) -> Any:
     help="Built-in workload (fcn, simple-cnn, ...) or module:function.",
 )
 @click.option("--batch-size", type=p.POSITIVE, required=True)
-@click.option(
-    "--iterations",
-    type=p.BoundedInt(3, 10_000),
-    default=20,
-    show_default=True,
-    help="Training iterations timed (the first is warm-up).",
-)
-@click.option(
-    "--threads",
-    type=p.THREADS,
-    default=None,
-    help="CPU threads (default: all cores; --on: all the machine's).",
-)
+@p.iterations_option()
+@p.threads_option("CPU threads (default: all cores; --on: all the machine's).")
 @p.framework_option()
 @click.option(
     "--device",

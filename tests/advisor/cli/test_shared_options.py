@@ -44,10 +44,17 @@ def _option_help(command: list[str], option: str) -> str:
         if not line.startswith(" " * 10) or line.strip().startswith("-"):
             break
         block.append(line.strip())
-    return re.sub(r"\s+", " ", " ".join(block))
+    return re.sub(r"-\s+", "-", re.sub(r"\s+", " ", " ".join(block)))  # help wraps at "-"
 
 
 def test_storage_has_one_help_in_every_command() -> None:
     helps = {c[0]: _option_help(c, "--storage") for c in STORAGE_COMMANDS}
     assert len(set(helps.values())) == 1, helps
     assert "Optuna storage URL" in helps["suggest"]
+
+
+def test_probe_and_estimate_take_the_same_iterations() -> None:
+    for command in FRAMEWORK_COMMANDS[:2]:  # estimate, probe
+        result = run(*command, "--iterations", "2")
+        assert result.code == 2 and "2 is out of range: it must be >= 3" in result.err, result
+    assert _option_help(["estimate"], "--iterations") == _option_help(["probe"], "--iterations")
