@@ -3,7 +3,9 @@ forgets the map fails here instead of misleading the next reader."""
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import itertools
 import re
 from pathlib import Path
@@ -41,15 +43,46 @@ def named(doc: str) -> tuple[set[str], set[str]]:
     return paths, dotted
 
 
+def _top_level_names(origin: str) -> set[str]:
+    """Names a module's source defines or imports at its top level, and its ``__all__``
+    (read with ``ast``: importing every module the doc names would load the frameworks)."""
+    tree = ast.parse(Path(origin).read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                names.update(ast.literal_eval(node.value))  # type: ignore[arg-type]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
 def resolves(name: str) -> bool:
-    """Whether ``name`` is a module, or an attribute path from the longest module prefix."""
+    """Whether ``name`` is a module, or a name defined at the top of its longest module
+    prefix (a deeper attribute is looked up by importing that module). Packages are walked
+    down from the top, so no module is imported just to find its children."""
     parts = name.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj: object = importlib.import_module(".".join(parts[:cut]))
-        except ModuleNotFoundError:
-            continue
-        for attr in parts[cut:]:
+    for cut in range(1, len(parts) + 1):
+        spec = importlib.util.find_spec(".".join(parts[:cut]))
+        if spec is None:
+            return False
+        rest = parts[cut:]
+        if not rest:
+            return True
+        if spec.submodule_search_locations is not None and (
+            importlib.util.find_spec(".".join(parts[: cut + 1])) is not None
+        ):
+            continue  # a package whose child is the next part
+        if spec.origin is None or rest[0] not in _top_level_names(spec.origin):
+            return False
+        if len(rest) == 1:
+            return True
+        obj: object = importlib.import_module(".".join(parts[:cut]))
+        for attr in rest:
             if not hasattr(obj, attr):
                 return False
             obj = getattr(obj, attr)
