@@ -12,6 +12,7 @@ from advisor.evaluation.limits import constraints as constraints  # re-exported
 from advisor.evaluation.limits import is_feasible as is_feasible  # re-exported
 from advisor.evaluation.limits import objective_values as objective_values  # re-exported
 from advisor.evaluation.workload import WorkloadInfo
+from advisor.prediction.plan import PRECISION_HELP
 from advisor.search_spaces.space import JointSpace
 from advisor.search_spaces.workloads import ModelRef
 
@@ -101,7 +102,7 @@ OPTIONS: dict[str, OptionDoc] = {
         "--tune",
         "Then spend up to this long (3m, 1h) of this machine on short training runs of the "
         "recommended batch size and its neighbours with sampled hyperparameters, pruned by "
-        "successive halving, and recommend hyperparameter values with their evidence "
+        "Optuna's Hyperband pruner, and recommend hyperparameter values with their evidence "
         "(PyTorch; a re-run counts the runs the study already holds).",
     ),
     "snapshot": OptionDoc("--snapshot", "Catalog snapshot (default: newest)."),
@@ -169,6 +170,7 @@ OPTIONS: dict[str, OptionDoc] = {
         "Whether this machine is a candidate (probed for real; default: yes, unless --cloud).",
         off="--no-local",
     ),
+    "precision": OptionDoc("--precision", PRECISION_HELP),  # issue #35
     "include_previous_generation": OptionDoc(
         "--include-previous-generation",
         "Also recommend previous-generation and retired machine types (K80, P3, Azure NCv3; "
@@ -212,13 +214,11 @@ class SuggestOptions:
     # Issue #14: probe the N most promising distinct cloud machines for real after the
     # screen (advisor.remote.cloud_probes); their spend counts against the probe budget.
     cloud_probes: int = 0
-    # Where the cloud settings come from: a cloud.yaml path, a CloudSettings object, or None
-    # ($ADVISOR_HOME/cloud.yaml).
-    cloud_settings: Any = None
+    cloud_settings: Any = None  # a cloud.yaml path, a CloudSettings, None: $ADVISOR_HOME's
     emulate_cloud: bool = False  # every provider's probe job runs through the local emulation
     data_gb: float | None = None  # issue #14: the dataset a cloud job downloads (GB)
-    # Issue #27: previous-generation and retired types are candidates only when asked for.
-    include_previous_generation: bool = False
+    include_previous_generation: bool = False  # issue #27: old types only when asked for
+    precision: str = "fp32"  # issue #35: auto, fp32, tf32, bf16, fp16 (advisor.prediction.plan)
     # Issue #28: filters in SkyPilot's words (advisor.search_spaces.filters); None: the space's
     gpus: str | None = None
     cloud: str | None = None
@@ -330,16 +330,16 @@ class SuggestOptions:
 def workload_info(options: SuggestOptions) -> WorkloadInfo:
     """The workload from --model: a built-in name, or a user import path ``module:function``."""
     if ModelRef(options.model).is_user:
-        if not options.n_train:
-            raise AdvisorError(
-                f"--model {options.model} is a user model, so its dataset size is unknown.",
-                "pass --n-train N (and --n-val N) with it.",
-            )
+        from advisor.evaluation.user_sizes import user_sizes  # issue #36: from its data
+
+        n_train, n_val = user_sizes(
+            options.model, options.framework, options.n_train, options.n_val
+        )
         return WorkloadInfo(
             name=options.model,
             framework=options.framework,
-            n_train=options.n_train,
-            n_val=options.n_val or 0,
+            n_train=n_train,
+            n_val=n_val,
             epochs=options.epochs,
             at_batch=options.at_batch,  # issue #19
             epochs_at=options.epochs_at,  # sorted (B, N) pairs

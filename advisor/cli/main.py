@@ -114,10 +114,12 @@ def main(argv: list[str] | None = None) -> Any:
         return cli.main(args=argv, prog_name="advisor", standalone_mode=False)
     except AdvisorError as exc:
         _error(exc)
-    except Terminated:  # SIGTERM, where the command turned it into an exception
-        click.echo("Terminated.", err=True)
-        sys.exit(TERMINATED)
-    except (click.exceptions.Abort, KeyboardInterrupt):  # Ctrl-C, also outside click's own
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:  # Ctrl-C, also outside click's
+        # SIGTERM, where the command turned it into Terminated: click's own main turns any
+        # KeyboardInterrupt into Abort (issue #36: "Aborted." and 130 during screening)
+        if isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated):
+            click.echo("Terminated.", err=True)
+            sys.exit(TERMINATED)
         click.echo("Aborted.", err=True)
         sys.exit(INTERRUPTED)
     except click.UsageError as exc:  # one line: what is wrong and where to read more

@@ -142,8 +142,6 @@ def probe(
         from advisor.evaluation.predict_api import ready
 
         result = ready(result, lambda text: click.echo(text, err=True))
-    if out is not None:
-        out.write_text(result.to_json() + "\n", encoding="utf-8")
     if as_json:
         click.echo(result.to_json())
     else:
@@ -152,5 +150,9 @@ def probe(
             from advisor.cli.operators_view import show_operators
 
             show_operators(result, top_ops, on_gpu)
+    if out is not None:  # after the printed probe, atomically; a failure is one line
+        from advisor.cli.saved_files import PRINTED_PROBE, write_text
+
+        write_text(out, result.to_json() + "\n", "probe result", PRINTED_PROBE)
     if not result.ok:
         sys.exit(1)

@@ -16,6 +16,7 @@ from advisor.cli import params as p
 from advisor.cli.saved_files import EXIT_STATUS, write_atomically, write_text
 from advisor.errors import MissingExtraError
 from advisor.options import OBJECTIVES, OPTIONS, SAMPLER_NAMES
+from advisor.prediction.plan import PRECISION_CHOICES
 from advisor.search_spaces.workloads import ModelRef
 
 
@@ -52,6 +53,7 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @_option("n_val", type=p.COUNT_OR_ZERO)
 @_option("data_gb", type=p.FiniteFloat(0.0, 1e6))
 @_option("include_previous_generation", is_flag=True)
+@_option("precision", type=click.Choice(PRECISION_CHOICES), default="fp32", show_default=True)
 @_option("gpus", metavar="NAME[:COUNT]")
 @_option("cloud")
 @_option("region")

@@ -80,3 +80,32 @@ def quiet_now(window_s: float = QUIET_WINDOW_S) -> bool:
         before, busy_cpu_s(), time.process_time() - cpu, time.perf_counter() - wall
     )
     return others is not None and others < QUIET_CORES
+
+
+class Retakes:
+    """Which cached busy-machine probes this run retakes: each judged once per run, retaken
+    when the machine is quiet then (``quiet_now``). Issue #36: a probe judged to retake is
+    retaken, also when ``prefetch`` leaves it to a single probe (``defer``)."""
+
+    def __init__(self) -> None:
+        self.judged: set[str] = set()  # keys judged (or taken) this run
+        self.deferred: set[str] = set()  # judged to retake, left to ``LocalBackend.probe``
+
+    def due(self, key: str, cached: Any) -> bool:
+        """Whether to retake the cached probe under ``key`` now (judged once per run)."""
+        if key in self.deferred:
+            self.deferred.discard(key)
+            return True
+        if key in self.judged or contention(cached) is None:
+            return False
+        self.judged.add(key)
+        return quiet_now()
+
+    def taken(self, key: str) -> None:
+        """The probe under ``key`` was taken this run: not judged again."""
+        self.judged.add(key)
+
+    def defer(self, key: str) -> None:
+        """``key`` was judged to retake but is not taken yet: the next ``due`` says so."""
+        if key in self.judged:
+            self.deferred.add(key)

@@ -45,6 +45,7 @@ class ProbeCache:
 
         from advisor.storage.urls import open_storage
 
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "study created" line (#36)
         # A URL is opened as the study storage is (created under its lock, SQLite busy wait).
         self._storage = open_storage(storage) if isinstance(storage, str) else storage
         study = optuna.create_study(

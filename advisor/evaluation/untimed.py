@@ -115,6 +115,12 @@ def untimed_probe(
                     fingerprint["data_s_basis"] = f"timed at batch {timed}, scaled per sample"
             if timing.input_bytes_per_sample is not None:
                 fingerprint["input_bytes_per_sample"] = timing.input_bytes_per_sample
+    if user and not n_train and not sizes[0]:  # issue #36: KerasSetup's declared sizes, or
+        # len() of the datasets when the loader could not be timed
+        from advisor.evaluation.user_sizes import builder_sizes
+
+        found = builder_sizes(model, framework, batch_size)
+        sizes = (found.n_train, found.n_val)
     n_train = n_train or sizes[0] or 0
     n_val = n_val if n_val is not None else (sizes[1] or 0)
     if n_train <= 0:

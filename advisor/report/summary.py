@@ -162,6 +162,8 @@ def warnings(report: dict[str, Any]) -> list[str]:
     if report.get("memory_left_out"):  # issue #34
         out.append(f"{report['memory_left_out']['text']}.")
     out += list(report.get("contention_notes") or [])
+    if report.get("tune_note"):  # issue #36: --tune cut short by a signal or --timeout
+        out.append(str(report["tune_note"]))
     if report.get("stale_warning"):
         out.append(stale_line(report["stale_warning"]))
     return out
@@ -243,10 +245,18 @@ def cloud_line(cloud: dict[str, Any]) -> str:
     jobs = cloud.get("jobs") or []
     emulated = sum(1 for j in jobs if j.get("emulated"))
     where = f"; {emulated} emulated here (a local stand-in)" if emulated else ""
+    head = f"cloud probes (--cloud-probes {cloud.get('requested', len(jobs))}): "
+    # issue #36: why none ran (no credentials, the back end, the budget) is said here, not
+    # only under --verbose
+    why = [str(s) for s in cloud.get("skipped") or []]
+    if not jobs:
+        reason = str(cloud.get("stop_reason") or "")
+        return head + "none ran: " + "; ".join([*why, reason] if reason else why or ["-"])
+    skipped = f"; {why[0]}" + (f" (+{len(why) - 1} more)" if len(why) > 1 else "") if why else ""
     return (
-        f"cloud probes (--cloud-probes {cloud.get('requested', len(jobs))}): {len(jobs)} "
-        f"job(s) ({cloud.get('new', 0)} new), USD {cloud.get('spent_usd', 0.0):.4f} charged "
-        f"to the probe budget{where}; each job's result: --verbose"
+        f"{head}{len(jobs)} job(s) ({cloud.get('new', 0)} new), USD "
+        f"{cloud.get('spent_usd', 0.0):.4f} charged to the probe budget{where}{skipped}; each "
+        "job's result: --verbose"
     )
 
 

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.errors import AdvisorError
 from advisor.search_spaces.workloads import ModelRef
 from advisor.service import db
 
@@ -131,17 +130,11 @@ def predict(request: dict[str, Any]) -> dict[str, Any]:
     operator trace is traced here on the meta device (a built-in workload; a user model the
     server cannot import keeps a FLOP roofline for its GPU rows, as the response's notes say)."""
     from advisor.evaluation.predict_api import predict as advisor_predict
-    from advisor.probes.result import ProbeResult
+    from advisor.evaluation.probe_source import probe_from_data
 
-    try:
-        probe = ProbeResult.from_dict(request["probe"])
-    except (TypeError, ValueError, KeyError) as exc:
-        raise AdvisorError(
-            f"The uploaded probe is not a probe result ({exc}).",
-            "send the JSON of `advisor probe --json` as 'probe'.",
-        ) from exc
-    if not probe.ok:
-        raise AdvisorError(f"The uploaded probe failed ({probe.status}).", "send a good probe.")
+    probe = probe_from_data(
+        request.get("probe"), "The uploaded probe", "send the JSON of `advisor probe --json`."
+    )
     said: list[str] = []
     prediction = advisor_predict(
         probe.workload,

@@ -143,12 +143,20 @@ def record_study(url: str, lease: Lease, study: str, trials_before: int) -> None
 
 
 def finish(url: str, lease: Lease, result: dict[str, Any] | None, error: str | None) -> None:
-    """Record the job's result (done) or its one-line error (failed), under ``lease``."""
+    """Record the job's result (done) or its one-line error (failed), under ``lease``. A done
+    job's progress says so (issue #36: it kept its last "screen 1101/1468"): phase ``done``,
+    its trials of its trials; a failed job keeps the progress it had, where it stopped."""
+    extra: dict[str, Any] = {}
+    if not error:
+        trials = (result or {}).get("trials") or {}
+        n = int(trials.get("total") or 0) if isinstance(trials, dict) else 0
+        extra["progress"] = json.dumps({"phase": "done", "done": n, "total": n})
     with db.engine_for(url).begin() as conn:
         done = conn.execute(
             update(db.jobs)
             .where(_held(lease))
             .values(
+                **extra,
                 status="failed" if error else "done",
                 result=None if result is None else json.dumps(result, default=str),
                 error=error,

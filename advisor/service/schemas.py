@@ -84,6 +84,9 @@ class SuggestRequest(_Strict):
     include_previous_generation: bool = Field(
         False, description=_help("include_previous_generation")
     )
+    precision: Literal["auto", "fp32", "tf32", "bf16", "fp16"] = Field(
+        "fp32", description=_help("precision")
+    )
 
     @field_validator("model")
     @classmethod

@@ -40,6 +40,8 @@ def study_name_for(
     }
     if options.include_previous_generation:  # issue #27: more candidates, another answer
         ident["previous_generation"] = True
+    if options.precision != "fp32":  # issue #35: another plan, another answer
+        ident["precision"] = options.precision
     if options.cloud_probes:  # issue #14: measured machines change the answer (and emulated)
         ident["cloud_probes"] = [options.cloud_probes, options.emulate_cloud]
     digest = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()

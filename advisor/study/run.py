@@ -86,9 +86,10 @@ def local_backend(
         if progress is not None:
             progress(f"probe:{text}", 0, 1)
 
+    from advisor.prediction.plan import check_precision
     from advisor.remote.measured import remote_lookup
 
-    return LocalBackend(
+    backend = LocalBackend(
         storage,
         options.snapshot,
         iterations=options.probe_iterations,
@@ -100,6 +101,8 @@ def local_backend(
         remote_lookup=remote_lookup(storage, options.probe_iterations, options.emulate_cloud),
         ledger_storage=storage if isinstance(storage, str) else resolve_storage(options.storage),
     )
+    backend.precision = check_precision(options.precision)  # issue #35: how each GPU trains
+    return backend
 
 
 def run_suggest(

@@ -457,6 +457,18 @@ def test_without_any_cloud_settings_each_provider_is_one_line_and_all_stays_mode
     assert o.cloud["stop_reason"] == "no cloud machine left to probe"
     assert {ev.source for ev in o.screen.values()} == {"modelled", "measured"}
     assert o.probe_spent_usd <= o.probe_budget_usd
+    # issue #36: the default report says why none ran (before: "0 job(s)", why only in
+    # --verbose)
+    from rich.console import Console
+
+    from advisor.report.summary import render_summary
+
+    console = Console(record=True, width=2000)  # the line in full, unwrapped
+    render_summary(build_report(o), console, 5)
+    text = console.export_text()
+    line = next(x for x in text.splitlines() if x.startswith("cloud probes (--cloud-probes 3)"))
+    assert "none ran: cloud probes skipped for aws: " in line
+    assert "cloud probes skipped for gcp: " in line and "no cloud machine left to probe" in line
 
 
 def test_only_one_device_machines_are_probed_a_multi_gpu_leader_stays_modelled() -> None:
