@@ -210,7 +210,7 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Use a saved probe JSON instead of probing now.",
 )
-@click.option("--threads", type=p.THREADS, default=None, help="CPU threads for the local probe.")
+@p.threads_option("CPU threads for the local probe.")
 @p.framework_option()
 @click.option(
     "--strategy",
