@@ -38,7 +38,16 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("probes", ("advisor.probes",)),
     ("providers", ("advisor.providers",)),
     ("search spaces", ("advisor.search_spaces",)),
-    ("base", ("advisor.errors", "advisor.config", "advisor._lazy", "advisor.durations")),
+    (
+        "base",
+        (
+            "advisor.errors",
+            "advisor.config",
+            "advisor._lazy",
+            "advisor.durations",
+            "advisor.intervals",
+        ),
+    ),
 ]
 ORDER = [name for name, _ in LAYERS]
 

@@ -31,7 +31,7 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 
 @click.command("suggest")
 @_option("model", type=p.ModelRef(), required=True)
-@_option("framework", type=click.Choice(["torch", "keras"]), default="torch", show_default=True)
+@p.framework_option()
 @click.option("--space", "space_file", type=click.Path(dir_okay=False), help=OPTIONS["space"].help)
 @_option("budget_usd", type=p.USD)
 @_option("deadline_s", type=p.Duration())
@@ -46,7 +46,7 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @_option("timeout_s", type=p.Duration())
 @_option("tune_s", type=p.Duration())
 @_option("snapshot")
-@_option("storage")
+@p.storage_option()
 @_option("study_name", type=p.StudyName())
 @_option("probe_iterations", type=p.BoundedInt(3, 10_000), default=8, show_default=True)
 @_option("threads", type=p.THREADS)

@@ -222,7 +222,7 @@ class LocalBackend(Backend):
     ) -> ProbeRequest:
         timeout = self.timeout_s
         if self.deadline is not None:  # --timeout bounds the whole search, probes included
-            timeout = max(1.0, min(timeout, self.deadline - time.monotonic()))
+            timeout = max(1.0, min(timeout, self.deadline - self.clock()))
         return ProbeRequest(
             workload=workload.name,
             batch_size=batch_size,
