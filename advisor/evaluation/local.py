@@ -19,10 +19,9 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.evaluation.candidates import matches
+from advisor.evaluation.candidates import matches, owned_candidates
 from advisor.evaluation.contention import Retakes
 from advisor.evaluation.contract import Backend, RunTime, probe_duration_s
 from advisor.evaluation.failures import TRANSIENT_FAILURES
@@ -34,6 +33,7 @@ from advisor.evaluation.probe_cache import (
     machine_fingerprint,
     probe_cache_key,
 )
+from advisor.evaluation.probe_slot import key_lock_path, probe_slot
 from advisor.evaluation.untimed import default_threads
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.prediction.epochs_model import EpochsEstimate
@@ -133,6 +133,7 @@ class LocalBackend(Backend):
         if machines.instance_types:  # native names (ml.p3.2xlarge, Standard_NC6s_v3) match too
             rest = replace(rest, instance_types=self.catalog.matching_keys(machines.instance_types))
         out = [i for i in found if i.provider != "local" and matches(i, rest)]
+        out += owned_candidates(self.catalog.accelerators, machines, rest)  # issue #37
         if machines.include_local:
             from advisor.providers.catalog import local_machine
 
@@ -156,7 +157,7 @@ class LocalBackend(Backend):
         stale = cached  # None, or a busy machine's probe to retake now
         # One probe per key across cooperating processes on this machine: the second waits
         # for the first and reads its result from the cache.
-        with file_lock(self._probe_lock(key)):
+        with file_lock(key_lock_path(key)):
             cached = self.cache.get(key, since=self.started_at)
             # issue #36: the probe judged to retake is retaken (asking ``due`` again here
             # answered "judged already", so it was reused); one another process took
@@ -199,16 +200,6 @@ class LocalBackend(Backend):
         self.limits.set_batches(batch_sizes)
         prefetch(self, workload, batch_sizes)
 
-    @staticmethod
-    def _probe_lock(key: str) -> Path:
-        """Per probe key, whatever the storage: two timing probes of one configuration never
-        run at once on this machine."""
-        import hashlib
-
-        from advisor.config import home
-
-        return home() / "locks" / f"probe-{hashlib.sha1(key.encode()).hexdigest()[:16]}.lock"
-
     def _run_and_cache(
         self,
         key: str,
@@ -222,7 +213,8 @@ class LocalBackend(Backend):
         from advisor.probes.runner import run_probe
 
         run = self._run_probe or run_probe
-        probe = run(self._request(workload, batch_size, rt_hps, noise))
+        with probe_slot():  # one timing probe at a time on this host, only while it runs
+            probe = run(self._request(workload, batch_size, rt_hps, noise))
         self.cache.put(key, probe)
         return probe
 
@@ -231,7 +223,7 @@ class LocalBackend(Backend):
     ) -> ProbeRequest:
         timeout = self.timeout_s
         if self.deadline is not None:  # --timeout bounds the whole search, probes included
-            timeout = max(1.0, min(timeout, self.deadline - time.monotonic()))
+            timeout = max(1.0, min(timeout, self.deadline - self.clock()))
         return ProbeRequest(
             workload=workload.name,
             batch_size=batch_size,

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.evaluation.probe_cache import probe_cache_key
+from advisor.evaluation.probe_slot import key_lock_path, probe_slot
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.probes.result import ProbeResult
 from advisor.storage.locks import file_lock
@@ -50,7 +51,7 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
     judged = {p: self.cache.get(keys[p], since=self.started_at) for p in missing}
     with contextlib.ExitStack() as held:  # the same locks as one probe takes, in key order
         for key in sorted(keys[p] for p in missing):
-            held.enter_context(file_lock(self._probe_lock(key)))
+            held.enter_context(file_lock(key_lock_path(key)))
         # still missing, or still the busy machine's probe judged to retake (issue #36: asking
         # ``Retakes.due`` again here heard "judged already" and dropped every retake); one another
         # process took meanwhile is used
@@ -78,7 +79,8 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
         deadline = None  # issue #36: --timeout bounds the batch, not each probe in turn
         if self.deadline is not None:
             deadline = time.time() + (self.deadline - time.monotonic())
-        run_probes(requests, on_start=started, on_result=done, deadline=deadline)
+        with probe_slot():  # one timing probe at a time on this host, only while they run
+            run_probes(requests, on_start=started, on_result=done, deadline=deadline)
 
 
 def _missing(backend: Any, key: str) -> bool:

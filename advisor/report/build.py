@@ -30,7 +30,11 @@ from advisor.report.epochs import epochs_note, epochs_per_batch
 from advisor.report.feasible import check_feasible as check_feasible  # re-exported
 from advisor.report.memory import left_out as memory_left_out
 from advisor.report.overheads import overheads_notes, overheads_section, run_overheads_of
+from advisor.report.owned import section as owned_section
 from advisor.report.rows import KNOWN, managed_rows, runtime_params, scored_rows, tuned_ranges
+from advisor.report.value_of_time import reason as value_reason
+from advisor.report.value_of_time import section as value_section
+from advisor.report.value_of_time import total_points
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -63,9 +67,11 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     rows = scored_rows(outcome)
     points = [_point(r) for r in rows]
     startup = overheads_section(rows, outcome.workload)  # issue #14
-    ranked = rank(points, objective)
+    vot = getattr(outcome.options, "value_of_time", None)  # issue #37: rank cost + time x V
+    chosen_by = total_points(rows, vot) if vot else points
+    ranked = rank(chosen_by, objective)
     ranking = [p.ref for p in ranked]
-    best = recommended(points, objective)
+    best = recommended(chosen_by, objective)
     front = pareto_set(points)
     # issue #29: the short accuracy runs of --tune are reported apart (report.hyperparameters)
     machine_trials = [t for t in study.get_trials(deepcopy=False) if not is_accuracy_trial(t)]
@@ -73,8 +79,14 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     states = [t.state for t in machine_trials]
     rec_row = None
     if best is not None:
-        rec_row = dict(best.ref, reason=_reason(outcome, points, best, front))
+        rec_row = dict(best.ref, reason=_reason(outcome, chosen_by, best, front))
         rec_row["region_note"] = _region_note(outcome, rec_row)
+    value = value_section(points, best, vot) if vot else None
+    if rec_row is not None and value is not None:
+        rec_row["reason"] = value_reason(value)
+    conf = confidence(chosen_by, best, objective, KNOWN)  # issue #28: in plain words
+    if conf is not None and value is not None:
+        conf["objective"] = "total"  # ties are of cost + time x value
     fast, cheap = fastest(points), cheapest(points)
     memory_out = memory_left_out(outcome)
     epochs_rows = epochs_per_batch(complete, outcome.screen.values())  # issue #19
@@ -111,7 +123,9 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
             "charged_for": CHARGED_FOR,
         },
         "recommended": rec_row,
-        "confidence": confidence(points, best, objective, KNOWN),  # issue #28: in plain words
+        "value_of_time": value,  # issue #37: the split and the place on the front
+        "owned": owned_section(ranking),  # issue #37: renting against the machines you own
+        "confidence": conf,
         "best_by_time": fast.ref if fast else None,
         "best_by_cost": cheap.ref if cheap else None,
         "best_by_service": _best_by_service(ranking),  # issue #28: what submit --study takes

@@ -76,7 +76,7 @@ def confidence_line(c: dict[str, Any], short: bool = False) -> str:
     if c["objective"] == "pareto":
         parts.append(f"{c['tied']} points on the time-cost front; chosen: {c['rule']}")
     else:
-        metric = "time" if c["objective"] == "time" else "cost"
+        metric = {"time": "time", "total": "total"}.get(c["objective"], "cost")  # total: #37
         if c["tied"] > 1 and short:
             pick = "cheapest" if metric == "time" else "fastest"
             parts.append(

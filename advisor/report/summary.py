@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from advisor.durations import format_duration
 from advisor.report.confidence import confidence_line
 from advisor.report.hyperparameters import print_lines as print_hyperparameters
+from advisor.report.owned import lines as owned_lines
+from advisor.report.value_of_time import lines as value_lines
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -68,6 +70,8 @@ def _asked(report: dict[str, Any]) -> str:
         limits.append(f"deadline {format_duration(report['deadline_s'])}")
     goal = {"time": "fastest run", "cost": "cheapest run", "pareto": "time-cost balance"}
     what = goal.get(report["objective"], report["objective"])
+    if report.get("value_of_time"):  # issue #37
+        what = f"least cost + run time x USD {report['value_of_time']['usd_per_hour']:g}/h"
     return (
         f"{report['workload']} ({report['framework']}): {what}"
         + (f" within {' and '.join(limits)}" if limits else "")
@@ -217,6 +221,11 @@ def render_summary(report: dict[str, Any], console: Console, top: int = TOP_ROWS
             sure = Text.assemble(("how sure: ", "bold"), confidence_line(conf, short=True))
             console.print(Padding(sure, (0, 0, 0, 2)), highlight=False)
         print_hyperparameters(report, console, "  ", short=True)  # issue #29: --tune
+        for line in [
+            *value_lines(report),
+            *owned_lines(report),
+        ]:  # issue #37: --value-of-time's split and front
+            console.print(escape(line), highlight=False)
     shown = {id(rec)} if rec else set()
     for label, key in (("fastest", "best_by_time"), ("cheapest", "best_by_cost")):
         row = report.get(key)

@@ -88,6 +88,9 @@ class SuggestRequest(_Strict):
         "fp32", description=_help("precision")
     )
     plan: str | None = Field(None, max_length=200, description=_help("plan"))  # issue #35
+    value_of_time: float | None = Field(  # issue #37: USD per hour
+        None, gt=0, le=1e9, description=_help("value_of_time")
+    )
 
     @field_validator("model")
     @classmethod

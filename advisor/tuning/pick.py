@@ -25,6 +25,11 @@ FIELDS = (
     "machine", "batch_size", "epochs", "price_per_hour", "hyperparameters", "trial", "source",
     "training_plan",  # issue #35: the plan the row was predicted under (None: plain fp32)
 )  # fmt: skip
+# Issue #37: what `advisor export --row N` needs of each ranked row (the report's own values).
+RANKING_FIELDS = (
+    *FIELDS, "provider", "service", "instance_type", "accelerator", "gpus", "region", "spot",
+    "runtime_s", "cost_usd", "feasible",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,16 @@ def recommendation_attr(report: dict[str, Any]) -> dict[str, Any] | None:
         service: {k: row.get(k) for k in FIELDS}
         for service, row in (report.get("best_by_service") or {}).items()
     }
-    return {"recommended": {k: rec.get(k) for k in FIELDS}, "by_service": by_service}
+    return {
+        "recommended": {k: rec.get(k) for k in FIELDS},
+        "by_service": by_service,
+        "export": {  # issue #37: `advisor export` writes any of these rows
+            "workload": report.get("workload"),
+            "framework": report.get("framework"),
+            "recommended": {k: rec.get(k) for k in RANKING_FIELDS},
+            "ranking": [{k: r.get(k) for k in RANKING_FIELDS} for r in report.get("ranking", [])],
+        },
+    }
 
 
 def study_pick(study: optuna.Study, services: tuple[str, ...], name: str) -> Pick:
