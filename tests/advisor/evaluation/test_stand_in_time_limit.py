@@ -8,11 +8,11 @@ machine's load, and fcn at batch 2048 lost its row on a busy machine ("at least 
 from __future__ import annotations
 
 import pytest
+from advisor.probes.operators import feasibility, trace_workload
 
 from advisor.evaluation.memory_checks import SUGGEST_MAX_STEP_S, StandIns
 from advisor.evaluation.untimed import decide
 from advisor.evaluation.workload import WorkloadInfo
-from advisor.probes.operators import feasibility, trace_workload
 
 pytest.importorskip("torch")
 
