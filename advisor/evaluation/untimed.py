@@ -48,9 +48,11 @@ def decide(
     batch_size: int,
     framework: str = "torch",
     hyperparameters: dict[str, Any] | None = None,
+    max_step_s: float | None = None,
 ) -> LocalDecision | None:
     """Trace ``model`` on the meta device and judge a local probe (None: it cannot be traced
-    here, so the probe runs as before)."""
+    here, so the probe runs as before). ``max_step_s``: the step's lower bound beyond which
+    it is not timed here (default ``local_feasibility``'s, what ``advisor predict`` uses)."""
     from advisor.prediction.perf.traces import user_modules_importable
     from advisor.probes.operators import local_feasibility, trace_workload
 
@@ -62,7 +64,8 @@ def decide(
         return None
     if not trace.memory_bytes:
         return LocalDecision(trace, True, "no memory figure in the trace")
-    verdict = local_feasibility(trace, memory_bytes=host_memory_bytes(trace))
+    limit = {} if max_step_s is None else {"max_step_s": max_step_s}
+    verdict = local_feasibility(trace, memory_bytes=host_memory_bytes(trace), **limit)
     return LocalDecision(trace, verdict.feasible, verdict.reason)
 
 

@@ -29,6 +29,7 @@ class ClaimStore(Protocol):
     database enforces: ``advisor.service.trials.TableClaims``)."""
 
     peers_seen_at: float
+    clock: Callable[[], float]  # the wall clock its marks are written and read on
 
     def hello(self, ended: bool = False) -> None: ...
 
