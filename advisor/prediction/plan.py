@@ -42,6 +42,9 @@ PLAN_SEARCH_HELP = (
 )
 CHECKPOINTING = ("none", "blocks")
 SHARDING = ("none", "optimizer", "gradients", "parameters")
+# What ``python -m advisor.train`` runs today (ZeRO-1 through torch's ZeroRedundancyOptimizer;
+# FSDP is not run yet): the only sharding the suggest search may choose by itself.
+RUNNABLE_SHARDING = ("none", "optimizer")
 SHARDING_WORDS = {
     "optimizer": "optimizer state sharded (ZeRO-1)",
     "gradients": "optimizer state and gradients sharded (ZeRO-2)",

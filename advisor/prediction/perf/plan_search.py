@@ -11,7 +11,8 @@ ones are searched over a small set:
   forward and backward passes' launches at a smaller micro-batch, checkpointing recomputes
   the forward pass, sharding adds collective traffic), so nothing else is predicted faster;
 - else, for each checkpointing (``none``, ``blocks``) x sharding (``none`` and, on a machine
-  with several GPUs and one process per GPU, ``optimizer``, ``gradients``, ``parameters``),
+  with several GPUs and one process per GPU, ``optimizer``: ZeRO-2/3 are predicted when
+  ``--plan`` names them, never chosen, since ``advisor.train`` does not run them yet),
   the fewest accumulation steps of 1, 2, 4, 8, ... whose step fits the GPU (the memory model
   under the plan, ``perf.device_memory.machine_memory``); each is forecast and the fastest
   whole job is taken.
@@ -32,7 +33,7 @@ from advisor.prediction.perf.forecast import Forecast, forecast_machine
 from advisor.prediction.perf.traces import per_device_batch
 from advisor.prediction.plan import (
     CHECKPOINTING,
-    SHARDING,
+    RUNNABLE_SHARDING,
     PrecisionLacking,
     TrainingPlan,
     plan_on,
@@ -69,7 +70,7 @@ def candidates(
     ckpts = [fixed["checkpointing"]] if "checkpointing" in fixed else list(CHECKPOINTING)
     shards = [fixed["sharding"]] if "sharding" in fixed else ["none"]
     if "sharding" not in fixed and gpus > 1 and strategy != "dp":
-        shards = list(SHARDING)
+        shards = list(RUNNABLE_SHARDING)
     if framework == "keras":
         ckpts, shards = ["none"], ["none"]
     return [replace(base, checkpointing=c, sharding=s) for c in ckpts for s in shards]
