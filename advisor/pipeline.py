@@ -18,6 +18,7 @@ from advisor.report.hyperparameters import attach as attach_hyperparameters
 from advisor.report.study_note import save_study_note
 from advisor.study.answer_cache import answer_for, keep, sqlite_path
 from advisor.study.run import Progress, run_suggest
+from advisor.study.selection import TIE_BAND_ATTR
 from advisor.tuning.pick import RECOMMENDATION, recommendation_attr
 
 
@@ -58,6 +59,8 @@ def suggest(
     saved = recommendation_attr(report)  # issue #28: `advisor submit --study` submits it
     if saved is not None and outcome.study.user_attrs.get(RECOMMENDATION) != saved:
         outcome.study.set_user_attr(RECOMMENDATION, saved)
+    if outcome.study.user_attrs.get(TIE_BAND_ATTR) != report["tie_share"]:  # issue #36
+        outcome.study.set_user_attr(TIE_BAND_ATTR, report["tie_share"])
     _keep_answer(outcome, report)
     return report
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.durations import format_duration
 from advisor.evaluation.contention import notes as contention_notes
+from advisor.evaluation.contention import tie_band
 from advisor.evaluation.ranking import (
     TIE_SHARE,
     Point,
@@ -62,9 +63,16 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     rows = scored_rows(outcome)
     points = [_point(r) for r in rows]
     startup = overheads_section(rows, outcome.workload)  # issue #14
-    ranked = rank(points, objective)
+    # issue #36: a tie band as wide as the probes' measured noise
+    band = tie_band(
+        (ev.batch_size, ev.probe) for ev in outcome.screen.values() if ev.probe is not None
+    )
+    ranked = rank(points, objective, band["share"])
     ranking = [p.ref for p in ranked]
-    best = recommended(points, objective)
+    best = recommended(points, objective, band["share"])
+    quiet = best if band["share"] == TIE_SHARE else recommended(points, objective)
+    # what the quiet machine's 5 % band would take from the same rows (benchmarks/same_answer.py)
+    band["pick_at_quiet_band"] = None if quiet is None else _pick(quiet.ref)
     front = pareto_set(points)
     # issue #29: the short accuracy runs of --tune are reported apart (report.hyperparameters)
     machine_trials = [t for t in study.get_trials(deepcopy=False) if not is_accuracy_trial(t)]
@@ -72,7 +80,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     states = [t.state for t in machine_trials]
     rec_row = None
     if best is not None:
-        rec_row = dict(best.ref, reason=_reason(outcome, points, best, front))
+        rec_row = dict(best.ref, reason=_reason(outcome, points, best, front, band["share"]))
         rec_row["region_note"] = _region_note(outcome, rec_row)
     fast, cheap = fastest(points), cheapest(points)
     epochs_rows = epochs_per_batch(complete, outcome.screen.values())  # issue #19
@@ -109,11 +117,13 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
             "charged_for": CHARGED_FOR,
         },
         "recommended": rec_row,
-        "confidence": confidence(points, best, objective, KNOWN),  # issue #28: in plain words
+        # issue #28: in plain words
+        "confidence": confidence(points, best, objective, KNOWN, band["share"]),
         "best_by_time": fast.ref if fast else None,
         "best_by_cost": cheap.ref if cheap else None,
         "best_by_service": _best_by_service(ranking),  # issue #28: what submit --study takes
-        "tie_share": TIE_SHARE,
+        "tie_share": band["share"],
+        "tie_band": band,  # issue #36: the band and what it was measured from
         "pareto": [p.ref for p in front],
         "runtime_hyperparameters": runtime_params(outcome.space),
         "tuned_ranges": tuned_ranges(outcome.space),
@@ -210,7 +220,20 @@ def _compact(row: dict[str, Any]) -> list[Any]:
     ]  # fmt: skip
 
 
-def _reason(outcome: SuggestOutcome, points: list[Point], best: Point, front: list[Point]) -> str:
+def _pick(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in ("machine", "batch_size")} | {
+        "runtime_s": row["runtime_s"]["value"],
+        "cost_usd": row["cost_usd"]["value"],
+    }
+
+
+def _reason(
+    outcome: SuggestOutcome,
+    points: list[Point],
+    best: Point,
+    front: list[Point],
+    share: float = TIE_SHARE,
+) -> str:
     """One line: why this run ("fastest within USD 5; the cheapest of 9 machines within 5 %
     of the best time")."""
     opts, objective = outcome.options, outcome.objective
@@ -225,13 +248,11 @@ def _reason(outcome: SuggestOutcome, points: list[Point], best: Point, front: li
     elif opts.deadline_s is not None:
         limit = f" within {format_duration(opts.deadline_s)}"
     what, other = ("fastest", "time") if objective == "time" else ("cheapest", "cost")
-    group = tie_groups([p for p in points if p.feasible], objective)[0]
+    group = tie_groups([p for p in points if p.feasible], objective, share)[0]
     text = f"{what}{limit}"
     if len(group) > 1:
         pick = "cheapest" if objective == "time" else "fastest"
-        text += (
-            f"; the {pick} of {len(group)} candidates within {TIE_SHARE:.0%} of the best {other}"
-        )
+        text += f"; the {pick} of {len(group)} candidates within {share:.0%} of the best {other}"
     neck = best.ref.get("limiting") or ""
     if "host-bound" in neck:
         text = f"{text} (host-bound, so a bigger accelerator does not help)"

@@ -21,11 +21,13 @@ def confidence(
     best: Point | None,
     objective: str,
     legend: dict[str, str],
+    share: float = TIE_SHARE,
 ) -> dict[str, Any] | None:
     """The recommendation's confidence (None without a recommendation): ``how`` it is known
     (the legend's words for its ``known`` key, and its ``source``), ``tied`` (candidates in
     its tie band, itself included), the ``rule`` that chose among them, and the interval of
-    its time and cost as multiples of the estimate (``time_x``, ``cost_x``: [low, high])."""
+    its time and cost as multiples of the estimate (``time_x``, ``cost_x``: [low, high]);
+    ``share`` is the report's tie band (issue #36: as wide as the probes' noise)."""
     if best is None:
         return None
     row = best.ref
@@ -34,7 +36,7 @@ def confidence(
         tied = len(pareto_set(feasible))
         rule = "the knee of the time-cost front (closest to both the fastest and the cheapest)"
     else:
-        group = next((g for g in tie_groups(feasible, objective) if best in g), [best])
+        group = next((g for g in tie_groups(feasible, objective, share) if best in g), [best])
         tied = len(group)
         rule = TIE_RULE[objective]
     known = row.get("known") or ""
@@ -43,7 +45,7 @@ def confidence(
         "known": known,
         "source": row.get("source", ""),
         "tied": tied,
-        "tie_share": TIE_SHARE,
+        "tie_share": share,
         "objective": objective,
         "rule": rule,
         "time_x": _ratio(row.get("runtime_s")),
