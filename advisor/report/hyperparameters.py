@@ -83,11 +83,9 @@ def lines(report: dict[str, Any], short: bool = False) -> list[str]:
         return []
     found = section.get("recommended")
     runs = section["runs"]
-    if found and found.get("not_learned"):
-        return [
-            f"hyperparameters: {found['not_learned']} ({runs['runs']} short runs, "
-            f"{runs['pruned']} pruned)"
-        ]
+    if found and (found.get("not_learned") or found.get("not_repeated")):
+        why = found.get("not_learned") or found["not_repeated"]
+        return [f"hyperparameters: {why} ({runs['runs']} short runs, {runs['pruned']} pruned)"]
     if short and found:
         values = " ".join(_value(k, v) for k, v in found["values"].items())
         seeds = found["seeds"]
