@@ -14,6 +14,7 @@ import math
 import statistics
 from typing import Any
 
+from advisor.accuracy.collapse import backoff_text, collapsed
 from advisor.accuracy.lr_rule import LrRule, agreement
 from advisor.accuracy.plan import TunePlan
 from advisor.accuracy.trials import AccuracyTrial, reported
@@ -212,9 +213,13 @@ def per_batch(trials: list[AccuracyTrial]) -> list[dict[str, Any]]:
     return out
 
 
-def rule_check(trials: list[AccuracyTrial], rule: LrRule | None) -> dict[str, Any] | None:
+def rule_check(
+    trials: list[AccuracyTrial], rule: LrRule | None, band: float | None = None
+) -> dict[str, Any] | None:
     """Whether the tuned learning rate agrees with the rule at each batch size, and where the
-    rule's own runs ranked (None without a rule or without learning-rate runs)."""
+    rule's own runs ranked (None without a rule or without learning-rate runs); with the
+    chance ``band``, which rule runs learned and collapsed and what the search's steps down
+    from them gave (issue #36, ``advisor.accuracy.collapse``)."""
     order = ranked(trials)
     if rule is None or not any("lr" in t.params for t in order):
         return None
@@ -224,6 +229,9 @@ def rule_check(trials: list[AccuracyTrial], rule: LrRule | None) -> dict[str, An
         if not at:
             continue
         row: dict[str, Any] = {"batch_size": batch, "rule_lr": round(rule.lr_at(batch), 6)}
+        left = _left_the_rule(trials, batch, band)
+        if left is not None:
+            row["collapsed"] = {**left, "text": backoff_text(rule.lr_at(batch), left["steps"])}
         if len(at) == 1 and at[0].role == "rule":
             row.update(checked=False, text="only the rule's own run reached a check: not checked")
             rows.append(row)
@@ -242,6 +250,36 @@ def rule_check(trials: list[AccuracyTrial], rule: LrRule | None) -> dict[str, An
             }
         rows.append(row)
     return {"rule": rule.to_dict(), "by_batch": rows}
+
+
+def _left_the_rule(
+    trials: list[AccuracyTrial], batch: int, band: float | None
+) -> dict[str, Any] | None:
+    """The rule run at ``batch`` that collapsed and the steps down from it (None: none)."""
+    own = [t for t in trials if t.role == "rule" and t.batch_size == batch and t.ok]
+    if not own or not collapsed(own[0].curve, band, own[0].metric):
+        return None
+    steps = [
+        {
+            "trial": t.number,
+            "lr": float(t.params["lr"]),
+            "value": round(t.value or math.nan, 4),
+            "peak": round(max(v for _, v in t.curve), 4),
+            "collapsed": collapsed(t.curve, band, t.metric),
+            "ended": t.ended,
+        }
+        for t in trials
+        if t.role == "backoff" and t.batch_size == batch and t.ok and "lr" in t.params
+    ]
+    rule_run = own[0]
+    return {
+        "rule_run": {
+            "trial": rule_run.number,
+            "peak": round(max(v for _, v in rule_run.curve), 4),
+            "value": round(rule_run.value or math.nan, 4),
+        },
+        "steps": steps,
+    }
 
 
 def narrowed(trials: list[AccuracyTrial], params: list[Param]) -> dict[str, Param] | None:

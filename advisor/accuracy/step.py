@@ -101,6 +101,7 @@ def tune_step(
         train=train,
         clock=clock,
         progress=progress,
+        chance=_chance(outcome.workload.name, plan.n_val),  # issue #36: collapsed rule runs
     )
     result = search.run()
     done = {
@@ -167,3 +168,13 @@ def _noise(rows: list[dict[str, Any]], batch: int) -> tuple[float | None, str]:
 def _full_run(recommended: dict[str, Any], n_train: int) -> str:
     epochs = recommended.get("epochs")
     return f"{epochs} epochs of {n_train:,} samples" if epochs else f"epochs of {n_train:,} samples"
+
+
+def _chance(workload: str, n_val: int) -> float | None:
+    """The chance band of a built-in workload's validation accuracy (None: not known)."""
+    from advisor.accuracy.evidence import chance_band
+    from advisor.search_spaces.workloads import get, names
+
+    if ModelRef(workload).is_user or workload not in names():
+        return None
+    return chance_band(get(workload).n_classes, n_val)

@@ -47,7 +47,7 @@ def attach(report: dict[str, Any], study: optuna.Study) -> None:
         "runs": ev.counts(trials),
         "recommended": found,
         "per_batch": ev.per_batch(trials),
-        "lr_rule": ev.rule_check(trials, rule),
+        "lr_rule": ev.rule_check(trials, rule, band),
         "narrowed_ranges": {
             name: _range(p, _original(params, name)) for name, p in narrowed.items()
         },
@@ -152,7 +152,8 @@ def note_lines(report: dict[str, Any]) -> list[str]:
 def _rule_text(row: dict[str, Any]) -> str:
     own = row.get("rule_run")
     ran = f", its run ranked {own['rank']} of {own['of']}" if own and row.get("checked") else ""
-    return f"batch {row['batch_size']}: {row['text']}{ran}"
+    fell = f" ({row['collapsed']['text']})" if row.get("collapsed") else ""  # issue #36
+    return f"batch {row['batch_size']}: {row['text']}{ran}{fell}"
 
 
 def _value(name: str, value: Any) -> str:
