@@ -9,6 +9,7 @@ checks that some candidate fits the budget and deadline, builds the report
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from advisor.evaluation.contract import Backend
@@ -28,6 +29,7 @@ def suggest(
     backend: Backend | None = None,
     progress: Progress | None = None,
     storage: Any = None,
+    on_first_answer: Callable[[dict[str, Any]], None] | None = None,
     **fields: Any,
 ) -> dict[str, Any]:
     """``advisor suggest`` as a function: run (or resume) the study and return the report.
@@ -37,6 +39,8 @@ def suggest(
     ``storage`` is a storage URL or an Optuna storage object (default: ``options.storage``,
     else the SQLite file in ``$ADVISOR_HOME``); ``progress(phase, done, total)`` hears each
     phase. Raises AdvisorError when no candidate fits the budget or deadline.
+    ``on_first_answer(report)`` (issue #36) hears the first answer, from the operator trace
+    alone, before the local probes run (``first_answer``); only with the local back end.
     """
     if options is None:
         options = SuggestOptions(**fields)
@@ -46,6 +50,10 @@ def suggest(
         kept = answer_for(options)
         if kept is not None:
             return kept
+    if on_first_answer is not None and backend is None:
+        early = first_answer(options, progress)
+        if early is not None:
+            on_first_answer(early)
     outcome = run_suggest(options, backend, progress=progress, storage=storage)
     check_feasible(outcome)
     report = build_report(outcome)
@@ -63,6 +71,35 @@ def suggest(
         outcome.study.set_user_attr(TIE_BAND_ATTR, report["tie_share"])
     _keep_answer(outcome, report)
     return report
+
+
+def first_answer(
+    options: SuggestOptions, progress: Progress | None = None
+) -> dict[str, Any] | None:
+    """Issue #36: the report over the GPU machines from the operator trace alone
+    (``advisor.evaluation.trace_only``), in a study kept in memory (nothing is stored: the
+    final run takes its own probes); None when no GPU machine fits or the model cannot be
+    traced (the final answer then comes alone)."""
+    from dataclasses import replace
+
+    import optuna
+
+    from advisor.errors import AdvisorError
+    from advisor.evaluation.trace_only import TraceOnlyBackend
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # as run_suggest: no INFO lines
+    memory = optuna.storages.InMemoryStorage()
+    quick = replace(options, tune_s=None, cloud_probes=0, storage=None)
+    try:
+        backend = TraceOnlyBackend(
+            memory, options.snapshot, iterations=options.probe_iterations, threads=options.threads
+        )
+        outcome = run_suggest(quick, backend, progress=progress, storage=memory)
+        check_feasible(outcome)
+    except (AdvisorError, RuntimeError):
+        return None
+    report = build_report(outcome)
+    return report if report.get("recommended") else None
 
 
 def _keep_answer(outcome: Any, report: dict[str, Any]) -> None:

@@ -68,8 +68,11 @@ def untimed_probe(
     hyperparameters: dict[str, Any] | None = None,
     n_train: int | None = None,
     n_val: int | None = None,
+    loader: Any = None,
 ) -> ProbeResult:
-    """The stand-in probe of a model traced without a local timing (see the module)."""
+    """The stand-in probe of a model traced without a local timing (see the module);
+    ``loader`` (a ``LoaderTiming``) is used instead of timing the DataLoader here (issue #36:
+    the first answer scales one batch size's)."""
     from advisor.prediction.perf import constants as C
     from advisor.prediction.perf.signature import UNTIMED_KEY
     from advisor.probes.operators import local_feasibility, with_operator_trace
@@ -84,10 +87,12 @@ def untimed_probe(
         from advisor.prediction.perf.traces import user_modules_importable
 
         try:
-            with user_modules_importable():
-                timing = time_loader(
-                    model, batch_size, hyperparameters, model_on_meta=True, own_sizes=user
-                )
+            timing = loader
+            if timing is None:
+                with user_modules_importable():
+                    timing = time_loader(
+                        model, batch_size, hyperparameters, model_on_meta=True, own_sizes=user
+                    )
         except Exception as exc:
             warnings.append(f"DataLoader not timed ({type(exc).__name__}: {exc}); input prior")
         else:
