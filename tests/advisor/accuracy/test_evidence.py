@@ -166,8 +166,8 @@ def test_a_best_run_whose_repeats_do_not_beat_the_recipe_recommends_nothing() ->
     ]
     found = evidence(trials, PLAN, n_classes=None)
     assert found is not None and found["values"] == {}
-    assert "does not beat the recipe's own run at batch 64 (0.750, trial 0)" in (
-        found["not_repeated"]
+    assert (
+        "does not beat the recipe's own run at batch 64 (0.750, trial 0)" in (found["not_repeated"])
     )
     # repeats that hold up keep the recommendation
     held = [*trials[:2], run(2, 64, 0.05, [0.79] * 8, role="seed", seed=1, of=1)]
