@@ -99,6 +99,7 @@ def first_answer(
     except (AdvisorError, RuntimeError):
         return None
     report = build_report(outcome)
+    report["first_answer_basis"] = backend.basis()  # what its rows rest on, in words
     return report if report.get("recommended") else None
 
 

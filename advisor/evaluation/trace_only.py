@@ -34,7 +34,7 @@ class TraceOnlyBackend(LocalBackend):
         super().__init__(*args, **kwargs)
         self._stand_ins: dict[tuple[int, str], ProbeResult] = {}
 
-    def _instances(self, machines: MachineFilter) -> Sequence[InstanceType]:
+    def _instances(self, machines: MachineFilter) -> list[InstanceType]:
         return [i for i in super()._instances(machines) if i.accelerator is not None]
 
     def prefetch(self, workload: WorkloadInfo, batch_sizes: Sequence[int]) -> None:
@@ -62,6 +62,23 @@ class TraceOnlyBackend(LocalBackend):
                 workload.n_train, workload.n_val, self._scaled_loader(batch_size),
             )  # fmt: skip
         return self._stand_ins[key], False
+
+    def basis(self) -> str | None:
+        """What the rows rest on, in words (``untimed.untimed_note`` of a stand-in), and how
+        the DataLoader's time was had."""
+        from advisor.evaluation.untimed import untimed_note
+
+        probes = list(self._stand_ins.values())  # the first one's DataLoader was timed
+        if not probes:
+            return None
+        scaled = sorted(p.batch_size for p in probes[1:] if p.fingerprint.get("data_s"))
+        extra = (
+            f" The DataLoader's time was timed at batch {probes[0].batch_size} and scaled per "
+            f"sample to batch {', '.join(map(str, scaled))}."
+            if scaled
+            else ""
+        )
+        return (untimed_note(probes[0]) or "") + extra
 
     def _scaled_loader(self, batch_size: int) -> Any:
         """The DataLoader's time at ``batch_size`` scaled per sample from the first batch
