@@ -40,7 +40,8 @@ def suggest(
     else the SQLite file in ``$ADVISOR_HOME``); ``progress(phase, done, total)`` hears each
     phase. Raises AdvisorError when no candidate fits the budget or deadline.
     ``on_first_answer(report)`` (issue #36) hears the first answer, from the operator trace
-    alone, before the local probes run (``first_answer``); only with the local back end.
+    alone, before the local probes run (``first_answer``); only with the local back end and
+    without ``timeout_s``.
     """
     if options is None:
         options = SuggestOptions(**fields)
@@ -50,7 +51,8 @@ def suggest(
         kept = answer_for(options)
         if kept is not None:
             return kept
-    if on_first_answer is not None and backend is None:
+    # the first answer would run outside --timeout's bound: none with one
+    if on_first_answer is not None and backend is None and options.timeout_s is None:
         early = first_answer(options, progress)
         if early is not None:
             on_first_answer(early)
