@@ -40,8 +40,8 @@ def suggest(
     else the SQLite file in ``$ADVISOR_HOME``); ``progress(phase, done, total)`` hears each
     phase. Raises AdvisorError when no candidate fits the budget or deadline.
     ``on_first_answer(report)`` (issue #36) hears the first answer, from the operator trace
-    alone, before the local probes run (``first_answer``); only with the local back end and
-    without ``timeout_s``.
+    alone, before the local probes run (``first_answer``): only with the local back end,
+    without ``timeout_s``, and when a probe is to be timed (a warm re-run answers soon anyway).
     """
     if options is None:
         options = SuggestOptions(**fields)
@@ -51,12 +51,17 @@ def suggest(
         kept = answer_for(options)
         if kept is not None:
             return kept
+    hook = None
     # the first answer would run outside --timeout's bound: none with one
     if on_first_answer is not None and backend is None and options.timeout_s is None:
-        early = first_answer(options, progress)
-        if early is not None:
-            on_first_answer(early)
-    outcome = run_suggest(options, backend, progress=progress, storage=storage)
+        heard = on_first_answer
+
+        def hook() -> None:  # called once, before the first local probe is timed
+            early = first_answer(options, progress)
+            if early is not None:
+                heard(early)
+
+    outcome = run_suggest(options, backend, progress=progress, storage=storage, before_probes=hook)
     check_feasible(outcome)
     report = build_report(outcome)
     if options.tune_s is not None and report.get("recommended") and not report.get("interrupted"):

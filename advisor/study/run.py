@@ -107,11 +107,14 @@ def run_suggest(
     backend: Backend | None = None,
     progress: Progress | None = None,
     storage: Any = None,
+    before_probes: Callable[[], None] | None = None,
 ) -> SuggestOutcome:
     """Run (or resume) the study and return what happened; the trials stay in the storage.
 
     ``storage`` may be an Optuna storage object (tests, benchmarks); otherwise
-    ``options.storage`` or the default SQLite file is used.
+    ``options.storage`` or the default SQLite file is used. ``before_probes`` (issue #36: the
+    first answer) is called once before the local back end times its first probe (never when
+    every probe is cached, nor with another back end).
     """
     import optuna
 
@@ -137,6 +140,8 @@ def run_suggest(
     storage_obj = storage if storage is not None else open_storage(url)
     if backend is None:
         backend = local_backend(options, storage_obj, space, progress)
+        if hasattr(backend, "before_probes"):
+            backend.before_probes = before_probes
     backend.deadline = deadline
     candidates = backend.candidates(space, options.include_previous_generation)  # issue #27
     if not candidates:

@@ -45,3 +45,31 @@ def test_the_first_answer_ranks_gpu_machines_from_the_trace_and_stores_nothing(
     assert report["probes"]["new"] == 0  # nothing timed here
     assert f"Traced without a local timing ({REASON})" in report["first_answer_basis"]
     assert not (tmp_path / "studies.db").exists()  # the final run takes its own probes
+
+
+def test_the_first_answer_runs_once_before_the_first_probe_and_never_when_cached(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import advisor.probes.runner as runner
+    import optuna
+    from advisor.probes.result import ProbeResult
+
+    from advisor.evaluation.local import LocalBackend
+    from advisor.evaluation.probe_cache import probe_cache_key
+    from advisor.options import SuggestOptions, workload_info
+
+    calls: list[Any] = []
+    monkeypatch.setattr(runner, "run_probes", lambda reqs, **kw: calls.append(len(reqs)))
+    backend = LocalBackend(optuna.storages.InMemoryStorage(), catalog=object())
+    backend.before_probes = lambda: calls.append("first answer")
+    workload = workload_info(SuggestOptions(model="fcn"))
+    backend.prefetch(workload, (256, 512))
+    backend.prefetch(workload, (256, 512))  # still missing (the fake timed nothing): once only
+    assert calls == ["first answer", 2, 2]
+    warm = LocalBackend(optuna.storages.InMemoryStorage(), catalog=object())
+    for b in (256, 512):
+        key = probe_cache_key(workload, b, warm.threads, warm.iterations, {}, False)
+        warm.cache.put(key, ProbeResult("fcn", "torch", b, "cpu", 2, iteration_s=(1.0, 1.0)))
+    warm.before_probes = lambda: calls.append("first answer again")
+    warm.prefetch(workload, (256, 512))
+    assert "first answer again" not in calls  # every probe cached: the final answer is quick
