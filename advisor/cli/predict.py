@@ -70,45 +70,54 @@ def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     table = Table(show_lines=False)
     for col in (
         "#", "machine", "GPUs", "b/GPU", "t2 ms", "training h:mm:ss",
-        "source", "limit", "start-up s", "job h:mm:ss", "job cost USD",
+        "source", "limit", "memory/device", "start-up s", "job h:mm:ss", "job cost USD",
     ):  # fmt: skip
         table.add_column(col)
     for i, f in enumerate(rows, 1):
         m, pred = f.machine, f.prediction
+        fits = f.fits  # issue #34: a row that does not fit has no time or cost to give
         table.add_row(
             str(i),
             m.key,
             f"{m.accelerator_count}x {m.accelerator}" if m.accelerator else "-",
             str(pred.per_device_batch) if m.accelerator else "-",
-            _iv(pred.phases.t2.scale(1000), "{:.1f}"),
-            _hms(f.job.training if f.job is not None else f.estimate.runtime),  # issue #27
+            _iv(pred.phases.t2.scale(1000), "{:.1f}") if fits else "-",
+            _hms(f.job.training if f.job is not None else f.estimate.runtime) if fits else "-",
             ("probed here, extrapolated" if pred.source == "measured" else pred.source)
             + (f" x{pred.calibration:.2f}" if pred.calibration_points else "")
             + ("" if m.current else f" ({m.lifecycle})")
             + (" (predicted only)" if _predicted_only(m) else ""),
             pred.bottleneck or "-",
-            _span(_startup(f), "{:.0f}"),
-            _hms(f.job_wall_s),
-            _span(f.job_cost_usd, "{:.2f}"),
+            "-" if f.memory is None else f.memory.text(),
+            _span(_startup(f), "{:.0f}") if fits else "-",
+            _hms(f.job_wall_s) if fits else "-",
+            _span(f.job_cost_usd, "{:.2f}") if fits else "-",
         )
     console.print(table)
     _print_limits_and_calibration(rows)
     console.print(
         "\\[interval] in brackets; modelled = predicted from the local probe "
         "(docs/calibration.md); probed here, extrapolated = this machine's probe over the run; "
-        "limit = what bounds the step; "
+        "limit = what bounds the step; memory/device = the step's predicted peak per GPU "
+        "against its memory (CPU machines: RAM); "
         "start-up = provisioning or VM boot, image pull, data download before training "
         "(priors unless documented, providers/overheads.py); job = start-up + training (what "
         "advisor suggest ranks); job cost = billed start-up + training, rounded once to the "
         "service's billing increment and minimum; the tables below are whole jobs too."
     )
-    fastest = rows[0]
     from advisor.evaluation.predict_api import job_cost
 
-    cheapest = min(rows, key=job_cost)
+    fitting = [f for f in rows if f.fits]
+    if not fitting:  # issue #34
+        console.print(
+            "None of these machines fits a step at this batch size in its memory (the "
+            "memory/device column): no fastest or cheapest; try a smaller --batch-size."
+        )
+        return
+    fastest, cheapest = fitting[0], min(fitting, key=job_cost)
     console.print(
         f"Fastest: {fastest.machine.key}   Cheapest: {cheapest.machine.key} "
-        "(whole jobs: start-up included)"
+        "(whole jobs: start-up included; machines that fit their GPU memory)"
     )
     for kind in ("runtime", "cost"):
         norm = tables[kind]

@@ -5,18 +5,17 @@ performance model for catalog machines.
   named ``advisor-probe-cache`` in the same storage as the studies, each with its operator
   trace and loader time (taken once, ``prediction.perf.step``), and the traces of other batches.
 - ``LocalBackend``: real probes (``advisor.probes.runner.run_probe``), measured phases for the
-  local machine, the one prediction path (``advisor.prediction.perf.forecast.forecast_machine``, as
-  ``advisor predict`` and the service) for catalog machines, the iteration-time model for the
-  run. A catalog machine with a remote
-  probe (issue #14: a few iterations measured on that machine, ``advisor.remote.probe``) uses
-  its measured phases at that batch size instead of the model; an emulated remote probe (the
-  job ran here, through the local emulation) is labelled so, never as that machine's.
+  local machine, the one prediction path (``perf.forecast.forecast_machine``, as ``advisor
+  predict`` and the service) for catalog machines, the iteration-time model for the run. A
+  catalog machine with a remote probe (issue #14, ``advisor.remote.probe``) uses its measured
+  phases at that batch size instead; an emulated one (run here) is labelled so. Issue #34: the
+  memory checks of ``evaluation.memory_checks`` (no probe too big for this machine; rows that
+  do not fit their GPUs' memory are scored as such).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -28,12 +27,14 @@ from advisor.evaluation.contention import contention, quiet_now
 from advisor.evaluation.contract import Backend, RunTime, probe_duration_s
 from advisor.evaluation.failures import TRANSIENT_FAILURES
 from advisor.evaluation.measured import EMULATED_SOURCE, REMOTE_SOURCE, RemoteLookup, remote_summary
+from advisor.evaluation.memory_checks import BatchLimits, StandIns, does_not_fit, not_probed_here
 from advisor.evaluation.probe_cache import (
     PROBE_CACHE_STUDY,
     ProbeCache,
     machine_fingerprint,
     probe_cache_key,
 )
+from advisor.evaluation.untimed import default_threads
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.prediction.epochs_model import EpochsEstimate
 from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
@@ -44,7 +45,6 @@ from advisor.storage.locks import file_lock
 if TYPE_CHECKING:
     from optuna.storages import BaseStorage
 
-# The probe cache lives in evaluation.probe_cache; its names stay importable from here.
 __all__ = ["PROBE_CACHE_STUDY", "LocalBackend", "ProbeCache", "machine_fingerprint",
            "probe_cache_key"]  # fmt: skip
 
@@ -94,7 +94,7 @@ class LocalBackend(Backend):
         self.started_at = time.time()  # transient probe failures from before are retried
         self.iterations = iterations
         self.max_probe_s = max_probe_s  # time box of a probe's iterations (at least 5 run)
-        self.threads = threads or _default_threads()
+        self.threads = threads or default_threads()
         self.timeout_s = timeout_s
         self.runtime_params = tuple(runtime_params)
         self._run_probe = run_probe
@@ -108,6 +108,9 @@ class LocalBackend(Backend):
         self._retaken: set[str] = set()  # keys whose busy-machine probe was judged this run
         # Issue #36: called once before the first probe is timed (the first answer), if set.
         self.before_probes: Callable[[], None] | None = None
+        # Issue #34: a probe too big for this machine is never run (its stand-in is traced),
+        # and each machine's largest fitting batch is computed once (evaluation.memory_checks)
+        self.stand_ins, self.limits = StandIns(), BatchLimits()
 
     @property
     def snapshot(self) -> str:
@@ -158,6 +161,11 @@ class LocalBackend(Backend):
             if cached is not None and not self._retake(key, cached):
                 return cached, False
             self._retaken.add(key)
+            if self._run_probe is None:  # issue #34: decided before any probe runs
+                stand_in = self.stand_ins.stand_in(workload, batch_size, rt_hps)
+                if stand_in is not None:
+                    self.cache.put(key, stand_in)
+                    return stand_in, False
             return self._run_and_cache(key, workload, batch_size, rt_hps, noise), True
 
     def _retake(self, key: str, cached: ProbeResult) -> bool:
@@ -193,6 +201,7 @@ class LocalBackend(Backend):
         (``advisor.evaluation.probe_batch``)."""
         from advisor.evaluation.probe_batch import prefetch
 
+        self.limits.set_batches(batch_sizes)
         prefetch(self, workload, batch_sizes)
 
     @staticmethod
@@ -290,6 +299,10 @@ class LocalBackend(Backend):
                 new_probe=new,
                 error=f"probe {probe.status}: {probe.error or 'no detail'}",
             )
+        if instance.provider == "local":  # issue #34: too big or too slow to probe here
+            here = not_probed_here(probe, epochs, new)
+            if here is not None:
+                return here
         remote = self.remote(workload, instance, batch_size, hps)
         source, overheads = None, None
         extra: dict[str, Any] = {}
@@ -324,14 +337,24 @@ class LocalBackend(Backend):
 
                 if instance.accelerator is not None:  # its operator trace, taken once
                     probe = self.ready(workload, batch_size, hps, probe, noise=is_ref)
-                pred = forecast_machine(
+                over = self.limits.check(
+                    probe, instance, self.catalog, batch_size, epochs, new, self.cache
+                )
+                if over is not None:  # issue #34: above this machine's limit, not predicted
+                    return over
+                row = forecast_machine(
                     probe, instance, self.catalog, batch_size, epochs, workload.n_train,
                     workload.n_val, sweep_epochs=(), data_bytes=workload.data_bytes,
                     data_basis=workload.data_basis, ledger_storage=self.ledger_storage,
                     trace_store=self.cache,
-                ).prediction  # fmt: skip
+                )  # fmt: skip
+                if row.memory is not None and not row.fits:  # issue #34
+                    return does_not_fit(row.memory, epochs, probe, new)
+                pred = row.prediction
                 phases = pred.phases
                 extra = {"bottleneck": pred.bottleneck, "basis": pred.basis}
+                if row.memory is not None:
+                    extra["memory"] = row.memory.to_dict()
             est = estimate(phases, workload.n_train, workload.n_val, epochs, batch_size)
         except (ValueError, ArithmeticError) as exc:
             return RunTime(
@@ -377,10 +400,3 @@ def _lasting(remote: Any) -> bool:
 def _local_filter(machines: MachineFilter) -> MachineFilter:
     """The local machine ignores provider/service/price limits (it is always 'yours')."""
     return MachineFilter(accelerators=machines.accelerators, spot=False)
-
-
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1

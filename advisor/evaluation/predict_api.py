@@ -51,14 +51,21 @@ class Prediction:
     notes: tuple[str, ...] = ()  # issue #27: predicted-only, previous generation, input size
 
     @property
-    def fastest(self) -> Forecast:
-        """The shortest job (start-up + training; rows are sorted so)."""
-        return self.rows[0]
+    def fitting(self) -> list[Forecast]:
+        """Issue #34: the rows whose step fits their devices' memory (or whose memory is
+        unknown); the others are never named fastest or cheapest."""
+        return [f for f in self.rows if f.fits]
 
     @property
-    def cheapest(self) -> Forecast:
-        """The cheapest job (billed start-up + training)."""
-        return min(self.rows, key=job_cost)
+    def fastest(self) -> Forecast | None:
+        """The shortest job that fits (start-up + training; rows are sorted so); None when
+        no machine fits."""
+        return self.fitting[0] if self.fitting else None
+
+    @property
+    def cheapest(self) -> Forecast | None:
+        """The cheapest job that fits (billed start-up + training); None when none fits."""
+        return min(self.fitting, key=job_cost) if self.fitting else None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document ``advisor predict --json`` prints."""
@@ -71,8 +78,9 @@ class Prediction:
             "probe": self.probe.to_dict(),
             "machines": [{**f.to_dict(), **machine_marks(f.machine, self.spot)} for f in self.rows],
             "notes": list(self.notes),
-            "fastest": self.fastest.machine.key,
-            "cheapest": self.cheapest.machine.key,
+            "fastest": self.fastest.machine.key if self.fastest else None,
+            "cheapest": self.cheapest.machine.key if self.cheapest else None,
+            "left_out": {"does not fit": [f.machine.key for f in self.rows if not f.fits]},
             "normalised": {
                 k: {m: {str(c): v for c, v in row.items()} for m, row in t.items()}
                 for k, t in self.tables.items()
@@ -114,7 +122,7 @@ def prediction_notes(
     from advisor.evaluation.candidates import predicted_only
     from advisor.evaluation.untimed import untimed_note
 
-    notes = [*how_obtained(rows)]
+    notes = [*memory_notes(rows), *how_obtained(rows)]
     untimed = untimed_note(probe)
     if untimed:
         notes.append(untimed)
@@ -135,6 +143,47 @@ def prediction_notes(
         notes.append(
             "Input size unknown: this probe of your model did not measure its input bytes per "
             "sample, so the host-to-device copy counts 0 bytes (probe again to measure it)."
+        )
+    return notes
+
+
+def memory_notes(rows: Sequence[Forecast]) -> list[str]:
+    """Issue #34: how many rows do not fit their devices' memory, with their figures, and
+    which rows' memory is unknown."""
+    from advisor.prediction.perf.device_memory import REPLICA_NOTE
+
+    gpu = [f for f in rows if f.memory is not None]
+    out = [f for f in gpu if not f.fits]
+    unknown = [f.machine.key for f in gpu if f.memory is not None and f.memory.fits is None]
+    notes = []
+    if out:
+        many = "none" if len(out) == len(rows) else f"{len(out)}"
+        figures = "; ".join(
+            f"{f.machine.key} at batch {f.memory.per_device_batch} per device "
+            + f.memory.text().removeprefix("does not fit: ")
+            for f in out
+            if f.memory is not None
+        )
+        notes.append(
+            f"Does not fit: none of the {len(rows)} machine(s) can hold a step in its memory "
+            f"({figures}). They are left out of fastest, cheapest and the tables, and "
+            "advisor suggest never recommends, runs or charges them; a smaller batch (or more "
+            "GPUs) needs less memory per GPU."
+            if many == "none"
+            else f"Does not fit: {many} of {len(rows)} machine(s) cannot hold a step in their "
+            f"memory ({figures}). They are left out of fastest, cheapest and the tables, "
+            "and advisor suggest never recommends, runs or charges them."
+        )
+    if gpu:
+        notes.append(
+            "Memory per device: the step's predicted peak against one GPU's memory (a CPU "
+            f"machine's: its RAM) ({REPLICA_NOTE}; the GPU's fixed cost is a prior; "
+            "docs/predict.md)."
+        )
+    if unknown:
+        notes.append(
+            f"Memory unknown for {', '.join(unknown)}: the step could not be traced, so whether "
+            "it fits is not known (never said to fit)."
         )
     return notes
 

@@ -38,7 +38,8 @@ class TraceOnlyBackend(LocalBackend):
         return [i for i in super()._instances(machines) if i.accelerator is not None]
 
     def prefetch(self, workload: WorkloadInfo, batch_sizes: Sequence[int]) -> None:
-        """Nothing is timed here."""
+        """Nothing is timed here (the memory limits still learn the batch sizes)."""
+        self.limits.set_batches(batch_sizes)
 
     def probe(
         self, workload: WorkloadInfo, batch_size: int, hps: dict[str, Any], noise: bool = False

@@ -9,7 +9,9 @@ model gets no local timing; ``untimed_probe`` stands in for the probe it would h
 - its operator trace (what every GPU and TPU prediction reads; the CPU timing never does);
 - the DataLoader's time, measured here with the model built on the meta device (a measured
   stand-in for the probe's loader; None where the builder makes its data on the meta device
-  too, then the input prior), and the bytes of one sample's inputs from that batch;
+  too, then the input prior), and the bytes of one sample's inputs from that batch; above
+  ``LOADER_MAX_BATCH`` timed at that batch and scaled per sample (issue #34: the data of a
+  huge batch would not fit either);
 - the host's initialisation: a prior (``perf.constants.UNTIMED_INIT_S``, x/3);
 - a CPU step for CPU targets: the trace's FLOPs at this CPU's measured product rate, a
   measured stand-in and a lower bound (x/3);
@@ -26,6 +28,10 @@ from typing import Any
 from advisor.errors import AdvisorError
 from advisor.probes.result import ProbeResult
 from advisor.search_spaces.workloads import ModelRef
+
+# Issue #34: the largest batch whose DataLoader a stand-in times (a built-in workload makes
+# batch x 5 samples for it); a larger batch's time is scaled per sample from it.
+LOADER_MAX_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -56,8 +62,17 @@ def decide(
         return None
     if not trace.memory_bytes:
         return LocalDecision(trace, True, "no memory figure in the trace")
-    verdict = local_feasibility(trace)
+    verdict = local_feasibility(trace, memory_bytes=host_memory_bytes(trace))
     return LocalDecision(trace, verdict.feasible, verdict.reason)
+
+
+def host_memory_bytes(trace: Any) -> float | None:
+    """Issue #34: the step's memory on this CPU from the one memory model (the GPU rows read
+    the same model, with the GPU's fixed cost); None when the model cannot say."""
+    from advisor.prediction.memory import step_memory
+
+    memory = step_memory(trace, device="cpu")
+    return memory.bytes if memory.known else None
 
 
 def untimed_probe(
@@ -86,20 +101,25 @@ def untimed_probe(
         from advisor.prediction.perf.loader import time_loader
         from advisor.prediction.perf.traces import user_modules_importable
 
+        timed = min(batch_size, LOADER_MAX_BATCH)  # issue #34: its data stay small too
         try:
-            timing = loader
+            timing = loader  # issue #36: given for this batch size (scaled by the caller)
             if timing is None:
                 with user_modules_importable():
                     timing = time_loader(
-                        model, batch_size, hyperparameters, model_on_meta=True, own_sizes=user
+                        model, timed, hyperparameters, model_on_meta=True, own_sizes=user
                     )
+            else:
+                timed = batch_size
         except Exception as exc:
             warnings.append(f"DataLoader not timed ({type(exc).__name__}: {exc}); input prior")
         else:
             if user:
                 sizes = (timing.n_train, timing.n_val)
-            if timing.data_s is not None:
-                fingerprint["data_s"] = timing.data_s  # measured here, model on meta
+            if timing.data_s is not None:  # measured here, model on meta, per sample
+                fingerprint["data_s"] = timing.data_s * batch_size / timed
+                if timed < batch_size:
+                    fingerprint["data_s_basis"] = f"timed at batch {timed}, scaled per sample"
             if timing.input_bytes_per_sample is not None:
                 fingerprint["input_bytes_per_sample"] = timing.input_bytes_per_sample
     n_train = n_train or sizes[0] or 0
@@ -109,7 +129,7 @@ def untimed_probe(
             f"--model {model} is traced without a local timing and its dataset size is unknown.",
             "pass --n-train N (and --n-val N).",
         )
-    verdict = local_feasibility(trace)
+    verdict = local_feasibility(trace, memory_bytes=host_memory_bytes(trace))
     step = max(verdict.estimated_step_s, 1e-9)
     forward = sum(o.flops * o.count for o in trace.operators if o.phase == "forward")
     share = forward / trace.flops if trace.flops > 0 else 1 / 3
@@ -119,7 +139,7 @@ def untimed_probe(
         framework=framework,
         batch_size=batch_size,
         device="cpu",
-        threads=_threads(),
+        threads=default_threads(),
         init_s=C.UNTIMED_INIT_S,
         iteration_s=(step, step, step),
         validation_s=(val, val) if n_val else (),
@@ -141,7 +161,8 @@ def _builtin_sizes(model: str) -> tuple[int | None, int | None]:
     return wl.n_train, wl.n_val
 
 
-def _threads() -> int:
+def default_threads() -> int:
+    """The CPUs this process may run on."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
@@ -155,8 +176,10 @@ def untimed_note(probe: ProbeResult) -> str | None:
     why = probe.fingerprint.get(UNTIMED_KEY)
     if not why:
         return None
+    basis = probe.fingerprint.get("data_s_basis")
     loader = (
-        "the DataLoader timed here with the model on the meta device (a measured stand-in)"
+        "the DataLoader timed here with the model on the meta device (a measured stand-in"
+        + (f"; {basis})" if basis else ")")
         if "data_s" in probe.fingerprint
         else "the input pipeline a prior"
     )

@@ -29,6 +29,7 @@ from advisor.records import TrialRecord, is_accuracy_trial
 from advisor.report.confidence import confidence
 from advisor.report.epochs import epochs_note, epochs_per_batch
 from advisor.report.feasible import check_feasible as check_feasible  # re-exported
+from advisor.report.memory import left_out as memory_left_out
 from advisor.report.overheads import overheads_notes, overheads_section, run_overheads_of
 from advisor.report.rows import KNOWN, managed_rows, runtime_params, scored_rows, tuned_ranges
 
@@ -83,6 +84,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         rec_row = dict(best.ref, reason=_reason(outcome, points, best, front, band["share"]))
         rec_row["region_note"] = _region_note(outcome, rec_row)
     fast, cheap = fastest(points), cheapest(points)
+    memory_out = memory_left_out(outcome)
     epochs_rows = epochs_per_batch(complete, outcome.screen.values())  # issue #19
     report: dict[str, Any] = {
         "study": study.study_name,
@@ -145,7 +147,9 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "cloud_probes": outcome.cloud or None,  # issue #14: --cloud-probes jobs, stop reason
         "overheads": startup,  # issue #14: start-up terms per service, billing
         "left_out": outcome.left_out,  # issue #27: TPUs, previous-generation types
-        "notes": _notes(outcome, complete)
+        "memory_left_out": memory_out,  # issue #34: pairs whose step does not fit
+        "notes": ([memory_out["text"] + "."] if memory_out else [])
+        + _notes(outcome, complete)
         + _charge_notes(outcome, rows)  # issue #27
         + overheads_notes(startup)  # issue #14
         + _epochs_notes(epochs_rows),  # issue #19

@@ -10,6 +10,7 @@ from advisor.durations import format_duration
 from advisor.errors import AdvisorError
 from advisor.evaluation.contract import Evaluation
 from advisor.records import TrialRecord
+from advisor.report.memory import left_out as memory_left_out
 from advisor.study.selection import feasible_trials
 
 if TYPE_CHECKING:
@@ -32,6 +33,13 @@ def check_feasible(outcome: SuggestOutcome) -> None:
     if not evs:
         evs = [e for e in outcome.screen.values() if isinstance(e, Evaluation)]
         kind = "predicted"
+    if not evs and (out := memory_left_out(outcome)) is not None:  # issue #34
+        raise AdvisorError(
+            f"No machine can hold a step of {outcome.workload.name} in its memory at the "
+            f"batch sizes searched. {out['text'].removeprefix('Does not fit: ')}.",
+            "search smaller batch sizes (a space file with smaller batch_sizes), or allow "
+            "more or larger GPUs (e.g. --gpus A100:8, --gpus H100).",
+        )
     if not evs:
         raise AdvisorError(
             "No candidate could be evaluated (every probe failed or was unaffordable).",

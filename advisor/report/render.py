@@ -119,7 +119,8 @@ def _table(title: str, rows: list[dict[str, Any]], width: int = 200) -> Any:
     wide = width >= 135
     narrow: dict[str, Any] = {"no_wrap": True} if wide else {"min_width": 9, **fold}
     money: dict[str, Any] = {"no_wrap": True} if wide else {"min_width": 14, **fold}
-    for col, kw in (
+    memory = any(r.get("memory") for r in rows)  # issue #34: rows of a back end that knows it
+    columns: tuple[tuple[str, dict[str, Any]], ...] = (
         ("#", {"justify": "right"}),
         ("machine", {"min_width": 15 if width >= 110 else 12, "max_width": 26, **fold}),
         ("GPUs", {"justify": "right", "no_wrap": width >= 110}),
@@ -129,8 +130,10 @@ def _table(title: str, rows: list[dict[str, Any]], width: int = 200) -> Any:
         ("time (interval)", {"justify": "right", **narrow}),
         ("cost USD", {"justify": "right", **money}),
         ("limited by", {"min_width": 8, "ratio": 1, **fold}),
+        *([("memory/device", {"justify": "right", **fold})] if memory else []),
         ("known", {"min_width": 8, "ratio": 1, **fold}),  # issue #14: legend below
-    ):
+    )
+    for col, kw in columns:
         table.add_column(escape(col), **kw)
     for i, r in enumerate(rows, 1):
         gpus = f"{r['gpus']}x {r['accelerator']}" if r["gpus"] else "cpu"
@@ -144,6 +147,7 @@ def _table(title: str, rows: list[dict[str, Any]], width: int = 200) -> Any:
             _time_iv(r["runtime_s"]),
             _money_short(r["cost_usd"]),
             escape(r.get("limiting") or "-"),
+            *([escape(r.get("memory") or "-")] if memory else []),
             escape(_known_text(r, width)),
         )
     return table

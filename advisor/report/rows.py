@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.evaluation.contract import Evaluation
 from advisor.options import is_feasible
 from advisor.records import TrialRecord, is_managed
+from advisor.report.memory import memory_text
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -176,6 +177,7 @@ def trial_row(t: FrozenTrial, space: JointSpace) -> dict[str, Any]:
         "price_per_hour": rec.price_per_hour,
         "limiting": limiting(rec.estimate),
         "basis": rec.estimate.get("basis"),  # issue #26: how the device time was obtained
+        "memory": memory_text(rec.estimate),  # issue #34: step memory per GPU vs the GPU's
     }
 
 
@@ -205,6 +207,7 @@ def screen_row(
         "price_per_hour": ev.price_per_hour,
         "limiting": limiting(ev.estimate),
         "basis": ev.estimate.get("basis"),  # issue #26: how the device time was obtained
+        "memory": memory_text(ev.estimate),  # issue #34
     }
 
 

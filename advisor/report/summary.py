@@ -89,6 +89,7 @@ def _pick(label: str, row: dict[str, Any]) -> str:
     return (
         f"[bold]{label}:[/] "
         + escape(f"{machine_label(row)} ({_gpus(row)}), batch {row['batch_size']}{epochs}")
+        + escape(f", memory {row['memory']} per device" if row.get("memory") else "")
         + "\n  "
         + escape(f"{_time(row['runtime_s'])}{split}, USD {_usd(row['cost_usd'])}")
     )
@@ -124,25 +125,42 @@ def _ranking(rows: list[dict[str, Any]], total: int, width: int) -> Any:
     table.add_column("batch", justify="right")
     table.add_column("time (interval)" if wide else "time", justify="right", no_wrap=True)
     table.add_column("cost USD", justify="right", no_wrap=True)
+    memory = wide and any(r.get("memory") for r in rows)  # issue #34: 80 columns: pick only
+    if memory:
+        table.add_column("GiB/dev", justify="right", no_wrap=True)
     table.add_column("known", no_wrap=True)
     for i, r in enumerate(rows, 1):
         known = (r.get("known") or r["source"]) + ("" if r["trial"] is not None else "*")
-        table.add_row(
+        cells = [
             str(i),
             escape(machine_label(r)),
             escape(_gpus(r)),
             str(r["batch_size"]),
             _time(r["runtime_s"], wide),
             _usd(r["cost_usd"], False),
+            *([escape(_memory_short(r))] if memory else []),
             escape(known + ("" if r["feasible"] else " over")),
-        )
+        ]
+        table.add_row(*cells)
     return table
+
+
+def _memory_short(row: dict[str, Any]) -> str:
+    """ "21.3/22.0" from "21.3 of 22.0 GiB"; "?" when unknown, "-" without GPUs."""
+    text = row.get("memory")
+    if not text:
+        return "-"
+    return (
+        "?" if text.startswith("memory unknown") else text.removesuffix(" GiB").replace(" of ", "/")
+    )
 
 
 def warnings(report: dict[str, Any]) -> list[str]:
     """The lines that change what the answer means, most important first: failed probes,
     probes taken while the machine was busy, stale prices."""
     out = [f"Failed probes: {f['text']}." for f in report.get("probe_failures") or []]
+    if report.get("memory_left_out"):  # issue #34
+        out.append(f"{report['memory_left_out']['text']}.")
     out += list(report.get("contention_notes") or [])
     if report.get("stale_warning"):
         out.append(stale_line(report["stale_warning"]))

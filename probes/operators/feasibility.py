@@ -49,12 +49,15 @@ def local_feasibility(
     cpu_flops_per_s: float | None = None,
     max_step_s: float = MAX_STEP_S,
     memory_fraction: float = MEMORY_FRACTION,
+    memory_bytes: float | None = None,
 ) -> LocalFeasibility:
     """Whether ``trace``'s model can be probed here (measures the CPU rate and reads the
-    available memory unless given)."""
-    if not trace.memory_bytes:
+    available memory unless given). ``memory_bytes``: the step's memory on this CPU from the
+    memory model (``advisor.prediction.memory.step_memory(trace, device="cpu")``, which the
+    GPU rows' check reads too); default the trace's own terms."""
+    if memory_bytes is None and not trace.memory_bytes:
         raise ValueError("the trace records no memory_bytes: trace it with this version")
-    need = int(sum(trace.memory_bytes.values()))
+    need = int(sum(trace.memory_bytes.values()) if memory_bytes is None else memory_bytes)
     have = available_memory_bytes() if available_bytes is None else int(available_bytes)
     rate = measured_cpu_flops_per_s() if cpu_flops_per_s is None else float(cpu_flops_per_s)
     step_s = trace.flops / rate if rate > 0 else float("inf")

@@ -8,6 +8,8 @@ same failure in every probe process.
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
 
 from advisor.search_spaces.workloads._registry import import_error
 
@@ -31,12 +33,21 @@ def check_framework(framework: str) -> None:
 
 
 def check_user_module(path: str) -> None:
-    """Raise AdvisorError when the module of ``module:function`` cannot be found."""
+    """Raise AdvisorError when the module of ``module:function`` cannot be found, looked up
+    as the probe's child process finds it (``python -m`` puts the working directory first; a
+    console script's own ``sys.path`` lacks it)."""
     module = path.partition(":")[0]
+    cwd = os.getcwd()
+    added = cwd not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
     try:
         found = _found(module)
     except ImportError as exc:  # a parent package that does not import
         raise import_error(module, exc) from exc
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
     if not found:
         raise import_error(module, ModuleNotFoundError(f"No module named '{module}'", name=module))
 

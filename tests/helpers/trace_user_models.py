@@ -33,3 +33,39 @@ def build_data_dependent(batch_size: int = 16, seed: int = 0, **_: Any) -> Any:
         TensorDataset(x[:64], y[:64]),
         TensorDataset(x[64:], y[64:]),
     )
+
+
+def build_huge_linear(batch_size: int = 8, seed: int = 0, **_: Any) -> Any:
+    """Eight ``nn.Linear(65536, 65536)`` layers: 128 GiB of fp32 weights, far beyond this
+    machine (and any GPU), with a small dataset (64 / 16 samples of 65536 features) made on
+    the default device, as a user would write it."""
+    torch.manual_seed(seed)
+    model = nn.Sequential(*(nn.Linear(65536, 65536) for _ in range(8)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(80, 65536), torch.randint(0, 65536, (80,))
+    return (
+        model,
+        nn.CrossEntropyLoss(),
+        opt,
+        TensorDataset(x[:64], y[:64]),
+        TensorDataset(x[64:], y[64:]),
+    )
+
+
+def build_wide_linear(batch_size: int = 8, seed: int = 0, **_: Any) -> Any:
+    """Four ``nn.Linear(32768, 32768)`` layers: 16 GiB of fp32 weights, as much again in
+    gradients -- more than a 16 or 24 GB GPU holds, less than an 80 GB one -- with a small real
+    dataset (64 / 16 samples) built on the CPU whatever the default device is."""
+    torch.manual_seed(seed)
+    model = nn.Sequential(*(nn.Linear(32768, 32768) for _ in range(4)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(80, 32768, generator=g, device="cpu")
+    y = torch.randint(0, 32768, (80,), generator=g, device="cpu")
+    return (
+        model,
+        nn.CrossEntropyLoss(),
+        opt,
+        TensorDataset(x[:64], y[:64]),
+        TensorDataset(x[64:], y[64:]),
+    )

@@ -7,7 +7,9 @@
 same traced probe. It predicts the machine's phases (``perf.model.predict``) and prices the
 whole job once -- the machine's start-up terms (the service's priors, or a remote probe job's
 measured start-up) plus the training, billed by the service's rule -- for the chosen epochs
-and for every epoch count of the sweep."""
+and for every epoch count of the sweep. Issue #34: each accelerator row carries its step's
+memory per device against the device's (``perf.device_memory``), so every path reads the
+same fit."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from advisor.prediction.iteration_model import (
     estimate,
     normalise,
 )
+from advisor.prediction.perf.device_memory import DeviceMemory, machine_memory
 from advisor.prediction.perf.model import AcceleratorLookup, predict
 from advisor.prediction.perf.traces import TraceStore
 from advisor.prediction.perf.types import Prediction
@@ -47,6 +50,14 @@ class Forecast:
     sweep: dict[int, Estimate]
     overheads: RunOverheads | None = None
     job: PricedRun | None = None
+    # Issue #34: the step's memory per device against the accelerator's (None: no accelerator)
+    memory: DeviceMemory | None = None
+
+    @property
+    def fits(self) -> bool:
+        """False only when the step is predicted not to fit the device's memory (a CPU row or
+        an unknown memory is not ruled out; its text says "memory unknown")."""
+        return self.memory is None or self.memory.fits is not False
 
     @property
     def job_wall_s(self) -> Span | None:
@@ -68,6 +79,8 @@ class Forecast:
             "estimate": self.estimate.to_dict(),
             "sweep": {str(n): e.to_dict() for n, e in self.sweep.items()},
             "overheads": None if self.job is None else self.job.notes().get("overheads"),
+            "memory": None if self.memory is None else self.memory.to_dict(),
+            "fits": self.fits,
         }
 
 
@@ -108,7 +121,8 @@ def forecast_machine(
     )  # fmt: skip
     train = estimate(pred.phases, n_train, n_val, epochs, batch_size).runtime  # on demand
     job = price_run(train, price, spot=spot, service=machine.service, overheads=over)
-    return Forecast(machine, price, pred, sweep[epochs], sweep, over, job)
+    memory = machine_memory(probe, machine, catalog, batch_size, trace_store)
+    return Forecast(machine, price, pred, sweep[epochs], sweep, over, job, memory)
 
 
 def forecast(
@@ -129,7 +143,7 @@ def forecast(
     trace_store: TraceStore | None = None,
 ) -> list[Forecast]:
     """``forecast_machine`` for each machine (``overheads`` by machine key, where measured);
-    sorted by the job's wall time."""
+    sorted by the job's wall time, the rows that fit their devices' memory first."""
     rows = []
     for m in machines:
         row = forecast_machine(
@@ -139,12 +153,14 @@ def forecast(
             ledger_storage=ledger_storage, trace_store=trace_store,
         )  # fmt: skip
         rows.append(row)
-    rows.sort(key=lambda f: (f.job_wall_s or f.estimate.runtime).value)
+    rows.sort(key=lambda f: (not f.fits, (f.job_wall_s or f.estimate.runtime).value))
     return rows
 
 
 def normalised_tables(rows: Sequence[Forecast]) -> dict[str, dict[str, dict[int, float]]]:
-    """Runtime and cost per epoch count, each column divided by its best machine."""
+    """Runtime and cost per epoch count, each column divided by its best machine (rows that
+    do not fit their devices' memory left out)."""
+    rows = [f for f in rows if f.fits]
     runtime = {f.machine.key: {n: e.runtime.value for n, e in f.sweep.items()} for f in rows}
     cost = {
         f.machine.key: {n: e.cost.value for n, e in f.sweep.items() if e.cost is not None}

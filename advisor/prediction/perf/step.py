@@ -55,6 +55,11 @@ def traced(
     for real (a model too big or too slow for this machine)."""
     if not needs_trace(probe):
         return probe, ()
+    from advisor.prediction.perf.signature import is_untimed
+
+    # Issue #34: a model traced without a local timing is too big for this machine: never
+    # build it for real (its DataLoader is timed with the model on the meta device).
+    meta_only = meta_only or is_untimed(probe)
     hps = dict(hyperparameters or {})
     notes: list[str] = []
     fingerprint = dict(probe.fingerprint)

@@ -1,0 +1,59 @@
+"""Issue #34: hand-built steps with memory terms far from any GPU's edge, for the memory
+paths' tests: 4 GiB of parameters, as much in gradients, 3 GiB of saved activations per
+sample. At batch 8 a step needs about 32 GiB per device: more than a 16 GB V100 or T4 and a
+24 GB L4, less than a 40 GB A100 or an 80 GB H100; at one sample per device about 11 GiB."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from advisor.probes.operators import with_operator_trace
+from advisor.probes.result import ProbeResult
+from perf_fixtures import gpu_machine, mlp_trace, probe
+
+from advisor.prediction.memory import GIB
+from advisor.prediction.perf import traces
+
+MODEL = "trace_user_models:build_wide_linear"  # importable, never built here
+REPLICA, PER_SAMPLE = 4 * GIB, 3 * GIB
+
+
+def sized(batch: int, workload: str = MODEL) -> Any:
+    """The hand-built step at ``batch`` with this file's memory terms."""
+    t = mlp_trace(batch, 256, 2, workload=workload)
+    memory = {"parameters": REPLICA, "gradients": REPLICA, "optimizer_state": 0,
+              "activations": PER_SAMPLE * batch}  # fmt: skip
+    return dataclasses.replace(t, memory_bytes=memory)
+
+
+def sized_probe(batch: int, workload: str = MODEL, t2: float = 0.35) -> ProbeResult:
+    base = probe(batch=batch, t2=t2, workload=workload)
+    fp = {"data_s": 1e-6 * batch, "input_bytes_per_sample": 1024.0}
+    return with_operator_trace(dataclasses.replace(base, fingerprint=fp), sized(batch, workload))
+
+
+class Store:
+    """A trace store answering every batch with ``sized`` and remembering what was asked."""
+
+    def __init__(self, workload: str = MODEL) -> None:
+        self.workload, self.asked = workload, []  # type: ignore[var-annotated]
+
+    def get_trace(self, key: str) -> Any:
+        batch = int(key.split("|")[3].removeprefix("b"))
+        self.asked.append(batch)
+        return sized(batch, self.workload)
+
+    def put_trace(self, key: str, trace: Any) -> None:
+        raise AssertionError("every trace is in this store")
+
+
+def remember(*batches: int, workload: str = MODEL) -> None:
+    """The steps at ``batches`` known to this process (as a trace taken earlier would be)."""
+    for b in batches:
+        traces.remember(traces.trace_key(workload, "torch", b, {}), sized(b, workload))
+
+
+A100 = gpu_machine("a100.1", "A100", 1, 4.0)
+V100 = gpu_machine("v100.1", "V100", 1, 0.5)  # the cheapest by far, and too small
+V100X8 = gpu_machine("v100.8", "V100", 8, 24.0)
