@@ -106,8 +106,6 @@ class LocalBackend(Backend):
         self._remote: dict[tuple[str, int, str], Any] = {}
         self._fresh: set[str] = set()  # probe keys ``prefetch`` took in this run (new probes)
         self._retaken: set[str] = set()  # keys whose busy-machine probe was judged this run
-        # Issue #36: called once before the first probe is timed (the first answer), if set.
-        self.before_probes: Callable[[], None] | None = None
         # Issue #34: a probe too big for this machine is never run (its stand-in is traced),
         # and each machine's largest fitting batch is computed once (evaluation.memory_checks)
         self.stand_ins, self.limits = StandIns(), BatchLimits()

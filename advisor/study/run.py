@@ -140,8 +140,8 @@ def run_suggest(
     storage_obj = storage if storage is not None else open_storage(url)
     if backend is None:
         backend = local_backend(options, storage_obj, space, progress)
-        if hasattr(backend, "before_probes"):
-            backend.before_probes = before_probes
+        if before_probes is not None:  # read once by evaluation.probe_batch.prefetch
+            setattr(backend, "before_probes", before_probes)  # noqa: B010
     backend.deadline = deadline
     candidates = backend.candidates(space, options.include_previous_generation)  # issue #27
     if not candidates:
