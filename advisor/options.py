@@ -12,6 +12,7 @@ from advisor.evaluation.limits import constraints as constraints  # re-exported
 from advisor.evaluation.limits import is_feasible as is_feasible  # re-exported
 from advisor.evaluation.limits import objective_values as objective_values  # re-exported
 from advisor.evaluation.workload import WorkloadInfo
+from advisor.prediction.plan import PRECISION_HELP
 from advisor.search_spaces.space import JointSpace
 from advisor.search_spaces.workloads import ModelRef
 
@@ -96,12 +97,11 @@ OPTIONS: dict[str, OptionDoc] = {
     "timeout_s": OptionDoc(
         "--timeout", "Stop the search after this long (e.g. 10m), screening and probes included."
     ),
-    # Issue #29: short accuracy trials in the study (advisor.accuracy), after the search.
-    "tune_s": OptionDoc(
+    "tune_s": OptionDoc(  # issue #29: short accuracy trials (advisor.accuracy) after the search
         "--tune",
         "Then spend up to this long (3m, 1h) of this machine on short training runs of the "
         "recommended batch size and its neighbours with sampled hyperparameters, pruned by "
-        "successive halving, and recommend hyperparameter values with their evidence "
+        "Optuna's Hyperband pruner, and recommend hyperparameter values with their evidence "
         "(PyTorch; a re-run counts the runs the study already holds).",
     ),
     "snapshot": OptionDoc("--snapshot", "Catalog snapshot (default: newest)."),
@@ -169,10 +169,14 @@ OPTIONS: dict[str, OptionDoc] = {
         "Whether this machine is a candidate (probed for real; default: yes, unless --cloud).",
         off="--no-local",
     ),
+    "precision": OptionDoc("--precision", PRECISION_HELP),  # issue #35
     "include_previous_generation": OptionDoc(
         "--include-previous-generation",
         "Also recommend previous-generation and retired machine types (K80, P3, Azure NCv3; "
         "the catalog's lifecycle column), left out by default.",
+    ),
+    "value_of_time": OptionDoc(  # issue #37
+        "--value-of-time", "USD an hour of waiting is worth: recommend least cost + time x value."
     ),
 }
 
@@ -194,10 +198,7 @@ class SuggestOptions:
     epochs_at: tuple[tuple[int, int], ...] = ()
     sampler: str = "tpe"
     seed: int = 0
-    # None: run until the search stops on its own (at most DEFAULT_TRIALS), and a re-run of a
-    # study that has stopped adds nothing (same command, same answer). N: add up to N trials
-    # now; on a re-run, beyond the planner's stop (the sampler then explores configurations
-    # whose probe is already paid for).
+    # None: until the search stops itself (<= DEFAULT_TRIALS); N: N more, past the planner's stop
     trials: int | None = None
     timeout_s: float | None = None
     tune_s: float | None = None  # issue #29: --tune, this machine's time for short runs
@@ -209,27 +210,24 @@ class SuggestOptions:
     n_train: int | None = None
     n_val: int | None = None
     screen: bool = True
-    # Issue #14: probe the N most promising distinct cloud machines for real after the
-    # screen (advisor.remote.cloud_probes); their spend counts against the probe budget.
-    cloud_probes: int = 0
-    # Where the cloud settings come from: a cloud.yaml path, a CloudSettings object, or None
-    # ($ADVISOR_HOME/cloud.yaml).
-    cloud_settings: Any = None
+    cloud_probes: int = 0  # issue #14: probe the N most promising cloud machines for real
+    cloud_settings: Any = None  # a cloud.yaml path, a CloudSettings, or None ($ADVISOR_HOME)
     emulate_cloud: bool = False  # every provider's probe job runs through the local emulation
     data_gb: float | None = None  # issue #14: the dataset a cloud job downloads (GB)
-    # Issue #27: previous-generation and retired types are candidates only when asked for.
-    include_previous_generation: bool = False
+    include_previous_generation: bool = False  # issue #27: old types only when asked for
+    precision: str = "fp32"  # issue #35: auto, fp32, tf32, bf16, fp16 (advisor.prediction.plan)
     # Issue #28: filters in SkyPilot's words (advisor.search_spaces.filters); None: the space's
     gpus: str | None = None
     cloud: str | None = None
     region: str | None = None
     spot: bool | None = None
     local: bool | None = None
+    value_of_time: float | None = None  # issue #37: USD per hour; objective cost + time x value
 
     def __post_init__(self) -> None:
         if self.data_gb is not None and not 0 <= self.data_gb < math.inf:
             raise AdvisorError(f"--data-gb must be >= 0, got {self.data_gb}.", "give a size in GB.")
-        for name in ("budget_usd", "deadline_s", "timeout_s"):
+        for name in ("budget_usd", "deadline_s", "timeout_s", "value_of_time"):
             v = getattr(self, name)
             if v is not None and not 0 < v < math.inf:  # NaN and inf refused too
                 raise AdvisorError(f"{name} must be > 0, got {v}.", "give a positive value.")
@@ -309,9 +307,11 @@ class SuggestOptions:
 
     @property
     def resolved_objective(self) -> str:
-        """--objective, else time with a budget, cost with only a deadline, else pareto."""
+        """--objective; else cost (--value-of-time), time (--budget), cost (--deadline), pareto."""
         if self.objective is not None:
             return self.objective
+        if self.value_of_time is not None:
+            return "cost"
         if self.budget_usd is not None:
             return "time"
         if self.deadline_s is not None:
@@ -330,16 +330,16 @@ class SuggestOptions:
 def workload_info(options: SuggestOptions) -> WorkloadInfo:
     """The workload from --model: a built-in name, or a user import path ``module:function``."""
     if ModelRef(options.model).is_user:
-        if not options.n_train:
-            raise AdvisorError(
-                f"--model {options.model} is a user model, so its dataset size is unknown.",
-                "pass --n-train N (and --n-val N) with it.",
-            )
+        from advisor.evaluation.user_sizes import user_sizes  # issue #36: from its data
+
+        n_train, n_val = user_sizes(
+            options.model, options.framework, options.n_train, options.n_val
+        )
         return WorkloadInfo(
             name=options.model,
             framework=options.framework,
-            n_train=options.n_train,
-            n_val=options.n_val or 0,
+            n_train=n_train,
+            n_val=n_val,
             epochs=options.epochs,
             at_batch=options.at_batch,  # issue #19
             epochs_at=options.epochs_at,  # sorted (B, N) pairs

@@ -9,6 +9,7 @@ checks that some candidate fits the budget and deadline, builds the report
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -61,14 +62,12 @@ def suggest(
             if early is not None:
                 heard(early)
 
+    started = time.monotonic()  # --timeout counts from here, --tune's short runs included
     outcome = run_suggest(options, backend, progress=progress, storage=storage, before_probes=hook)
     check_feasible(outcome)
     report = build_report(outcome)
     if options.tune_s is not None and report.get("recommended") and not report.get("interrupted"):
-        from advisor.accuracy.step import tune_step  # issue #29: short accuracy trials
-
-        rows = report.get("epochs_per_batch") or []
-        tune_step(outcome, report["recommended"], rows, options.tune_s, progress=progress)
+        _tune(outcome, report, started, progress)
     attach_hyperparameters(report, outcome.study)  # what the study's short runs found
     save_study_note(outcome.study, report)  # the dashboard shows the same report
     saved = recommendation_attr(report)  # issue #28: `advisor submit --study` submits it
@@ -76,7 +75,8 @@ def suggest(
         outcome.study.set_user_attr(RECOMMENDATION, saved)
     if outcome.study.user_attrs.get(TIE_BAND_ATTR) != report["tie_share"]:  # issue #36
         outcome.study.set_user_attr(TIE_BAND_ATTR, report["tie_share"])
-    _keep_answer(outcome, report)
+    if not report.get("interrupted"):  # a partial answer is never the kept one
+        _keep_answer(outcome, report)
     return report
 
 
@@ -108,6 +108,60 @@ def first_answer(
     report = build_report(outcome)
     report["first_answer_basis"] = backend.basis()  # what its rows rest on, in words
     return report if report.get("recommended") else None
+
+
+def _tune(outcome: Any, report: dict[str, Any], started: float, progress: Progress | None) -> None:
+    """Issue #29's short accuracy runs, bounded by what ``--timeout`` leaves (issue #36: they
+    ran on past it). Ctrl-C or SIGTERM during them keeps the report with what finished: the
+    machine answer, the short runs the study holds, and ``interrupted`` (exit 130/143)."""
+    from advisor.accuracy.step import tune_step
+    from advisor.accuracy.trials import accuracy_trials
+    from advisor.errors import Terminated
+
+    options = outcome.options
+    budget = float(options.tune_s)
+    before = len(accuracy_trials(outcome.study))
+    if options.timeout_s is not None:
+        left = options.timeout_s - (time.monotonic() - started)
+        if left <= 0:
+            _tune_note(report, f"--tune not run: --timeout {options.timeout_s:g} s ran out first")
+            return
+        budget = min(budget, _spent_before(outcome, report) + left)
+    rows = report.get("epochs_per_batch") or []
+    try:
+        tune_step(outcome, report["recommended"], rows, budget, progress=progress)
+    except KeyboardInterrupt as exc:  # the machine answer stands; the finished runs are kept
+        report["interrupted"] = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
+        new = accuracy_trials(outcome.study)[before:]
+        done = sum(t.ended != "interrupted" for t in new)
+        _tune_note(
+            report,
+            f"--tune interrupted ({report['interrupted']}) after {done} new short run(s); "
+            "they are kept in the study and the same command goes on from them",
+        )
+
+
+def _spent_before(outcome: Any, report: dict[str, Any]) -> float:
+    """This machine's time the study's short runs of the plan ``tune_step`` reuses already
+    took (``--tune TIME`` counts them), so ``--timeout`` bounds only this run's."""
+    from advisor.accuracy.plan import TunePlan
+    from advisor.accuracy.step import STUDY_ATTR
+    from advisor.accuracy.trials import accuracy_trials, spent_s
+
+    stored = outcome.study.user_attrs.get(STUDY_ATTR)
+    try:
+        plan = TunePlan.from_dict(stored["plan"])
+    except (KeyError, TypeError, ValueError):
+        return 0.0
+    batch = int(report["recommended"]["batch_size"])
+    if plan.workload != outcome.workload.name or plan.recommended_batch != batch:
+        return 0.0  # a new plan: nothing spent on it yet
+    return spent_s(accuracy_trials(outcome.study, plan.id))
+
+
+def _tune_note(report: dict[str, Any], text: str) -> None:
+    report["tune_note"] = text
+    report["notes"] = [*report.get("notes", []), text]
 
 
 def _keep_answer(outcome: Any, report: dict[str, Any]) -> None:

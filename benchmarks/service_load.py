@@ -48,20 +48,18 @@ def _pct(xs: list[float], q: float) -> float:
 
 def workers_on_one_study(tmp: Path, n_workers: int, n_trials: int, backend: str) -> dict[str, Any]:
     import optuna
-    from sqlalchemy import select
 
-    from advisor.service import db
-    from advisor.service.trials import rdb_storage
+    from advisor.service import api
     from advisor.storage.checks import storage_driver_url
 
     pg_root = Path(tempfile.mkdtemp(prefix="advisor-pg-"))
     pg = Postgres(pg_root)
     try:
         url = pg.url
-        db.engine_for(url)
-        rdb_storage(url)
+        api.prepare_storage(url)
         req = tmp / "req.json"
-        req.write_text(json.dumps({"model": "fcn", "budget_usd": 50, "study_name": "load"}))
+        body = {"model": "fcn", "budget_usd": 50, "study_name": "load", "screen": False}
+        req.write_text(json.dumps(body))
         started = time.perf_counter()
         procs = [
             subprocess.Popen(
@@ -90,8 +88,11 @@ def workers_on_one_study(tmp: Path, n_workers: int, n_trials: int, backend: str)
         wall = time.perf_counter() - started
         study = optuna.load_study(study_name="load", storage=storage_driver_url(url))
         trials = study.get_trials(deepcopy=False)
-        with db.engine_for(url).connect() as conn:
-            claims = list(conn.execute(select(db.probe_claims)))
+        charged = Counter(
+            (t.params["machine"].removesuffix(":spot"), t.params["batch_size"])
+            for t in trials
+            if (t.user_attrs.get("probe_cost") or {}).get("charged_usd", 0) > 0
+        )
         states = Counter(t.state.name for t in trials)
         return {
             "workers": n_workers,
@@ -101,12 +102,14 @@ def workers_on_one_study(tmp: Path, n_workers: int, n_trials: int, backend: str)
             "trials_per_s": round(len(trials) / wall, 2),
             "trials": len(trials),
             "states": dict(states),
-            "lost": n_workers * n_trials - sum(states[s] for s in ("COMPLETE", "PRUNED", "FAIL")),
+            "reported": sum(s["trials"] for s in stats),
+            # trials the workers said they wrote that the study does not hold
+            "lost": sum(s["trials"] for s in stats)
+            - sum(states[s] for s in ("COMPLETE", "PRUNED", "FAIL")),
             "running_left": states.get("RUNNING", 0),
             "duplicate_numbers": len(trials) - len({t.number for t in trials}),
-            "probe_claims": len(claims),
+            "probes_charged_twice": sum(n - 1 for n in charged.values()),
             "probes_run": sum(s["probes_run"] for s in stats),
-            "probes_reused": sum(s["probes_reused"] for s in stats),
         }
     finally:
         pg.stop("immediate")

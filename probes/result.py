@@ -8,42 +8,11 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, get_args
 
+from advisor.intervals import Interval
+
 ProbeStatus = Literal["ok", "oom", "nan", "timeout", "killed", "error"]
 PROBE_STATUSES: tuple[str, ...] = get_args(ProbeStatus)
 Source = Literal["measured", "modelled"]
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A value with a lower and upper bound (``low <= value <= high``), in seconds or USD."""
-
-    value: float
-    low: float
-    high: float
-
-    def __post_init__(self) -> None:
-        if not (self.low <= self.value <= self.high):
-            raise ValueError(
-                f"low <= value <= high must hold, but got low={self.low}, "
-                f"value={self.value}, high={self.high}"
-            )
-
-    @classmethod
-    def exact(cls, value: float) -> Interval:
-        return cls(value, value, value)
-
-    def scale(self, factor: float) -> Interval:
-        return Interval(self.value * factor, self.low * factor, self.high * factor)
-
-    def to_dict(self) -> dict[str, float]:
-        return {"value": self.value, "low": self.low, "high": self.high}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | float | int) -> Interval:
-        """The inverse of ``to_dict``; a bare number is an exact interval."""
-        if isinstance(data, dict):
-            return cls(float(data["value"]), float(data["low"]), float(data["high"]))
-        return cls.exact(float(data))
 
 
 @dataclass(frozen=True)
@@ -175,11 +144,32 @@ _OPTIONAL = (
 )
 
 
-def _number(name: str, value: Any) -> float:
+# Bounds on what a probe record may hold (issue #36: a probe file with an n_train of 1e30 or
+# iteration times that overflow to infinity gave absurd estimates or tracebacks). The sample
+# bound is the CLI's own (--n-train, --n-val: advisor/cli/params.py POSITIVE); no single timed
+# phase of a probe lasts longer than MAX_PROBE_SECONDS; batch sizes are the space's bound.
+MAX_SAMPLES = 10**9
+MAX_PROBE_SECONDS = 1e6  # about 11.6 days
+MAX_BATCH = 2**20
+MAX_THREADS = 2**16
+
+
+def _number(name: str, value: Any, high: float | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValueError(f"probe field {name} must be a finite number, but got {value!r}")
     if value < 0:
         raise ValueError(f"probe field {name} must be >= 0, but got {value!r}")
+    if high is not None and value > high:
+        raise ValueError(f"probe field {name} must be <= {high:g}, but got {value!r}")
+    return value
+
+
+def check_count(name: str, value: Any, low: int = 0, high: int = MAX_SAMPLES) -> int:
+    """``value`` as probe field ``name``: an integer from ``low`` to ``high``, else ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(
+            f"probe field {name} must be an integer from {low} to {high:,}, but got {value!r}"
+        )
     return value
 
 
@@ -200,20 +190,27 @@ def _checked(data: Any) -> dict[str, Any]:
     for key in ("workload", "framework", "device"):
         if not isinstance(out[key], str):
             raise ValueError(f"probe field {key} must be a string, but got {out[key]!r}")
-    for key in ("batch_size", "threads"):
-        if isinstance(out[key], bool) or not isinstance(out[key], int) or out[key] <= 0:
-            raise ValueError(f"probe field {key} must be an integer > 0, but got {out[key]!r}")
+    check_count("batch_size", out["batch_size"], 1, MAX_BATCH)
+    check_count("threads", out["threads"], 1, MAX_THREADS)
     status = out.get("status", "ok")
     if status not in PROBE_STATUSES:
         raise ValueError(f"probe status must be one of {', '.join(PROBE_STATUSES)}, got {status!r}")
-    for key in _TIMINGS + _COUNTS + _OPTIONAL:
+    for key in _TIMINGS:
+        if out.get(key) is not None:
+            _number(key, out[key], MAX_PROBE_SECONDS)
+    for key in _COUNTS:
+        if key in out:
+            check_count(
+                key, out[key], high=2 * MAX_SAMPLES if key == "data_samples" else MAX_SAMPLES
+            )
+    for key in _OPTIONAL:
         if out.get(key) is not None:
             _number(key, out[key])
     for key in _TIMING_LISTS:
         values = out.get(key, ())
         if not isinstance(values, list | tuple):
             raise ValueError(f"probe field {key} must be a list of seconds, but got {values!r}")
-        out[key] = tuple(_number(f"{key}[{i}]", v) for i, v in enumerate(values))
+        out[key] = tuple(_number(f"{key}[{i}]", v, MAX_PROBE_SECONDS) for i, v in enumerate(values))
     if "validation_scale" in out and not _number("validation_scale", out["validation_scale"]) > 0:
         raise ValueError("probe field validation_scale must be > 0")
     warnings = out.get("warnings", ())

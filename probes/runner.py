@@ -67,15 +67,22 @@ def run_probe(
     return run_probes([request], on_progress, python=python)[0]
 
 
+PAST_DEADLINE = "the search's --timeout ran out before the probe finished"
+
+
 def run_probes(
     requests: Sequence[ProbeRequest],
     on_progress: ProgressFn | None = None,
     on_start: Callable[[int], None] | None = None,
     python: str = sys.executable,
     on_result: Callable[[int, ProbeResult], None] | None = None,
+    deadline: float | None = None,
 ) -> list[ProbeResult]:
     """Run ``requests`` in order in one child process (issue #28: the interpreter and the
     framework start once for several batch sizes) and return one result each, in order.
+    ``deadline`` (a ``time.time()``; ``advisor suggest --timeout``, issue #36): the request
+    running then fails as timed out and the later ones are not started (each request's own
+    timeout counts from the previous result, so the batch could otherwise run for the sum).
 
     Each request keeps its own timeout (from the previous result on). A request the child
     cannot finish (a timeout, a crash, the out-of-memory killer) fails as ``run_probe``
@@ -130,6 +137,8 @@ def run_probes(
         since = start
         while len(done) < len(batch):
             wait = batch[len(done)].timeout_s - (time.time() - since)
+            if deadline is not None:
+                wait = min(wait, deadline - time.time())
             try:
                 line = results.get(timeout=max(wait, 0.0))
             except queue.Empty:
@@ -156,7 +165,10 @@ def run_probes(
     failed = batch[len(done)]
     wall = time.time() - (start if not done else since)
     if timed_out:
-        reason = f"the probe ran past its timeout of {failed.timeout_s:g} s"
+        past = deadline is not None and time.time() >= deadline
+        reason = (
+            PAST_DEADLINE if past else f"the probe ran past its timeout of {failed.timeout_s:g} s"
+        )
         done.append(ProbeResult.failure(failed, "timeout", reason, wall))
     else:
         assert proc is not None
@@ -166,11 +178,17 @@ def run_probes(
     if on_result is not None:
         on_result(len(done) - 1, done[-1])
     rest = batch[len(done) :]
+    if rest and deadline is not None and time.time() >= deadline:  # none started after it
+        for request in rest:
+            done.append(ProbeResult.failure(request, "timeout", PAST_DEADLINE, 0.0))
+            if on_result is not None:
+                on_result(len(done) - 1, done[-1])
+        return done
     if rest:  # a new process for the requests the failed one left unrun
         offset = len(done)
         started = (lambda i: on_start(i + offset)) if on_start is not None else None
         noted = (lambda i, r: on_result(i + offset, r)) if on_result is not None else None
-        done += run_probes(rest, on_progress, started, python, noted)
+        done += run_probes(rest, on_progress, started, python, noted, deadline)
     return done
 
 

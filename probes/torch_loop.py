@@ -218,6 +218,7 @@ def train(
     *,
     device: str = "cpu",
     patience: int | None = None,
+    step: Callable[[TorchSetup, Any, torch.device], float] | None = None,
 ) -> dict[str, Any]:
     """Really train ``setup`` for ``epochs`` epochs (each: all training batches, then one
     validation pass), with the same step and timing as the probe.
@@ -226,7 +227,8 @@ def train(
     ``val_accuracy``, ``epoch_s`` and ``step_s`` (the median seconds per training step of
     that epoch's steps 2..n, each from the previous step's end to its own, as the probe times
     them; absent when the epoch had one step). ``patience`` stops early after that many epochs without
-    a lower validation loss. Returns ``runtime_s`` (first batch ready to the end),
+    a lower validation loss. ``step``: the training step (default ``train_step``; a training
+    plan's, ``advisor.train.plan_step``). Returns ``runtime_s`` (first batch ready to the end),
     ``first_batch_wall`` (``time.time()`` when the first batch was ready), ``epoch_s``,
     ``train_loss``, ``val_loss``, ``val_accuracy`` (per epoch), ``validation_s`` (per pass),
     ``first_iteration_s``, ``steady_iteration_s`` (median of iterations 2..), ``iterations``
@@ -258,7 +260,7 @@ def train(
                 epoch_start = start
             total, count, first_step = 0.0, 0, len(timer.ends)
             while batch is not None:
-                total += train_step(setup, batch, dev)
+                total += (step or train_step)(setup, batch, dev)
                 count += 1
                 nxt = next(batches, None)
                 batch = None if nxt is None else to_device(nxt, dev)

@@ -15,19 +15,6 @@ from advisor.errors import AdvisorError
 from advisor.search_spaces.workloads import ModelRef
 
 
-def _load_probe(path: Path) -> Any:
-    from advisor.probes.result import ProbeResult
-
-    try:
-        lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-        return ProbeResult.from_json(lines[-1])
-    except (OSError, IndexError, ValueError, TypeError) as exc:
-        raise AdvisorError(
-            f"Cannot read a probe result from '{path}' ({exc}).",
-            "pass a file written by `advisor probe --out FILE` or `--json`.",
-        ) from exc
-
-
 def _default_epochs(workload: str, batch_size: int) -> int:
     from advisor.evaluation.workload import default_epochs
     from advisor.search_spaces.workloads import get
@@ -52,9 +39,9 @@ def _default_epochs(workload: str, batch_size: int) -> int:
     help="Probe this workload now instead of reading --probe.",
 )
 @click.option("--batch-size", type=p.POSITIVE, default=None)
-@click.option("--iterations", type=p.BoundedInt(3, 10_000), default=20, show_default=True)
-@click.option("--threads", type=p.THREADS, default=None)
-@click.option("--framework", default="torch", show_default=True)
+@p.iterations_option()
+@p.threads_option()
+@p.framework_option()
 @click.option(
     "--epochs",
     type=p.POSITIVE,
@@ -96,7 +83,9 @@ def estimate(
     if (probe_file is None) == (model is None):
         raise AdvisorError("Give either --probe FILE or --model NAME.", "pass exactly one of them.")
     if probe_file is not None:
-        result = _load_probe(probe_file)
+        from advisor.evaluation.probe_source import load_probe
+
+        result = load_probe(probe_file)
     else:
         if batch_size is None:
             raise AdvisorError("--model needs --batch-size.", "add e.g. --batch-size 256.")

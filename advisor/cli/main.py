@@ -27,6 +27,8 @@ COMMANDS: dict[str, str] = {
     "submit": "Submit the managed tuning job (SageMaker, Vertex, Azure ML).",
     "status": "Show a managed tuning job's status.",
     "import": "Bring a managed tuning job's trials into a study.",
+    "export": "Write the recommendation as a SkyPilot task or a managed training job.",
+    "hardware": "Add, list and remove machines you own (candidates priced by their cost).",
     "dashboard": "Open optuna-dashboard on the advisor's studies.",
     "serve": "Serve the advisor over HTTP (tokens, jobs, studies).",
     "worker": "Run the service's queued jobs (Redis).",
@@ -56,6 +58,10 @@ def load_command(name: str) -> click.Command:
         from advisor.cli.submit import status as command
     elif name == "import":
         from advisor.cli.submit import import_job as command
+    elif name == "export":
+        from advisor.cli.export import export as command
+    elif name == "hardware":
+        from advisor.cli.hardware import hardware as command
     elif name == "dashboard":
         from advisor.cli.dashboard import dashboard as command
     elif name == "serve":
@@ -114,10 +120,12 @@ def main(argv: list[str] | None = None) -> Any:
         return cli.main(args=argv, prog_name="advisor", standalone_mode=False)
     except AdvisorError as exc:
         _error(exc)
-    except Terminated:  # SIGTERM, where the command turned it into an exception
-        click.echo("Terminated.", err=True)
-        sys.exit(TERMINATED)
-    except (click.exceptions.Abort, KeyboardInterrupt):  # Ctrl-C, also outside click's own
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:  # Ctrl-C, also outside click's
+        # SIGTERM, where the command turned it into Terminated: click's own main turns any
+        # KeyboardInterrupt into Abort (issue #36: "Aborted." and 130 during screening)
+        if isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated):
+            click.echo("Terminated.", err=True)
+            sys.exit(TERMINATED)
         click.echo("Aborted.", err=True)
         sys.exit(INTERRUPTED)
     except click.UsageError as exc:  # one line: what is wrong and where to read more

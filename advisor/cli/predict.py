@@ -12,6 +12,7 @@ import click
 from advisor.cli import console as output
 from advisor.cli import params as p
 from advisor.cli.operators_view import operator_options
+from advisor.cli.plan_options import plan_of, plan_options
 from advisor.durations import format_duration
 from advisor.errors import AdvisorError
 from advisor.options import OPTIONS
@@ -166,6 +167,9 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     from advisor.prediction.perf.accel import LIMITS
 
     console = output.console()
+    plans = [f"{f.machine.key}: {f.prediction.plan}" for f in rows if f.prediction.plan]
+    if plans:
+        console.print(f"Training plan: {'; '.join(plans)}.", markup=False)
     for limit in ("dispatch", "input"):
         floor = [f.machine.key for f in rows if f.prediction.bottleneck == limit]
         if floor:
@@ -206,8 +210,8 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Use a saved probe JSON instead of probing now.",
 )
-@click.option("--threads", type=p.THREADS, default=None, help="CPU threads for the local probe.")
-@click.option("--framework", default="torch", show_default=True, help="torch or keras.")
+@p.threads_option("CPU threads for the local probe.")
+@p.framework_option()
 @click.option(
     "--strategy",
     type=click.Choice(["auto", "ddp", "dp"]),
@@ -215,8 +219,12 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     show_default=True,
     help="Multi-GPU data parallelism: ddp (process per GPU), dp (one process).",
 )
-@click.option("--n-train", type=int, default=None, help="Training samples (user models).")
-@click.option("--n-val", type=int, default=None, help="Validation samples (user models).")
+@click.option(
+    "--n-train", type=p.POSITIVE, default=None, help="Training samples (default: the model's)."
+)
+@click.option(
+    "--n-val", type=p.COUNT_OR_ZERO, default=None, help="Validation samples (default: the model's)."
+)
 @click.option(
     "--data-gb",
     type=p.FiniteFloat(0.0, 1e6),
@@ -224,6 +232,7 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     help="GB of data a cloud job downloads before training (default: a built-in workload's "
     "size; a user model without it leaves the download out).",
 )
+@plan_options
 @operator_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def predict(
@@ -243,6 +252,8 @@ def predict(
     n_train: int | None,
     n_val: int | None,
     data_gb: float | None,
+    precision: str,
+    plan_text: str | None,
     top_ops: int | None,
     on_gpu: str | None,
     as_json: bool,
@@ -293,6 +304,8 @@ def predict(
         n_train=n_train,
         n_val=n_val,
         data_gb=data_gb,
+        precision=precision,
+        plan=plan_of(plan_text),
         run_probe=lambda r: run_with_progress(r, show=not as_json and sys.stderr.isatty()),
     )
     if as_json:

@@ -34,7 +34,7 @@ def _remote_options(fn: Any) -> Any:
         click.option("--compute", help="--on Azure ML: compute cluster."),
         click.option("--output", help="--on: s3://... (SageMaker) or gs://... (Vertex)."),
         click.option("--spot", is_flag=True, help="--on: run the job on spot capacity."),
-        click.option("--storage", help="--on: Optuna storage URL of the cache (default: SQLite)."),
+        p.storage_option(),  # --on: the storage of the probe cache
         click.option("--emulate", is_flag=True, hidden=True, help="--on: run the job here."),
     ]
     for option in reversed(options):
@@ -50,20 +50,9 @@ def _remote_options(fn: Any) -> Any:
     help="Built-in workload (fcn, simple-cnn, ...) or module:function.",
 )
 @click.option("--batch-size", type=p.POSITIVE, required=True)
-@click.option(
-    "--iterations",
-    type=p.BoundedInt(3, 10_000),
-    default=20,
-    show_default=True,
-    help="Training iterations timed (the first is warm-up).",
-)
-@click.option(
-    "--threads",
-    type=p.THREADS,
-    default=None,
-    help="CPU threads (default: all cores; --on: all the machine's).",
-)
-@click.option("--framework", default="torch", show_default=True)
+@p.iterations_option()
+@p.threads_option("CPU threads (default: all cores; --on: all the machine's).")
+@p.framework_option()
 @click.option(
     "--device",
     default="cpu",
@@ -153,8 +142,6 @@ def probe(
         from advisor.evaluation.predict_api import ready
 
         result = ready(result, lambda text: click.echo(text, err=True))
-    if out is not None:
-        out.write_text(result.to_json() + "\n", encoding="utf-8")
     if as_json:
         click.echo(result.to_json())
     else:
@@ -163,5 +150,9 @@ def probe(
             from advisor.cli.operators_view import show_operators
 
             show_operators(result, top_ops, on_gpu)
+    if out is not None:  # after the printed probe, atomically; a failure is one line
+        from advisor.cli.saved_files import PRINTED_PROBE, write_text
+
+        write_text(out, result.to_json() + "\n", "probe result", PRINTED_PROBE)
     if not result.ok:
         sys.exit(1)

@@ -58,13 +58,15 @@ def run_remote(
         spot=spot,
     )
     shown.done()
-    if out is not None:
-        out.write_text(probe.result.to_json() + "\n", encoding="utf-8")
     if as_json:
         click.echo(json.dumps(probe.to_dict(), sort_keys=True))
     else:
         render(probe.result)
         click.echo(cost_line(probe.to_dict()))
+    if out is not None:  # after the printed probe, atomically; a failure is one line
+        from advisor.cli.saved_files import PRINTED_PROBE, write_text
+
+        write_text(out, probe.result.to_json() + "\n", "probe result", PRINTED_PROBE)
     if not probe.result.ok:
         sys.exit(1)
 

@@ -24,10 +24,23 @@ TERMINATED = 143  # 128 + SIGTERM
 EXIT_STATUS = {"SIGINT": INTERRUPTED, "SIGTERM": TERMINATED}
 
 
-def write_atomically(path: Path, write: Callable[[str], object], what: str) -> None:
+RERUN = (
+    "free some space or pick a writable folder, and re-run the same command (the search is "
+    "stored, so it resumes at once)."
+)
+
+PRINTED_PROBE = (
+    "pick a writable folder for --out; the probe printed above is what the file would hold "
+    "(--json prints it as JSON)."
+)
+
+
+def write_atomically(
+    path: Path, write: Callable[[str], object], what: str, fix: str = RERUN
+) -> None:
     """Call ``write(temporary path)``, then rename the result to ``path``; any failure (disk
-    full, folder gone, permission) is an ``AdvisorError`` naming ``what`` and ``path``, and the
-    temporary file is removed."""
+    full, folder gone, permission) is an ``AdvisorError`` naming ``what`` and ``path`` (and
+    ``fix``), and the temporary file is removed."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     tmp: str | None = None
@@ -40,19 +53,15 @@ def write_atomically(path: Path, write: Callable[[str], object], what: str) -> N
         tmp = None
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise AdvisorError(
-            f"Could not write the {what} to {target}: {reason}.",
-            "free some space or pick a writable folder, and re-run the same command (the "
-            "search is stored, so it resumes at once).",
-        ) from exc
+        raise AdvisorError(f"Could not write the {what} to {target}: {reason}.", fix) from exc
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
 
 
-def write_text(path: Path, text: str, what: str) -> None:
+def write_text(path: Path, text: str, what: str, fix: str = RERUN) -> None:
     """``text`` into ``path``, atomically (see ``write_atomically``)."""
-    write_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), what)
+    write_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), what, fix)
 
 
 def _umask() -> int:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from advisor.cli import params as p
 from advisor.cli.params import FiniteFloat
 
 STORAGE_HELP = (
@@ -29,7 +30,7 @@ def storage_options(command: click.decorators.FC) -> click.decorators.FC:
         type=click.Path(dir_okay=False, path_type=Path),
         help=STORAGE_FILE_HELP,
     )(command)
-    return click.option("--storage", envvar="ADVISOR_STORAGE", help=STORAGE_HELP)(command)
+    return p.storage_option(envvar="ADVISOR_STORAGE", help=STORAGE_HELP)(command)
 
 
 @click.command("serve")
@@ -47,10 +48,10 @@ def storage_options(command: click.decorators.FC) -> click.decorators.FC:
 @click.option(
     "--stale-after",
     type=FiniteFloat(1.0, 86400.0),
-    default=30.0,
-    show_default=True,
+    default=None,
     help="The lease of a running job: seconds without a renewal after which it is re-queued "
-    "(its worker died, was paused or lost the database).",
+    "(its worker died, was paused or lost the database). One per deployment: stored in the "
+    "storage for every server and worker (kept when not given; 30 on a new storage).",
 )
 @click.option("--max-body", type=int, default=1_000_000, show_default=True, help="Bytes.")
 @click.option(
@@ -66,7 +67,7 @@ def serve(
     storage_file: Path | None,
     redis_url: str | None,
     workers: int,
-    stale_after: float,
+    stale_after: float | None,
     max_body: int,
     backend_spec: str | None,
 ) -> None:

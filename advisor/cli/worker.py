@@ -24,10 +24,9 @@ from advisor.errors import AdvisorError
 @click.option(
     "--stale-after",
     type=FiniteFloat(1.0, 86400.0),
-    default=30.0,
-    show_default=True,
-    help="The jobs' lease (s), as `advisor serve --stale-after`: this worker's sweeper "
-    "re-queues running jobs not renewed for that long.",
+    default=None,
+    help="The jobs' lease (s), stored only on a storage that has none: the deployment's "
+    "stored lease (`advisor serve --stale-after`) is the one every process uses.",
 )
 @click.option(
     "--join",
@@ -39,14 +38,12 @@ from advisor.errors import AdvisorError
 @click.option("--trials", type=int, default=50, show_default=True, help="Trials with --join.")
 @click.option("--index", type=int, default=0, help="Worker number with --join (sampler seed).")
 @click.option(
-    "--heartbeat", type=int, default=5, show_default=True, help="Trial heartbeat (s), --join."
-)
-@click.option(
     "--grace",
-    type=int,
-    default=15,
+    type=FiniteFloat(1.0, 86400.0),
+    default=900.0,
     show_default=True,
-    help="Seconds without a heartbeat before a trial (or probe claim) counts as dead, --join.",
+    help="Seconds after which another worker's claim on a configuration counts as abandoned "
+    "(its worker died), --join.",
 )
 @click.option(
     "--backend",
@@ -59,21 +56,22 @@ def worker(
     storage: str | None,
     storage_file: Path | None,
     burst: bool,
-    stale_after: float,
+    stale_after: float | None,
     join_file: Path | None,
     trials: int,
     index: int,
-    heartbeat: int,
-    grace: int,
+    grace: float,
     backend_spec: str | None,
 ) -> None:
     """Run suggestion jobs from the queue (--redis), or trials of one study (--join).
 
-    Jobs that probe this host run one at a time per host; a killed or paused worker's job is
+    Probes of this host run one at a time per host (only the probe waits); a killed or paused worker's job is
     re-queued once its lease expires, and resumes its study. A worker that loses Redis or the
-    database waits and reconnects; it exits on SIGTERM or SIGINT. With --join, several
-    workers share the study through its storage: no probe runs twice (a database-enforced
-    claim) and a killed worker's trial is failed by Optuna's heartbeat and retried once.
+    database waits and reconnects. SIGTERM or SIGINT: an idle worker exits at once (143 or
+    130), a busy one after its job. With --join, several
+    workers share the study through its storage as `advisor suggest` processes do (the same
+    trial loop): no configuration is evaluated by two at once (a database-enforced claim),
+    and a killed worker's claim is taken over after --grace.
     """
     from advisor.service.server import run_worker, storage_from, storage_url
 
@@ -94,8 +92,7 @@ def worker(
             request.model_dump(exclude_defaults=True),
             trials,
             index,
-            heartbeat_s=heartbeat,
-            grace_s=grace,
+            stale_s=grace,
             backend=backend_spec,
         )
         click.echo(json.dumps(stats.__dict__))

@@ -82,6 +82,35 @@ def quiet_now(window_s: float = QUIET_WINDOW_S) -> bool:
     return others is not None and others < QUIET_CORES
 
 
+class Retakes:
+    """Which cached busy-machine probes this run retakes: each judged once per run, retaken
+    when the machine is quiet then (``quiet_now``). Issue #36: a probe judged to retake is
+    retaken, also when ``prefetch`` leaves it to a single probe (``defer``)."""
+
+    def __init__(self) -> None:
+        self.judged: set[str] = set()  # keys judged (or taken) this run
+        self.deferred: set[str] = set()  # judged to retake, left to ``LocalBackend.probe``
+
+    def due(self, key: str, cached: Any) -> bool:
+        """Whether to retake the cached probe under ``key`` now (judged once per run)."""
+        if key in self.deferred:
+            self.deferred.discard(key)
+            return True
+        if key in self.judged or contention(cached) is None:
+            return False
+        self.judged.add(key)
+        return quiet_now()
+
+    def taken(self, key: str) -> None:
+        """The probe under ``key`` was taken this run: not judged again."""
+        self.judged.add(key)
+
+    def defer(self, key: str) -> None:
+        """``key`` was judged to retake but is not taken yet: the next ``due`` says so."""
+        if key in self.judged:
+            self.deferred.add(key)
+
+
 def steady_spread(probe: Any) -> float | None:
     """The relative spread (max / min - 1) of a probe's last three steady iterations (the
     first is warm-up): the probe stops once they agree within 5 % on a quiet machine and

@@ -19,11 +19,10 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.evaluation.candidates import matches
-from advisor.evaluation.contention import contention, quiet_now
+from advisor.evaluation.candidates import matches, owned_candidates
+from advisor.evaluation.contention import Retakes
 from advisor.evaluation.contract import Backend, RunTime, probe_duration_s
 from advisor.evaluation.failures import TRANSIENT_FAILURES
 from advisor.evaluation.measured import EMULATED_SOURCE, REMOTE_SOURCE, RemoteLookup, remote_summary
@@ -34,6 +33,7 @@ from advisor.evaluation.probe_cache import (
     machine_fingerprint,
     probe_cache_key,
 )
+from advisor.evaluation.probe_slot import key_lock_path, probe_slot
 from advisor.evaluation.untimed import default_threads
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.prediction.epochs_model import EpochsEstimate
@@ -61,8 +61,8 @@ class LocalBackend(Backend):
     """
 
     name = "local"
-    # Issue #27: trials charge nothing and repeat their screen (contract.Backend)
-    probes_run_on_candidates, trials_repeat_screen = False, True
+    # Issues #27: trials charge nothing, repeat their screen; #35: run.py sets --precision
+    probes_run_on_candidates, trials_repeat_screen, precision = False, True, "fp32"
 
     def __init__(
         self,
@@ -105,7 +105,7 @@ class LocalBackend(Backend):
         self._remote_lookup = remote_lookup
         self._remote: dict[tuple[str, int, str], Any] = {}
         self._fresh: set[str] = set()  # probe keys ``prefetch`` took in this run (new probes)
-        self._retaken: set[str] = set()  # keys whose busy-machine probe was judged this run
+        self.retakes = Retakes()  # busy-machine probes judged (and retaken) this run
         # Issue #34: a probe too big for this machine is never run (its stand-in is traced),
         # and each machine's largest fitting batch is computed once (evaluation.memory_checks)
         self.stand_ins, self.limits = StandIns(), BatchLimits()
@@ -132,6 +132,7 @@ class LocalBackend(Backend):
         if machines.instance_types:  # native names (ml.p3.2xlarge, Standard_NC6s_v3) match too
             rest = replace(rest, instance_types=self.catalog.matching_keys(machines.instance_types))
         out = [i for i in found if i.provider != "local" and matches(i, rest)]
+        out += owned_candidates(self.catalog.accelerators, machines, rest)  # issue #37
         if machines.include_local:
             from advisor.providers.catalog import local_machine
 
@@ -148,31 +149,27 @@ class LocalBackend(Backend):
         rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
         key = probe_cache_key(workload, batch_size, self.threads, self.iterations, rt_hps, noise)
         cached = self.cache.get(key, since=self.started_at)
-        if cached is not None and not self._retake(key, cached):
+        if cached is not None and not self.retakes.due(key, cached):
             fresh = key in self._fresh  # taken by ``prefetch`` in this run: a new probe
             self._fresh.discard(key)
             return cached, fresh
+        stale = cached  # None, or a busy machine's probe to retake now
         # One probe per key across cooperating processes on this machine: the second waits
         # for the first and reads its result from the cache.
-        with file_lock(self._probe_lock(key)):
+        with file_lock(key_lock_path(key)):
             cached = self.cache.get(key, since=self.started_at)
-            if cached is not None and not self._retake(key, cached):
+            # issue #36: the probe judged to retake is retaken (asking ``due`` again here
+            # answered "judged already", so it was reused); one another process took
+            # meanwhile is used
+            if cached is not None and cached != stale and not self.retakes.due(key, cached):
                 return cached, False
-            self._retaken.add(key)
+            self.retakes.taken(key)
             if self._run_probe is None:  # issue #34: decided before any probe runs
                 stand_in = self.stand_ins.stand_in(workload, batch_size, rt_hps)
                 if stand_in is not None:
                     self.cache.put(key, stand_in)
                     return stand_in, False
             return self._run_and_cache(key, workload, batch_size, rt_hps, noise), True
-
-    def _retake(self, key: str, cached: ProbeResult) -> bool:
-        """Issue #28: retake a cached probe timed while the machine was busy, once per run,
-        when the machine is quiet now (``advisor.evaluation.contention``)."""
-        if key in self._retaken or contention(cached) is None:
-            return False
-        self._retaken.add(key)
-        return quiet_now()
 
     def ready(
         self,
@@ -202,16 +199,6 @@ class LocalBackend(Backend):
         self.limits.set_batches(batch_sizes)
         prefetch(self, workload, batch_sizes)
 
-    @staticmethod
-    def _probe_lock(key: str) -> Path:
-        """Per probe key, whatever the storage: two timing probes of one configuration never
-        run at once on this machine."""
-        import hashlib
-
-        from advisor.config import home
-
-        return home() / "locks" / f"probe-{hashlib.sha1(key.encode()).hexdigest()[:16]}.lock"
-
     def _run_and_cache(
         self,
         key: str,
@@ -225,7 +212,8 @@ class LocalBackend(Backend):
         from advisor.probes.runner import run_probe
 
         run = self._run_probe or run_probe
-        probe = run(self._request(workload, batch_size, rt_hps, noise))
+        with probe_slot():  # one timing probe at a time on this host, only while it runs
+            probe = run(self._request(workload, batch_size, rt_hps, noise))
         self.cache.put(key, probe)
         return probe
 
@@ -234,7 +222,7 @@ class LocalBackend(Backend):
     ) -> ProbeRequest:
         timeout = self.timeout_s
         if self.deadline is not None:  # --timeout bounds the whole search, probes included
-            timeout = max(1.0, min(timeout, self.deadline - time.monotonic()))
+            timeout = max(1.0, min(timeout, self.deadline - self.clock()))
         return ProbeRequest(
             workload=workload.name,
             batch_size=batch_size,
@@ -344,13 +332,13 @@ class LocalBackend(Backend):
                     probe, instance, self.catalog, batch_size, epochs, workload.n_train,
                     workload.n_val, sweep_epochs=(), data_bytes=workload.data_bytes,
                     data_basis=workload.data_basis, ledger_storage=self.ledger_storage,
-                    trace_store=self.cache,
+                    trace_store=self.cache, precision=self.precision,
                 )  # fmt: skip
                 if row.memory is not None and not row.fits:  # issue #34
                     return does_not_fit(row.memory, epochs, probe, new)
                 pred = row.prediction
                 phases = pred.phases
-                extra = {"bottleneck": pred.bottleneck, "basis": pred.basis}
+                extra = {"bottleneck": pred.bottleneck, "basis": pred.basis, "plan": pred.plan}
                 if row.memory is not None:
                     extra["memory"] = row.memory.to_dict()
             est = estimate(phases, workload.n_train, workload.n_val, epochs, batch_size)

@@ -32,6 +32,11 @@ from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
 
 DOES_NOT_FIT = "does not fit"  # how a does-not-fit error starts (the memory model's text)
+# suggest skips a local probe for time only when even the step's lower bound (its FLOPs at this
+# CPU's measured product rate) is over a minute: the probe's own time box (120 s) could not
+# take its five-step floor. A tighter limit moved with the machine's load: fcn at batch 2048
+# came out at "at least 6 s a step" on a busy 2-core machine and lost its row.
+SUGGEST_MAX_STEP_S = 60.0
 
 
 class StandIns:
@@ -47,7 +52,9 @@ class StandIns:
 
         key = (workload.name, batch, json.dumps(rt_hps, sort_keys=True))
         if key not in self._decisions:
-            self._decisions[key] = decide(workload.name, batch, workload.framework, rt_hps)
+            self._decisions[key] = decide(
+                workload.name, batch, workload.framework, rt_hps, SUGGEST_MAX_STEP_S
+            )
         return self._decisions[key]
 
     def probeable(self, workload: WorkloadInfo, batch: int, rt_hps: dict[str, Any]) -> bool:

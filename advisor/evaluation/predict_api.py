@@ -309,6 +309,8 @@ def predict(
     meta_only: bool = False,
     overheads: Mapping[str, Any] | None = None,
     run_probe: RunProbe | None = None,
+    precision: str | None = None,
+    plan: Any = None,
 ) -> Prediction:
     """Predict time and cost of training ``model`` (a built-in workload or your own
     ``module:function``) at ``batch_size`` on each instance.
@@ -325,14 +327,17 @@ def predict(
     fall back on a FLOP roofline, said in their notes). ``data_gb``: the dataset a cloud job
     downloads (default: a built-in workload's size model; a user model without it leaves the
     download term out). ``overheads``: start-up terms by machine key where measured (a remote
-    probe job's, ``evaluation.measured.measured_overheads``).
+    probe job's, ``evaluation.measured.measured_overheads``). ``precision``, ``plan``: how each
+    GPU trains (issue #35, ``prediction.plan``); a GPU without the precision is left out.
     """
-    from advisor.evaluation.probe_source import obtain_probe
+    from advisor.evaluation.probe_source import check_sizes, obtain_probe
     from advisor.prediction.perf.forecast import forecast, normalised_tables
+    from advisor.prediction.plan import planned_machines
     from advisor.search_spaces.workloads import get
 
     if batch_size <= 0:
         raise AdvisorError(f"--batch-size must be > 0, but got {batch_size}.", "pass e.g. 512.")
+    check_sizes(n_train, n_val)  # issue #36: a probe file's bounds
     workload = None if ModelRef(model).is_user else get(model)
     if machines is None:
         if instances is None:
@@ -370,20 +375,10 @@ def predict(
         )
     n_val = n_val or 0
     data_bytes, data_basis = data_size(model, n_train, n_val, data_gb)
-    rows = forecast(
-        measured,
-        machines,
-        catalog,
-        batch_size,
-        epochs,
-        n_train,
-        n_val,
-        spot=spot,
-        strategy=strategy,
-        data_bytes=data_bytes,
-        data_basis=data_basis,
-        overheads=overheads,
-    )
+    machines, plans, left_out = planned_machines(machines, catalog, plan, precision)  # #35
+    rows = forecast(measured, machines, catalog, batch_size, epochs, n_train, n_val, spot=spot,
+                    strategy=strategy, data_bytes=data_bytes, data_basis=data_basis,
+                    overheads=overheads, plans=plans)  # fmt: skip
     return Prediction(
         workload=model,
         batch_size=batch_size,
@@ -395,5 +390,5 @@ def predict(
         n_train=n_train,
         n_val=n_val,
         tables=normalised_tables(rows),
-        notes=tuple(prediction_notes(model, measured, machines, rows)),
+        notes=(*prediction_notes(model, measured, machines, rows), *left_out),
     )

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.evaluation.probe_cache import probe_cache_key
+from advisor.evaluation.probe_slot import key_lock_path, probe_slot
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.probes.result import ProbeResult
 from advisor.storage.locks import file_lock
@@ -47,12 +48,22 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
     if missing and hook is not None:
         self.before_probes = None
         hook()
-    if len(missing) < 2:
+    if len(missing) < 2:  # one probe: ``LocalBackend.probe`` takes it; a busy machine's probe
+        # judged retakable here is left to it to retake (issue #36: it was marked judged and
+        # then reused, so a single contended probe was never retaken)
+        for pair in missing:
+            self.retakes.defer(keys[pair])
         return
+    judged = {p: self.cache.get(keys[p], since=self.started_at) for p in missing}
     with contextlib.ExitStack() as held:  # the same locks as one probe takes, in key order
         for key in sorted(keys[p] for p in missing):
-            held.enter_context(file_lock(self._probe_lock(key)))
-        missing = [p for p in missing if _missing(self, keys[p])]
+            held.enter_context(file_lock(key_lock_path(key)))
+        # still missing, or still the busy machine's probe judged to retake (issue #36: asking
+        # ``Retakes.due`` again here heard "judged already" and dropped every retake); one another
+        # process took meanwhile is used
+        missing = [
+            p for p in missing if self.cache.get(keys[p], since=self.started_at) == judged[p]
+        ]
         requests = [self._request(workload, b, {}, noise) for b, noise in missing]
 
         def started(i: int) -> None:
@@ -65,14 +76,20 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
         def done(i: int, result: ProbeResult) -> None:
             self.cache.put(keys[missing[i]], result)
             self._fresh.add(keys[missing[i]])
-            self._retaken.add(keys[missing[i]])  # taken now: not judged again this run
+            self.retakes.taken(keys[missing[i]])  # taken now: not judged again this run
+
+        import time
 
         from advisor.probes.runner import run_probes
 
-        run_probes(requests, on_start=started, on_result=done)
+        deadline = None  # issue #36: --timeout bounds the batch, not each probe in turn
+        if self.deadline is not None:
+            deadline = time.time() + (self.deadline - time.monotonic())
+        with probe_slot():  # one timing probe at a time on this host, only while they run
+            run_probes(requests, on_start=started, on_result=done, deadline=deadline)
 
 
 def _missing(backend: Any, key: str) -> bool:
     """Not cached, or cached from a busy machine that is quiet now (retaken, once per run)."""
     cached = backend.cache.get(key, since=backend.started_at)
-    return cached is None or backend._retake(key, cached)
+    return cached is None or backend.retakes.due(key, cached)

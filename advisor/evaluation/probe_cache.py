@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.evaluation.failures import TRANSIENT_FAILURES
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.probes.result import ProbeResult
+from advisor.storage import transient
 
 if TYPE_CHECKING:
     from optuna.storages import BaseStorage
@@ -45,6 +46,7 @@ class ProbeCache:
 
         from advisor.storage.urls import open_storage
 
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "study created" line (#36)
         # A URL is opened as the study storage is (created under its lock, SQLite busy wait).
         self._storage = open_storage(storage) if isinstance(storage, str) else storage
         study = optuna.create_study(
@@ -75,7 +77,8 @@ class ProbeCache:
 
         at = time.time()
         value = probe.to_dict() if probe.ok else {"probe": probe.to_dict(), "at": at}
-        self._storage.set_study_user_attr(self._study_id, key, value)
+        # A finished probe is kept through a short outage where the caller asks for it.
+        transient.write(lambda: self._storage.set_study_user_attr(self._study_id, key, value))
         self._memo[key] = (probe, at)
 
     def keys(self) -> list[str]:

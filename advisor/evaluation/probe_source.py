@@ -5,6 +5,9 @@ a model traced without running it (``evaluation.untimed``)."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,26 +21,123 @@ Note = Callable[[str], None]
 RunProbe = Callable[["ProbeRequest"], "ProbeResult"]
 
 
-def load_probe(path: str | Path) -> ProbeResult:
-    """A probe saved by ``advisor probe --json`` (or ``ProbeResult.to_json``)."""
-    from advisor.probes.result import ProbeResult
+MAX_PROBE_FILE_BYTES = 16 * 2**20  # a probe with its operator trace is tens of KiB
+MAX_PROBE_DEPTH = 32  # nesting of a probe record (its operator trace is 5 deep)
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
 
+
+def load_probe(path: str | Path) -> ProbeResult:
+    """A probe saved by ``advisor probe --out/--json`` (or ``ProbeResult.to_json``; the last
+    non-empty line when there are several), read once and checked: a regular file of at most
+    ``MAX_PROBE_FILE_BYTES``, JSON nested at most ``MAX_PROBE_DEPTH`` deep, then the record's
+    fields and bounds (``probe_from_data``). Anything else is one ``AdvisorError``."""
     path = Path(path)
+    fix = "pass a file written by `advisor probe --out FILE` (or --json)."
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        with open(path, "rb", opener=_nonblocking) as handle:  # a FIFO must not block
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise AdvisorError(f"The probe file {path} is not a regular file.", fix)
+            raw = handle.read(MAX_PROBE_FILE_BYTES + 1)
+    except OSError as exc:
+        raise AdvisorError(f"Cannot read the probe file {path} ({exc.strerror}).", fix) from exc
+    if len(raw) > MAX_PROBE_FILE_BYTES:
         raise AdvisorError(
-            f"Cannot read probe file {path} ({exc}).", "pass a probe JSON file."
-        ) from exc
+            f"The probe file {path} is over {MAX_PROBE_FILE_BYTES // 2**20} MiB.", fix
+        )
+    try:
+        lines = [ln for ln in raw.decode("utf-8").splitlines() if ln.strip()]
+    except UnicodeDecodeError as exc:
+        raise AdvisorError(f"The probe file {path} is not UTF-8 text ({exc.reason}).", fix) from exc
+    if not lines:
+        raise AdvisorError(f"The probe file {path} is empty.", fix)
+    text = lines[-1] if len(lines) > 1 and lines[-1].lstrip().startswith("{") else "\n".join(lines)
+    depth = _text_depth(text)
+    if depth > MAX_PROBE_DEPTH:
+        raise AdvisorError(
+            f"The probe file {path} nests deeper than {MAX_PROBE_DEPTH} levels (a probe record "
+            f"nests at most {MAX_PROBE_DEPTH}).",
+            fix,
+        )
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise AdvisorError(f"The probe file {path} is not JSON ({exc}).", fix) from exc
+    return probe_from_data(data, f"The probe file {path}", fix)
+
+
+def probe_from_data(data: Any, what: str, fix: str) -> ProbeResult:
+    """The probe record ``data`` (a decoded ``ProbeResult.to_dict()``, or an object holding
+    one as ``probe``), checked once for every reader -- ``advisor estimate``, ``advisor
+    predict --probe``, the service's ``/v1/predict`` -- against the same bounds: nesting
+    ``MAX_PROBE_DEPTH``, each field's type and range (``advisor.probes.result``: sizes 1 to
+    ``MAX_SAMPLES``, timings finite and at most ``MAX_PROBE_SECONDS``), and an ok status.
+    ``what`` names the source in the one-line ``AdvisorError``."""
+    from advisor.probes.result import ProbeResult, check_count
+
+    depth = _data_depth(data)
+    if depth > MAX_PROBE_DEPTH:
+        raise AdvisorError(
+            f"{what} nests deeper than {MAX_PROBE_DEPTH} levels (a probe record nests at most "
+            f"{MAX_PROBE_DEPTH}).",
+            fix,
+        )
     if isinstance(data, dict) and isinstance(data.get("probe"), dict):
         data = data["probe"]
     try:
-        return ProbeResult.from_dict(data)
+        probe = ProbeResult.from_dict(data)
+        if probe.ok:  # every runner writes the sizes it extrapolates to: 0 is no probe's
+            check_count("n_train", probe.n_train, 1)
     except (TypeError, ValueError) as exc:
+        raise AdvisorError(f"{what} is not a usable probe result ({exc}).", fix) from exc
+    if not probe.ok:
         raise AdvisorError(
-            f"{path} is not a probe result ({exc}).",
-            "save one with `advisor probe --json` or ProbeResult.to_json().",
-        ) from exc
+            f"{what} holds a failed probe ({probe.status}: {probe.reason}).",
+            "probe again (e.g. a smaller batch size) and pass the new file.",
+        )
+    return probe
+
+
+def check_sizes(n_train: int | None, n_val: int | None) -> None:
+    """``n_train``/``n_val`` given to ``advisor.predict`` within a probe record's bounds."""
+    from advisor.probes.result import MAX_SAMPLES
+
+    for name, size, low in (("--n-train", n_train, 1), ("--n-val", n_val, 0)):
+        if size is not None and not low <= size <= MAX_SAMPLES:
+            raise AdvisorError(
+                f"{name} must be from {low} to {MAX_SAMPLES:,}, but got {size}.",
+                f"pass the dataset's size, e.g. {name} 50000.",
+            )
+
+
+def _nonblocking(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NONBLOCK)
+
+
+def _text_depth(text: str) -> int:
+    """How deep the JSON ``text`` nests, without decoding it (the decoder recurses)."""
+    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub('""', text))
+    depth = deepest = 0
+    for char in brackets:
+        depth += 1 if char in "[{" else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > MAX_PROBE_DEPTH:
+                break  # deeper than allowed: how much deeper does not matter
+    return deepest
+
+
+def _data_depth(data: Any) -> int:
+    """How deep decoded JSON nests, walked without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_PROBE_DEPTH:
+                values = node.values() if isinstance(node, dict) else node
+                stack.extend((v, depth + 1) for v in values)
+    return deepest
 
 
 def cached_probe(

@@ -6,6 +6,7 @@ A table is JSON::
     {"snapshot": "replay-2026-11", "source": "how the numbers were obtained",
      "epochs": 10,
      "delay_s": 0.0,   # optional: seconds each evaluation takes (emulates a probe in tests)
+     "host_probe": false,  # optional: the delay holds this host's probe slot, as a probe
      "instances": [InstanceType.to_dict(), ...],
      "entries": [{"machine": "ec2:p3.2xlarge", "batch_size": 512,
                   "runtime_s": {"value": 620, "low": 600, "high": 650},   # or a number
@@ -21,6 +22,7 @@ Every distinct (machine, batch size) served counts as one probe.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Sequence
@@ -31,8 +33,10 @@ from typing import Any
 from advisor.errors import AdvisorError
 from advisor.evaluation.candidates import matches
 from advisor.evaluation.contract import Backend, RunTime
+from advisor.evaluation.probe_slot import probe_slot
 from advisor.evaluation.workload import WorkloadInfo
-from advisor.probes.result import Interval, PhaseTimes
+from advisor.intervals import Interval
+from advisor.probes.result import PhaseTimes
 from advisor.providers.catalog import InstanceType
 from advisor.search_spaces.space import MachineFilter
 
@@ -91,6 +95,7 @@ class ReplayTable:
     source: str = ""
     epochs: int = 10
     delay_s: float = 0.0
+    host_probe: bool = False  # the delay is a probe of this host: it holds the probe slot
     _index: dict[tuple[str, int], ReplayEntry] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -111,6 +116,7 @@ class ReplayTable:
             "source": self.source,
             "epochs": self.epochs,
             "delay_s": self.delay_s,
+            "host_probe": self.host_probe,
             "instances": [i.to_dict() for i in self.instances],
             "entries": [e.to_dict() for e in self.entries],
         }
@@ -124,6 +130,7 @@ class ReplayTable:
             source=str(d.get("source", "")),
             epochs=int(d.get("epochs", 10)),
             delay_s=float(d.get("delay_s", 0.0)),
+            host_probe=bool(d.get("host_probe", False)),
         )
 
     def save(self, path: str | Path) -> None:
@@ -140,17 +147,36 @@ class ReplayTable:
             raise AdvisorError(f"Replay table {p} is invalid ({exc}).", "fix the file.") from exc
 
 
+class ReplayClock:
+    """Simulated seconds for a replayed search: it starts at ``start`` and moves on only by
+    each new probe's recorded ``probe_s`` as the replay back end serves it, so ``--timeout``
+    and the stop rules see the time the recorded probes took, the same on every run."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 class ReplayBackend(Backend):
-    """Serves a ``ReplayTable``; counts each distinct (machine, batch) served as one probe."""
+    """Serves a ``ReplayTable``; counts each distinct (machine, batch) served as one probe.
+    Given a ``ReplayClock``, the search runs on it (each new probe advances it)."""
 
     name = "replay"
     # Issue #27: each replayed row stands for a probe run on that machine, charged at its price.
     probes_run_on_candidates = True
 
-    def __init__(self, table: ReplayTable) -> None:
+    def __init__(self, table: ReplayTable, clock: ReplayClock | None = None) -> None:
         super().__init__()
         self.table = table
         self.probed: list[tuple[str, int]] = []  # distinct (machine, batch), in probing order
+        self.replay_clock = clock
+        if clock is not None:
+            self.clock = clock
 
     @property
     def snapshot(self) -> str:
@@ -174,10 +200,13 @@ class ReplayBackend(Backend):
         per_batch = {"epochs_model": epochs_est.to_dict()}
         entry = self.table.entry(instance.key, batch_size)
         if self.table.delay_s > 0:
-            time.sleep(self.table.delay_s)
+            with probe_slot() if self.table.host_probe else contextlib.nullcontext():
+                time.sleep(self.table.delay_s)
         new = (instance.key, batch_size) not in self.probed
         if new:
             self.probed.append((instance.key, batch_size))
+            if self.replay_clock is not None and entry is not None:
+                self.replay_clock.advance(entry.probe_s)
         source = "measured" if instance.provider == "local" else "replayed"
         if entry is None:
             return RunTime(

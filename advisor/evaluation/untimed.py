@@ -48,9 +48,11 @@ def decide(
     batch_size: int,
     framework: str = "torch",
     hyperparameters: dict[str, Any] | None = None,
+    max_step_s: float | None = None,
 ) -> LocalDecision | None:
     """Trace ``model`` on the meta device and judge a local probe (None: it cannot be traced
-    here, so the probe runs as before)."""
+    here, so the probe runs as before). ``max_step_s``: the step's lower bound beyond which
+    it is not timed here (default ``local_feasibility``'s, what ``advisor predict`` uses)."""
     from advisor.prediction.perf.traces import user_modules_importable
     from advisor.probes.operators import local_feasibility, trace_workload
 
@@ -62,7 +64,8 @@ def decide(
         return None
     if not trace.memory_bytes:
         return LocalDecision(trace, True, "no memory figure in the trace")
-    verdict = local_feasibility(trace, memory_bytes=host_memory_bytes(trace))
+    limit = {} if max_step_s is None else {"max_step_s": max_step_s}
+    verdict = local_feasibility(trace, memory_bytes=host_memory_bytes(trace), **limit)
     return LocalDecision(trace, verdict.feasible, verdict.reason)
 
 
@@ -122,6 +125,12 @@ def untimed_probe(
                     fingerprint["data_s_basis"] = f"timed at batch {timed}, scaled per sample"
             if timing.input_bytes_per_sample is not None:
                 fingerprint["input_bytes_per_sample"] = timing.input_bytes_per_sample
+    if user and not n_train and not sizes[0]:  # issue #36: KerasSetup's declared sizes, or
+        # len() of the datasets when the loader could not be timed
+        from advisor.evaluation.user_sizes import builder_sizes
+
+        found = builder_sizes(model, framework, batch_size)
+        sizes = (found.n_train, found.n_val)
     n_train = n_train or sizes[0] or 0
     n_val = n_val if n_val is not None else (sizes[1] or 0)
     if n_train <= 0:

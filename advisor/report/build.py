@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.durations import format_duration
 from advisor.evaluation.contention import notes as contention_notes
-from advisor.evaluation.contention import tie_band
 from advisor.evaluation.ranking import (
     TIE_SHARE,
     Point,
@@ -26,12 +25,16 @@ from advisor.evaluation.ranking import (
 from advisor.options import METRIC_NAMES
 from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
 from advisor.records import TrialRecord, is_accuracy_trial
-from advisor.report.confidence import confidence
+from advisor.report.confidence import confidence, quiet_pick, report_band
 from advisor.report.epochs import epochs_note, epochs_per_batch
 from advisor.report.feasible import check_feasible as check_feasible  # re-exported
 from advisor.report.memory import left_out as memory_left_out
 from advisor.report.overheads import overheads_notes, overheads_section, run_overheads_of
+from advisor.report.owned import section as owned_section
 from advisor.report.rows import KNOWN, managed_rows, runtime_params, scored_rows, tuned_ranges
+from advisor.report.value_of_time import reason as value_reason
+from advisor.report.value_of_time import section as value_section
+from advisor.report.value_of_time import total_points
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -64,16 +67,13 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     rows = scored_rows(outcome)
     points = [_point(r) for r in rows]
     startup = overheads_section(rows, outcome.workload)  # issue #14
-    # issue #36: a tie band as wide as the probes' measured noise
-    band = tie_band(
-        (ev.batch_size, ev.probe) for ev in outcome.screen.values() if ev.probe is not None
-    )
-    ranked = rank(points, objective, band["share"])
+    vot = getattr(outcome.options, "value_of_time", None)  # issue #37: rank cost + time x V
+    chosen_by = total_points(rows, vot) if vot else points
+    band = report_band(outcome.screen.values())  # issue #36: as wide as the probes' noise
+    ranked = rank(chosen_by, objective, band["share"])
     ranking = [p.ref for p in ranked]
-    best = recommended(points, objective, band["share"])
-    quiet = best if band["share"] == TIE_SHARE else recommended(points, objective)
-    # what the quiet machine's 5 % band would take from the same rows (benchmarks/same_answer.py)
-    band["pick_at_quiet_band"] = None if quiet is None else _pick(quiet.ref)
+    best = recommended(chosen_by, objective, band["share"])
+    band["pick_at_quiet_band"] = quiet_pick(chosen_by, objective, best, band["share"])
     front = pareto_set(points)
     # issue #29: the short accuracy runs of --tune are reported apart (report.hyperparameters)
     machine_trials = [t for t in study.get_trials(deepcopy=False) if not is_accuracy_trial(t)]
@@ -81,8 +81,14 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     states = [t.state for t in machine_trials]
     rec_row = None
     if best is not None:
-        rec_row = dict(best.ref, reason=_reason(outcome, points, best, front, band["share"]))
+        rec_row = dict(best.ref, reason=_reason(outcome, chosen_by, best, front, band["share"]))
         rec_row["region_note"] = _region_note(outcome, rec_row)
+    value = value_section(points, best, vot) if vot else None
+    if rec_row is not None and value is not None:
+        rec_row["reason"] = value_reason(value)
+    conf = confidence(chosen_by, best, objective, KNOWN, band["share"])  # issue #28, #36
+    if conf is not None and value is not None:
+        conf["objective"] = "total"  # ties are of cost + time x value
     fast, cheap = fastest(points), cheapest(points)
     memory_out = memory_left_out(outcome)
     epochs_rows = epochs_per_batch(complete, outcome.screen.values())  # issue #19
@@ -119,8 +125,9 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
             "charged_for": CHARGED_FOR,
         },
         "recommended": rec_row,
-        # issue #28: in plain words
-        "confidence": confidence(points, best, objective, KNOWN, band["share"]),
+        "value_of_time": value,  # issue #37: the split and the place on the front
+        "owned": owned_section(ranking),  # issue #37: renting against the machines you own
+        "confidence": conf,
         "best_by_time": fast.ref if fast else None,
         "best_by_cost": cheap.ref if cheap else None,
         "best_by_service": _best_by_service(ranking),  # issue #28: what submit --study takes
@@ -222,13 +229,6 @@ def _compact(row: dict[str, Any]) -> list[Any]:
           for d in (row["runtime_s"], row["cost_usd"])),
         row.get("known"),
     ]  # fmt: skip
-
-
-def _pick(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: row[k] for k in ("machine", "batch_size")} | {
-        "runtime_s": row["runtime_s"]["value"],
-        "cost_usd": row["cost_usd"]["value"],
-    }
 
 
 def _reason(

@@ -13,7 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from advisor.evaluation.ranking import TIE_RULE, TIE_SHARE, Point, pareto_set, tie_groups
+from advisor.evaluation.contention import tie_band
+from advisor.evaluation.ranking import (
+    TIE_RULE,
+    TIE_SHARE,
+    Point,
+    pareto_set,
+    recommended,
+    tie_groups,
+)
 
 
 def confidence(
@@ -78,7 +86,7 @@ def confidence_line(c: dict[str, Any], short: bool = False) -> str:
     if c["objective"] == "pareto":
         parts.append(f"{c['tied']} points on the time-cost front; chosen: {c['rule']}")
     else:
-        metric = "time" if c["objective"] == "time" else "cost"
+        metric = {"time": "time", "total": "total"}.get(c["objective"], "cost")  # total: #37
         if c["tied"] > 1 and short:
             pick = "cheapest" if metric == "time" else "fastest"
             parts.append(
@@ -100,3 +108,22 @@ def confidence_line(c: dict[str, Any], short: bool = False) -> str:
         else:
             parts.append(f"its time may be {lo:.2g}-{hi:.2g}x the estimate")
     return "; ".join(parts)
+
+
+def report_band(evaluations: Any) -> dict[str, Any]:
+    """Issue #36: the report's tie band from its screen's evaluations (their local probes),
+    ``advisor.evaluation.contention.tie_band``."""
+    return tie_band((ev.batch_size, ev.probe) for ev in evaluations if ev.probe is not None)
+
+
+def quiet_pick(
+    points: Sequence[Point], objective: str, best: Point | None, share: float
+) -> dict[str, Any] | None:
+    """What the quiet machine's 5 % band would take from the same points (the report's
+    ``tie_band.pick_at_quiet_band``, read by ``benchmarks/same_answer.py``)."""
+    quiet = best if share == TIE_SHARE else recommended(points, objective)
+    if quiet is None:
+        return None
+    row = quiet.ref
+    return {"machine": row["machine"], "batch_size": row["batch_size"],
+            "runtime_s": row["runtime_s"]["value"], "cost_usd": row["cost_usd"]["value"]}  # fmt: skip

@@ -10,8 +10,10 @@ from advisor.durations import format_duration
 from advisor.report.confidence import confidence_line
 from advisor.report.epochs import render_epochs  # issue #19
 from advisor.report.hyperparameters import print_lines as print_hyperparameters
+from advisor.report.owned import lines as owned_lines
 from advisor.report.render_sections import managed_table, render_cloud
 from advisor.report.summary import TOP_ROWS, render_summary
+from advisor.report.value_of_time import lines as value_lines
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -231,6 +233,11 @@ def _render_full(report: dict[str, Any], console: Console, top: int) -> None:
             console.print(f"  [bold]how sure:[/] {escape(confidence_line(report['confidence']))}")
         if rec.get("region_note"):
             console.print(f"  [bold]priced in:[/] {escape(rec['region_note'])}")
+        for line in [
+            *value_lines(report),
+            *owned_lines(report),
+        ]:  # issue #37: --value-of-time's split and front
+            console.print(f"  {escape(line)}")
         ranges = report.get("tuned_ranges") or {}
         tuned = print_hyperparameters(report, console, "  ")  # issue #29: --tune's runs
         if ranges and not tuned:

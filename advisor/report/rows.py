@@ -221,7 +221,7 @@ def scored_rows(outcome: SuggestOutcome) -> list[dict[str, Any]]:
     tried: set[tuple[str, int]] = set()
     for t in outcome.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
         rec = TrialRecord.from_trial(t)
-        if rec is None or not rec.ok or is_managed(t):
+        if rec is None or not rec.ok or is_managed(t) or _retaken(outcome, rec):
             continue
         row = trial_row(t, outcome.space)
         key = (rec.machine, rec.batch_size, tuple(sorted(row["hyperparameters"].items())))
@@ -234,6 +234,25 @@ def scored_rows(outcome: SuggestOutcome) -> list[dict[str, Any]]:
         if isinstance(ev, Evaluation) and pair not in tried:
             rows.append(screen_row(outcome, ev, by_key))
     return rows
+
+
+def _retaken(outcome: SuggestOutcome, rec: TrialRecord) -> bool:
+    """Issue #36: the trial was scored from a local probe timed on a busy machine, and this
+    run retook that probe on a quiet one (``advisor.evaluation.contention``): the screen's
+    evaluation of the same (machine, batch) from the new probe stands for it. (Before, a study
+    that had converged kept the busy machine's times for good.)"""
+    from advisor.evaluation.contention import contention
+
+    if rec.probe is None or contention(rec.probe) is None:
+        return False
+    ev = outcome.screen.get((rec.machine, rec.batch_size))
+    return (
+        isinstance(ev, Evaluation)
+        and ev.ok
+        and ev.probe is not None
+        and contention(ev.probe) is None
+        and ev.probe.to_dict() != rec.probe
+    )
 
 
 def managed_rows(trials: list[FrozenTrial]) -> list[dict[str, Any]]:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from advisor.durations import format_duration
 from advisor.report.confidence import confidence_line
 from advisor.report.hyperparameters import print_lines as print_hyperparameters
+from advisor.report.owned import lines as owned_lines
+from advisor.report.value_of_time import lines as value_lines
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -68,6 +70,8 @@ def _asked(report: dict[str, Any]) -> str:
         limits.append(f"deadline {format_duration(report['deadline_s'])}")
     goal = {"time": "fastest run", "cost": "cheapest run", "pareto": "time-cost balance"}
     what = goal.get(report["objective"], report["objective"])
+    if report.get("value_of_time"):  # issue #37
+        what = f"least cost + run time x USD {report['value_of_time']['usd_per_hour']:g}/h"
     return (
         f"{report['workload']} ({report['framework']}): {what}"
         + (f" within {' and '.join(limits)}" if limits else "")
@@ -162,6 +166,8 @@ def warnings(report: dict[str, Any]) -> list[str]:
     if report.get("memory_left_out"):  # issue #34
         out.append(f"{report['memory_left_out']['text']}.")
     out += list(report.get("contention_notes") or [])
+    if report.get("tune_note"):  # issue #36: --tune cut short by a signal or --timeout
+        out.append(str(report["tune_note"]))
     if report.get("stale_warning"):
         out.append(stale_line(report["stale_warning"]))
     return out
@@ -203,6 +209,11 @@ def render_summary(report: dict[str, Any], console: Console, top: int = TOP_ROWS
             sure = Text.assemble(("how sure: ", "bold"), confidence_line(conf, short=True))
             console.print(Padding(sure, (0, 0, 0, 2)), highlight=False)
         print_hyperparameters(report, console, "  ", short=True)  # issue #29: --tune
+        for line in [
+            *value_lines(report),
+            *owned_lines(report),
+        ]:  # issue #37: --value-of-time's split and front
+            console.print(escape(line), highlight=False)
     shown = {id(rec)} if rec else set()
     for label, key in (("fastest", "best_by_time"), ("cheapest", "best_by_cost")):
         row = report.get(key)
@@ -243,10 +254,18 @@ def cloud_line(cloud: dict[str, Any]) -> str:
     jobs = cloud.get("jobs") or []
     emulated = sum(1 for j in jobs if j.get("emulated"))
     where = f"; {emulated} emulated here (a local stand-in)" if emulated else ""
+    head = f"cloud probes (--cloud-probes {cloud.get('requested', len(jobs))}): "
+    # issue #36: why none ran (no credentials, the back end, the budget) is said here, not
+    # only under --verbose
+    why = [str(s) for s in cloud.get("skipped") or []]
+    if not jobs:
+        reason = str(cloud.get("stop_reason") or "")
+        return head + "none ran: " + "; ".join([*why, reason] if reason else why or ["-"])
+    skipped = f"; {why[0]}" + (f" (+{len(why) - 1} more)" if len(why) > 1 else "") if why else ""
     return (
-        f"cloud probes (--cloud-probes {cloud.get('requested', len(jobs))}): {len(jobs)} "
-        f"job(s) ({cloud.get('new', 0)} new), USD {cloud.get('spent_usd', 0.0):.4f} charged "
-        f"to the probe budget{where}; each job's result: --verbose"
+        f"{head}{len(jobs)} job(s) ({cloud.get('new', 0)} new), USD "
+        f"{cloud.get('spent_usd', 0.0):.4f} charged to the probe budget{where}{skipped}; each "
+        "job's result: --verbose"
     )
 
 

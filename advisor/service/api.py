@@ -15,20 +15,28 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from advisor.errors import AdvisorError
 from advisor.search_spaces.workloads import ModelRef
 from advisor.service import db
 
 Progress = Callable[[str, int, int], None]
 
 
-def uses_local_probes(backend: str | None) -> bool:
-    """True when suggestions probe this host for real (the default back end): such jobs run
-    one at a time per host, because a probe times the CPU."""
-    return not backend
+def probe_slot_listener(listener: Callable[[bool], None]) -> Any:
+    """``advisor.evaluation.probe_slot.on_wait``: ``listener`` hears when this thread waits
+    for the host's probe slot (a probe times the CPU: one at a time per host)."""
+    from advisor.evaluation.probe_slot import on_wait
+
+    return on_wait(listener)
+
+
+def retrying_writes(policy: Callable[[Callable[[], Any]], Any]) -> Any:
+    """``advisor.storage.transient.retrying``: this thread's probe and trial writes go
+    through ``policy`` (a job retries them through a short storage outage)."""
+    from advisor.storage.transient import retrying
+
+    return retrying(policy)
 
 
 def resolve_storage(url: str | None) -> str:
@@ -131,17 +139,11 @@ def predict(request: dict[str, Any]) -> dict[str, Any]:
     operator trace is traced here on the meta device (a built-in workload; a user model the
     server cannot import keeps a FLOP roofline for its GPU rows, as the response's notes say)."""
     from advisor.evaluation.predict_api import predict as advisor_predict
-    from advisor.probes.result import ProbeResult
+    from advisor.evaluation.probe_source import probe_from_data
 
-    try:
-        probe = ProbeResult.from_dict(request["probe"])
-    except (TypeError, ValueError, KeyError) as exc:
-        raise AdvisorError(
-            f"The uploaded probe is not a probe result ({exc}).",
-            "send the JSON of `advisor probe --json` as 'probe'.",
-        ) from exc
-    if not probe.ok:
-        raise AdvisorError(f"The uploaded probe failed ({probe.status}).", "send a good probe.")
+    probe = probe_from_data(
+        request.get("probe"), "The uploaded probe", "send the JSON of `advisor probe --json`."
+    )
     said: list[str] = []
     prediction = advisor_predict(
         probe.workload,
@@ -219,110 +221,19 @@ def redacted(url: str) -> str:
         return url.split("@")[-1]
 
 
-@dataclass
-class StudyParts:
-    """What a worker joining a study needs: its name, directions, sampler, and how to
-    sample, evaluate, score and record a candidate the way ``advisor suggest`` does."""
-
-    name: str
-    options: Any
-    objective: str
-    workload: Any
-    space: Any
-    backend: Any
-    by_key: dict[str, Any]
-    sampler: Any
-    directions: list[Any]
-    metric_names: list[str]
-    study_attrs: dict[str, Any]
-
-    def sample(self, trial: Any) -> tuple[Any, int, dict[str, Any]]:
-        """(candidate, batch size, hyperparameters) for ``trial``."""
-        from advisor.search_spaces.convert import suggest as sample
-
-        machine, batch, hps = sample(trial, self.space, list(self.by_key))
-        return self.by_key[machine], batch, hps
-
-    def runtime_hps(self, hps: dict[str, Any]) -> dict[str, Any]:
-        """The hyperparameters that change the run time (part of a probe's key)."""
-        names = {p.name for p in self.space.hyperparameters if p.affects_runtime}
-        return {k: v for k, v in hps.items() if k in names}
-
-    def evaluate(self, cand: Any, batch: int, hps: dict[str, Any]) -> Any:
-        """Score the candidate with the back end (may run a probe)."""
-        return self.backend.evaluate(self.workload, cand, batch, hps)
-
-    def values(self, ev: Any, trial: Any) -> list[float]:
-        """Objective values; budget/deadline set as Optuna constraints (``advisor.options``)."""
-        from advisor.options import constraints, objective_values
-
-        for k, v in constraints(self.options, ev).items():
-            trial.set_constraint(k, v)
-        return objective_values(self.objective, ev)
-
-
-def study_parts(
-    request: dict[str, Any], storage: str, seed_offset: int = 0, backend: str | None = None
-) -> StudyParts:
-    """Resolve ``request`` as ``advisor suggest`` would, for a worker joining its study."""
-    from optuna.study import StudyDirection
-
-    from advisor.options import METRIC_NAMES, workload_info
-    from advisor.search_spaces.filters import machine_filter
-    from advisor.search_spaces.loader import default_space
-    from advisor.storage.urls import resolve_storage
-    from advisor.study.naming import study_name_for
-    from advisor.study.run import local_backend, study_attrs
-    from advisor.study.samplers import make_sampler
+def join_study(
+    request: dict[str, Any],
+    storage: str,
+    claims: Callable[[Any, Any], Any],
+    progress: Progress | None = None,
+    seed_offset: int = 0,
+    backend: str | None = None,
+) -> Any:
+    """Run (or resume) ``request``'s study in ``storage`` as ``advisor suggest`` does
+    (``advisor.study.run.run_suggest``: the same set-up and trial loop), with the claims
+    store ``claims(optuna_storage, study)`` injected (workers on several hosts); the
+    ``SuggestOutcome``."""
+    from advisor.study.run import run_suggest
 
     options = _options(request, storage, seed_offset)
-    workload = workload_info(options)
-    space = machine_filter(options, options.space or default_space(workload.name))  # #28
-    scorer = _backend(backend) or local_backend(options, resolve_storage(options.storage), space)
-    objective = options.resolved_objective
-    return StudyParts(
-        name=study_name_for(options, workload, space, scorer.snapshot),
-        options=options,
-        objective=objective,
-        workload=workload,
-        space=space,
-        backend=scorer,
-        by_key={c.key: c for c in scorer.candidates(space, options.include_previous_generation)},
-        sampler=make_sampler(options.sampler, options.seed),
-        directions=[StudyDirection.MINIMIZE] * (2 if objective == "pareto" else 1),
-        metric_names=list(METRIC_NAMES[objective]),
-        study_attrs=study_attrs(options, workload, space, scorer),
-    )
-
-
-def record_trial(trial: Any, ev: Any, charged: float, parts: StudyParts, cand: Any) -> None:
-    """The trial's attributes through ``advisor.records.TrialRecord``, as ``advisor suggest``
-    writes them (so a later suggestion resumes from them and reports)."""
-    from advisor.options import is_feasible
-    from advisor.records import TrialRecord
-
-    record = TrialRecord.from_evaluation(
-        ev,
-        instance=dict(cand.instance.to_dict(), catalog_snapshot=parts.backend.snapshot),
-        charged_usd=charged,
-        feasible=is_feasible(parts.options, ev) if ev.ok else None,
-    )
-    for k, v in record.to_attrs().items():
-        trial.set_user_attr(k, v)
-
-
-def evaluation_to_dict(ev: Any, trial_number: int) -> dict[str, Any]:
-    """An Evaluation as JSON-ready data (a probe claim's result), in the trial record's own
-    format (``advisor.records``); the probe itself stays with its trial."""
-    from advisor.records import PROBE, TrialRecord
-
-    attrs = TrialRecord.from_evaluation(ev, instance=None, charged_usd=0.0).to_attrs()
-    attrs.pop(PROBE, None)
-    return {"trial": trial_number, "machine": ev.machine, "batch_size": ev.batch_size, **attrs}
-
-
-def evaluation_from_dict(d: dict[str, Any]) -> Any:
-    """The Evaluation of ``evaluation_to_dict``."""
-    from advisor.records import TrialRecord
-
-    return TrialRecord.from_attrs(d["machine"], int(d["batch_size"]), d).to_evaluation()
+    return run_suggest(options, _backend(backend), progress=progress, claims=claims)

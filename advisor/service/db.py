@@ -1,6 +1,7 @@
 """The service's own tables, kept in the study storage next to Optuna's (SQLite or PostgreSQL).
 
-Tokens (hashed, each of one team), jobs and probe claims. Uniqueness rules live in the
+Tokens (hashed, each of one team), jobs, probe claims and the deployment's settings (the
+jobs' lease length: one per storage, so every server and worker agrees on it). Uniqueness rules live in the
 database: one token name, one active job per dedupe key (a partial unique index), one claim
 per probe key. Columns added since a table was first created are added at start
 (``ALTER TABLE ... ADD COLUMN``, nullable), so an existing storage keeps working.
@@ -92,6 +93,15 @@ probe_claims = Table(
     Column("created", Float, nullable=False),
 )
 
+# The deployment's settings, one row each: 'lease_s', the jobs' lease (``store_lease``).
+settings = Table(
+    "advisor_settings",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+DEFAULT_LEASE_S = 30.0
+
 IDLE_TRANSACTION_S = 15
 _ENGINES: dict[str, Engine] = {}
 _OTHER_ENGINES: list[Engine] = []  # other engines of this process (the API's Optuna storage)
@@ -171,6 +181,59 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
+
+
+def now(url: str) -> Any:
+    """The database's clock (seconds since the epoch) as an SQL expression: leases, heart-
+    beats and cut-offs are all read from one clock, whatever the hosts' clocks say."""
+    from sqlalchemy import literal_column
+
+    if is_postgres(url):
+        return literal_column("extract(epoch from now())::float8")
+    return literal_column("((julianday('now') - 2440587.5) * 86400.0)")
+
+
+def started(url: str) -> Any:
+    """When the database server last started, as ``now``'s seconds (PostgreSQL; SQLite has
+    no server: 0): no lease expires within a lease of a restart, so the workers that waited
+    for it renew theirs before a sweeper takes their jobs."""
+    from sqlalchemy import literal_column
+
+    if is_postgres(url):
+        return literal_column("extract(epoch from pg_postmaster_start_time())::float8")
+    return literal_column("0.0")
+
+
+def lease_expr() -> Any:
+    """The deployment's lease (s) as an SQL expression (the stored one, else the default)."""
+    from sqlalchemy import Float, cast, func, select
+
+    stored = select(cast(settings.c.value, Float)).where(settings.c.name == "lease_s")
+    return func.coalesce(stored.scalar_subquery(), DEFAULT_LEASE_S)
+
+
+def store_lease(url: str, seconds: float | None, replace: bool) -> float:
+    """The deployment's lease (s), stored in the storage: ``seconds`` is stored when none
+    is yet, or when ``replace`` (``advisor serve --stale-after N``); returns the stored one."""
+    from sqlalchemy import select, update
+    from sqlalchemy.exc import IntegrityError
+
+    engine = engine_for(url)
+    if seconds is not None:
+        value = repr(float(seconds))
+        try:
+            with engine.begin() as conn:
+                conn.execute(settings.insert().values(name="lease_s", value=value))
+        except IntegrityError:  # one is stored already
+            if replace:
+                with engine.begin() as conn:
+                    conn.execute(
+                        update(settings).where(settings.c.name == "lease_s").values(value=value)
+                    )
+    with engine.connect() as conn:
+        stored = conn.execute(select(settings.c.value).where(settings.c.name == "lease_s"))
+        row = stored.scalar()
+    return DEFAULT_LEASE_S if row is None else float(row)
 
 
 def ping(url: str) -> None:

@@ -6,9 +6,9 @@ docstring has the contract). The ``Sweeper`` (a thread of every ``advisor serve`
 ``advisor worker``) re-queues jobs whose lease expired and hands the queue every queued job
 it does not hold: one whose enqueue failed (Redis down), whose queue entry was lost (Redis
 restarted empty) or whose worker died between taking the entry and claiming the job. A job
-offered twice is claimed once (the claim is a conditional UPDATE). Suggestions that probe
-this host run one at a time per host (a file lock in ``$ADVISOR_HOME``), because a probe
-times the CPU; replayed or modelled work runs in parallel.
+offered twice is claimed once (the claim is a conditional UPDATE). Probes of this host run
+one at a time per host, because a probe times the CPU: each holds the host's probe slot
+(``advisor.evaluation.probe_slot``) only while it runs; the rest of a job runs in parallel.
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ class ThreadDispatcher:
         self._waiting: set[str] = set()
         self._lock = threading.Lock()
 
-    def dispatch(self, job_id: str) -> None:
-        """Run the job soon."""
+    def dispatch(self, job_id: str, front: bool = False) -> None:
+        """Run the job soon (``front``: a re-queued job; the pool takes jobs in order)."""
         with self._lock:
             self._waiting.add(job_id)
         self.pool.submit(self._run, job_id)
@@ -113,12 +113,14 @@ class RQDispatcher:
         self.storage = storage
         self.queue = Queue(QUEUE_NAME, connection=redis_connection(redis_url))
 
-    def dispatch(self, job_id: str) -> None:
+    def dispatch(self, job_id: str, front: bool = False) -> None:
         """Put the job's id on the queue (only the id: the storage URL, which may hold a
-        password, stays with each worker's own --storage)."""
+        password, stays with each worker's own --storage); ``front``: a job whose lease
+        expired goes first, not behind the jobs queued meanwhile."""
         self.queue.enqueue(
             execute_queued,
             job_id,
+            at_front=front,
             job_id=f"{_RQ_PREFIX}{job_id}-{uuid.uuid4().hex[:8]}",
             job_timeout=-1,
             result_ttl=600,
@@ -138,13 +140,14 @@ class RQDispatcher:
 
 
 class Sweeper(threading.Thread):
-    """Every ``every_s``: re-queue jobs whose lease expired (``stale_s`` without renewal),
-    and hand the dispatcher every queued job it does not hold (see the module docstring)."""
+    """Every ``every_s``: re-queue jobs whose lease expired (the deployment's stored lease
+    without renewal, on the database's clock), and hand the dispatcher every queued job it
+    does not hold (see the module docstring); re-queued ones go to the queue's front."""
 
-    def __init__(self, storage: str, dispatcher: Any, stale_s: float, every_s: float) -> None:
+    def __init__(self, storage: str, dispatcher: Any, every_s: float) -> None:
         super().__init__(daemon=True, name="advisor-sweeper")
         self.storage, self.dispatcher = storage, dispatcher
-        self.stale_s, self.every_s = stale_s, every_s
+        self.every_s = every_s
         self.stopped = threading.Event()
         self._failing: str | None = None
 
@@ -156,15 +159,18 @@ class Sweeper(threading.Thread):
         """One pass; returns the ids handed to the dispatcher (logs, never raises)."""
         handed: list[str] = []
         try:
-            for job_id in jobs.requeue_expired(self.storage, self.stale_s):
+            for job_id in jobs.requeue_expired(self.storage):
                 log.warning("job %s: its lease expired (worker gone or paused); re-queued", job_id)
-            queued = jobs.queued_ids(self.storage, older_than_s=min(self.every_s, 5.0))
+            queued = jobs.queued(self.storage, older_than_s=min(self.every_s, 5.0))
             if queued:
                 held = self.dispatcher.waiting_ids()
-                for job_id in queued:
-                    if job_id not in held:
-                        self.dispatcher.dispatch(job_id)
-                        handed.append(job_id)
+                front = [j for j, ran_before in queued if ran_before and j not in held]
+                back = [j for j, ran_before in queued if not ran_before and j not in held]
+                for job_id in reversed(front):  # each put first: they keep their order
+                    self.dispatcher.dispatch(job_id, front=True)
+                for job_id in back:
+                    self.dispatcher.dispatch(job_id)
+                handed += front + back
             if self._failing is not None:
                 log.warning("sweeper: working again (after: %s)", self._failing)
                 self._failing = None

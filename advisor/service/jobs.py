@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 import uuid
 from typing import Any
 
@@ -74,7 +73,7 @@ def submit(
                         request=json.dumps(request, default=str),
                         attempts=0,
                         lease=0,
-                        created=time.time(),
+                        created=db.now(url),
                     )
                 )
             return job_id, True
@@ -104,7 +103,7 @@ def claim(url: str, job_id: str, worker: str) -> dict[str, Any] | None:
             .values(
                 status="running",
                 worker=worker,
-                heartbeat=time.time(),
+                heartbeat=db.now(url),
                 attempts=c.attempts + 1,
                 lease=func.coalesce(c.lease, 0) + 1,
             )
@@ -120,14 +119,17 @@ def _held(lease: Lease) -> Any:
     return and_(c.id == lease.job_id, c.lease == lease.number, c.status == "running")
 
 
-def renew(url: str, lease: Lease, progress: dict[str, Any] | None = None) -> bool:
-    """Extend the lease (and say how far the job is); False when it is no longer held."""
-    values: dict[str, Any] = {"heartbeat": time.time()}
+def renew(url: str, lease: Lease, progress: dict[str, Any] | None = None) -> float | None:
+    """Extend the lease from the database's clock (and say how far the job is); the
+    deployment's lease length (s), or None when the lease is no longer held."""
+    values: dict[str, Any] = {"heartbeat": db.now(url)}
     if progress is not None:
         values["progress"] = json.dumps(progress)
     with db.engine_for(url).begin() as conn:
         done = conn.execute(update(db.jobs).where(_held(lease)).values(**values))
-    return done.rowcount == 1
+        if done.rowcount != 1:
+            return None
+        return float(conn.execute(select(db.lease_expr())).scalar_one())
 
 
 def record_study(url: str, lease: Lease, study: str, trials_before: int) -> None:
@@ -143,29 +145,44 @@ def record_study(url: str, lease: Lease, study: str, trials_before: int) -> None
 
 
 def finish(url: str, lease: Lease, result: dict[str, Any] | None, error: str | None) -> None:
-    """Record the job's result (done) or its one-line error (failed), under ``lease``."""
+    """Record the job's result (done) or its one-line error (failed), under ``lease``. A done
+    job's progress says so (issue #36: it kept its last "screen 1101/1468"): phase ``done``,
+    its trials of its trials; a failed job keeps the progress it had, where it stopped."""
+    extra: dict[str, Any] = {}
+    if not error:
+        trials = (result or {}).get("trials") or {}
+        n = int(trials.get("total") or 0) if isinstance(trials, dict) else 0
+        extra["progress"] = json.dumps({"phase": "done", "done": n, "total": n})
     with db.engine_for(url).begin() as conn:
         done = conn.execute(
             update(db.jobs)
             .where(_held(lease))
             .values(
+                **extra,
                 status="failed" if error else "done",
                 result=None if result is None else json.dumps(result, default=str),
                 error=error,
-                finished=time.time(),
+                finished=db.now(url),
             )
         )
     if done.rowcount != 1:
         raise LeaseLost(f"job {lease.job_id}: lease {lease.number} was taken over")
 
 
-def requeue_expired(url: str, stale_after_s: float) -> list[str]:
-    """Re-queue running jobs whose lease was not renewed for ``stale_after_s`` (their worker
-    died, was paused or cut off); after MAX_ATTEMPTS they fail with a reason instead, which
-    the client may retry. Returns the re-queued ids."""
+def requeue_expired(url: str, stale_after_s: float | None = None) -> list[str]:
+    """Re-queue running jobs whose lease was not renewed for ``stale_after_s`` (default: the
+    deployment's stored lease; their worker died, was paused or cut off); after MAX_ATTEMPTS
+    they fail with a reason instead, which the client may retry. Returns the re-queued ids.
+
+    Heartbeat and cut-off are both the database's clock, and on PostgreSQL a lease runs from
+    the server's start at the earliest: after a restart every worker gets a whole lease to
+    renew before its job is taken."""
     c = db.jobs.c
-    cutoff = time.time() - stale_after_s
-    expired = c.status == "running", c.heartbeat < cutoff
+    lease = db.lease_expr() if stale_after_s is None else stale_after_s
+    last: Any = func.coalesce(c.heartbeat, 0.0)
+    if db.is_postgres(url):
+        last = func.greatest(last, db.started(url))
+    expired = c.status == "running", last < db.now(url) - lease
     with db.engine_for(url).begin() as conn:
         if db.is_postgres(url):  # a worker committing under its lease holds the row briefly
             conn.execute(text("SET LOCAL lock_timeout = '2s'"))
@@ -181,23 +198,30 @@ def requeue_expired(url: str, stale_after_s: float) -> list[str]:
                 status="failed",
                 error=f"its worker stopped {MAX_ATTEMPTS} times without finishing; finished "
                 "trials are kept: retry the job (POST /v1/jobs/{id}/retry)",
-                finished=time.time(),
+                finished=db.now(url),
             )
         )
     return ids
 
 
 def queued_ids(url: str, limit: int = 100, older_than_s: float = 0.0) -> list[str]:
-    """Queued job ids, oldest first (queued at least ``older_than_s`` ago)."""
+    """Queued job ids, those that ran before (re-queued) first, then oldest first (queued
+    at least ``older_than_s`` ago)."""
+    return [job_id for job_id, _ in queued(url, limit, older_than_s)]
+
+
+def queued(url: str, limit: int = 100, older_than_s: float = 0.0) -> list[tuple[str, bool]]:
+    """(id, ran before) of queued jobs in ``queued_ids``'s order: a job whose lease expired
+    goes to the front of the queue, not the back."""
     c = db.jobs.c
     with db.engine_for(url).connect() as conn:
         rows = conn.execute(
-            select(c.id)
-            .where(c.status == "queued", c.created <= time.time() - older_than_s)
-            .order_by(c.created)
+            select(c.id, c.attempts)
+            .where(c.status == "queued", c.created <= db.now(url) - older_than_s)
+            .order_by(c.attempts.desc(), c.created)
             .limit(limit)
         )
-        return [str(r.id) for r in rows]
+        return [(str(r.id), int(r.attempts or 0) > 0) for r in rows]
 
 
 def get(

@@ -11,7 +11,12 @@
 - A re-run (after a retry, a kill or a take-over) adds only the trials the job still owes:
   its first run records the study and its finished trials (``jobs.record_study``), and each
   later run asks for ``trials`` minus those added since. It also samples with another seed,
-  so the sampler does not propose again the configurations the first run began with.
+  so the sampler does not propose again the configurations the first run began with. Its
+  report's ``trials.new`` counts the trials of all the job's runs.
+- A finished probe or trial whose write meets a storage outage is written again with backoff
+  in place (``advisor.storage.transient``), so a restart does not end the run.
+- The lease keeper renews on the database's clock and follows the deployment's stored lease
+  (``advisor.service.db.store_lease``).
 """
 
 from __future__ import annotations
@@ -38,32 +43,72 @@ class RunSettings:
 
     heartbeat_s: float = 2.0
     storage_retry_s: float = 120.0
+    # How long waiting for this host's probe slot still renews the lease: a live holder
+    # keeps it for a probe (time-out 120 s) or a screen's few probes in one process. A prior
+    # (a screen of 2 probes at their time-out, with a margin; 120-600 s would do).
+    slot_wait_s: float = 300.0
 
     def __post_init__(self) -> None:
-        if self.heartbeat_s <= 0 or self.storage_retry_s < 0:
+        if self.heartbeat_s <= 0 or self.storage_retry_s < 0 or self.slot_wait_s < 0:
             raise ValueError(f"bad run settings {self!r}")
 
 
 class LeaseKeeper(threading.Thread):
-    """Renews the job's lease (with its progress) until stopped; notes when it was lost."""
+    """Renews the job's lease (with its progress) until stopped; notes when it was lost.
 
-    def __init__(self, storage: str, lease: Lease, every_s: float) -> None:
+    It renews every quarter of the deployment's lease (read back at each renewal, so a
+    changed lease is followed), at most every ``every_s``; after a failed renewal (the
+    database restarting) it tries again every ``RETRY_S``. A job that waits for this host's
+    probe slot longer than ``slot_wait_s`` is not progressing: renewals stop, so a sweeper
+    re-queues it for a worker where the slot is free (a stopped holder is passed after a
+    second: ``advisor.evaluation.probe_slot``)."""
+
+    RETRY_S = 0.25
+
+    def __init__(
+        self, storage: str, lease: Lease, every_s: float, slot_wait_s: float = 300.0
+    ) -> None:
         super().__init__(daemon=True, name=f"advisor-lease-{lease.job_id[:8]}")
         self.storage, self.lease, self.every_s = storage, lease, every_s
+        self.slot_wait_s = slot_wait_s
         self.progress: dict[str, Any] = {}
         self.lost = threading.Event()
         self.stopped = threading.Event()
+        self.waiting_since: float | None = None  # monotonic; None: not waiting for the slot
         self.last_progress = time.monotonic()
 
     def run(self) -> None:
-        while not self.stopped.wait(self.every_s):
+        pause = min(self.every_s, self.RETRY_S)
+        while not self.stopped.wait(pause):
+            since = self.waiting_since
+            if since is not None and time.monotonic() - since > self.slot_wait_s:
+                pause = self.RETRY_S  # waiting too long: not progressing, no renewal
+                continue
             try:
-                if not jobs.renew(self.storage, self.lease, self.progress or None):
-                    log.warning("job %s: lease %d taken over", self.lease.job_id, self.lease.number)
-                    self.lost.set()
-                    return
+                lease_s = jobs.renew(self.storage, self.lease, self.progress or None)
             except Exception as exc:  # the database may be restarting: keep trying
                 log.warning("job %s: lease renewal failed (%s)", self.lease.job_id, describe(exc))
+                pause = self.RETRY_S
+                continue
+            if lease_s is None:
+                log.warning("job %s: lease %d taken over", self.lease.job_id, self.lease.number)
+                self.lost.set()
+                return
+            pause = min(self.every_s, lease_s / 4)
+
+    def wait_for_slot(self, waiting: bool) -> None:
+        """The host's probe slot is busy (True: the wait starts) or now held (False). After a
+        wait past ``slot_wait_s`` the lease is renewed at once, and LeaseLost raised when it
+        expired meanwhile."""
+        if waiting:
+            self.waiting_since = time.monotonic()
+            return
+        since, self.waiting_since = self.waiting_since, None
+        waited_too_long = since is not None and time.monotonic() - since > self.slot_wait_s
+        progress = self.progress or None
+        if waited_too_long and jobs.renew(self.storage, self.lease, progress) is None:
+            self.lost.set()
+        self.check()
 
     def report(self, phase: str, done: int, total: int) -> None:
         """The run's progress callback: note it, and stop the run if the lease was lost."""
@@ -112,7 +157,7 @@ def execute_job(
         return "skipped"
     lease = Lease(job_id, int(job["lease"]))
     install_fencing()  # before the lease keeper's thread connects
-    with LeaseKeeper(storage, lease, settings.heartbeat_s) as keeper:
+    with LeaseKeeper(storage, lease, settings.heartbeat_s, settings.slot_wait_s) as keeper:
         result: dict[str, Any] | None = None
         error: str | None = None
         try:
@@ -170,7 +215,10 @@ def _run(
         try:
             request = _request_for_run(storage, job, keeper.lease, backend, runs)
             runs += 1
-            report = _suggest(request, storage, keeper, backend)
+            report = _suggest(request, storage, keeper, backend, settings)
+            if keeper.lease.number > 1 or runs > 1:  # earlier runs added trials too
+                added = studies.finished_trials(storage, job["study"]) - int(job["trials_before"])
+                report.setdefault("trials", {})["new"] = added
             report["study"] = teams.public_name(job["team"], report["study"]) or report["study"]
             return report
         except Exception as exc:
@@ -187,15 +235,33 @@ def _run(
 
 
 def _suggest(
-    request: dict[str, Any], storage: str, keeper: LeaseKeeper, backend: str | None
+    request: dict[str, Any],
+    storage: str,
+    keeper: LeaseKeeper,
+    backend: str | None,
+    settings: RunSettings,
 ) -> dict[str, Any]:
-    from advisor.config import home
-    from advisor.storage.locks import file_lock
+    """``api.suggest``: a probe of this host holds the host's probe slot only while it
+    runs, and a long wait for the slot stops the lease's renewals (``LeaseKeeper``); a finished
+    probe or trial whose write meets a storage outage is written again with backoff (up to
+    ``storage_retry_s``) instead of being lost with the run."""
 
-    if api.uses_local_probes(backend):
-        with file_lock(home() / "local-probes.lock"):  # one local-probing job per host
-            return api.suggest(request, storage, keeper.report, backend)
-    return api.suggest(request, storage, keeper.report, backend)
+    def transient(exc: BaseException) -> bool:
+        return is_storage_error(exc) and not lease_lost(exc)
+
+    def retried(exc: BaseException, delay: float) -> None:
+        log.warning(
+            "job %s: a write failed (%s); again in %.1f s",
+            keeper.lease.job_id,
+            describe(exc),
+            delay,
+        )
+
+    def policy(call: Any) -> Any:
+        return retry_transient(call, settings.storage_retry_s, transient, retried)
+
+    with api.probe_slot_listener(keeper.wait_for_slot), api.retrying_writes(policy):
+        return api.suggest(request, storage, keeper.report, backend)
 
 
 def _request_for_run(

@@ -84,6 +84,12 @@ class SuggestRequest(_Strict):
     include_previous_generation: bool = Field(
         False, description=_help("include_previous_generation")
     )
+    precision: Literal["auto", "fp32", "tf32", "bf16", "fp16"] = Field(
+        "fp32", description=_help("precision")
+    )
+    value_of_time: float | None = Field(  # issue #37: USD per hour
+        None, gt=0, le=1e9, description=_help("value_of_time")
+    )
 
     @field_validator("model")
     @classmethod

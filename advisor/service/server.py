@@ -3,7 +3,8 @@
 Both wait for the storage at start (with backoff, up to ``STARTUP_WAIT_S``) instead of exiting,
 and both run a ``Sweeper``. A worker whose connection to Redis fails goes on with the job it
 runs, then reconnects with backoff; it exits only when asked (SIGTERM, SIGINT) or, with
-``--burst``, when the queue is empty.
+``--burst``, when the queue is empty. Asked to stop, an idle worker exits at once and a busy
+one after its job, with 143 (SIGTERM) or 130 (SIGINT).
 """
 
 from __future__ import annotations
@@ -70,12 +71,14 @@ def run_server(
     storage: str | None,
     redis_url: str | None,
     workers: int,
-    stale_after: float,
+    stale_after: float | None,
     max_body: int,
     backend: str | None = None,
 ) -> None:
     """Serve until interrupted; queued jobs left from before are dispatched at start.
-    ``backend`` scores in-process jobs (tests: ``replay:PATH.json``; None: local probes)."""
+    ``stale_after`` sets the deployment's lease (stored; None: keep the stored one, 30 s on a
+    new storage). ``backend`` scores in-process jobs (tests: ``replay:PATH.json``; None:
+    local probes)."""
     import uvicorn
 
     from advisor.service.app import Settings, create_app
@@ -84,13 +87,15 @@ def run_server(
 
     logging.basicConfig(level=logging.INFO, format=_LOG_FORMAT)
     url = wait_for_storage(storage)
-    settings = RunSettings(heartbeat_s=renew_every(stale_after))
+    lease = db.store_lease(url, stale_after, replace=stale_after is not None)
+    log.info("the jobs' lease: %.1f s (stored in the storage, for every process)", lease)
+    settings = RunSettings()
     dispatcher = (
         RQDispatcher(url, redis_url)
         if redis_url
         else ThreadDispatcher(url, workers, backend, settings)
     )
-    sweeper = Sweeper(url, dispatcher, stale_after, sweep_every(stale_after))
+    sweeper = Sweeper(url, dispatcher, sweep_every(lease))
     sweeper.sweep()  # what was queued before, or re-queued now
     sweeper.start()
     app = create_app(Settings(url, dispatcher, max_body))
@@ -108,21 +113,17 @@ def sweep_every(stale_after: float) -> float:
     return min(max(stale_after / 4, 0.5), 10.0)
 
 
-def renew_every(stale_after: float) -> float:
-    """How often a running job's lease is renewed: a quarter of it, at most every 2 s."""
-    return min(2.0, stale_after / 4)
-
-
 def run_worker(
     redis_url: str,
     storage: str | None,
     burst: bool,
     backend: str | None = None,
-    stale_after: float = 30.0,
+    stale_after: float | None = None,
 ) -> None:
     """An RQ worker on the advisor's queue; ``backend`` scores its jobs (None: local probes).
     Its sweeper re-queues expired leases and re-offers queued jobs, so jobs go on while no
-    ``advisor serve`` runs."""
+    ``advisor serve`` runs. ``stale_after`` is stored as the deployment's lease only on a
+    storage that has none (``advisor serve --stale-after`` sets it)."""
     from advisor.service.dispatch import (
         STORAGE_ENV,
         RQDispatcher,
@@ -132,17 +133,29 @@ def run_worker(
     from advisor.service.runner import RunSettings
 
     logging.basicConfig(level=logging.INFO, format=_LOG_FORMAT)
-    set_worker_backend(backend, RunSettings(heartbeat_s=renew_every(stale_after)))
+    set_worker_backend(backend, RunSettings())
     url = wait_for_storage(storage)
+    lease = db.store_lease(url, stale_after, replace=False)
+    if stale_after is not None and stale_after != lease:
+        log.warning(
+            "worker: --stale-after %.1f ignored: the deployment's lease is %.1f s (stored; "
+            "`advisor serve --stale-after N` changes it)",
+            stale_after,
+            lease,
+        )
     os.environ[STORAGE_ENV] = url  # jobs read it (only the job id travels through Redis)
     if not burst:
-        sweeper = Sweeper(url, RQDispatcher(url, redis_url), stale_after, sweep_every(stale_after))
+        sweeper = Sweeper(url, RQDispatcher(url, redis_url), sweep_every(lease))
         sweeper.start()
-    _work(redis_url, burst)
+    signum = _work(redis_url, burst)
+    if signum is not None:  # the CLI's entry point leaves at once with 128 + the signal
+        log.info("worker: stopped on request (signal %d)", signum)
+        raise SystemExit(128 + signum)
 
 
-def _work(redis_url: str, burst: bool) -> None:
-    """RQ's work loop, started again (with backoff) whenever Redis drops it."""
+def _work(redis_url: str, burst: bool) -> int | None:
+    """RQ's work loop, started again (with backoff) whenever Redis drops it; the signal that
+    stopped it (SIGTERM, SIGINT), None when it ended by itself (``burst``)."""
     from rq import Queue
 
     from advisor.service.dispatch import QUEUE_NAME, redis_connection
@@ -161,8 +174,10 @@ def _work(redis_url: str, burst: bool) -> None:
                 raise
             log.warning("worker: %s", describe(exc))
         else:
-            if burst or getattr(worker, "_stop_requested", False):
-                return
+            if worker.stop_signal is not None:  # idle: at once; busy: after its job
+                return int(worker.stop_signal)
+            if burst:
+                return None
         if worker is not None:
             _wait_for_horse(worker)
         if time.monotonic() - started > 60:
@@ -188,6 +203,14 @@ def _resilient_worker_class() -> Any:
     from rq import Worker
 
     class ResilientWorker(Worker):
+        stop_signal: int | None = None  # SIGTERM or SIGINT received
+
+        def request_stop(self, signum: int, frame: Any) -> None:
+            # An idle worker's stop request ends RQ's loop as a lost Redis does (its
+            # StopRequested is caught inside): note it, so the loop is not started again.
+            self.stop_signal = signum
+            super().request_stop(signum, frame)
+
         def maintain_heartbeats(self, job: Any, execution: Any) -> None:
             try:
                 super().maintain_heartbeats(job, execution)

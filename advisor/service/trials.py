@@ -1,79 +1,133 @@
-"""Several workers on one study: ``advisor worker --join``, Optuna's RDB storage shared by
-processes on any host.
+"""Several workers on one study: ``advisor worker --join``, on any host, one shared storage.
 
-- Trials: ``study.optimize`` on an ``RDBStorage`` with a heartbeat; a worker killed mid-trial
-  leaves a RUNNING trial whose heartbeat stops, which the next worker's ``optimize`` fails
-  (``fail_stale_trials``), and ``RetryFailedTrialCallback`` queues a copy that exactly one
-  worker takes (Optuna pops a waiting trial atomically). No trial stays RUNNING forever.
-- Probes: a probe is claimed by inserting (study, probe key) into ``advisor_probe_claims``,
-  whose primary key makes the database refuse a second claim; the loser waits for the
-  winner's result and reuses it. A claim whose worker died before writing a result is taken
-  over after ``stale_s``. The probe key is the candidate (machine, with ``:spot``), the batch
-  size and the hyperparameters that change the run time.
+Each worker runs the study as ``advisor suggest`` does -- the same set-up
+(``advisor.study.run.open_study``) and the same trial loop (``advisor.study.loop.TrialLoop``)
+-- with one thing injected: the claims store. On one host the loop's claims are chosen under
+a file lock; across hosts ``TableClaims`` lets the database decide: a claim of a (machine,
+batch size) is a row of ``advisor_probe_claims`` whose primary key refuses a second one, and a
+refused claim makes the loop choose again. A claim is dropped once its trial is written or
+given up; one whose worker died is taken over after ``stale_s`` (on the database's clock).
+Each finished trial is written in one transaction, so no trial is left RUNNING.
 
-The trials are recorded with the same attributes as ``advisor suggest`` writes, so a later
-suggestion on the same study (``study_name``) resumes from them and reports.
+A storage outage is ridden out: a finished trial's write is retried with backoff, and a run
+that fails on the storage resumes with the trials still owed (up to ``MAX_OUTAGES`` times).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
 import time
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import and_, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from advisor.errors import AdvisorError
 from advisor.service import api, db
+from advisor.service.outages import describe, is_storage_error, retry_transient
 
-HEARTBEAT_S = 5
-GRACE_S = 15
-MAX_RETRY = 3
+GRACE_S = 900.0  # a claim this old was abandoned (a probe is time-boxed at 120 s)
 MAX_OUTAGES = 30
+WRITE_RETRY_S = 120.0
 log = logging.getLogger("advisor.service")
 
 
 @dataclass
 class WorkerStats:
-    """What one worker did: trials finished, probes run by it, probes reused from others."""
+    """What one worker did: trials it wrote, probes it ran (new to its back end)."""
 
     trials: int = 0
     probes_run: int = 0
-    probes_reused: int = 0
 
 
-def rdb_storage(url: str, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_S) -> Any:
-    """Optuna's RDB storage with a heartbeat and stale-trial retry (Optuna 4.9+ renamed
-    ``RetryFailedTrialCallback`` to ``RetryHeartbeatStaleTrialCallback``). Several processes
-    creating a new storage's schema at once may collide: that is retried."""
-    import optuna
-    from optuna.storages import RetryHeartbeatStaleTrialCallback
-    from sqlalchemy.exc import SQLAlchemyError
+class TableClaims:
+    """The trial loop's claims store (``advisor.study.claims.ClaimStore``) in the database:
+    see the module docstring. Presence marks are the default store's (``Claims``)."""
 
-    for attempt in range(5):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                return optuna.storages.RDBStorage(
-                    db.optuna_url(url),
-                    heartbeat_interval=heartbeat_s,
-                    grace_period=grace_s,
-                    heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(
-                        max_retry=MAX_RETRY
-                    ),
-                    engine_kwargs={"pool_pre_ping": True} if url.startswith("postgresql") else None,
+    def __init__(self, storage: str, optuna_storage: Any, study: Any, stale_s: float) -> None:
+        from advisor.study.claims import Claims
+
+        self.base = Claims(optuna_storage, optuna_storage.get_study_id_from_name(study.study_name))
+        self.url, self.engine = storage, db.engine_for(storage)
+        self.study, self.me, self.stale_s = study.study_name, self.base.owner, stale_s
+        self.clock = self.base.clock  # the wall clock the peers' marks are read on
+
+    @property
+    def peers_seen_at(self) -> float:
+        return self.base.peers_seen_at
+
+    def _fresh(self) -> Any:
+        return db.probe_claims.c.created >= db.now(self.url) - self.stale_s
+
+    def _mine(self, config: tuple[str, int] | None = None) -> Any:
+        c = db.probe_claims.c
+        where = [c.study == self.study, c.worker == self.me]
+        if config is not None:
+            where.append(c.probe_key == _key(config))
+        return and_(*where)
+
+    def hello(self, ended: bool = False) -> None:
+        self.base.hello(ended)
+        if ended:
+            with self.engine.begin() as conn:
+                conn.execute(delete(db.probe_claims).where(self._mine()))
+
+    def others(self) -> dict[tuple[str, int], float]:
+        """Configurations other live workers hold -> the probe cost each reserved."""
+        c = db.probe_claims.c
+        out = self.base.others()
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(c.probe_key, c.result).where(
+                    c.study == self.study, c.worker != self.me, self._fresh()
                 )
-        except SQLAlchemyError:
-            if attempt == 4:
-                raise
-            time.sleep(0.5 * (attempt + 1))
-    raise AssertionError("unreachable")
+            )
+            for key, note in rows:
+                machine, _, batch = str(key).rpartition("|")
+                out[(machine, int(batch))] = float(json.loads(note or "{}").get("probe_usd", 0))
+        return out
+
+    def claim(self, config: tuple[str, int], probe_usd: float) -> bool:
+        """True when ``config`` is now this worker's; False when another live worker holds it."""
+        c = db.probe_claims.c
+        note = json.dumps({"probe_usd": probe_usd})
+        values = {"worker": self.me, "created": db.now(self.url), "result": note}
+        with self.engine.begin() as conn:  # one claim per worker: its last trial is written
+            conn.execute(delete(db.probe_claims).where(self._mine()))
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    insert(db.probe_claims).values(
+                        study=self.study, probe_key=_key(config), **values
+                    )
+                )
+            return True
+        except IntegrityError:
+            pass
+        with self.engine.begin() as conn:  # its worker died: ours after ``stale_s``
+            taken = conn.execute(
+                update(db.probe_claims)
+                .where(
+                    c.study == self.study,
+                    c.probe_key == _key(config),
+                    or_(c.worker == self.me, ~self._fresh()),
+                )
+                .values(**values)
+            )
+        return taken.rowcount == 1
+
+    def release(self, config: tuple[str, int]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(delete(db.probe_claims).where(self._mine(config)))
+
+    def done(self, config: tuple[str, int]) -> None:
+        self.release(config)
+
+
+def _key(config: tuple[str, int]) -> str:
+    return f"{config[0]}|{config[1]}"
 
 
 def run_trials(
@@ -81,180 +135,52 @@ def run_trials(
     request: dict[str, Any],
     n_trials: int,
     worker_index: int = 0,
-    heartbeat_s: int = HEARTBEAT_S,
-    grace_s: int = GRACE_S,
-    stale_s: float | None = None,
+    stale_s: float = GRACE_S,
     backend: str | None = None,
 ) -> WorkerStats:
-    """Join the study of ``request`` (its ``study_name`` is required) and run ``n_trials``;
-    ``backend`` scores them (``replay:PATH.json``; None: local probes, as ``advisor suggest``)."""
-    import optuna
-
+    """Join the study of ``request`` (its ``study_name`` is required) and add ``n_trials``;
+    ``backend`` scores them (``replay:PATH.json``; None: local probes, as ``advisor
+    suggest``). A run ends where ``advisor suggest`` ends (converged, every configuration
+    tried); the worker then runs again, and as ``advisor suggest --trials N`` on a stopped
+    study the trials beyond the stop explore hyperparameters on the best configurations. It
+    stops early when a run adds nothing (every configuration busy, the probe budget spent)."""
     if not request.get("study_name"):
         raise AdvisorError("Joining a study needs its name.", "pass study_name in the request.")
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    parts = api.study_parts(request, storage, seed_offset=worker_index, backend=backend)
-    rdb = rdb_storage(storage, heartbeat_s, grace_s)
-    study = optuna.create_study(
-        study_name=parts.name,
-        storage=rdb,
-        directions=parts.directions,
-        sampler=parts.sampler,
-        load_if_exists=True,
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        study.set_metric_names(parts.metric_names)
-    for key, value in parts.study_attrs.items():
-        study.set_user_attr(key, value)
     stats = WorkerStats()
-    me = f"{socket.gethostname()}:{os.getpid()}"
-    claims = _Claims(storage, parts.name, me, grace_s if stale_s is None else stale_s)
+    steps = [0]  # trials begun by the run now going (its progress)
 
-    def objective(trial: optuna.trial.Trial) -> Any:
-        cand, batch, hps = parts.sample(trial)
-        key = f"{cand.key}|{batch}|{json.dumps(parts.runtime_hps(hps), sort_keys=True)}"
-        ev_dict = claims.result_or_claim(key)
-        if ev_dict is None:  # ours to probe
-            ev = parts.evaluate(cand, batch, hps)
-            claims.store(key, api.evaluation_to_dict(ev, trial.number))
-            stats.probes_run += 1
-            charged = ev.probe_cost_usd
-        else:
-            ev = api.evaluation_from_dict(ev_dict)
-            stats.probes_reused += 1
-            charged = 0.0
-            trial.set_user_attr("probe_of_trial", ev_dict["trial"])
-        api.record_trial(trial, ev, charged, parts, cand)
-        stats.trials += 1
-        if not ev.ok:  # the record holds the reason (pruned_reason)
-            raise optuna.TrialPruned(ev.error or "probe failed")
-        return parts.values(ev, trial)
+    def progress(phase: str, done: int, _total: int) -> None:
+        if phase == "trials":
+            steps[0] = done
+
+    def claims(optuna_storage: Any, study: Any) -> TableClaims:
+        return TableClaims(storage, optuna_storage, study, stale_s)
+
+    def policy(call: Any) -> Any:
+        return retry_transient(call, WRITE_RETRY_S)
 
     outages = 0
-    while stats.trials < n_trials:
-        try:
-            fail_orphans(storage, rdb, study, grace_s)
-            study.optimize(objective, n_trials=n_trials - stats.trials, gc_after_trial=False)
-        except Exception as exc:  # the database restarted or is unreachable: wait, go on
-            if not _storage_error(exc):
-                raise
-            outages += 1
-            if outages > MAX_OUTAGES:
-                raise AdvisorError(
-                    f"The storage failed {outages} times ({type(exc).__name__}).",
-                    "check that the database is up; finished trials are kept.",
-                ) from exc
-            log.warning("storage unreachable (%s); retrying in %.0f s", type(exc).__name__, 2.0)
-            time.sleep(2.0)
+    with api.retrying_writes(policy):
+        while stats.trials < n_trials:
+            steps[0] = 0
+            try:
+                run = dict(request, trials=n_trials - stats.trials)
+                outcome = api.join_study(run, storage, claims, progress, worker_index, backend)
+            except Exception as exc:  # the database restarted or is unreachable: wait, go on
+                if not is_storage_error(exc):
+                    raise
+                stats.trials += steps[0]
+                outages += 1
+                if outages > MAX_OUTAGES:
+                    raise AdvisorError(
+                        f"The storage failed {outages} times ({describe(exc)}).",
+                        "check that the database is up; finished trials are kept.",
+                    ) from exc
+                log.warning("worker: %s; resuming in 2 s", describe(exc))
+                time.sleep(2.0)
+                continue
+            stats.trials += outcome.new_trials
+            stats.probes_run += outcome.new_probes
+            if outcome.new_trials == 0:
+                break  # nothing to add now: every configuration busy, or the budget spent
     return stats
-
-
-def fail_orphans(storage: str, rdb: Any, study: Any, grace_s: float) -> list[int]:
-    """Fail (and queue a retry of) RUNNING trials older than ``grace_s`` that never got a
-    heartbeat row: a trial created while the database was going down. Optuna's own
-    ``fail_stale_trials`` only sees trials with a heartbeat, so these would stay RUNNING
-    forever. Reads Optuna's ``trials`` and ``trial_heartbeats`` tables (stable since v2)."""
-    import datetime
-
-    from optuna.exceptions import UpdateFinishedTrialError
-    from optuna.storages import RetryHeartbeatStaleTrialCallback
-    from optuna.trial import TrialState
-    from sqlalchemy import text
-
-    cutoff = datetime.datetime.now() - datetime.timedelta(seconds=grace_s)
-    with db.engine_for(storage).connect() as conn:
-        rows = conn.execute(
-            text(
-                "SELECT t.trial_id FROM trials t LEFT JOIN trial_heartbeats h "
-                "ON h.trial_id = t.trial_id WHERE t.study_id = :sid AND t.state = 'RUNNING' "
-                "AND h.trial_id IS NULL AND t.datetime_start < :cutoff"
-            ),
-            {"sid": rdb.get_study_id_from_name(study.study_name), "cutoff": cutoff},
-        ).all()
-    failed = []
-    retry = RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)
-    for (trial_id,) in rows:
-        try:  # another worker sweeping the same orphan: only one of us fails (and retries) it
-            changed = rdb.set_trial_state_values(trial_id, state=TrialState.FAIL)
-        except UpdateFinishedTrialError:
-            continue
-        if changed:
-            frozen = rdb.get_trial(trial_id)
-            log.warning(
-                "trial %d had no heartbeat (created during an outage): failed", frozen.number
-            )
-            retry(study, frozen)
-            failed.append(frozen.number)
-    return failed
-
-
-def _storage_error(exc: BaseException | None) -> bool:
-    """True when ``exc`` or an exception it was raised from is a database error (Optuna may
-    mask one behind another error raised while it cleans up the trial)."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    seen = 0
-    while exc is not None and seen < 10:
-        if isinstance(exc, SQLAlchemyError):
-            return True
-        exc = exc.__cause__ or exc.__context__
-        seen += 1
-    return False
-
-
-class _Claims:
-    """The probe-claim rows of one study (see the module's docstring)."""
-
-    def __init__(self, storage: str, study: str, worker: str, stale_s: float) -> None:
-        self.engine = db.engine_for(storage)
-        self.study, self.worker, self.stale_s = study, worker, stale_s
-
-    def result_or_claim(self, key: str, wait_s: float = 600.0) -> dict[str, Any] | None:
-        """The stored result for ``key``, or None when this worker now holds the claim."""
-        c = db.probe_claims.c
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(
-                    insert(db.probe_claims).values(
-                        study=self.study, probe_key=key, worker=self.worker, created=time.time()
-                    )
-                )
-            return None
-        except IntegrityError:
-            pass
-        end = time.time() + wait_s
-        while time.time() < end:
-            with self.engine.begin() as conn:
-                row = conn.execute(
-                    select(c.result, c.created).where(c.study == self.study, c.probe_key == key)
-                ).first()
-                if row is not None and row.result is not None:
-                    return dict(json.loads(row.result))
-                taken = conn.execute(
-                    update(db.probe_claims)
-                    .where(
-                        c.study == self.study,
-                        c.probe_key == key,
-                        c.result.is_(None),
-                        c.created < time.time() - self.stale_s,
-                    )
-                    .values(worker=self.worker, created=time.time())
-                )
-                if taken.rowcount == 1:  # its worker died mid-probe: ours now
-                    return None
-            time.sleep(0.05)
-        raise AdvisorError(
-            f"Waited {wait_s:.0f} s for another worker's probe of {key}.",
-            "check the other workers; the claim is taken over once it is stale.",
-        )
-
-    def store(self, key: str, result: dict[str, Any]) -> None:
-        """Write the probe's result on our claim."""
-        c = db.probe_claims.c
-        with self.engine.begin() as conn:
-            conn.execute(
-                update(db.probe_claims)
-                .where(c.study == self.study, c.probe_key == key)
-                .values(result=json.dumps(result, default=str))
-            )

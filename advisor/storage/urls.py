@@ -57,6 +57,8 @@ def open_storage(url: str) -> Any:
     if url.startswith("sqlite:"):
         _sqlite_pragmas_on_connect()
         engine_kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
+    else:  # a restarted server leaves dead pooled connections: test each before use
+        engine_kwargs = {"pool_pre_ping": True}
     with storage_errors(url):  # what the database says becomes one line
         for attempt in range(CREATE_ATTEMPTS):
             try:

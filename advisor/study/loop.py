@@ -8,6 +8,11 @@ and the finished trial is written in one transaction with Ctrl-C held (``sigint_
 
 The sampler works on an in-memory copy of the study (``StudyState.work``), rebuilt when
 another process has added trials, so each trial costs one storage transaction instead of ~25.
+
+The claims store is injected (``advisor.study.claims.ClaimStore``): the default works with
+the storage lock of one host; the service's ``--join`` workers on several hosts pass one the
+database enforces, whose refused claim makes the step choose again. The CLI, the Python API
+and the service's workers all run their trials here.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from advisor.options import constraints, is_feasible, objective_values
 from advisor.outcome import Stop, StopReason
 from advisor.providers.catalog import MachineKey
 from advisor.records import TrialRecord
+from advisor.storage import transient
 from advisor.storage.locks import file_lock, lock_path, sigint_deferred
-from advisor.study.claims import Claims
+from advisor.study.claims import Claims, ClaimStore
 from advisor.study.planner import Planner, affordable
 from advisor.study.state import Config, StudyState
 
@@ -36,6 +42,7 @@ if TYPE_CHECKING:
 # Sampler proposals tried when each one is being evaluated elsewhere or has already failed
 # (a failed configuration fails again: its probe result is cached).
 RETRIES_WHEN_BUSY = 10
+_CLAIM_REFUSED = Stop(StopReason.ALL_BUSY)  # a step's claim was refused: step again
 
 
 class TrialLoop:
@@ -50,15 +57,18 @@ class TrialLoop:
         lock_url: str | None,
         progress: Callable[[str, int, int], None] | None,
         deadline: float | None,
+        claims: ClaimStore | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.o = outcome
         self.backend = backend
         self.state = state
         self.lock = lock_path(lock_url) if lock_url else None
         self.progress = progress
-        self.deadline = deadline
+        self.deadline, self.clock = deadline, clock  # --timeout, on the search's clock
         name = outcome.study.study_name
-        self.claims = Claims(storage, storage.get_study_id_from_name(name))
+        # The claims store is injected where the storage lock does not reach (several hosts).
+        self.claims = claims or Claims(storage, storage.get_study_id_from_name(name))
         # Issue #27: without runtime hyperparameters a local-back-end trial repeats its screen
         repeat = backend.trials_repeat_screen and not any(
             p.affects_runtime for p in outcome.space.hyperparameters
@@ -90,9 +100,14 @@ class TrialLoop:
             for i in range(n):
                 if self.progress:
                     self.progress("trials", i, n)
-                if self.deadline is not None and time.monotonic() > self.deadline:
+                if self.deadline is not None and self.clock() > self.deadline:
                     return Stop(StopReason.TIMEOUT)
-                stop = self._step(extend)
+                for _ in range(RETRIES_WHEN_BUSY):  # a claim another host won: choose again
+                    stop = self._step(extend)
+                    if stop is not _CLAIM_REFUSED:
+                        break
+                else:
+                    return Stop(StopReason.ALL_BUSY)
                 if stop is not None:
                     return stop
             return Stop(StopReason.TRIALS)
@@ -116,7 +131,7 @@ class TrialLoop:
                 # are still current.
                 busy = self.claims.others()
                 if self.claims.peers_seen_at >= self.last_read:
-                    self.last_read = time.time()
+                    self.last_read = self.claims.clock()
                     state.refresh()
                 busy = {k: v for k, v in busy.items() if k not in state.done}
                 left = o.probe_budget_usd - state.spent_usd - sum(busy.values())
@@ -128,11 +143,15 @@ class TrialLoop:
                 if pred is not None and not affordable((machine, batch), pred, state.charged, left):
                     self._write_pruned(pred, left)
                     return None
-                self.claims.claim((machine, batch), 0.0 if pred is None else pred.probe_cost_usd)
+                cost = 0.0 if pred is None else pred.probe_cost_usd
+                if not self.claims.claim((machine, batch), cost):  # another host's now
+                    self._drop_asked()
+                    return _CLAIM_REFUSED
                 claimed = (machine, batch)
             ev = self.backend.evaluate(o.workload, self.by_key[machine], batch, hps)
             self._write(ev)  # the written trial overrides the claim
             claimed = None
+            self.claims.done((machine, batch))
         finally:
             if claimed is not None:  # not written (Ctrl-C, an exception): free it for others
                 with sigint_deferred():
@@ -183,10 +202,14 @@ class TrialLoop:
             machine, batch, hps = self._ask(None)
             if (machine, batch) not in busy and (machine, batch) not in failed:
                 return machine, batch, hps
-            assert self.work is not None and self.trial is not None
-            self.work.tell(self.trial, state=_state("FAIL"))  # in memory only: not written
-            self.trial = None
+            self._drop_asked()
         return Stop(StopReason.ALL_BUSY)
+
+    def _drop_asked(self) -> None:
+        """Forget the trial asked (in memory only: nothing was written)."""
+        if self.work is not None and self.trial is not None:
+            self.work.tell(self.trial, state=_state("FAIL"))
+        self.trial = None
 
     def _ask(self, config: Config | None) -> tuple[str, int, dict[str, Any]]:
         from advisor.search_spaces.convert import suggest
@@ -224,7 +247,7 @@ class TrialLoop:
                 frozen = work.tell(trial, objective_values(o.objective, ev))
             else:
                 frozen = work.tell(trial, state=_state("FAIL"))
-            o.study.add_trial(frozen)
+            transient.write(lambda: o.study.add_trial(frozen))  # kept through a short outage
             state.wrote((ev.machine, ev.batch_size), ev, charge)
             o.new_trials += 1
             self.trial = None
@@ -237,7 +260,8 @@ class TrialLoop:
             f"its probe would cost USD {pred.probe_cost_usd:.4f}, "
             f"only USD {max(left, 0):.4f} of the probe budget is left",
         )
-        self.o.study.add_trial(work.tell(trial, state=_state("PRUNED")))
+        frozen = work.tell(trial, state=_state("PRUNED"))
+        transient.write(lambda: self.o.study.add_trial(frozen))
         self.state.wrote((pred.machine, pred.batch_size), None)
         self.trial = None
 

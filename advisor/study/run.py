@@ -59,6 +59,7 @@ from advisor.search_spaces.space import JointSpace, space_to_dict
 from advisor.search_spaces.workloads import ModelRef
 from advisor.storage.locks import file_lock, lock_path, sigint_deferred
 from advisor.storage.urls import open_storage, resolve_storage
+from advisor.study.claims import ClaimStore
 from advisor.study.identity import check_same_question
 from advisor.study.loop import TrialLoop
 from advisor.study.naming import study_name_for
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 Progress = Callable[[str, int, int], None]
+ClaimsFactory = Callable[[Any, "optuna.Study"], ClaimStore]
 
 
 def local_backend(
@@ -86,9 +88,10 @@ def local_backend(
         if progress is not None:
             progress(f"probe:{text}", 0, 1)
 
+    from advisor.prediction.plan import check_precision
     from advisor.remote.measured import remote_lookup
 
-    return LocalBackend(
+    backend = LocalBackend(
         storage,
         options.snapshot,
         iterations=options.probe_iterations,
@@ -100,6 +103,8 @@ def local_backend(
         remote_lookup=remote_lookup(storage, options.probe_iterations, options.emulate_cloud),
         ledger_storage=storage if isinstance(storage, str) else resolve_storage(options.storage),
     )
+    backend.precision = check_precision(options.precision)  # issue #35: how each GPU trains
+    return backend
 
 
 def run_suggest(
@@ -108,21 +113,29 @@ def run_suggest(
     progress: Progress | None = None,
     storage: Any = None,
     before_probes: Callable[[], None] | None = None,
+    claims: ClaimsFactory | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> SuggestOutcome:
     """Run (or resume) the study and return what happened; the trials stay in the storage.
 
     ``storage`` may be an Optuna storage object (tests, benchmarks); otherwise
-    ``options.storage`` or the default SQLite file is used. ``before_probes`` (issue #36: the
-    first answer) is called once before the local back end times its first probe (never when
-    every probe is cached, nor with another back end).
+    ``options.storage`` or the default SQLite file is used. ``claims(storage, study)`` makes the
+    trial loop's claims store (default ``advisor.study.claims.Claims``: processes that share
+    the storage lock; the service's workers on several hosts inject one the database
+    enforces). The CLI, the Python API and the service's workers all run studies here.
+    ``clock`` (seconds) is what ``--timeout`` is measured on: the back end's
+    (``time.monotonic``, or a replay back end's simulated clock) unless given.
+    ``before_probes`` (issue #36: the first answer) is called once before the local back end
+    times its first probe (never when every probe is cached, nor with another back end).
     """
     import optuna
 
     from advisor.search_spaces.loader import default_space
     from advisor.study.samplers import make_sampler
 
-    started = time.perf_counter()
-    deadline = None if options.timeout_s is None else time.monotonic() + options.timeout_s
+    clock = clock or (backend.clock if backend is not None else time.monotonic)
+    started = clock()
+    deadline = None if options.timeout_s is None else started + options.timeout_s
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     objective = options.resolved_objective
     workload = workload_info(options)
@@ -142,12 +155,12 @@ def run_suggest(
         backend = local_backend(options, storage_obj, space, progress)
         if before_probes is not None:  # read once by evaluation.probe_batch.prefetch
             setattr(backend, "before_probes", before_probes)  # noqa: B010
-    backend.deadline = deadline
+    backend.deadline, backend.clock = deadline, clock
     candidates = backend.candidates(space, options.include_previous_generation)  # issue #27
     if not candidates:
         raise no_machine_error(options)
     name = study_name_for(options, workload, space, backend.snapshot)
-    study, resumed = _open_study(options, storage_obj, lock_url, name, workload, space, backend)
+    study, resumed = open_study(options, storage_obj, lock_url, name, workload, space, backend)
     outcome = SuggestOutcome(
         study=study,
         storage_url=url,
@@ -168,14 +181,18 @@ def run_suggest(
     # unless earlier transient probe failures are to be retried (a fixed model).
     stopped_before = resumed and bool(last_run.get("final")) and not state.retrying
     try:
-        stop: Stop | None = _screen(outcome, backend, progress, deadline)
+        stop: Stop | None = _screen(outcome, backend, progress, deadline, clock)
         if stop is None and options.cloud_probes:  # issue #14: measure the best for real
             from advisor.remote.cloud_probes import run_cloud_probes
 
-            outcome.cloud = run_cloud_probes(outcome, backend, progress, deadline).to_dict()
+            cloud = run_cloud_probes(outcome, backend, progress, deadline, clock=clock)
+            outcome.cloud = cloud.to_dict()
             state.refresh()  # their spend counts against the probe budget
         if stop is None:
-            search = TrialLoop(outcome, backend, storage_obj, state, lock_url, progress, deadline)
+            store = claims(storage_obj, study) if claims is not None else None
+            search = TrialLoop(
+                outcome, backend, storage_obj, state, lock_url, progress, deadline, store, clock
+            )
             if stopped_before and options.trials is None:
                 stop = Stop(
                     StopReason.RESUMED,
@@ -201,7 +218,7 @@ def run_suggest(
     for batch, failed in failed_probes(outcome.screen.values()).items():
         failures.setdefault(batch, failed)
     outcome.probe_failures = summary(failures, space.batch_sizes)
-    outcome.wall_s = time.perf_counter() - started
+    outcome.wall_s = clock() - started
     if stop.reason.interrupted and not _complete(study):
         # nothing finished to report: the CLI says "Aborted." (130) or "Terminated." (143)
         raise Terminated if stop.reason is StopReason.TERMINATED else KeyboardInterrupt
@@ -253,7 +270,7 @@ def _complete(study: optuna.Study) -> list[FrozenTrial]:
     return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
 
 
-def _open_study(
+def open_study(
     options: SuggestOptions,
     storage: Any,
     lock_url: str | None,
@@ -262,7 +279,9 @@ def _open_study(
     space: JointSpace,
     backend: Backend,
 ) -> tuple[optuna.Study, bool]:
-    """Create or load the study under the storage lock (processes may start together)."""
+    """Create or load the study under the storage lock (processes may start together): a
+    new one gets its directions, metric names and ``study_attrs``; a resumed one must ask the
+    same question. Returns (study, resumed)."""
     import optuna
     from optuna.study import StudyDirection
 
@@ -319,7 +338,11 @@ def study_attrs(
 
 
 def _screen(
-    outcome: SuggestOutcome, backend: Backend, progress: Progress | None, deadline: float | None
+    outcome: SuggestOutcome,
+    backend: Backend,
+    progress: Progress | None,
+    deadline: float | None,
+    clock: Callable[[], float],
 ) -> Stop | None:
     """Predict every (machine, batch) cheaply into ``outcome.screen``; a stop when
     --timeout ran out meanwhile (the partial screen is kept), else None."""
@@ -332,7 +355,7 @@ def _screen(
     for i, (cand, batch) in enumerate(pairs):
         if progress:
             progress("screen", i, len(pairs))
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and clock() > deadline:
             outcome.guided = bool(outcome.screen)
             return Stop(StopReason.SCREEN_TIMEOUT)
         pred = backend.screen(outcome.workload, cand, batch, {})

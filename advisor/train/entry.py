@@ -41,7 +41,7 @@ SAGEMAKER_HYPERPARAMETERS = "input/config/hyperparameters.json"  # under /opt/ml
 HYPERTUNE_FILE = "/tmp/hypertune/output.metrics"
 _RESERVED = {
     "model", "batch_size", "epochs", "n_train", "n_val", "threads", "device", "metric",
-    "seed", "patience", "report", "checkpoint_dir",
+    "seed", "patience", "report", "checkpoint_dir", "plan",
 }  # fmt: skip
 
 
@@ -68,6 +68,11 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, d
     parser.add_argument(
         "--metric", default=None, help=f"objective metric (default {DEFAULT_METRIC})"
     )
+    parser.add_argument(
+        "--plan", default=None,
+        help="training plan (issue #35): precision=bf16,accumulation=4,checkpointing=blocks,"
+        "sharding=optimizer (docs/plans.md)",
+    )  # fmt: skip
     parser.add_argument("--hyperparameters-file", type=Path, default=None)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["train"]:  # SageMaker starts the container as `<entrypoint> train`
@@ -303,6 +308,7 @@ def _train(
         report.out(f"advisor-train: resumed from {folder} after epoch {done}")
     if plan.distributed:
         setup = distribute(setup, plan, rank, args.seed)
+    step = _plan_step(args.plan, setup, plan.distributed, device.type, report)
     if done >= args.epochs:
         report.out("advisor-train: every epoch was already done")
         return {"epochs_run": 0, "resumed_from": done, "runtime_s": 0.0}
@@ -316,12 +322,25 @@ def _train(
         if folder is not None and lead:
             ckpt.save(folder, setup, done + epoch + 1, history)
 
-    result = train(
-        setup, args.epochs - done, on_epoch=on_epoch, device=str(device), patience=args.patience
-    )
+    result = train(setup, args.epochs - done, on_epoch=on_epoch, device=str(device),
+                   patience=args.patience, step=step)  # fmt: skip
     result["resumed_from"] = done
     report.out(METRIC_LINE.format(name="runtime_s", value=result["runtime_s"]))
     return result
+
+
+def _plan_step(text: str | None, setup: Any, distributed: bool, device: str, report: Any) -> Any:
+    """The step of ``--plan`` (issue #35; None: the plain float32 step), with ``setup`` made
+    ready for it."""
+    if not text:
+        return None
+    from advisor.prediction.plan import parse_plan
+    from advisor.train.plan_step import make_step, prepare
+
+    training_plan = parse_plan(str(text))
+    prepare(setup, training_plan, distributed)
+    report.out(f"advisor-train: plan {training_plan.words()}")
+    return make_step(training_plan, device)
 
 
 def _epochs_arg(model: str, epochs: int) -> dict[str, int]:

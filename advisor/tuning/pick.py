@@ -24,6 +24,11 @@ RECOMMENDATION = "recommendation"
 FIELDS = (
     "machine", "batch_size", "epochs", "price_per_hour", "hyperparameters", "trial", "source",
 )  # fmt: skip
+# Issue #37: what `advisor export --row N` needs of each ranked row (the report's own values).
+RANKING_FIELDS = (
+    *FIELDS, "provider", "service", "instance_type", "accelerator", "gpus", "region", "spot",
+    "runtime_s", "cost_usd", "feasible",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,16 @@ def recommendation_attr(report: dict[str, Any]) -> dict[str, Any] | None:
         service: {k: row.get(k) for k in FIELDS}
         for service, row in (report.get("best_by_service") or {}).items()
     }
-    return {"recommended": {k: rec.get(k) for k in FIELDS}, "by_service": by_service}
+    return {
+        "recommended": {k: rec.get(k) for k in FIELDS},
+        "by_service": by_service,
+        "export": {  # issue #37: `advisor export` writes any of these rows
+            "workload": report.get("workload"),
+            "framework": report.get("framework"),
+            "recommended": {k: rec.get(k) for k in RANKING_FIELDS},
+            "ranking": [{k: r.get(k) for k in RANKING_FIELDS} for r in report.get("ranking", [])],
+        },
+    }
 
 
 def study_pick(study: optuna.Study, services: tuple[str, ...], name: str) -> Pick:

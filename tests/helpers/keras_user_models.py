@@ -34,3 +34,29 @@ def build_binary(batch_size: int = 32, seed: int = 0, **_: Any) -> Any:
     return KerasSetup(
         model=model, train=(x[:512], y[:512]), val=(x[512:], y[512:]), batch_size=batch_size
     )
+
+
+class _NeverRun:
+    """Stands in for a compiled ``keras.Model`` where nothing runs it: the untimed path reads
+    the builder's declared sizes and traces the step separately (``build_declared``)."""
+
+    compiled = True
+
+    def fit(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("this stand-in model is never trained")
+
+
+def build_declared(batch_size: int = 32, seed: int = 0, **_: Any) -> Any:
+    """A Keras builder that hands over a 256-sequence sample of its data and declares the
+    full dataset's sizes (``n_train`` 25,000, ``n_val`` 5,000), as a user with a large dataset
+    writes it; its model is a stand-in (no TensorFlow needed where it is never run)."""
+    import numpy as np
+    from advisor.search_spaces.workloads import KerasSetup
+
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 50, size=(320, 12)).astype("int64")
+    y = (x[:, 0] >= 25).astype("float32")
+    return KerasSetup(
+        model=_NeverRun(), train=(x[:256], y[:256]), val=(x[256:], y[256:]),
+        batch_size=batch_size, n_train=25_000, n_val=5_000,
+    )  # fmt: skip

@@ -60,10 +60,10 @@ def make_study(
 ) -> Any:
     """An advisor study as `advisor suggest` leaves it: one recommended, finished trial."""
     import optuna
-    from advisor.probes.result import Interval
     from advisor.search_spaces.convert import param_to_optuna
     from optuna.distributions import CategoricalDistribution
 
+    from advisor.intervals import Interval
     from advisor.records import TrialRecord
 
     space = JointSpace(workload="fcn", hyperparameters=params)

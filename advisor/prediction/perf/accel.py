@@ -11,7 +11,8 @@ Steady iteration on ``n`` devices with global batch ``B`` (per-device batch ``b 
 The ``max`` with the host dispatch makes a small model need a large per-device batch before the
 device, not the host, is the bottleneck; the launches are the trace's (views and detaches
 launch nothing, the optimizer runs as CUDA's multi-tensor kernels). Ring all-reduce:
-``2 (n-1)/n * gradient_bytes / link + 2 (n-1) * hop_latency`` (DDP, one process per device).
+``2 (n-1)/n * gradient_bytes / link + 2 (n-1) * hop_latency * buckets`` (DDP, one process per
+device, one collective per gradient bucket) plus DDP's own cost per step (measured here).
 Validation runs the forward phase at the same per-device batch. The CPU probe's timing never
 enters: only its trace, its loader time and its host initialisation do.
 """
@@ -22,15 +23,21 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.intervals import Interval
 from advisor.prediction.perf import constants as C
 from advisor.prediction.perf.device import DeviceTime, device_time
 from advisor.prediction.perf.signature import WorkloadSignature
 from advisor.prediction.perf.startup import DeviceStartup
 from advisor.prediction.perf.traces import StepTrace, per_device_batch
-from advisor.probes.result import Interval, PhaseTimes
+from advisor.probes.result import PhaseTimes
 from advisor.providers.catalog import AcceleratorSpec, InstanceType
 
 STRATEGIES = ("ddp", "dp")
+# Gradient-synchronisation traffic per step relative to one ring all-reduce, by the plan's
+# sharding (ZeRO paper, Rajbhandari et al. 2020, section 7: ZeRO-1/2 reduce-scatter the
+# gradients and all-gather the parameters, the same volume as an all-reduce; ZeRO-3 / FSDP
+# all-gathers the parameters again in the backward pass: 1.5x).
+SHARDING_TRAFFIC = {"none": 1.0, "optimizer": 1.0, "gradients": 1.0, "parameters": 1.5}
 
 
 def default_strategy(framework: str) -> str:
@@ -69,6 +76,12 @@ def link_of(spec: AcceleratorSpec) -> Link:
     return Link(spec.link_gbs * 1e9 * C.LINK_EFFICIENCY[kind], kind, "k80" in spec.name.lower())
 
 
+def buckets(gradient_bytes: float) -> int:
+    """DDP's gradient buckets (one collective each): 1 MiB first, then 25 MiB each."""
+    rest = max(0.0, gradient_bytes - C.DDP_FIRST_BUCKET_BYTES)
+    return 1 + math.ceil(rest / C.DDP_BUCKET_BYTES)
+
+
 def iteration_parts(
     sig: WorkloadSignature,
     dev: DeviceTime,
@@ -78,9 +91,11 @@ def iteration_parts(
     batch: int,
     strategy: str,
     forward_only: bool = False,
+    comm_factor: float = 1.0,
 ) -> dict[str, float]:
     """Seconds of each part of one iteration (training step, or forward pass if
-    ``forward_only``) on ``n`` devices."""
+    ``forward_only``) on ``n`` devices. ``comm_factor``: the gradient traffic relative to one
+    all-reduce (sharded parameters add the forward's all-gather: 1.5)."""
     b = per_device_batch(batch, n)
     device = (dev.forward if forward_only else dev.step).value
     launches = dev.forward_launches if forward_only else dev.launches
@@ -94,9 +109,9 @@ def iteration_parts(
     allreduce = replica = 0.0
     if n > 1:
         link_bw = link.bytes_per_s / (2 if link.shared_board else 1)
-        hops = 2 * (n - 1) * C.HOP_LATENCY_S[link.kind]
+        hops = 2 * (n - 1) * C.HOP_LATENCY_S[link.kind] * buckets(sig.gradient_bytes)
         if strategy == "ddp" and not forward_only:
-            allreduce = 2 * (n - 1) / n * sig.gradient_bytes / link_bw + hops
+            allreduce = comm_factor * (2 * (n - 1) / n * sig.gradient_bytes / link_bw + hops)
             replica = C.DDP_OVERHEAD_S
         elif strategy == "dp":
             scatter = batch * sig.input_bytes_per_sample * (n - 1) / n / link_bw
@@ -174,6 +189,7 @@ def predict_accelerator(
     step: StepTrace | None,
     startup: DeviceStartup,
     strategy: str | None = None,
+    plan: Any = None,
 ) -> tuple[PhaseTimes, dict[str, float], str, str, DeviceTime]:
     """Phase times on an accelerator machine from the step's trace at the per-device batch
     (``step``); returns phases, breakdown, kind, bottleneck and the device time.
@@ -192,7 +208,8 @@ def predict_accelerator(
     b = per_device_batch(batch, n)
     dev = device_time(step, spec, profile, sig, b)
     link = link_of(spec)
-    parts = iteration_parts(sig, dev, link, profile, n, batch, strategy)
+    comm = SHARDING_TRAFFIC.get(getattr(plan, "sharding", "none"), 1.0)
+    parts = iteration_parts(sig, dev, link, profile, n, batch, strategy, comm_factor=comm)
     fwd = iteration_parts(sig, dev, link, profile, n, batch, strategy, forward_only=True)
     input_factor = C.OTHER_CPU_FACTOR if sig.data_s_per_sample is not None else C.INPUT_FACTOR
     t2 = iteration_bounds(parts, dev.step, input_factor)

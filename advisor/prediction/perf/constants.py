@@ -144,8 +144,17 @@ UNTIMED_CPU_FACTOR = 3.0
 
 # --- Multi-device (data parallel) ------------------------------------------------------
 LINK_EFFICIENCY = {"pcie": 0.5, "nvlink": 0.8, "ici": 0.7}  # achieved / nominal per link
-HOP_LATENCY_S = {"pcie": 20e-6, "nvlink": 8e-6, "ici": 10e-6}  # per ring step (prior)
-DDP_OVERHEAD_S = 0.5e-3  # DDP hooks and bucket copies per iteration (prior)
+# Per ring step of one collective, per bucket (prior, x/1.5: NCCL's small-message latency,
+# not measurable without GPUs).
+HOP_LATENCY_S = {"pcie": 20e-6, "nvlink": 8e-6, "ici": 10e-6}
+# DDP's own cost per step and replica (hooks, bucket copies, the reducer): measured here with
+# gloo at world size 1, so no collective or waiting enters (benchmarks/ddp_overhead.py: 0.74
+# and 0.88 ms with 18 and 1 buckets, IQR 0.4-2.3 ms; no measurable cost per extra bucket).
+DDP_OVERHEAD_S = 0.8e-3
+# DDP's gradient buckets: the first 1 MiB, then 25 MiB each (PyTorch's defaults,
+# torch.distributed._DEFAULT_FIRST_BUCKET_BYTES and bucket_cap_mb=25): one collective each.
+DDP_FIRST_BUCKET_BYTES = 1024**2
+DDP_BUCKET_BYTES = 25 * 1024**2
 # Per-replica jitter; the step waits for the slowest of n. Fitted to the 2/4/8-GPU scaling of
 # the same data (benchmarks/cross_gpu.py; leave-one-size-out median |error| 3.5 %).
 STRAGGLER_CV = 0.015

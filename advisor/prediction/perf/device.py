@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.errors import AdvisorError
+from advisor.intervals import Interval
 from advisor.prediction.perf import constants as C
 from advisor.prediction.perf.signature import WorkloadSignature
 from advisor.prediction.perf.traces import StepTrace
 from advisor.prediction.perf.types import around
-from advisor.probes.result import Interval
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def kernel_gpu(spec: Any) -> Any | None:
 def _identity(step: StepTrace) -> tuple[Any, ...]:
     t = step.trace
     return (t.workload, t.framework, t.batch_size, t.executed, len(t.operators), t.launches,
-            round(t.flops))  # fmt: skip
+            round(t.flops), step.precision, step.how)  # fmt: skip
 
 
 def _kernel_step(step: StepTrace, gpu: Any) -> tuple[Any, tuple[tuple[str, float, float], ...]]:
@@ -79,8 +79,9 @@ def _kernel_step(step: StepTrace, gpu: Any) -> tuple[Any, tuple[tuple[str, float
         if len(_STEPS) >= _MAX_STEPS:
             _STEPS.clear()
         ops = step.trace.operators
-        pred = predict_trace(step.trace, [gpu])[gpu.name]
-        times = operator_times(list(ops), [gpu]).value[:, 0]
+        tf32 = step.precision == "tf32"
+        pred = predict_trace(step.trace, [gpu], tf32_matmul=tf32)[gpu.name]
+        times = operator_times(list(ops), [gpu], tf32_matmul=tf32).value[:, 0]
         groups: dict[str, float] = {}
         for op, t in zip(ops, times, strict=True):
             name = op.kind if op.kind == op.phase else f"{op.phase} {op.kind}"
@@ -131,11 +132,12 @@ def device_time(
 
 
 def peak_flops(spec: Any, precision: str) -> float:
-    """FLOP/s of ``spec`` in ``precision`` (fp32, tf32, bf16)."""
+    """FLOP/s of ``spec`` in ``precision`` (fp32, tf32, bf16, fp16)."""
     peaks = {
         "fp32": spec.fp32_tflops,
         "tf32": spec.tf32_tflops or spec.fp32_tflops,
         "bf16": spec.bf16_tflops or spec.fp16_tflops or spec.fp32_tflops,
+        "fp16": spec.fp16_tflops or spec.fp32_tflops,
     }
     if precision not in peaks:
         raise ValueError(f"precision must be one of {sorted(peaks)}, but got {precision!r}")
@@ -152,7 +154,10 @@ def _roofline(
     forward_launches: int,
     no_kernels: bool,
 ) -> DeviceTime:
-    peak = peak_flops(spec, profile.precision) * (profile.efficiency or 1.0)
+    precision = profile.precision
+    if step is not None and step.precision != "fp32" and profile.name != "tpu":
+        precision = step.precision
+    peak = peak_flops(spec, precision) * (profile.efficiency or 1.0)
     bandwidth = spec.memory_bandwidth_gbs * 1e9 * C.ROOFLINE_MEMORY_EFFICIENCY
     if step is not None:
         ops = step.trace.operators
@@ -171,7 +176,7 @@ def _roofline(
     what = "TPU" if profile.name == "tpu" else spec.name
     why = "" if not no_kernels or profile.name == "tpu" else " (no kernel-model figures)"
     basis = (
-        f"roofline{why}: {profile.precision} peak x efficiency {profile.efficiency} (prior) and "
+        f"roofline{why}: {precision} peak x efficiency {profile.efficiency} (prior) and "
         f"{C.ROOFLINE_MEMORY_EFFICIENCY} of memory bandwidth (prior) for {what}, over {source}"
     )
     return DeviceTime(

@@ -104,16 +104,24 @@ def machine_memory(
     catalog: Any,
     batch_size: int,
     trace_store: TraceStore | None = None,
+    plan: Any = None,
 ) -> DeviceMemory | None:
     """The step memory per device of ``probe``'s workload on ``machine`` at the global
-    ``batch_size`` (a cloud CPU machine: against its RAM); None for this machine."""
+    ``batch_size`` (a cloud CPU machine: against its RAM); None for this machine. ``plan``
+    (issue #35): the step at its micro-batch under the plan (``prediction.plan_memory``)."""
     have = capacity_bytes(machine, catalog)
     if have is None:
         return None
     devices = max(1, machine.accelerator_count)
     per_device = per_device_batch(batch_size, devices)
     kind = device_kind(machine)
-    memory, how = _step(probe, per_device, kind, trace_store)
+    if plan is not None and kind == "gpu":
+        from advisor.prediction.plan_memory import plan_memory
+
+        memory, how = _step(probe, plan.micro_batch(per_device), kind, trace_store)
+        memory = plan_memory(memory, plan, devices)
+    else:
+        memory, how = _step(probe, per_device, kind, trace_store)
     return DeviceMemory(memory, memory_fit(memory, have), devices, per_device, how, kind)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.errors import AdvisorError
+from advisor.intervals import Interval
 from advisor.prediction.iteration_model import (
     DEFAULT_EPOCHS,
     Estimate,
@@ -29,10 +30,11 @@ from advisor.prediction.perf.device_memory import DeviceMemory, machine_memory
 from advisor.prediction.perf.model import AcceleratorLookup, predict
 from advisor.prediction.perf.traces import TraceStore
 from advisor.prediction.perf.types import Prediction
+from advisor.prediction.plan import PrecisionLacking, TrainingPlan, machine_plan
 from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
 from advisor.providers.overheads import RunOverheads, run_overheads
-from advisor.providers.pricing import PricedRun, Span, price_run
+from advisor.providers.pricing import PricedRun, price_run
 
 
 @dataclass(frozen=True)
@@ -60,12 +62,12 @@ class Forecast:
         return self.memory is None or self.memory.fits is not False
 
     @property
-    def job_wall_s(self) -> Span | None:
+    def job_wall_s(self) -> Interval | None:
         """Seconds from submission to the end: start-up terms + the training run."""
         return None if self.job is None else self.job.runtime
 
     @property
-    def job_cost_usd(self) -> Span | None:
+    def job_cost_usd(self) -> Interval | None:
         """USD billed: billed start-up terms + training, rounded to the service's billing."""
         return None if self.job is None else self.job.cost
 
@@ -101,10 +103,18 @@ def forecast_machine(
     overheads: RunOverheads | None = None,
     ledger_storage: str | None = None,
     trace_store: TraceStore | None = None,
+    plan: TrainingPlan | None = None,
+    precision: str | None = None,
 ) -> Forecast:
     """One machine's prediction and its whole job, priced: the start-up terms (``overheads``,
     e.g. a remote probe's measured start-up; default the service's, with ``data_bytes``
-    downloaded) plus the training, billed once, at ``epochs`` and over the sweep."""
+    downloaded) plus the training, billed once, at ``epochs`` and over the sweep. ``plan``:
+    how the machine's GPUs train (issue #35); or ``precision`` (auto, fp32, tf32, bf16,
+    fp16): its plan for that precision, a ``PrecisionLacking`` error when its GPU lacks it."""
+    if plan is None and precision not in (None, "fp32"):
+        plan, lacking = machine_plan(machine, catalog, str(precision))
+        if lacking:
+            raise PrecisionLacking(f"left out: {lacking}.", "use --precision auto or fp32.")
     if spot and machine.spot_usd_per_h is None:
         raise AdvisorError(
             f"{machine.key} has no spot price in this catalog snapshot.",
@@ -112,7 +122,8 @@ def forecast_machine(
         )
     price = machine.price(spot)
     pred = predict(probe, machine, catalog, batch_size, strategy=strategy,
-                   ledger_storage=ledger_storage, trace_store=trace_store)  # fmt: skip
+                   ledger_storage=ledger_storage, trace_store=trace_store,
+                   plan=plan)  # fmt: skip
     over = overheads if overheads is not None else run_overheads(machine, data_bytes, data_basis)
     counts = sorted({*sweep_epochs, epochs})
     sweep = epoch_sweep(
@@ -121,7 +132,7 @@ def forecast_machine(
     )  # fmt: skip
     train = estimate(pred.phases, n_train, n_val, epochs, batch_size).runtime  # on demand
     job = price_run(train, price, spot=spot, service=machine.service, overheads=over)
-    memory = machine_memory(probe, machine, catalog, batch_size, trace_store)
+    memory = machine_memory(probe, machine, catalog, batch_size, trace_store, plan)
     return Forecast(machine, price, pred, sweep[epochs], sweep, over, job, memory)
 
 
@@ -141,9 +152,11 @@ def forecast(
     overheads: Mapping[str, RunOverheads] | None = None,
     ledger_storage: str | None = None,
     trace_store: TraceStore | None = None,
+    plans: Mapping[str, TrainingPlan] | None = None,
 ) -> list[Forecast]:
-    """``forecast_machine`` for each machine (``overheads`` by machine key, where measured);
-    sorted by the job's wall time, the rows that fit their devices' memory first."""
+    """``forecast_machine`` for each machine (``overheads`` by machine key, where measured;
+    ``plans``: the training plan by machine key, default float32); sorted by the job's wall
+    time, the rows that fit their devices' memory first."""
     rows = []
     for m in machines:
         row = forecast_machine(
@@ -151,6 +164,7 @@ def forecast(
             strategy=strategy, sweep_epochs=sweep_epochs, data_bytes=data_bytes,
             data_basis=data_basis, overheads=(overheads or {}).get(m.key),
             ledger_storage=ledger_storage, trace_store=trace_store,
+            plan=(plans or {}).get(m.key),
         )  # fmt: skip
         rows.append(row)
     rows.sort(key=lambda f: (not f.fits, (f.job_wall_s or f.estimate.runtime).value))

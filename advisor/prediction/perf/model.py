@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from advisor.errors import AdvisorError
+from advisor.intervals import Interval
 from advisor.prediction.perf import accel as perf_accel
 from advisor.prediction.perf import cpu as perf_cpu
 from advisor.prediction.perf.correction import (
@@ -39,7 +40,9 @@ from advisor.prediction.perf.signature import (
 )
 from advisor.prediction.perf.traces import TraceStore, per_device_batch, step_trace
 from advisor.prediction.perf.types import Prediction, around
-from advisor.probes.result import Interval, PhaseTimes, ProbeResult
+from advisor.prediction.plan import TrainingPlan
+from advisor.prediction.plan_trace import plan_step
+from advisor.probes.result import PhaseTimes, ProbeResult
 from advisor.providers.catalog import AcceleratorSpec, InstanceType
 
 __all__ = [
@@ -109,6 +112,7 @@ def predict(
     calibrate: bool = True,
     ledger_storage: str | None = None,
     trace_store: TraceStore | None = None,
+    plan: TrainingPlan | None = None,
 ) -> Prediction:
     """Predict (or, for the local machine at the probed setting, return the measured)
     phase times of ``probe``'s workload on ``machine`` at ``batch_size`` (default: the
@@ -119,7 +123,10 @@ def predict(
     prediction is corrected by the ledger's measured runs on that device class
     (``ledger_storage``: an Optuna storage URL; default the advisor's SQLite file), and a
     device's start-up is taken from the remote probes recorded there. ``trace_store`` keeps
-    the step traced at other per-device batches (the probe cache).
+    the step traced at other per-device batches (the probe cache). ``plan``: the training plan
+    an accelerator runs (``advisor.prediction.plan``; default float32, no accumulation,
+    checkpointing or sharding): its step is traced at the micro-batch and rewritten under the
+    plan (``advisor.prediction.plan_trace``); a CPU ignores it.
     """
     batch = batch_size or probe.batch_size
     if batch <= 0:
@@ -149,14 +156,21 @@ def predict(
             ) from exc
         devices = machine.accelerator_count
         per_device = per_device_batch(batch, devices)
-        step = step_trace(probe, per_device, trace_store)
+        if plan is not None and plan != TrainingPlan():
+            plan.check(devices, sig.framework, strategy)
+            micro = plan.micro_batch(per_device)
+            step = step_trace(probe, micro, trace_store)
+            step = plan_step(step, plan, devices) if step is not None else None
+            extra["plan"] = plan.words(per_device)
+        else:
+            step = step_trace(probe, per_device, trace_store)
         profile = perf_accel.generation_profile(spec)
         records: list[CalibrationRecord] | None = None if calibrate else []
         startup = device_startup(device_class(machine), profile, ledger_storage, records)
         phases, breakdown, kind, neck, dev = perf_accel.predict_accelerator(
-            sig, machine, spec, batch, step, startup, strategy=strategy
+            sig, machine, spec, batch, step, startup, strategy=strategy, plan=plan
         )
-        extra = {"basis": dev.basis, "basis_notes": dev.notes, "top_operators": dev.top}
+        extra.update(basis=dev.basis, basis_notes=dev.notes, top_operators=dev.top)
     cal = CalibrationFactor()
     if calibrate and not local:
         cal = calibration_factor(

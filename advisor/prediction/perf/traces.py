@@ -39,12 +39,16 @@ class TraceStore(Protocol):
 @dataclass(frozen=True)
 class StepTrace:
     """The trace of one step at ``batch``, how it was obtained, and the factor to apply to
-    its device time (1 unless the probe's trace at another batch had to be scaled)."""
+    its device time (1 unless the probe's trace at another batch had to be scaled).
+    ``precision``: the plan's (``advisor.prediction.plan``); "tf32" lets the kernel model price
+    float32 matrix products at the TF32 peak, "bf16"/"fp16" mark a trace rewritten under
+    autocast (``advisor.prediction.plan_trace``)."""
 
     trace: OperatorTrace
     batch: int
     how: str
     scale: float = 1.0
+    precision: str = "fp32"
 
 
 _MEMO: dict[str, OperatorTrace] = {}

@@ -6,7 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.probes.result import Interval, PhaseTimes
+from advisor.intervals import Interval
+from advisor.probes.result import PhaseTimes
 
 
 def combine(*factors: float) -> float:
@@ -47,6 +48,7 @@ class Prediction:
     basis: str = ""
     basis_notes: tuple[str, ...] = ()
     top_operators: tuple[tuple[str, float, float], ...] = ()
+    plan: str = ""  # issue #35: the training plan of an accelerator's step, in words
 
     def __post_init__(self) -> None:
         if self.devices < 1 or self.per_device_batch < 1:
@@ -76,4 +78,5 @@ class Prediction:
             "top_operators": [
                 {"operator": o, "seconds": s, "share": f} for o, s, f in self.top_operators
             ],
+            "plan": self.plan,
         }

@@ -32,6 +32,17 @@ from pathlib import Path
 from conftest import advisor_cmd, free_port, wait_port
 
 TRIALS = 6
+# What every fault test must end with: nothing lost, stuck, failed, run twice, short,
+# duplicated, and each done job's report counting the trials it added (``tally``).
+ZERO = {
+    "lost": 0,
+    "stuck": 0,
+    "failed": 0,
+    "run_twice": 0,
+    "short": 0,
+    "duplicate_trials": 0,
+    "miscounted": 0,
+}
 
 
 class RedisServer:
@@ -117,7 +128,13 @@ class Cluster:
     that records the first ``done`` result each job showed."""
 
     def __init__(
-        self, tmp: Path, storage: str, redis: RedisServer | None, backend: str, lease_s: float
+        self,
+        tmp: Path,
+        storage: str,
+        redis: RedisServer | None,
+        backend: str,
+        lease_s: float,
+        server_env: dict[str, str] | None = None,
     ) -> None:
         from advisor.service import auth
         from advisor.service.client import Client
@@ -137,7 +154,7 @@ class Cluster:
         self.first_done: dict[str, str] = {}
         self._stop = threading.Event()
         self._watcher = threading.Thread(target=self._watch, daemon=True)
-        self.start_server()
+        self.start_server(server_env)
         self._watcher.start()
 
     # -- processes -------------------------------------------------------------------------
@@ -146,21 +163,26 @@ class Cluster:
         self.started += 1
         return self.tmp / f"{name}-{self.started}.log"
 
-    def start_server(self) -> None:
-        """``advisor serve --redis``, or without Redis (no ``redis``) with 2 job threads."""
+    def start_server(self, env: dict[str, str] | None = None) -> None:
+        """``advisor serve --redis``, or without Redis (no ``redis``) with 2 job threads;
+        ``env`` adds to its environment (a skewed clock)."""
         cmd = advisor_cmd("serve", "--port", str(self.port), "--stale-after", str(self.lease_s))
         if self.redis is not None:
             cmd += ["--redis", self.redis.url]
         else:
             cmd += ["--workers", "2", "--backend", self.backend]
-        self.server = Proc(cmd, self._log("serve"), self.env)
+        self.server = Proc(cmd, self._log("serve"), {**self.env, **(env or {})})
         wait_port(self.port, timeout=60, proc=self.server.popen)
 
-    def start_worker(self, index: int) -> Proc:
+    def start_worker(
+        self, index: int, lease_s: float | None = None, env: dict[str, str] | None = None
+    ) -> Proc:
+        """``advisor worker`` (``--stale-after`` the cluster's lease unless ``lease_s``)."""
         assert self.redis is not None
         cmd = advisor_cmd("worker", "--redis", self.redis.url, "--backend", self.backend)
-        cmd += ["--stale-after", str(self.lease_s)]
-        self.workers[index] = Proc(cmd, self._log(f"worker{index}"), self.env)
+        cmd += ["--stale-after", str(lease_s or self.lease_s)]
+        log = self._log(f"worker{index}")
+        self.workers[index] = Proc(cmd, log, {**self.env, **(env or {})})
         return self.workers[index]
 
     def worker_of(self, job_id: str) -> Proc:
@@ -274,20 +296,34 @@ class Cluster:
             counts[job["status"]] += 1
             if job["status"] not in ("done", "failed"):
                 counts["stuck"] += 1
-            study = optuna.load_study(
-                study_name=job["study"], storage=api.optuna_storage(self.storage)
-            )
-            finished = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
-            added = len(finished) - int(job["trials_before"])
+            try:  # KeyError: it never began its first run, or failed before the study was made
+                study = optuna.load_study(
+                    study_name=job["study"], storage=api.optuna_storage(self.storage)
+                )
+                finished = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
+            except KeyError:
+                finished = []
+            added = len(finished) - int(job["trials_before"] or 0)
             counts["trials_added"] += added
             changed = job_id in self.first_done and self.first_done[job_id] != json.dumps(
                 job["result"], sort_keys=True
             )
             counts["run_twice"] += int(added > trials or changed)
             counts["short"] += int(job["status"] == "done" and added < trials)
+            # The report counts every trial the job added, over all its runs (issue #38).
+            reported = ((job["result"] or {}).get("trials") or {}).get("new")
+            counts["miscounted"] += int(job["status"] == "done" and reported != added)
             configs = Counter(json.dumps(t.params, sort_keys=True) for t in finished)
             counts["duplicate_trials"] += sum(n - 1 for n in configs.values())
-        for key in ("lost", "stuck", "failed", "run_twice", "short", "duplicate_trials"):
+        for key in (
+            "lost",
+            "stuck",
+            "failed",
+            "run_twice",
+            "short",
+            "duplicate_trials",
+            "miscounted",
+        ):
             counts.setdefault(key, 0)
         counts["jobs"] = len(self.jobs) + self.given_up
         return dict(counts)

@@ -23,11 +23,10 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))  # faults.py and conftest.py's helpers, by name
 
 from conftest import replay_table  # noqa: E402
-from faults import TRIALS, Cluster, RedisServer, record  # noqa: E402
+from faults import TRIALS, ZERO, Cluster, RedisServer, record  # noqa: E402
 
 LEASE_S = 3.0
 PROBE_S = 0.5
-ZERO = {"lost": 0, "stuck": 0, "failed": 0, "run_twice": 0, "short": 0, "duplicate_trials": 0}
 
 pytestmark = pytest.mark.slow
 

@@ -1,0 +1,315 @@
+"""A training plan: how one training step is run on a machine's GPUs (issue #35).
+
+A plan = precision (``fp32``, ``tf32``, ``bf16``, ``fp16`` with loss scaling) x micro-batch
+with gradient-accumulation steps x activation checkpointing (``none`` / ``blocks``) x sharding
+across the machine's GPUs (``none``, ``optimizer``, ``gradients``, ``parameters``: ZeRO-1/2/3,
+FSDP's ``SHARD_GRAD_OP`` / ``FULL_SHARD``). The global batch keeps its meaning: accumulation
+splits each device's batch into micro-batches, it does not change the epochs to the target.
+
+Precisions, as PyTorch runs them:
+
+- ``fp32``: PyTorch's defaults (float32 tensors; cuDNN convolutions may use TF32 on Ampere and
+  later, matrix products do not: ``torch.backends.cuda.matmul.allow_tf32 = False``);
+- ``tf32``: matrix products on TF32 tensor cores too (``torch.set_float32_matmul_precision(
+  "high")``); needs TF32 tensor cores (compute capability 8.0, Ampere, or later);
+- ``bf16``: ``torch.autocast(dtype=torch.bfloat16)`` over forward and loss (products in bf16,
+  float32 master weights and optimizer); needs compute capability 8.0 or later;
+- ``fp16``: autocast in float16 with ``torch.amp.GradScaler`` (loss scaling); needs fast fp16
+  (compute capability 6.0, Pascal, or later; tensor cores from 7.0, Volta).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from advisor.errors import AdvisorError, unknown_value_error
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+PRECISION_CHOICES = ("auto", *PRECISIONS)  # --precision: auto lets the study choose per GPU
+PRECISION_HELP = (
+    "How each GPU trains: fp32 (PyTorch's defaults), tf32 (matrix products on TF32 tensor "
+    "cores), bf16 or fp16 (autocast mixed precision; fp16 with loss scaling), or auto (bf16 "
+    "where the GPU has it, else fp16, else fp32). A GPU without the precision is left out, "
+    "with the reason."
+)
+CHECKPOINTING = ("none", "blocks")
+SHARDING = ("none", "optimizer", "gradients", "parameters")
+SHARDING_WORDS = {
+    "optimizer": "optimizer state sharded (ZeRO-1)",
+    "gradients": "optimizer state and gradients sharded (ZeRO-2)",
+    "parameters": "parameters, gradients and optimizer state sharded (ZeRO-3 / FSDP)",
+}
+PRECISION_WORDS = {
+    "fp32": "fp32",
+    "tf32": "tf32",
+    "bf16": "bf16",
+    "fp16": "fp16 with loss scaling",
+}
+# The compute capability of each GPU generation's data-centre parts (NVIDIA's CUDA GPU list).
+COMPUTE_CAPABILITY = {
+    "kepler": 3.7, "maxwell": 5.2, "pascal": 6.0, "volta": 7.0, "turing": 7.5,
+    "ampere": 8.0, "ada": 8.9, "hopper": 9.0, "blackwell": 10.0,
+}  # fmt: skip
+# The capability each precision needs to run fast (``needs``) and the catalog column that
+# carries its peak (a GPU without that figure lacks the precision).
+NEEDS = {"tf32": (8.0, "tf32_tflops"), "bf16": (8.0, "bf16_tflops"), "fp16": (6.0, "fp16_tflops")}
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """How each step runs: ``precision``, ``accumulation`` micro-batches per optimizer step,
+    ``checkpointing`` of blocks' activations, ``sharding`` of state across the GPUs."""
+
+    precision: str = "fp32"
+    accumulation: int = 1
+    checkpointing: str = "none"
+    sharding: str = "none"
+
+    def __post_init__(self) -> None:
+        for kind, value, valid in (
+            ("precision", self.precision, PRECISIONS),
+            ("checkpointing", self.checkpointing, CHECKPOINTING),
+            ("sharding", self.sharding, SHARDING),
+        ):
+            if value not in valid:
+                raise unknown_value_error(kind, str(value), valid)
+        if isinstance(self.accumulation, bool) or not isinstance(self.accumulation, int):
+            raise AdvisorError(
+                f"Accumulation steps must be a whole number, got {self.accumulation!r}.",
+                "use 1 (none) or more, e.g. accumulation=8.",
+            )
+        if self.accumulation < 1:
+            raise AdvisorError(
+                f"Accumulation steps must be >= 1, got {self.accumulation}.",
+                "use 1 (no accumulation) or more, e.g. accumulation=8.",
+            )
+
+    @property
+    def amp(self) -> bool:
+        """Mixed precision: autocast to a 16-bit type over fp32 master weights."""
+        return self.precision in ("bf16", "fp16")
+
+    @property
+    def half_dtype(self) -> str:
+        """The autocast dtype ("bfloat16", "float16"), or "" without mixed precision."""
+        return {"bf16": "bfloat16", "fp16": "float16"}.get(self.precision, "")
+
+    def micro_batch(self, per_device_batch: int) -> int:
+        """The batch of each micro-step on one device; an error when the plan asks for more
+        accumulation steps than the device has samples."""
+        if self.accumulation > per_device_batch:
+            raise AdvisorError(
+                f"The plan accumulates {self.accumulation} micro-batches but each GPU gets "
+                f"only {per_device_batch} samples per step.",
+                f"use at most {per_device_batch} accumulation steps, or a larger batch size.",
+            )
+        return math.ceil(per_device_batch / self.accumulation)
+
+    def check(self, gpus: int, framework: str = "torch", strategy: str | None = None) -> None:
+        """An AdvisorError when the plan contradicts itself on ``gpus`` GPUs with
+        ``framework`` and data-parallel ``strategy`` ("ddp", "dp" or None)."""
+        if self.sharding != "none" and strategy == "dp":
+            raise AdvisorError(
+                f"Sharding ({self.sharding}) needs one process per GPU, not --strategy dp.",
+                "use --strategy ddp (or auto), or sharding none.",
+            )
+        if framework == "keras" and (self.sharding != "none" or self.checkpointing != "none"):
+            raise AdvisorError(
+                "Keras plans have no per-block checkpointing or sharding here.",
+                "use checkpointing none and sharding none with --framework keras.",
+            )
+
+    def words(self, per_device_batch: int | None = None) -> str:
+        """The plan in words: "bf16, micro-batch 4 x 8 accumulation steps, checkpointed
+        blocks, parameters, gradients and optimizer state sharded (ZeRO-3 / FSDP)"."""
+        parts = [PRECISION_WORDS[self.precision]]
+        if self.accumulation > 1:
+            micro = (
+                f"micro-batch {self.micro_batch(per_device_batch)} x "
+                if per_device_batch is not None
+                else ""
+            )
+            parts.append(f"{micro}{self.accumulation} accumulation steps")
+        if self.checkpointing == "blocks":
+            parts.append("checkpointed blocks")
+        if self.sharding != "none":
+            parts.append(SHARDING_WORDS[self.sharding])
+        return ", ".join(parts)
+
+    def key(self) -> str:
+        """A short stable key ("bf16/a8/ckpt/shard-parameters"), for memo and cache keys."""
+        out = [self.precision, f"a{self.accumulation}"]
+        if self.checkpointing != "none":
+            out.append("ckpt")
+        if self.sharding != "none":
+            out.append(f"shard-{self.sharding}")
+        return "/".join(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "precision": self.precision,
+            "accumulation": self.accumulation,
+            "checkpointing": self.checkpointing,
+            "sharding": self.sharding,
+            "words": self.words(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrainingPlan:
+        unknown = set(d) - {"precision", "accumulation", "checkpointing", "sharding", "words"}
+        if unknown:
+            raise unknown_value_error(
+                "plan field", sorted(unknown)[0], ("precision", "accumulation", "checkpointing",
+                                                   "sharding")
+            )  # fmt: skip
+        return cls(
+            precision=str(d.get("precision", "fp32")),
+            accumulation=_whole(d.get("accumulation", 1)),
+            checkpointing=str(d.get("checkpointing", "none")),
+            sharding=str(d.get("sharding", "none")),
+        )
+
+
+class PrecisionLacking(AdvisorError, ValueError):
+    """A machine's GPU lacks the precision asked for: the machine is left out."""
+
+
+FIELDS = {"precision": "precision", "accumulation": "accumulation", "accumulate": "accumulation",
+          "checkpointing": "checkpointing", "checkpoint": "checkpointing",
+          "sharding": "sharding", "shard": "sharding"}  # fmt: skip
+
+
+def parse_plan(text: str, precision: str | None = None) -> TrainingPlan:
+    """A plan from ``--plan`` text, comma-separated ``field=value`` pairs
+    ("accumulation=8,checkpointing=blocks,sharding=parameters"); ``precision`` (not "auto")
+    sets the precision when the text does not."""
+    values: dict[str, Any] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, sep, value = part.partition("=")
+        if not sep:
+            raise AdvisorError(
+                f"Plan part {part!r} is not field=value.",
+                "write e.g. --plan accumulation=8,checkpointing=blocks,sharding=parameters.",
+            )
+        field_name = FIELDS.get(name.strip().lower())
+        if field_name is None:
+            raise unknown_value_error("plan field", name.strip(), sorted(set(FIELDS.values())))
+        values[field_name] = value.strip().lower()
+    if precision not in (None, "auto") and "precision" not in values:
+        values["precision"] = precision
+    if "accumulation" in values:
+        values["accumulation"] = _whole(values["accumulation"])
+    return TrainingPlan.from_dict(values)
+
+
+def _whole(value: Any) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        raise AdvisorError(
+            f"Accumulation steps must be a whole number, got {value!r}.",
+            "use 1 (none) or more, e.g. accumulation=8.",
+        ) from None
+
+
+def check_precision(precision: str) -> str:
+    """``precision`` if it is one of auto, fp32, tf32, bf16, fp16; else a one-line error."""
+    if precision not in PRECISION_CHOICES:
+        raise unknown_value_error("precision", str(precision), PRECISION_CHOICES)
+    return precision
+
+
+def capability(spec: Any) -> float | None:
+    """The compute capability of a catalog accelerator's generation (None: not an NVIDIA GPU
+    or a generation not listed)."""
+    text = f"{getattr(spec, 'generation', '')}".lower()
+    for gen, cc in COMPUTE_CAPABILITY.items():
+        if gen in text:
+            return cc
+    return None
+
+
+def lacks(spec: Any, precision: str) -> str:
+    """Why the accelerator ``spec`` cannot run ``precision`` ("" when it can): no peak of that
+    type in its catalog row, with its compute capability where known."""
+    if precision == "fp32" or precision not in NEEDS:
+        return ""
+    need, column = NEEDS[precision]
+    if getattr(spec, column, None):
+        return ""
+    cc = capability(spec)
+    have = f"{spec.generation}, compute capability {cc:.1f}" if cc else str(spec.generation)
+    return f"{spec.name} ({have}) has no {precision}: needs compute capability {need:.1f} or later"
+
+
+def auto_precision(spec: Any) -> str:
+    """The precision ``--precision auto`` runs on ``spec``: bf16 where the GPU has it (no loss
+    scaling), else fp16 with loss scaling where it has fast fp16, else fp32."""
+    for precision in ("bf16", "fp16"):
+        if not lacks(spec, precision):
+            return precision
+    return "fp32"
+
+
+def plan_on(
+    plan: TrainingPlan | None, precision: str | None, spec: Any
+) -> tuple[TrainingPlan, str]:
+    """The plan a machine with accelerator ``spec`` runs for ``--precision precision`` (None:
+    the plan's own) and the rest of ``plan``, and why the machine is left out ("" when it is
+    not)."""
+    base = plan or TrainingPlan()
+    chosen = base.precision if precision is None else check_precision(precision)
+    if chosen == "auto":
+        chosen = auto_precision(spec)
+    out = replace(base, precision=chosen) if chosen != base.precision else base
+    return out, lacks(spec, chosen)
+
+
+def machine_plans(
+    machines: Any, catalog: Any, plan: TrainingPlan | None, precision: str | None
+) -> tuple[dict[str, TrainingPlan], dict[str, str]]:
+    """Each accelerator machine's plan (by machine key) for ``--precision`` and ``plan``, and
+    the machines left out because their GPU lacks the precision (key -> reason). CPU machines
+    get no plan (they train in float32 as probed)."""
+    plans: dict[str, TrainingPlan] = {}
+    left_out: dict[str, str] = {}
+    if plan is None and precision in (None, "fp32"):
+        return plans, left_out
+    for m in machines:
+        if not m.accelerator:
+            continue
+        chosen, reason = plan_on(plan, precision, catalog.accelerator(m.accelerator))
+        if reason:
+            left_out[m.key] = reason
+        else:
+            plans[m.key] = chosen
+    return plans, left_out
+
+
+def machine_plan(machine: Any, catalog: Any, precision: str) -> tuple[TrainingPlan | None, str]:
+    """One machine's plan for ``--precision`` (None: a CPU, or fp32 as probed) and why it is
+    left out ("" when it is not)."""
+    if not machine.accelerator or precision == "fp32":
+        return None, ""
+    return plan_on(None, precision, catalog.accelerator(machine.accelerator))
+
+
+def planned_machines(
+    machines: Any, catalog: Any, plan: TrainingPlan | None, precision: str | None
+) -> tuple[list[Any], dict[str, TrainingPlan], list[str]]:
+    """The machines that can train in ``precision`` (checked), their plans by machine key, and
+    a note per machine left out; an AdvisorError when none is left."""
+    if precision is not None:
+        check_precision(precision)
+    plans, left_out = machine_plans(machines, catalog, plan, precision)
+    kept = [m for m in machines if m.key not in left_out]
+    if not kept:
+        raise AdvisorError(
+            f"No machine can train in {precision}: {'; '.join(left_out.values())}.",
+            "use --precision auto (each GPU's best) or fp32, or other machines.",
+        )
+    return kept, plans, [f"Left out: {key}: {why}." for key, why in left_out.items()]

@@ -1,0 +1,144 @@
+"""One training step under a training plan (issue #35), as ``python -m advisor.train --plan``
+runs it, with PyTorch's own tools:
+
+- precision: ``torch.autocast`` over forward and loss in bfloat16 or float16 (float32 master
+  weights and optimizer), float16 with ``torch.amp.GradScaler``; ``tf32`` sets
+  ``torch.set_float32_matmul_precision("high")``;
+- accumulation: the batch split into micro-batches (``torch.chunk``), each loss divided by
+  their number, one optimizer step; a DDP model skips the all-reduce on all but the last
+  (``no_sync``);
+- checkpointed blocks: every child of the model's longest ``nn.ModuleList`` (else its longest
+  ``nn.Sequential``) runs under ``torch.utils.checkpoint`` (non-reentrant);
+- sharding ``optimizer`` (ZeRO-1): ``ZeroRedundancyOptimizer`` over the process group.
+  Sharded gradients and parameters (FSDP) are not run here yet: a one-line error says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable
+from typing import Any
+
+from advisor.errors import AdvisorError
+from advisor.prediction.plan import TrainingPlan
+
+Step = Callable[[Any, Any, Any], float]
+
+
+class _Checkpointed:
+    """A module's forward run under ``torch.utils.checkpoint`` (its activations rebuilt in
+    backward)."""
+
+    def __new__(cls, module: Any) -> Any:
+        import torch
+        from torch.utils.checkpoint import checkpoint
+
+        class Checkpointed(torch.nn.Module):
+            def __init__(self, inner: Any) -> None:
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, *args: Any, **kwargs: Any) -> Any:
+                if not self.training or not torch.is_grad_enabled():
+                    return self.inner(*args, **kwargs)
+                return checkpoint(self.inner, *args, use_reentrant=False, **kwargs)
+
+        return Checkpointed(module)
+
+
+def blocks_of(model: Any) -> Any:
+    """The container of the model's blocks: its longest ``nn.ModuleList`` (transformers keep
+    their layers there), else its longest ``nn.Sequential`` (the model itself, say); None when
+    it has no container of two or more."""
+    import torch
+
+    for kind in (torch.nn.ModuleList, torch.nn.Sequential):
+        found = [m for m in model.modules() if isinstance(m, kind) and len(m) >= 2]
+        if found:
+            return max(found, key=len)
+    return None
+
+
+def checkpoint_blocks(model: Any) -> int:
+    """Wrap each block of ``model`` in ``torch.utils.checkpoint``; returns how many."""
+    container = blocks_of(model)
+    if container is None:
+        raise AdvisorError(
+            "checkpointing=blocks needs a model with an nn.ModuleList or nn.Sequential of blocks.",
+            "use checkpointing=none for this model.",
+        )
+    for i in range(len(container)):
+        container[i] = _Checkpointed(container[i])
+    return len(container)
+
+
+def _split(batch: Any, parts: int) -> list[tuple[Any, Any]]:
+    import torch
+
+    inputs, targets = batch
+    return list(zip(torch.chunk(inputs, parts), torch.chunk(targets, parts), strict=True))
+
+
+def prepare(setup: Any, plan: TrainingPlan, distributed: bool = False) -> Any:
+    """``setup`` ready for ``plan``: blocks checkpointed, TF32 allowed, the optimizer
+    sharded (ZeRO-1); an AdvisorError for what is not run here yet."""
+    import torch
+
+    if plan.sharding in ("gradients", "parameters"):
+        raise AdvisorError(
+            f"sharding={plan.sharding} (FSDP) is not run by advisor.train yet.",
+            "use sharding=optimizer (ZeRO-1) or none.",
+        )
+    if plan.checkpointing == "blocks":
+        checkpoint_blocks(setup.model)
+    if plan.precision == "tf32":
+        torch.set_float32_matmul_precision("high")
+    if plan.sharding == "optimizer" and distributed:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
+        old = setup.optimizer
+        setup.optimizer = ZeroRedundancyOptimizer(
+            setup.model.parameters(), optimizer_class=type(old), **old.defaults
+        )
+    return setup
+
+
+def make_step(plan: TrainingPlan, device_type: str = "cpu") -> Step:
+    """``step(setup, batch, device) -> loss`` running one optimizer step under ``plan``."""
+    import torch
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(plan.precision)
+    scaler = torch.amp.GradScaler(device_type) if plan.precision == "fp16" else None
+
+    def step(setup: Any, batch: Any, device: Any) -> float:
+        parts = _split(batch, min(plan.accumulation, len(batch[0])))
+        setup.optimizer.zero_grad(set_to_none=True)
+        total = 0.0
+        for i, (x, y) in enumerate(parts):
+            last = i == len(parts) - 1
+            sync = contextlib.nullcontext()
+            if not last and hasattr(setup.model, "no_sync"):
+                sync = setup.model.no_sync()
+            cast = (
+                torch.autocast(device_type, dtype=dtype)
+                if dtype is not None
+                else contextlib.nullcontext()
+            )
+            with sync:
+                with cast:
+                    loss = setup.loss_fn(setup.model(x), y) / len(parts)
+                (scaler.scale(loss) if scaler is not None else loss).backward()
+            total += float(loss.detach())
+        if scaler is not None:
+            scaler.step(setup.optimizer)
+            scaler.update()
+        else:
+            setup.optimizer.step()
+        if not math.isfinite(total):
+            from advisor.probes.framework import LossDiverged
+
+            raise LossDiverged(f"loss became {total}")
+        return total
+
+    return step
