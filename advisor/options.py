@@ -12,7 +12,7 @@ from advisor.evaluation.limits import constraints as constraints  # re-exported
 from advisor.evaluation.limits import is_feasible as is_feasible  # re-exported
 from advisor.evaluation.limits import objective_values as objective_values  # re-exported
 from advisor.evaluation.workload import WorkloadInfo
-from advisor.prediction.plan import PRECISION_HELP
+from advisor.prediction.plan import PLAN_SEARCH_HELP, PRECISION_HELP, plan_fields
 from advisor.search_spaces.space import JointSpace
 from advisor.search_spaces.workloads import ModelRef
 
@@ -169,7 +169,8 @@ OPTIONS: dict[str, OptionDoc] = {
         "Whether this machine is a candidate (probed for real; default: yes, unless --cloud).",
         off="--no-local",
     ),
-    "precision": OptionDoc("--precision", PRECISION_HELP),  # issue #35
+    "precision": OptionDoc("--precision", PRECISION_HELP),  # issue #35 (and --plan)
+    "plan": OptionDoc("--plan", PLAN_SEARCH_HELP),
     "include_previous_generation": OptionDoc(
         "--include-previous-generation",
         "Also recommend previous-generation and retired machine types (K80, P3, Azure NCv3; "
@@ -194,12 +195,10 @@ class SuggestOptions:
     probe_budget_usd: float | None = None
     epochs: int | None = None
     at_batch: int | None = None  # issue #19: the batch size --epochs was seen at
-    # issue #19: epochs known at several batch sizes ((B, N) pairs, --epochs-at B=N)
-    epochs_at: tuple[tuple[int, int], ...] = ()
+    epochs_at: tuple[tuple[int, int], ...] = ()  # issue #19: (B, N) pairs, --epochs-at B=N
     sampler: str = "tpe"
     seed: int = 0
-    # None: until the search stops itself (<= DEFAULT_TRIALS); N: N more, past the planner's stop
-    trials: int | None = None
+    trials: int | None = None  # None: until it stops (<= DEFAULT_TRIALS); N: N more, past its stop
     timeout_s: float | None = None
     tune_s: float | None = None  # issue #29: --tune, this machine's time for short runs
     snapshot: str | None = None
@@ -216,8 +215,8 @@ class SuggestOptions:
     data_gb: float | None = None  # issue #14: the dataset a cloud job downloads (GB)
     include_previous_generation: bool = False  # issue #27: old types only when asked for
     precision: str = "fp32"  # issue #35: auto, fp32, tf32, bf16, fp16 (advisor.prediction.plan)
-    # Issue #28: filters in SkyPilot's words (advisor.search_spaces.filters); None: the space's
-    gpus: str | None = None
+    plan: str | None = None  # issue #35: --plan's fixed fields (the rest searched per machine)
+    gpus: str | None = None  # issue #28: filters in SkyPilot's words; None: the space's
     cloud: str | None = None
     region: str | None = None
     spot: bool | None = None
@@ -267,6 +266,7 @@ class SuggestOptions:
             from advisor.probes.host import check_threads
 
             check_threads(self.threads)  # issue #28: at most this machine's cores
+        plan_fields(self.plan)  # issue #35: a bad --plan is one line, at once
         if self.gpus is not None:
             from advisor.search_spaces.filters import parse_gpus
 

@@ -55,6 +55,7 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @_option("data_gb", type=p.FiniteFloat(0.0, 1e6))
 @_option("include_previous_generation", is_flag=True)
 @_option("precision", type=click.Choice(PRECISION_CHOICES), default="fp32", show_default=True)
+@_option("plan", metavar="FIELD=VALUE,...")
 @_option("gpus", metavar="NAME[:COUNT]")
 @_option("cloud")
 @_option("region")

@@ -94,6 +94,7 @@ def _pick(label: str, row: dict[str, Any]) -> str:
         f"[bold]{label}:[/] "
         + escape(f"{machine_label(row)} ({_gpus(row)}), batch {row['batch_size']}{epochs}")
         + escape(f", memory {row['memory']} per device" if row.get("memory") else "")
+        + escape(f"\n  plan: {plan_text(row)}" if row.get("gpus") else "")  # issue #35
         + "\n  "
         + escape(f"{_time(row['runtime_s'])}{split}, USD {_usd(row['cost_usd'])}")
     )
@@ -105,6 +106,7 @@ def _alternative(label: str, row: dict[str, Any]) -> str:
     return f"[bold]{label}:[/] " + escape(
         f"{machine_label(row)} b{row['batch_size']}: {_time(row['runtime_s'], False)}, "
         f"USD {_usd(row['cost_usd'], False)} ({row.get('known') or row['source']})"
+        + (f", {row['plan']}" if row.get("plan") else "")
     )
 
 
@@ -132,6 +134,9 @@ def _ranking(rows: list[dict[str, Any]], total: int, width: int) -> Any:
     memory = wide and any(r.get("memory") for r in rows)  # issue #34: 80 columns: pick only
     if memory:
         table.add_column("GiB/dev", justify="right", no_wrap=True)
+    plans = wide and any(r.get("plan") for r in rows)  # issue #35: the training plan
+    if plans:
+        table.add_column("plan", overflow="fold")
     table.add_column("known", no_wrap=True)
     for i, r in enumerate(rows, 1):
         known = (r.get("known") or r["source"]) + ("" if r["trial"] is not None else "*")
@@ -143,10 +148,17 @@ def _ranking(rows: list[dict[str, Any]], total: int, width: int) -> Any:
             _time(r["runtime_s"], wide),
             _usd(r["cost_usd"], False),
             *([escape(_memory_short(r))] if memory else []),
+            *([escape(plan_text(r))] if plans else []),
             escape(known + ("" if r["feasible"] else " over")),
         ]
         table.add_row(*cells)
     return table
+
+
+def plan_text(row: dict[str, Any]) -> str:
+    """The row's training plan in words (issue #35): "fp32" for a GPU row without one (the
+    plain float32 step), "-" without GPUs."""
+    return row.get("plan") or ("fp32" if row.get("gpus") else "-")
 
 
 def _memory_short(row: dict[str, Any]) -> str:

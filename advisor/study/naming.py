@@ -7,6 +7,7 @@ import json
 
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.options import SuggestOptions
+from advisor.prediction.plan import plan_fields
 from advisor.search_spaces.space import JointSpace, space_to_dict
 
 
@@ -42,6 +43,8 @@ def study_name_for(
         ident["previous_generation"] = True
     if options.precision != "fp32":  # issue #35: another plan, another answer
         ident["precision"] = options.precision
+    if options.plan:  # issue #35: parts of the plan fixed
+        ident["plan"] = plan_fields(options.plan)
     if options.cloud_probes:  # issue #14: measured machines change the answer (and emulated)
         ident["cloud_probes"] = [options.cloud_probes, options.emulate_cloud]
     from advisor.providers.owned import load_owned  # issue #37: machines you own

@@ -88,7 +88,6 @@ def local_backend(
         if progress is not None:
             progress(f"probe:{text}", 0, 1)
 
-    from advisor.prediction.plan import check_precision
     from advisor.remote.measured import remote_lookup
 
     backend = LocalBackend(
@@ -103,7 +102,6 @@ def local_backend(
         remote_lookup=remote_lookup(storage, options.probe_iterations, options.emulate_cloud),
         ledger_storage=storage if isinstance(storage, str) else resolve_storage(options.storage),
     )
-    backend.precision = check_precision(options.precision)  # issue #35: how each GPU trains
     return backend
 
 
@@ -156,6 +154,13 @@ def run_suggest(
         if before_probes is not None:  # read once by evaluation.probe_batch.prefetch
             setattr(backend, "before_probes", before_probes)  # noqa: B010
     backend.deadline, backend.clock = deadline, clock
+    from advisor.evaluation.local import LocalBackend
+
+    if isinstance(backend, LocalBackend):  # issue #35: how each GPU trains
+        from advisor.prediction.plan import check_precision, plan_fields
+
+        backend.precision = check_precision(options.precision)
+        backend.plan_fields = plan_fields(options.plan)  # the rest: fixed, or searched
     candidates = backend.candidates(space, options.include_previous_generation)  # issue #27
     if not candidates:
         raise no_machine_error(options)
