@@ -157,11 +157,14 @@ def suggest(
     from advisor.pipeline import suggest as run_pipeline
 
     backend = backend_from_spec(backend_spec) if backend_spec else None
+    # issue #36: the first answer from the operator trace while the local probes run (not
+    # with --json: one final document)
+    early = None if as_json or backend is not None else _first_answer_printer(top)
     with terminate_as_exception():  # SIGTERM stops the search as Ctrl-C does (exit 143)
         if not as_json and sys.stderr.isatty():
-            report = _run_with_progress(options, backend)
+            report = _run_with_progress(options, backend, early)
         else:
-            report = run_pipeline(options, backend=backend)
+            report = run_pipeline(options, backend=backend, on_first_answer=early)
         _show(report, view)
     status = EXIT_STATUS.get(str(report.get("interrupted")))
     if status is not None:  # the partial report is printed; a script can tell it apart
@@ -229,7 +232,20 @@ def progress_label(phase: str, total: int) -> str:
     return phase.split(":", 1)[1] if ":" in phase else phase
 
 
-def _run_with_progress(options: Any, backend: Any) -> dict[str, Any]:
+def _first_answer_printer(top: int | None) -> Callable[[dict[str, Any]], None]:
+    """Print the first answer's block (``advisor.report.first_answer``) on stdout."""
+
+    def show(report: dict[str, Any]) -> None:
+        from advisor.report.first_answer import print_block
+
+        print_block(report, output.console(), min(top or 3, 3))
+
+    return show
+
+
+def _run_with_progress(
+    options: Any, backend: Any, early: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import (
@@ -264,4 +280,4 @@ def _run_with_progress(options: Any, backend: Any) -> dict[str, Any]:
                 tasks[key] = bar.add_task(label, total=total)
             bar.update(tasks[key], completed=done, total=total, description=label)
 
-        return run_pipeline(options, backend=backend, progress=hook)
+        return run_pipeline(options, backend=backend, progress=hook, on_first_answer=early)

@@ -86,8 +86,11 @@ def untimed_probe(
     hyperparameters: dict[str, Any] | None = None,
     n_train: int | None = None,
     n_val: int | None = None,
+    loader: Any = None,
 ) -> ProbeResult:
-    """The stand-in probe of a model traced without a local timing (see the module)."""
+    """The stand-in probe of a model traced without a local timing (see the module);
+    ``loader`` (a ``LoaderTiming``) is used instead of timing the DataLoader here (issue #36:
+    the first answer scales one batch size's)."""
     from advisor.prediction.perf import constants as C
     from advisor.prediction.perf.signature import UNTIMED_KEY
     from advisor.probes.operators import local_feasibility, with_operator_trace
@@ -103,10 +106,14 @@ def untimed_probe(
 
         timed = min(batch_size, LOADER_MAX_BATCH)  # issue #34: its data stay small too
         try:
-            with user_modules_importable():
-                timing = time_loader(
-                    model, timed, hyperparameters, model_on_meta=True, own_sizes=user
-                )
+            timing = loader  # issue #36: given for this batch size (scaled by the caller)
+            if timing is None:
+                with user_modules_importable():
+                    timing = time_loader(
+                        model, timed, hyperparameters, model_on_meta=True, own_sizes=user
+                    )
+            else:
+                timed = batch_size
         except Exception as exc:
             warnings.append(f"DataLoader not timed ({type(exc).__name__}: {exc}); input prior")
         else:

@@ -25,7 +25,7 @@ from advisor.evaluation.ranking import (
 from advisor.options import METRIC_NAMES
 from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
 from advisor.records import TrialRecord, is_accuracy_trial
-from advisor.report.confidence import confidence
+from advisor.report.confidence import confidence, quiet_pick, report_band
 from advisor.report.epochs import epochs_note, epochs_per_batch
 from advisor.report.feasible import check_feasible as check_feasible  # re-exported
 from advisor.report.memory import left_out as memory_left_out
@@ -69,9 +69,11 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     startup = overheads_section(rows, outcome.workload)  # issue #14
     vot = getattr(outcome.options, "value_of_time", None)  # issue #37: rank cost + time x V
     chosen_by = total_points(rows, vot) if vot else points
-    ranked = rank(chosen_by, objective)
+    band = report_band(outcome.screen.values())  # issue #36: as wide as the probes' noise
+    ranked = rank(chosen_by, objective, band["share"])
     ranking = [p.ref for p in ranked]
-    best = recommended(chosen_by, objective)
+    best = recommended(chosen_by, objective, band["share"])
+    band["pick_at_quiet_band"] = quiet_pick(chosen_by, objective, best, band["share"])
     front = pareto_set(points)
     # issue #29: the short accuracy runs of --tune are reported apart (report.hyperparameters)
     machine_trials = [t for t in study.get_trials(deepcopy=False) if not is_accuracy_trial(t)]
@@ -79,12 +81,12 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     states = [t.state for t in machine_trials]
     rec_row = None
     if best is not None:
-        rec_row = dict(best.ref, reason=_reason(outcome, chosen_by, best, front))
+        rec_row = dict(best.ref, reason=_reason(outcome, chosen_by, best, front, band["share"]))
         rec_row["region_note"] = _region_note(outcome, rec_row)
     value = value_section(points, best, vot) if vot else None
     if rec_row is not None and value is not None:
         rec_row["reason"] = value_reason(value)
-    conf = confidence(chosen_by, best, objective, KNOWN)  # issue #28: in plain words
+    conf = confidence(chosen_by, best, objective, KNOWN, band["share"])  # issue #28, #36
     if conf is not None and value is not None:
         conf["objective"] = "total"  # ties are of cost + time x value
     fast, cheap = fastest(points), cheapest(points)
@@ -129,7 +131,8 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "best_by_time": fast.ref if fast else None,
         "best_by_cost": cheap.ref if cheap else None,
         "best_by_service": _best_by_service(ranking),  # issue #28: what submit --study takes
-        "tie_share": TIE_SHARE,
+        "tie_share": band["share"],
+        "tie_band": band,  # issue #36: the band and what it was measured from
         "pareto": [p.ref for p in front],
         "runtime_hyperparameters": runtime_params(outcome.space),
         "tuned_ranges": tuned_ranges(outcome.space),
@@ -228,7 +231,13 @@ def _compact(row: dict[str, Any]) -> list[Any]:
     ]  # fmt: skip
 
 
-def _reason(outcome: SuggestOutcome, points: list[Point], best: Point, front: list[Point]) -> str:
+def _reason(
+    outcome: SuggestOutcome,
+    points: list[Point],
+    best: Point,
+    front: list[Point],
+    share: float = TIE_SHARE,
+) -> str:
     """One line: why this run ("fastest within USD 5; the cheapest of 9 machines within 5 %
     of the best time")."""
     opts, objective = outcome.options, outcome.objective
@@ -243,13 +252,11 @@ def _reason(outcome: SuggestOutcome, points: list[Point], best: Point, front: li
     elif opts.deadline_s is not None:
         limit = f" within {format_duration(opts.deadline_s)}"
     what, other = ("fastest", "time") if objective == "time" else ("cheapest", "cost")
-    group = tie_groups([p for p in points if p.feasible], objective)[0]
+    group = tie_groups([p for p in points if p.feasible], objective, share)[0]
     text = f"{what}{limit}"
     if len(group) > 1:
         pick = "cheapest" if objective == "time" else "fastest"
-        text += (
-            f"; the {pick} of {len(group)} candidates within {TIE_SHARE:.0%} of the best {other}"
-        )
+        text += f"; the {pick} of {len(group)} candidates within {share:.0%} of the best {other}"
     neck = best.ref.get("limiting") or ""
     if "host-bound" in neck:
         text = f"{text} (host-bound, so a bigger accelerator does not help)"

@@ -110,6 +110,7 @@ def run_suggest(
     backend: Backend | None = None,
     progress: Progress | None = None,
     storage: Any = None,
+    before_probes: Callable[[], None] | None = None,
     claims: ClaimsFactory | None = None,
     clock: Callable[[], float] | None = None,
 ) -> SuggestOutcome:
@@ -122,6 +123,8 @@ def run_suggest(
     enforces). The CLI, the Python API and the service's workers all run studies here.
     ``clock`` (seconds) is what ``--timeout`` is measured on: the back end's
     (``time.monotonic``, or a replay back end's simulated clock) unless given.
+    ``before_probes`` (issue #36: the first answer) is called once before the local back end
+    times its first probe (never when every probe is cached, nor with another back end).
     """
     import optuna
 
@@ -148,6 +151,8 @@ def run_suggest(
     storage_obj = storage if storage is not None else open_storage(url)
     if backend is None:
         backend = local_backend(options, storage_obj, space, progress)
+        if before_probes is not None:  # read once by evaluation.probe_batch.prefetch
+            setattr(backend, "before_probes", before_probes)  # noqa: B010
     backend.deadline, backend.clock = deadline, clock
     from advisor.evaluation.local import LocalBackend
 
