@@ -9,6 +9,7 @@ The Python API (the CLI and the service are thin layers over it)::
     submission = advisor.submit_job(spec, "sagemaker")            # advisor submit
     advisor.job_status(submission.job_id, "sagemaker")
     advisor.import_job(submission.job_id, "sagemaker", name)      # import its trials
+    advisor.export("skypilot", study=name, out="task.yaml")      # advisor export
 
 Importing this package is cheap: each name is imported on first use (module ``__getattr__``,
 one explicit import per name), and no deep-learning framework or cloud SDK is imported until
@@ -23,6 +24,7 @@ from advisor.errors import AdvisorError
 
 if TYPE_CHECKING:
     from advisor.evaluation.predict_api import Prediction, predict
+    from advisor.export.api import export
     from advisor.options import SuggestOptions
     from advisor.pipeline import suggest
     from advisor.records import TrialRecord
@@ -36,6 +38,7 @@ __all__ = [
     "SuggestOptions",
     "TrialRecord",
     "__version__",
+    "export",
     "import_job",
     "job_status",
     "plan_job",
@@ -69,6 +72,10 @@ def _public(name: str) -> Any:
         from advisor.records import TrialRecord
 
         return TrialRecord
+    if name == "export":  # issue #37
+        from advisor.export.api import export
+
+        return export
     if name in ("plan_job", "submit_job", "job_status", "import_job"):
         from advisor.tuning import jobs
 

@@ -12,7 +12,7 @@ from advisor.evaluation.limits import constraints as constraints  # re-exported
 from advisor.evaluation.limits import is_feasible as is_feasible  # re-exported
 from advisor.evaluation.limits import objective_values as objective_values  # re-exported
 from advisor.evaluation.workload import WorkloadInfo
-from advisor.prediction.plan import PRECISION_HELP
+from advisor.prediction.plan import PLAN_SEARCH_HELP, PRECISION_HELP, plan_fields
 from advisor.search_spaces.space import JointSpace
 from advisor.search_spaces.workloads import ModelRef
 
@@ -97,8 +97,7 @@ OPTIONS: dict[str, OptionDoc] = {
     "timeout_s": OptionDoc(
         "--timeout", "Stop the search after this long (e.g. 10m), screening and probes included."
     ),
-    # Issue #29: short accuracy trials in the study (advisor.accuracy), after the search.
-    "tune_s": OptionDoc(
+    "tune_s": OptionDoc(  # issue #29: short accuracy trials (advisor.accuracy) after the search
         "--tune",
         "Then spend up to this long (3m, 1h) of this machine on short training runs of the "
         "recommended batch size and its neighbours with sampled hyperparameters, pruned by "
@@ -170,11 +169,15 @@ OPTIONS: dict[str, OptionDoc] = {
         "Whether this machine is a candidate (probed for real; default: yes, unless --cloud).",
         off="--no-local",
     ),
-    "precision": OptionDoc("--precision", PRECISION_HELP),  # issue #35
+    "precision": OptionDoc("--precision", PRECISION_HELP),  # issue #35 (and --plan)
+    "plan": OptionDoc("--plan", PLAN_SEARCH_HELP),
     "include_previous_generation": OptionDoc(
         "--include-previous-generation",
         "Also recommend previous-generation and retired machine types (K80, P3, Azure NCv3; "
         "the catalog's lifecycle column), left out by default.",
+    ),
+    "value_of_time": OptionDoc(  # issue #37
+        "--value-of-time", "USD an hour of waiting is worth: recommend least cost + time x value."
     ),
 }
 
@@ -192,15 +195,10 @@ class SuggestOptions:
     probe_budget_usd: float | None = None
     epochs: int | None = None
     at_batch: int | None = None  # issue #19: the batch size --epochs was seen at
-    # issue #19: epochs known at several batch sizes ((B, N) pairs, --epochs-at B=N)
-    epochs_at: tuple[tuple[int, int], ...] = ()
+    epochs_at: tuple[tuple[int, int], ...] = ()  # issue #19: (B, N) pairs, --epochs-at B=N
     sampler: str = "tpe"
     seed: int = 0
-    # None: run until the search stops on its own (at most DEFAULT_TRIALS), and a re-run of a
-    # study that has stopped adds nothing (same command, same answer). N: add up to N trials
-    # now; on a re-run, beyond the planner's stop (the sampler then explores configurations
-    # whose probe is already paid for).
-    trials: int | None = None
+    trials: int | None = None  # None: until it stops (<= DEFAULT_TRIALS); N: N more, past its stop
     timeout_s: float | None = None
     tune_s: float | None = None  # issue #29: --tune, this machine's time for short runs
     snapshot: str | None = None
@@ -211,25 +209,24 @@ class SuggestOptions:
     n_train: int | None = None
     n_val: int | None = None
     screen: bool = True
-    # Issue #14: probe the N most promising distinct cloud machines for real after the
-    # screen (advisor.remote.cloud_probes); their spend counts against the probe budget.
-    cloud_probes: int = 0
-    cloud_settings: Any = None  # a cloud.yaml path, a CloudSettings, None: $ADVISOR_HOME's
+    cloud_probes: int = 0  # issue #14: probe the N most promising cloud machines for real
+    cloud_settings: Any = None  # a cloud.yaml path, a CloudSettings, or None ($ADVISOR_HOME)
     emulate_cloud: bool = False  # every provider's probe job runs through the local emulation
     data_gb: float | None = None  # issue #14: the dataset a cloud job downloads (GB)
     include_previous_generation: bool = False  # issue #27: old types only when asked for
     precision: str = "fp32"  # issue #35: auto, fp32, tf32, bf16, fp16 (advisor.prediction.plan)
-    # Issue #28: filters in SkyPilot's words (advisor.search_spaces.filters); None: the space's
-    gpus: str | None = None
+    plan: str | None = None  # issue #35: --plan's fixed fields (the rest searched per machine)
+    gpus: str | None = None  # issue #28: filters in SkyPilot's words; None: the space's
     cloud: str | None = None
     region: str | None = None
     spot: bool | None = None
     local: bool | None = None
+    value_of_time: float | None = None  # issue #37: USD per hour; objective cost + time x value
 
     def __post_init__(self) -> None:
         if self.data_gb is not None and not 0 <= self.data_gb < math.inf:
             raise AdvisorError(f"--data-gb must be >= 0, got {self.data_gb}.", "give a size in GB.")
-        for name in ("budget_usd", "deadline_s", "timeout_s"):
+        for name in ("budget_usd", "deadline_s", "timeout_s", "value_of_time"):
             v = getattr(self, name)
             if v is not None and not 0 < v < math.inf:  # NaN and inf refused too
                 raise AdvisorError(f"{name} must be > 0, got {v}.", "give a positive value.")
@@ -269,6 +266,7 @@ class SuggestOptions:
             from advisor.probes.host import check_threads
 
             check_threads(self.threads)  # issue #28: at most this machine's cores
+        plan_fields(self.plan)  # issue #35: a bad --plan is one line, at once
         if self.gpus is not None:
             from advisor.search_spaces.filters import parse_gpus
 
@@ -309,9 +307,11 @@ class SuggestOptions:
 
     @property
     def resolved_objective(self) -> str:
-        """--objective, else time with a budget, cost with only a deadline, else pareto."""
+        """--objective; else cost (--value-of-time), time (--budget), cost (--deadline), pareto."""
         if self.objective is not None:
             return self.objective
+        if self.value_of_time is not None:
+            return "cost"
         if self.budget_usd is not None:
             return "time"
         if self.deadline_s is not None:

@@ -10,6 +10,7 @@ checks that some candidate fits the budget and deadline, builds the report
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from advisor.evaluation.contract import Backend
@@ -19,6 +20,7 @@ from advisor.report.hyperparameters import attach as attach_hyperparameters
 from advisor.report.study_note import save_study_note
 from advisor.study.answer_cache import answer_for, keep, sqlite_path
 from advisor.study.run import Progress, run_suggest
+from advisor.study.selection import TIE_BAND_ATTR
 from advisor.tuning.pick import RECOMMENDATION, recommendation_attr
 
 
@@ -28,6 +30,7 @@ def suggest(
     backend: Backend | None = None,
     progress: Progress | None = None,
     storage: Any = None,
+    on_first_answer: Callable[[dict[str, Any]], None] | None = None,
     **fields: Any,
 ) -> dict[str, Any]:
     """``advisor suggest`` as a function: run (or resume) the study and return the report.
@@ -37,6 +40,9 @@ def suggest(
     ``storage`` is a storage URL or an Optuna storage object (default: ``options.storage``,
     else the SQLite file in ``$ADVISOR_HOME``); ``progress(phase, done, total)`` hears each
     phase. Raises AdvisorError when no candidate fits the budget or deadline.
+    ``on_first_answer(report)`` (issue #36) hears the first answer, from the operator trace
+    alone, before the local probes run (``first_answer``): only with the local back end,
+    without ``timeout_s``, and when a probe is to be timed (a warm re-run answers soon anyway).
     """
     if options is None:
         options = SuggestOptions(**fields)
@@ -46,8 +52,18 @@ def suggest(
         kept = answer_for(options)
         if kept is not None:
             return kept
+    hook = None
+    # the first answer would run outside --timeout's bound: none with one
+    if on_first_answer is not None and backend is None and options.timeout_s is None:
+        heard = on_first_answer
+
+        def hook() -> None:  # called once, before the first local probe is timed
+            early = first_answer(options, progress)
+            if early is not None:
+                heard(early)
+
     started = time.monotonic()  # --timeout counts from here, --tune's short runs included
-    outcome = run_suggest(options, backend, progress=progress, storage=storage)
+    outcome = run_suggest(options, backend, progress=progress, storage=storage, before_probes=hook)
     check_feasible(outcome)
     report = build_report(outcome)
     if options.tune_s is not None and report.get("recommended") and not report.get("interrupted"):
@@ -57,9 +73,41 @@ def suggest(
     saved = recommendation_attr(report)  # issue #28: `advisor submit --study` submits it
     if saved is not None and outcome.study.user_attrs.get(RECOMMENDATION) != saved:
         outcome.study.set_user_attr(RECOMMENDATION, saved)
+    if outcome.study.user_attrs.get(TIE_BAND_ATTR) != report["tie_share"]:  # issue #36
+        outcome.study.set_user_attr(TIE_BAND_ATTR, report["tie_share"])
     if not report.get("interrupted"):  # a partial answer is never the kept one
         _keep_answer(outcome, report)
     return report
+
+
+def first_answer(
+    options: SuggestOptions, progress: Progress | None = None
+) -> dict[str, Any] | None:
+    """Issue #36: the report over the GPU machines from the operator trace alone
+    (``advisor.evaluation.trace_only``), in a study kept in memory (nothing is stored: the
+    final run takes its own probes); None when no GPU machine fits or the model cannot be
+    traced (the final answer then comes alone)."""
+    from dataclasses import replace
+
+    import optuna
+
+    from advisor.errors import AdvisorError
+    from advisor.evaluation.trace_only import TraceOnlyBackend
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # as run_suggest: no INFO lines
+    memory = optuna.storages.InMemoryStorage()
+    quick = replace(options, tune_s=None, cloud_probes=0, storage=None)
+    try:
+        backend = TraceOnlyBackend(
+            memory, options.snapshot, iterations=options.probe_iterations, threads=options.threads
+        )
+        outcome = run_suggest(quick, backend, progress=progress, storage=memory)
+        check_feasible(outcome)
+    except (AdvisorError, RuntimeError):
+        return None
+    report = build_report(outcome)
+    report["first_answer_basis"] = backend.basis()  # what its rows rest on, in words
+    return report if report.get("recommended") else None
 
 
 def _tune(outcome: Any, report: dict[str, Any], started: float, progress: Progress | None) -> None:

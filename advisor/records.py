@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from advisor.evaluation.contract import Evaluation, FailedEvaluation, Scored
-from advisor.probes.result import Interval, PhaseTimes
+from advisor.intervals import Interval
+from advisor.probes.result import PhaseTimes
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial

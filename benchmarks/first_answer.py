@@ -17,6 +17,12 @@ with this one in the same invocation, and prints the ratios. Run on an idle mach
 absolute figures; the load average is printed with them.
 
     python benchmarks/first_answer.py [--repeat 3] [--other /path/to/old/bin/advisor]
+
+``--screen`` times the terminal's report instead (issue #36): the command without ``--json``,
+its output read as it comes, the time to the first answer (the "first answer" block printed
+from the operator trace while the local probes run; for an executable without it, the final
+report is the first) and to the final answer (the command's end), cold, each run in a fresh
+``ADVISOR_HOME``; with ``--other`` alternately.
 """
 
 from __future__ import annotations
@@ -170,12 +176,63 @@ def _print(name: str, m: dict[str, Any]) -> None:
     )
 
 
+def screen_times(advisor: str) -> dict[str, Any]:
+    """One cold run of the terminal command: seconds to the first answer and to the end."""
+    home = Path(tempfile.mkdtemp(prefix="advisor-bench-"))
+    try:
+        load = os.getloadavg()[0]
+        started = time.perf_counter()
+        first, early = None, False
+        with subprocess.Popen(
+            [advisor, *[c for c in COMMAND if c != "--json"]],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "ADVISOR_HOME": str(home), "COLUMNS": "200"},
+        ) as proc:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if first is None and line.strip():
+                    first = time.perf_counter() - started
+                    early = line.startswith("first answer")
+        final = time.perf_counter() - started
+        if proc.returncode != 0:
+            raise SystemExit(f"{advisor} failed ({proc.returncode})")
+        return {"first_s": first if early else final, "final_s": final, "load": load,
+                "early": early}  # fmt: skip
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def screen_main(args: argparse.Namespace) -> None:
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for _ in range(args.repeat):  # alternate, so both see the same machine
+        for name, exe in (("this", args.advisor), ("other", args.other)):
+            if exe is not None:
+                r = screen_times(exe)
+                runs.setdefault(name, []).append(r)
+                print(
+                    f"{name}: first answer {r['first_s']:.1f} s"
+                    f"{'' if r['early'] else ' (the final report)'}, final {r['final_s']:.1f} s, "
+                    f"load average {r['load']:.1f}",
+                    flush=True,
+                )
+    for name, rs in runs.items():
+        first = statistics.median(r["first_s"] for r in rs)
+        final = statistics.median(r["final_s"] for r in rs)
+        print(f"{name}: median first answer {first:.1f} s, final {final:.1f} s ({len(rs)} runs)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=1, help="cold runs per executable")
     parser.add_argument("--advisor", default=shutil.which("advisor") or "advisor")
     parser.add_argument("--other", help="another advisor executable to time alternately")
+    parser.add_argument("--screen", action="store_true", help="time the terminal's report")
     args = parser.parse_args()
+    if args.screen:
+        screen_main(args)
+        return
     results: dict[str, dict[str, Any]] = {}
     for _ in range(args.repeat):  # alternate, so both see the same machine
         for name, exe in (("this", args.advisor), ("other", args.other)):

@@ -2,9 +2,16 @@
 ADVISOR_HOME (every probe taken anew), and prints each run's recommendation, its time, the
 probes' contention and the tally.
 
-    python benchmarks/same_answer.py [--runs 10] [-- extra suggest options]
+    python benchmarks/same_answer.py [--runs 10] [--load 2] [-- extra suggest options]
 
-The default command is `advisor suggest --model fcn --budget 5`; options after `--` replace
+``--load N`` keeps N busy processes (one spinning Python loop each) running for the whole
+benchmark, so every probe is timed on a machine whose cores other work keeps busy (issue #36:
+the answer must not move with the probes' noise). The machine's own load average at each run's
+start is printed too: on a shared machine the cores are busy before the benchmark adds any.
+
+Each run also prints its tie band (issue #36: the probes' measured noise) and what the quiet
+machine's 5 % band would have recommended from the same rows, so one set of runs compares the
+two rules on the same measurements. The default command is `advisor suggest --model fcn --budget 5`; options after `--` replace
 `--budget 5`. A differing recommendation is printed with its time next to the majority's, so
 the size of the disagreement is seen (and whether the tie rule or the probes moved it).
 """
@@ -16,7 +23,9 @@ import collections
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,7 +52,11 @@ def one_run(advisor: str, extra: list[str], save: Path | None = None) -> dict[st
             save.mkdir(parents=True, exist_ok=True)
             (save / f"run-{time.time_ns()}.json").write_text(done.stdout)
         rec = report["recommended"]
+        band = report.get("tie_band") or {}  # issue #36: absent before the measured band
+        quiet = band.get("pick_at_quiet_band") or rec
         return {
+            "band": report.get("tie_share"),
+            "quiet_pick": (quiet["machine"], quiet["batch_size"]),
             "machine": rec["machine"],
             "batch": rec["batch_size"],
             "runtime_s": rec["runtime_s"]["value"],
@@ -57,13 +70,31 @@ def one_run(advisor: str, extra: list[str], save: Path | None = None) -> dict[st
         shutil.rmtree(home, ignore_errors=True)
 
 
+def busy(n: int) -> list[subprocess.Popen[bytes]]:
+    """``n`` processes that keep one core busy each until terminated."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--advisor", default=shutil.which("advisor") or "advisor")
     parser.add_argument("--save", type=Path, help="keep each run's JSON report in this folder")
+    parser.add_argument("--load", type=int, default=0, help="busy processes kept running")
     parser.add_argument("extra", nargs="*", default=["--budget", "5"])
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the busy processes end too
+    spinners = busy(args.load)
+    try:
+        runs = _runs(args)
+    finally:
+        for s in spinners:
+            s.terminate()
+            s.wait()
+    _tally(runs)
+
+
+def _runs(args: argparse.Namespace) -> list[dict[str, Any]]:
     runs = []
     for i in range(args.runs):
         r = one_run(args.advisor, args.extra, args.save)
@@ -74,11 +105,22 @@ def main() -> None:
         print(
             f"run {i + 1}: {r['machine']} batch {r['batch']}: {r['runtime_s']:.1f} s, "
             f"USD {r['cost_usd']:.4f}; {r['tied']} in its tie band; {r['contended']} "
-            f"contended probe(s); {r['wall_s']:.0f} s wall at load {r['load']:.1f}",
+            f"contended probe(s); band {r['band']:.0%} (the 5 % band's pick: "
+            f"{r['quiet_pick'][0]} b{r['quiet_pick'][1]}); {r['wall_s']:.0f} s wall at load "
+            f"{r['load']:.1f}",
             flush=True,
         )
+    return runs
+
+
+def _tally(runs: list[dict[str, Any]]) -> None:
     picks = collections.Counter((r["machine"], r["batch"]) for r in runs if "error" not in r)
     print("tally:", ", ".join(f"{m} b{b}: {n}" for (m, b), n in picks.most_common()))
+    quiet = collections.Counter(r["quiet_pick"] for r in runs if "error" not in r)
+    print(
+        "tally of the 5 % band's picks from the same rows:",
+        ", ".join(f"{m} b{b}: {n}" for (m, b), n in quiet.most_common()),
+    )
     if len(picks) > 1:
         (top, _), *_ = picks.most_common()
         ref = next(r for r in runs if (r.get("machine"), r.get("batch")) == top)

@@ -8,13 +8,14 @@ import random
 from dataclasses import dataclass, replace
 from typing import Any
 
-from advisor.probes.result import Interval, PhaseTimes
+from advisor.probes.result import PhaseTimes
 from advisor.providers.catalog import load
 from advisor.search_spaces.loader import default_space
 from advisor.search_spaces.space import JointSpace, MachineFilter
 
 from advisor.evaluation.contract import probe_duration_s
 from advisor.evaluation.replay import ReplayBackend, ReplayEntry, ReplayTable
+from advisor.intervals import Interval
 from advisor.options import SuggestOptions, workload_info
 from advisor.prediction.iteration_model import estimate
 

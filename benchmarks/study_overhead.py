@@ -36,7 +36,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from advisor.probes.result import Interval, PhaseTimes
+from advisor.probes.result import PhaseTimes
 from advisor.providers.catalog import load, local_machine
 from advisor.providers.catalog._types import InstanceType
 from advisor.search_spaces.loader import default_space
@@ -45,6 +45,7 @@ from advisor.search_spaces.workloads import get as get_workload
 
 from advisor.evaluation.contract import probe_duration_s
 from advisor.evaluation.replay import ReplayBackend, ReplayEntry, ReplayTable
+from advisor.intervals import Interval
 from advisor.options import SuggestOptions
 from advisor.prediction.iteration_model import estimate
 from advisor.study.run import run_suggest

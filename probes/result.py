@@ -8,42 +8,11 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, get_args
 
+from advisor.intervals import Interval
+
 ProbeStatus = Literal["ok", "oom", "nan", "timeout", "killed", "error"]
 PROBE_STATUSES: tuple[str, ...] = get_args(ProbeStatus)
 Source = Literal["measured", "modelled"]
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A value with a lower and upper bound (``low <= value <= high``), in seconds or USD."""
-
-    value: float
-    low: float
-    high: float
-
-    def __post_init__(self) -> None:
-        if not (self.low <= self.value <= self.high):
-            raise ValueError(
-                f"low <= value <= high must hold, but got low={self.low}, "
-                f"value={self.value}, high={self.high}"
-            )
-
-    @classmethod
-    def exact(cls, value: float) -> Interval:
-        return cls(value, value, value)
-
-    def scale(self, factor: float) -> Interval:
-        return Interval(self.value * factor, self.low * factor, self.high * factor)
-
-    def to_dict(self) -> dict[str, float]:
-        return {"value": self.value, "low": self.low, "high": self.high}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | float | int) -> Interval:
-        """The inverse of ``to_dict``; a bare number is an exact interval."""
-        if isinstance(data, dict):
-            return cls(float(data["value"]), float(data["low"]), float(data["high"]))
-        return cls.exact(float(data))
 
 
 @dataclass(frozen=True)

@@ -26,26 +26,11 @@ from advisor.providers.catalog import InstanceType
 from advisor.providers.pricing import BillingRule, billing_rule, price_run
 
 from advisor.errors import AdvisorError
+from advisor.intervals import ZERO, Interval
 
 DOCUMENTED = "documented"
 PRIOR = "prior"
 MEASURED = "measured"
-
-
-@dataclass(frozen=True)
-class Span:
-    """Seconds with an interval ``low <= value <= high``."""
-
-    value: float
-    low: float
-    high: float
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.low <= self.value <= self.high:
-            raise ValueError(f"need 0 <= low <= value <= high, got {self}")
-
-    def __add__(self, other: Span) -> Span:
-        return Span(self.value + other.value, self.low + other.low, self.high + other.high)
 
 
 @dataclass(frozen=True)
@@ -54,10 +39,14 @@ class Overhead:
     whether the figure is ``documented`` (``source`` is the document) or a ``prior``."""
 
     phase: str
-    seconds: Span
+    seconds: Interval
     billed: bool
     status: str
     source: str
+
+    def __post_init__(self) -> None:
+        if self.seconds.low < 0:
+            raise ValueError(f"an overhead's seconds must be >= 0, got {self.seconds}")
 
 
 _SM_BILL = (
@@ -84,44 +73,45 @@ _VM_PULL = (
 # (provider, service) -> the phases before training (billing: providers.pricing.BILLING)
 SERVICES: dict[tuple[str, str], tuple[Overhead, ...]] = {
     ("aws", "sagemaker"): (
-        Overhead("provisioning", Span(90, 45, 300), False, PRIOR, _PRIOR_START),
-        Overhead(PULL, Span(60, 20, 180), True, PRIOR, f"{_IMAGE}; billed per {_SM_BILL}"),
+        Overhead("provisioning", Interval(90, 45, 300), False, PRIOR, _PRIOR_START),
+        Overhead(PULL, Interval(60, 20, 180), True, PRIOR, f"{_IMAGE}; billed per {_SM_BILL}"),
     ),
     ("gcp", "vertex"): (
-        Overhead("provisioning", Span(120, 60, 420), False, PRIOR, _PRIOR_START),
+        Overhead("provisioning", Interval(120, 60, 420), False, PRIOR, _PRIOR_START),
         Overhead(
-            PULL, Span(60, 20, 180), True, PRIOR,
+            PULL, Interval(60, 20, 180), True, PRIOR,
             f"{_IMAGE}; whether Vertex bills the pull is not documented here: counted as billed",
         ),
     ),
     ("azure", "azure-ml"): (
         Overhead(
-            "provisioning", Span(180, 60, 600), False, PRIOR,
+            "provisioning", Interval(180, 60, 600), False, PRIOR,
             f"{_PRIOR_START}; an Azure ML compute cluster scaled to 0 nodes allocates one first",
         ),
-        Overhead(PULL, Span(90, 20, 300), True, PRIOR,
+        Overhead(PULL, Interval(90, 20, 300), True, PRIOR,
                  f"{_IMAGE}, prepared as an Azure ML environment; a node bills from allocation, "
                  "so the pull is billed"),
     ),
     ("aws", "ec2"): (
-        Overhead("VM boot", Span(45, 20, 120), True, PRIOR, "prior: Linux AMI boot to SSH"),
-        Overhead(PULL, Span(60, 20, 180), True, PRIOR, _VM_PULL),
+        Overhead("VM boot", Interval(45, 20, 120), True, PRIOR, "prior: Linux AMI boot to SSH"),
+        Overhead(PULL, Interval(60, 20, 180), True, PRIOR, _VM_PULL),
     ),
     ("gcp", "compute-engine"): (
-        Overhead("VM boot", Span(45, 20, 120), True, PRIOR, "prior: Linux image boot to SSH"),
-        Overhead(PULL, Span(60, 20, 180), True, PRIOR, _VM_PULL),
+        Overhead("VM boot", Interval(45, 20, 120), True, PRIOR, "prior: Linux image boot to SSH"),
+        Overhead(PULL, Interval(60, 20, 180), True, PRIOR, _VM_PULL),
     ),
     ("azure", "azure-vm"): (
-        Overhead("VM boot", Span(60, 30, 180), True, PRIOR, "prior: Linux image boot to SSH"),
-        Overhead(PULL, Span(60, 20, 180), True, PRIOR, _VM_PULL),
+        Overhead("VM boot", Interval(60, 30, 180), True, PRIOR, "prior: Linux image boot to SSH"),
+        Overhead(PULL, Interval(60, 20, 180), True, PRIOR, _VM_PULL),
     ),
     ("local", "local"): (),
+    ("owned", "owned"): (),  # issue #37: your own machine, running and holding the data
 }  # fmt: skip
 VM_SERVICES = ("ec2", "compute-engine", "azure-vm")
 
 # Data download from object storage in the same region (prior: per-instance S3/GCS/Blob
 # throughput for a single-stream copy; wide interval).
-DOWNLOAD_BYTES_PER_S = Span(200e6, 50e6, 1000e6)
+DOWNLOAD_BYTES_PER_S = Interval(200e6, 50e6, 1000e6)
 
 
 @dataclass(frozen=True)
@@ -133,23 +123,23 @@ class RunOverheads:
     billing: BillingRule
 
     @property
-    def wall(self) -> Span:
+    def wall(self) -> Interval:
         """Seconds before training starts (all terms)."""
-        return sum((t.seconds for t in self.terms), Span(0, 0, 0))
+        return sum((t.seconds for t in self.terms), ZERO)
 
     @property
-    def billed(self) -> Span:
+    def billed(self) -> Interval:
         """Seconds of those that the bill counts."""
-        return sum((t.seconds for t in self.terms if t.billed), Span(0, 0, 0))
+        return sum((t.seconds for t in self.terms if t.billed), ZERO)
 
-    def billed_run(self, train_s: Span) -> Span:
+    def billed_run(self, train_s: Interval) -> Interval:
         """Billed seconds of a run whose training takes ``train_s``, granularity applied
         (``providers.pricing.price_run``, the one formula)."""
-        return Span(*price_run(train_s, 0.0, overheads=self).billed)
+        return price_run(train_s, 0.0, overheads=self).billed
 
-    def cost(self, train_s: Span, usd_per_h: float) -> Span:
+    def cost(self, train_s: Interval, usd_per_h: float) -> Interval:
         """USD of the run at ``usd_per_h``, overheads and granularity included."""
-        return Span(*price_run(train_s, usd_per_h, overheads=self).cost)
+        return price_run(train_s, usd_per_h, overheads=self).cost
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunOverheads:
@@ -158,7 +148,7 @@ class RunOverheads:
         terms = tuple(
             Overhead(
                 str(t["phase"]),
-                Span(*(float(t["seconds"][k]) for k in ("value", "low", "high"))),
+                Interval.from_dict(t["seconds"]),
                 bool(t["billed"]),
                 str(t["status"]),
                 str(t["source"]),
@@ -175,7 +165,7 @@ class RunOverheads:
             "terms": [
                 {
                     "phase": t.phase,
-                    "seconds": _span_dict(t.seconds),
+                    "seconds": t.seconds.to_dict(),
                     "billed": t.billed,
                     "status": t.status,
                     "source": t.source,
@@ -189,10 +179,6 @@ class RunOverheads:
                 "source": self.billing.source,
             },
         }
-
-
-def _span_dict(s: Span) -> dict[str, float]:
-    return {"value": s.value, "low": s.low, "high": s.high}
 
 
 def run_overheads(
@@ -225,9 +211,9 @@ def overheads_for(
     terms = SERVICES[key]
     if not container and service in VM_SERVICES:
         terms = tuple(t for t in terms if t.phase != PULL)
-    if data_bytes > 0 and provider != "local":
+    if data_bytes > 0 and provider not in ("local", "owned"):
         rate = DOWNLOAD_BYTES_PER_S
-        span = Span(data_bytes / rate.value, data_bytes / rate.high, data_bytes / rate.low)
+        span = Interval(data_bytes / rate.value, data_bytes / rate.high, data_bytes / rate.low)
         source = f"prior: 200 MB/s (50-1000) same-region, for {data_bytes / 1e9:.3g} GB"
         terms = (
             *terms,
@@ -254,15 +240,15 @@ def measured_startup(
     if not (0 <= before_s < float("inf") and 0 <= on_machine_s < float("inf")):
         raise ValueError(f"measured start-up must be >= 0, got {before_s}, {on_machine_s}")
 
-    def like(prior: Span, value: float) -> Span:
+    def like(prior: Interval, value: float) -> Interval:
         if prior.value <= 0:
-            return Span(value, value, value)
-        return Span(value, value * prior.low / prior.value, value * prior.high / prior.value)
+            return Interval.exact(value)
+        return Interval(value, value * prior.low / prior.value, value * prior.high / prior.value)
 
     download = tuple(t for t in base.terms if t.phase == "data download")
     rest = [t for t in base.terms if t.phase != "data download"]
-    unbilled = sum((t.seconds for t in rest if not t.billed), Span(0, 0, 0))
-    billed = sum((t.seconds for t in rest if t.billed), Span(0, 0, 0))
+    unbilled = sum((t.seconds for t in rest if not t.billed), ZERO)
+    billed = sum((t.seconds for t in rest if t.billed), ZERO)
     source = f"measured by remote probe job {job}"
     terms = (
         Overhead(
@@ -309,18 +295,18 @@ MEASURED_SPANS: dict[str, MeasuredSpan] = {
 
 def bill_measured_job(
     provider: str, service: str, measured_s: float, billed_s: float | None = None
-) -> tuple[Span, str]:
+) -> tuple[Interval, str]:
     """Billed seconds of a finished job whose service reported ``measured_s`` seconds (and
     ``billed_s`` where it reports its bill): the bill when given (a read-out); else the
     billed start-up terms the measured span leaves out are added, or the unbilled ones it
     includes taken off (``MEASURED_SPANS``), and the billing rule applied once to the total --
     the rule ``price_run`` applies to predictions. Returns the seconds and how they were got."""
     if billed_s is not None:
-        return Span(billed_s, billed_s, billed_s), "billed seconds reported by the service"
+        return Interval.exact(billed_s), "billed seconds reported by the service"
     over = overheads_for(provider, service)
     span = MEASURED_SPANS.get(service, MeasuredSpan("billed", "prior: taken as the billed span"))
-    billed_terms = sum((t.seconds for t in over.terms if t.billed), Span(0, 0, 0))
-    unbilled_terms = sum((t.seconds for t in over.terms if not t.billed), Span(0, 0, 0))
+    billed_terms = sum((t.seconds for t in over.terms if t.billed), ZERO)
+    unbilled_terms = sum((t.seconds for t in over.terms if not t.billed), ZERO)
     m = float(measured_s)
     u = unbilled_terms
     if span.covers == "training":
@@ -331,4 +317,4 @@ def bill_measured_job(
         raw = [m, m, m]
     rule = over.billing
     value, low, high = (rule.billed(x) for x in raw)
-    return Span(value, min(low, value), max(high, value)), f"{span.source}; {rule.source}"
+    return Interval(value, min(low, value), max(high, value)), f"{span.source}; {rule.source}"

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from advisor.intervals import ZERO, Interval
 
 if TYPE_CHECKING:
     from advisor.providers.catalog import InstanceType
@@ -72,6 +74,8 @@ BILLING: dict[str, BillingRule] = {
     "azure-vm": BillingRule(60.0, 60.0, "prior: Azure pricing FAQ, per minute"),
     "azure-ml": BillingRule(60.0, 60.0, "prior: Azure pricing FAQ, per minute"),
     "local": BillingRule(1.0, 0.0, "your own machine: not billed"),
+    # issue #37: a machine you own costs its amortisation + energy per second of use.
+    "owned": BillingRule(1.0, 0.0, "your own machine: amortisation + energy per second of use"),
 }
 
 
@@ -80,54 +84,24 @@ def billing_rule(service: str | None) -> BillingRule:
     return BILLING.get(service or "", PER_SECOND)
 
 
-class Bounds(Protocol):
-    """A value with bounds (``advisor.probes.result.Interval`` is one)."""
-
-    @property
-    def value(self) -> float: ...
-    @property
-    def low(self) -> float: ...
-    @property
-    def high(self) -> float: ...
-
-
-class Span(NamedTuple):
-    """A priced value with its bounds (``Interval(*span)`` rebuilds an Interval)."""
-
-    value: float
-    low: float
-    high: float
-
-
-ZERO = Span(0.0, 0.0, 0.0)
-
-
 class StartUp(Protocol):
     """What a run pays before training (``advisor.providers.overheads.RunOverheads`` is one):
     its wall seconds, the seconds of those the bill counts, the service's billing rule."""
 
     @property
-    def wall(self) -> Bounds: ...
+    def wall(self) -> Interval: ...
     @property
-    def billed(self) -> Bounds: ...
+    def billed(self) -> Interval: ...
     @property
     def billing(self) -> BillingRule: ...
     def to_dict(self) -> dict[str, Any]: ...
 
 
-def _span(b: Bounds) -> Span:
-    return Span(float(b.value), float(b.low), float(b.high))
-
-
-def _span_dict(s: Span) -> dict[str, float]:
-    return {"value": s.value, "low": s.low, "high": s.high}
-
-
-def spot_runtime(runtime: Bounds, spot: bool) -> Span:
+def spot_runtime(runtime: Interval, spot: bool) -> Interval:
     """The run time on spot capacity: expected +10 %, upper bound +30 % (priors)."""
     if not spot:
-        return Span(runtime.value, runtime.low, runtime.high)
-    return Span(
+        return runtime
+    return Interval(
         runtime.value * (1 + SPOT_RESTART_OVERHEAD),
         runtime.low,
         runtime.high * (1 + SPOT_RESTART_OVERHEAD_HIGH),
@@ -144,14 +118,14 @@ class PricedRun:
     """A run's wall time (start-up + training, the spot overhead on the training when on
     spot), its billed seconds and cost. Without start-up overheads ``runtime == training``."""
 
-    runtime: Span
-    cost: Span
+    runtime: Interval
+    cost: Interval
     price_per_hour: float
     spot: bool
     billing: BillingRule
-    training: Span = ZERO
-    startup: Span = ZERO
-    billed: Span = ZERO
+    training: Interval = ZERO
+    startup: Interval = ZERO
+    billed: Interval = ZERO
     overheads: StartUp | None = None
 
     def notes(self) -> dict[str, Any]:
@@ -166,17 +140,17 @@ class PricedRun:
         if self.overheads is not None:
             out["overheads"] = {
                 **self.overheads.to_dict(),
-                "startup_s": _span_dict(self.startup),
-                "training_s": _span_dict(self.training),
-                "job_wall_s": _span_dict(self.runtime),
-                "job_billed_s": _span_dict(self.billed),
-                "job_cost_usd": _span_dict(self.cost),
+                "startup_s": self.startup.to_dict(),
+                "training_s": self.training.to_dict(),
+                "job_wall_s": self.runtime.to_dict(),
+                "job_billed_s": self.billed.to_dict(),
+                "job_cost_usd": self.cost.to_dict(),
             }
         return out
 
 
 def price_run(
-    runtime: Bounds,
+    runtime: Interval,
     price_per_hour: float,
     *,
     spot: bool = False,
@@ -194,15 +168,14 @@ def price_run(
     train = spot_runtime(runtime, spot)
     wall = billed_start = ZERO
     if overheads is not None:
-        wall, billed_start = _span(overheads.wall), _span(overheads.billed)
-    total = Span(*(w + t for w, t in zip(wall, train, strict=True)))
-    billed = Span(*(rule.billed(b + t) for b, t in zip(billed_start, train, strict=True)))
-    cost = Span(*(usd(b, price_per_hour) for b in billed))
-    return PricedRun(total, cost, price_per_hour, spot, rule, train, wall, billed, overheads)
+        wall, billed_start = overheads.wall, overheads.billed
+    billed = (billed_start + train).map(rule.billed)
+    cost = billed.map(lambda b: usd(b, price_per_hour))
+    return PricedRun(wall + train, cost, price_per_hour, spot, rule, train, wall, billed, overheads)
 
 
 def price_on(
-    instance: InstanceType, runtime: Bounds, spot: bool = False, overheads: StartUp | None = None
+    instance: InstanceType, runtime: Interval, spot: bool = False, overheads: StartUp | None = None
 ) -> PricedRun:
     """``price_run`` with the instance's list price and service."""
     return price_run(

@@ -95,6 +95,7 @@ PROVIDERS: tuple[Provider, ...] = (
     ),
 )
 LOCAL = "local"  # this machine: a catalog provider and service of its own, no cloud
+OWNED = "owned"  # issue #37: machines you own (advisor.providers.owned), priced by their cost
 
 
 def get(name: str) -> Provider:
@@ -123,4 +124,4 @@ def catalog_providers() -> tuple[str, ...]:
 
 def services() -> tuple[str, ...]:
     """Every catalog service, this machine's included."""
-    return (*(s for p in PROVIDERS for s in (p.vm_service, p.managed_service)), LOCAL)
+    return (*(s for p in PROVIDERS for s in (p.vm_service, p.managed_service)), LOCAL, OWNED)

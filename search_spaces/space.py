@@ -245,3 +245,9 @@ def space_from_dict(data: dict[str, Any]) -> JointSpace:
         batch_sizes=tuple(int(b) for b in data.get("batch_sizes", (256, 512, 1024, 2048))),
         hyperparameters=tuple(_param_from_dict(p) for p in data.get("hyperparameters", ())),
     )
+
+
+# One parameter to and from its dict (a space's ``hyperparameters`` entries), for the callers
+# that store parameters apart from a space (issue #36: the space read from a builder).
+param_to_dict = _param_to_dict
+param_from_dict = _param_from_dict

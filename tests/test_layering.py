@@ -28,7 +28,7 @@ FOLDERS = {  # folder -> the package it imports as (pyproject's package-dir)
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("front ends", ("advisor.cli", "advisor.service")),
     ("python api", ("advisor", "advisor.pipeline")),
-    ("stages", ("advisor.report", "advisor.tuning", "advisor.train")),
+    ("stages", ("advisor.report", "advisor.tuning", "advisor.train", "advisor.export")),
     ("study", ("advisor.study", "advisor.accuracy")),  # accuracy: --tune's short runs
     ("remote probes", ("advisor.remote",)),
     ("values", ("advisor.options", "advisor.records", "advisor.outcome")),
@@ -38,7 +38,16 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("probes", ("advisor.probes",)),
     ("providers", ("advisor.providers",)),
     ("search spaces", ("advisor.search_spaces",)),
-    ("base", ("advisor.errors", "advisor.config", "advisor._lazy", "advisor.durations")),
+    (
+        "base",
+        (
+            "advisor.errors",
+            "advisor.config",
+            "advisor._lazy",
+            "advisor.durations",
+            "advisor.intervals",
+        ),
+    ),
 ]
 ORDER = [name for name, _ in LAYERS]
 

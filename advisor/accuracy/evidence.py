@@ -14,9 +14,10 @@ import math
 import statistics
 from typing import Any
 
+from advisor.accuracy.collapse import backoff_text, collapsed
 from advisor.accuracy.lr_rule import LrRule, agreement
 from advisor.accuracy.plan import TunePlan
-from advisor.accuracy.trials import AccuracyTrial
+from advisor.accuracy.trials import AccuracyTrial, reported
 from advisor.search_spaces.space import CategoricalParam, FloatParam, IntParam, Param
 
 NARROW_TOP_SHARE = 0.25  # the ranges a tuning job starts from span the best quarter of runs
@@ -63,7 +64,7 @@ def best_of(trials: list[AccuracyTrial], batch: int) -> AccuracyTrial | None:
 
 
 def _spread(best: AccuracyTrial, trials: list[AccuracyTrial]) -> dict[str, Any]:
-    repeats = [t for t in trials if t.of == best.number and t.ok and t.checks == best.checks]
+    repeats = repeats_of(best, trials)
     values = [v for t in [best, *repeats] if (v := t.value) is not None]
     if len(values) < 2:
         return {
@@ -87,6 +88,52 @@ def _spread(best: AccuracyTrial, trials: list[AccuracyTrial]) -> dict[str, Any]:
     }
 
 
+def repeats_of(best: AccuracyTrial, trials: list[AccuracyTrial]) -> list[AccuracyTrial]:
+    """The seed repeats of ``best`` that reached its checks."""
+    return [t for t in trials if t.of == best.number and t.ok and t.checks == best.checks]
+
+
+def not_repeated(
+    best: AccuracyTrial,
+    trials: list[AccuracyTrial],
+    band: float | None,
+    n_classes: int | None,
+) -> str | None:
+    """Why the best run's values must not be recommended although it scored best (issue #36),
+    or None: its seed repeats (the best itself aside: it was chosen for its luck) do not beat
+    chance (their mean within ``band``), or do not beat the recipe's own run at that batch
+    size (the learning-rate rule's run, the recipe's other values) at the same checks. None as
+    well when the best is not repeated (its spread then says so) or is the recipe's run."""
+    repeats = repeats_of(best, trials)
+    values = [v for t in repeats if (v := t.value) is not None]
+    if not values or best.role == "rule":
+        return None
+    mean = statistics.fmean(values)
+    shown = ", ".join(f"{v:.3f}" for v in values)
+    head = (
+        f"the best short run ({best.metric} {best.value:.3f}) did not survive its own seed "
+        f"repeats ({shown})"
+    )
+    tail = "no value is recommended, the recipe's stay: give --tune more time"
+    if band is not None and best.metric == "val_accuracy" and mean <= band:
+        assert n_classes is not None
+        return (
+            f"{head}: their mean {mean:.3f} is within chance ({1 / n_classes:.3f} for "
+            f"{n_classes} classes, up to {band:.3f} with the validation noise); {tail}"
+        )
+    own = [
+        t for t in trials
+        if t.role == "rule" and t.ok and t.batch_size == best.batch_size
+        and t.checks == best.checks and t.value is not None
+    ]  # fmt: skip
+    if own and reported(best.metric, mean) >= reported(best.metric, own[0].value or 0.0):
+        return (
+            f"{head}: their mean {mean:.3f} does not beat the recipe's own run at batch "
+            f"{best.batch_size} ({own[0].value:.3f}, trial {own[0].number}); {tail}"
+        )
+    return None
+
+
 def counts(trials: list[AccuracyTrial]) -> dict[str, int]:
     """Runs by how they ended (seed repeats included in ``seeds`` only)."""
     search = [t for t in trials if t.role != "seed"]
@@ -106,7 +153,8 @@ def evidence(
 ) -> dict[str, Any] | None:
     """The recommended values and their evidence (None when no run reached a check). When the
     best run at the recommended batch size is not above the chance band (``chance_band``), no
-    value is recommended: ``values`` is empty and ``not_learned`` says why."""
+    value is recommended: ``values`` is empty and ``not_learned`` says why; likewise when its
+    seed repeats do not beat chance or the recipe's own run (``not_repeated`` says why)."""
     best = best_of(trials, plan.recommended_batch)
     if best is None:
         return None
@@ -125,6 +173,8 @@ def evidence(
             ),
             "chance_band": round(band, 4),
         }
+    elif (why := not_repeated(best, trials, band, n_classes)) is not None:
+        out_of_chance = {"not_repeated": why}  # issue #36: the best was a seed's luck
     return {
         "values": {} if out_of_chance else dict(best.params),
         **out_of_chance,
@@ -163,9 +213,13 @@ def per_batch(trials: list[AccuracyTrial]) -> list[dict[str, Any]]:
     return out
 
 
-def rule_check(trials: list[AccuracyTrial], rule: LrRule | None) -> dict[str, Any] | None:
+def rule_check(
+    trials: list[AccuracyTrial], rule: LrRule | None, band: float | None = None
+) -> dict[str, Any] | None:
     """Whether the tuned learning rate agrees with the rule at each batch size, and where the
-    rule's own runs ranked (None without a rule or without learning-rate runs)."""
+    rule's own runs ranked (None without a rule or without learning-rate runs); with the
+    chance ``band``, which rule runs learned and collapsed and what the search's steps down
+    from them gave (issue #36, ``advisor.accuracy.collapse``)."""
     order = ranked(trials)
     if rule is None or not any("lr" in t.params for t in order):
         return None
@@ -175,6 +229,9 @@ def rule_check(trials: list[AccuracyTrial], rule: LrRule | None) -> dict[str, An
         if not at:
             continue
         row: dict[str, Any] = {"batch_size": batch, "rule_lr": round(rule.lr_at(batch), 6)}
+        left = _left_the_rule(trials, batch, band)
+        if left is not None:
+            row["collapsed"] = {**left, "text": backoff_text(rule.lr_at(batch), left["steps"])}
         if len(at) == 1 and at[0].role == "rule":
             row.update(checked=False, text="only the rule's own run reached a check: not checked")
             rows.append(row)
@@ -193,6 +250,36 @@ def rule_check(trials: list[AccuracyTrial], rule: LrRule | None) -> dict[str, An
             }
         rows.append(row)
     return {"rule": rule.to_dict(), "by_batch": rows}
+
+
+def _left_the_rule(
+    trials: list[AccuracyTrial], batch: int, band: float | None
+) -> dict[str, Any] | None:
+    """The rule run at ``batch`` that collapsed and the steps down from it (None: none)."""
+    own = [t for t in trials if t.role == "rule" and t.batch_size == batch and t.ok]
+    if not own or not collapsed(own[0].curve, band, own[0].metric):
+        return None
+    steps = [
+        {
+            "trial": t.number,
+            "lr": float(t.params["lr"]),
+            "value": round(t.value or math.nan, 4),
+            "peak": round(max(v for _, v in t.curve), 4),
+            "collapsed": collapsed(t.curve, band, t.metric),
+            "ended": t.ended,
+        }
+        for t in trials
+        if t.role == "backoff" and t.batch_size == batch and t.ok and "lr" in t.params
+    ]
+    rule_run = own[0]
+    return {
+        "rule_run": {
+            "trial": rule_run.number,
+            "peak": round(max(v for _, v in rule_run.curve), 4),
+            "value": round(rule_run.value or math.nan, 4),
+        },
+        "steps": steps,
+    }
 
 
 def narrowed(trials: list[AccuracyTrial], params: list[Param]) -> dict[str, Param] | None:

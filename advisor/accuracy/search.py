@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from advisor.accuracy.collapse import backoff_values, collapsed
 from advisor.accuracy.evidence import best_of
 from advisor.accuracy.lr_rule import LrRule
 from advisor.accuracy.plan import TunePlan
@@ -104,8 +105,10 @@ class ShortRunSearch:
         train: Trainer | None = None,
         clock: Callable[[], float] = time.monotonic,
         progress: Progress | None = None,
+        chance: float | None = None,
     ) -> None:
         self.study, self.plan, self.params = study, plan, params
+        self.chance = chance  # issue #36: the chance band a collapsed rule run falls into
         self.budget_s, self.fixed = budget_s, dict(fixed or {})
         self.rule, self.recipe = rule, dict(recipe or {})
         self.seed, self.threads = seed, threads
@@ -210,6 +213,8 @@ class ShortRunSearch:
         except Exception as exc:  # the builder refused a value, out of memory...
             record.update(ended="failed", error=f"{type(exc).__name__}: {exc}"[:300])
         self._write(work, trial, record, state, value, started)
+        if role in ("rule", "backoff"):  # issue #36: leave the rule's region when it collapses
+            self._back_off(work, record, batch, hps)
         result.new += 1
         result.endings[record["ended"]] += 1
         if record["ended"] == "finished" and role != "seed":
@@ -329,6 +334,24 @@ class ShortRunSearch:
                     values[p.name] = value
             work.enqueue_trial(values, skip_if_exists=False)
             self.roles.append("rule")
+
+    def _back_off(
+        self, work: optuna.Study, record: dict[str, Any], batch: int, hps: dict[str, Any]
+    ) -> None:
+        """Issue #36: a rule run (or a step down from it) that learned and collapsed to chance
+        gets the next step down at the same batch size (``advisor.accuracy.collapse``)."""
+        if not collapsed(record["curve"], self.chance, str(record.get("metric"))):
+            return
+        lr = next((p for p in self.params if p.name == "lr"), None)
+        done = sum(
+            t.role == "backoff" and t.batch_size == batch
+            for t in accuracy_trials(self.study, self.plan.id)
+        )
+        low = float(lr.low) if isinstance(lr, FloatParam | IntParam) else 0.0
+        values = backoff_values({**hps}, low, done)
+        if values is not None:
+            work.enqueue_trial({"batch_size": batch, **values}, skip_if_exists=False)
+            self.roles.append("backoff")  # asked after the rule runs already queued
 
 
 def _turns(plan: TunePlan) -> list[int]:

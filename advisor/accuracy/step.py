@@ -15,11 +15,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from advisor.accuracy.builder_space import builder_space
 from advisor.accuracy.lr_rule import lr_rule, recipe
 from advisor.accuracy.plan import SampleCost, TunePlan, plan_tuning
 from advisor.accuracy.search import Progress, ShortRunSearch, Trainer
 from advisor.errors import AdvisorError
 from advisor.providers.catalog import MachineKey
+from advisor.search_spaces.space import param_to_dict
+from advisor.search_spaces.workloads import ModelRef
 
 if TYPE_CHECKING:
     from advisor.outcome import SuggestOutcome
@@ -50,10 +53,19 @@ def tune_step(
             "run it with --framework torch, or leave --tune out.",
         )
     params = [p for p in outcome.space.hyperparameters if not p.affects_runtime]
+    derived = None
+    if not params and ModelRef(outcome.workload.name).is_user:  # issue #36: its builder's
+        derived = builder_space(recipe(outcome.workload.name, outcome.workload.framework))
+        params = list(derived.params)
     if not params:
         raise AdvisorError(
             "--tune judges hyperparameters that do not change the run time, and the space has "
-            "none.",
+            "none"
+            + (
+                " (nor has the builder a keyword argument with a positive float default)."
+                if derived is not None
+                else "."
+            ),
             "add some (lr, momentum, dropout...) to the space, or leave --tune out.",
         )
     batch = int(recommended["batch_size"])
@@ -89,6 +101,7 @@ def tune_step(
         train=train,
         clock=clock,
         progress=progress,
+        chance=_chance(outcome.workload.name, plan.n_val),  # issue #36: collapsed rule runs
     )
     result = search.run()
     done = {
@@ -98,6 +111,9 @@ def tune_step(
         "fixed": fixed,
         "full_run": _full_run(recommended, outcome.workload.n_train),
         "last": result.to_dict(),
+        # issue #36: the space read from a user model's builder (None: the study's space)
+        "space": None if derived is None else derived.to_dict(),
+        "params": [param_to_dict(p) for p in params],
     }
     study.set_user_attr(STUDY_ATTR, done)
     return done
@@ -152,3 +168,13 @@ def _noise(rows: list[dict[str, Any]], batch: int) -> tuple[float | None, str]:
 def _full_run(recommended: dict[str, Any], n_train: int) -> str:
     epochs = recommended.get("epochs")
     return f"{epochs} epochs of {n_train:,} samples" if epochs else f"epochs of {n_train:,} samples"
+
+
+def _chance(workload: str, n_val: int) -> float | None:
+    """The chance band of a built-in workload's validation accuracy (None: not known)."""
+    from advisor.accuracy.evidence import chance_band
+    from advisor.search_spaces.workloads import get, names
+
+    if ModelRef(workload).is_user or workload not in names():
+        return None
+    return chance_band(get(workload).n_classes, n_val)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
-ROLES = ("search", "rule", "seed")
+ROLES = ("search", "rule", "seed", "backoff")  # backoff: issue #36, advisor.accuracy.collapse
 ENDINGS = ("finished", "pruned", "time budget", "failed", "interrupted")
 HIGHER_IS_BETTER = {"val_accuracy": True, "val_loss": False}
 

@@ -10,13 +10,10 @@ from typing import Any
 import click
 
 from advisor.cli import console as output
+from advisor.cli import params as p
 from advisor.errors import AdvisorError
 
-_STORAGE = click.option(
-    "--storage",
-    default=None,
-    help="Optuna storage URL holding the ledger (default: the advisor's SQLite file).",
-)
+_STORAGE = p.storage_option()  # the storage holding the calibration ledger
 
 
 def _summary(records: list[Any], storage: str | None) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 @click.command("dashboard")
-@click.option("--storage", help="Optuna storage URL (default: the advisor's SQLite file).")
+@p.storage_option()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=p.PORT, default=8080, show_default=True)
 def dashboard(storage: str | None, host: str, port: int) -> None:

@@ -39,9 +39,9 @@ def _default_epochs(workload: str, batch_size: int) -> int:
     help="Probe this workload now instead of reading --probe.",
 )
 @click.option("--batch-size", type=p.POSITIVE, default=None)
-@click.option("--iterations", type=p.BoundedInt(3, 10_000), default=20, show_default=True)
-@click.option("--threads", type=p.THREADS, default=None)
-@click.option("--framework", default="torch", show_default=True)
+@p.iterations_option()
+@p.threads_option()
+@p.framework_option()
 @click.option(
     "--epochs",
     type=p.POSITIVE,

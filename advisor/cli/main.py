@@ -27,6 +27,8 @@ COMMANDS: dict[str, str] = {
     "submit": "Submit the managed tuning job (SageMaker, Vertex, Azure ML).",
     "status": "Show a managed tuning job's status.",
     "import": "Bring a managed tuning job's trials into a study.",
+    "export": "Write the recommendation as a SkyPilot task or a managed training job.",
+    "hardware": "Add, list and remove machines you own (candidates priced by their cost).",
     "dashboard": "Open optuna-dashboard on the advisor's studies.",
     "serve": "Serve the advisor over HTTP (tokens, jobs, studies).",
     "worker": "Run the service's queued jobs (Redis).",
@@ -56,6 +58,10 @@ def load_command(name: str) -> click.Command:
         from advisor.cli.submit import status as command
     elif name == "import":
         from advisor.cli.submit import import_job as command
+    elif name == "export":
+        from advisor.cli.export import export as command
+    elif name == "hardware":
+        from advisor.cli.hardware import hardware as command
     elif name == "dashboard":
         from advisor.cli.dashboard import dashboard as command
     elif name == "serve":

@@ -11,13 +11,16 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from advisor.durations import parse_duration
 from advisor.errors import AdvisorError
+
+FC = TypeVar("FC", bound=Callable[..., Any])
 
 
 def _range_text(
@@ -228,3 +231,53 @@ EPOCHS_AT = EpochsAt()
 COUNT_OR_ZERO = BoundedInt(0, 10**9)
 PORT = BoundedInt(1, 65535)
 GPUS = BoundedInt(0, 1024)
+
+
+# -- options more than one command takes: declared once, the same choices and help everywhere --
+
+
+def frameworks() -> tuple[str, ...]:
+    """The frameworks a probe can train with (``advisor.probes.runner.FRAMEWORK_ENTRY``)."""
+    from advisor.probes.runner import FRAMEWORK_ENTRY
+
+    return tuple(FRAMEWORK_ENTRY)
+
+
+def framework_option() -> Callable[[FC], FC]:
+    """``--framework``: one of the probe runners' frameworks, torch by default."""
+    from advisor.options import OPTIONS
+
+    return click.option(
+        "--framework",
+        type=click.Choice(frameworks()),
+        default="torch",
+        show_default=True,
+        help=OPTIONS["framework"].help,
+    )
+
+
+def storage_option(**extra: Any) -> Callable[[FC], FC]:
+    """``--storage``: the Optuna storage URL (studies, probe cache, calibration ledger);
+    ``extra`` adds click settings (``advisor serve``'s environment variable and help)."""
+    from advisor.options import OPTIONS
+
+    kwargs: dict[str, Any] = {"default": None, "help": OPTIONS["storage"].help, **extra}
+    return click.option("--storage", "storage", **kwargs)
+
+
+def iterations_option() -> Callable[[FC], FC]:
+    """``--iterations`` of a probe (``advisor probe``, ``advisor estimate``)."""
+    return click.option(
+        "--iterations",
+        type=BoundedInt(3, 10_000),
+        default=20,
+        show_default=True,
+        help="Training iterations timed (the first is warm-up).",
+    )
+
+
+def threads_option(
+    help: str = "CPU threads of the probe (default: all cores).",
+) -> Callable[[FC], FC]:
+    """``--threads`` of a probe, at most this machine's cores."""
+    return click.option("--threads", type=THREADS, default=None, help=help)

@@ -210,8 +210,8 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Use a saved probe JSON instead of probing now.",
 )
-@click.option("--threads", type=p.THREADS, default=None, help="CPU threads for the local probe.")
-@click.option("--framework", default="torch", show_default=True, help="torch or keras.")
+@p.threads_option("CPU threads for the local probe.")
+@p.framework_option()
 @click.option(
     "--strategy",
     type=click.Choice(["auto", "ddp", "dp"]),

@@ -34,7 +34,7 @@ def _remote_options(fn: Any) -> Any:
         click.option("--compute", help="--on Azure ML: compute cluster."),
         click.option("--output", help="--on: s3://... (SageMaker) or gs://... (Vertex)."),
         click.option("--spot", is_flag=True, help="--on: run the job on spot capacity."),
-        click.option("--storage", help="--on: Optuna storage URL of the cache (default: SQLite)."),
+        p.storage_option(),  # --on: the storage of the probe cache
         click.option("--emulate", is_flag=True, hidden=True, help="--on: run the job here."),
     ]
     for option in reversed(options):
@@ -50,20 +50,9 @@ def _remote_options(fn: Any) -> Any:
     help="Built-in workload (fcn, simple-cnn, ...) or module:function.",
 )
 @click.option("--batch-size", type=p.POSITIVE, required=True)
-@click.option(
-    "--iterations",
-    type=p.BoundedInt(3, 10_000),
-    default=20,
-    show_default=True,
-    help="Training iterations timed (the first is warm-up).",
-)
-@click.option(
-    "--threads",
-    type=p.THREADS,
-    default=None,
-    help="CPU threads (default: all cores; --on: all the machine's).",
-)
-@click.option("--framework", default="torch", show_default=True)
+@p.iterations_option()
+@p.threads_option("CPU threads (default: all cores; --on: all the machine's).")
+@p.framework_option()
 @click.option(
     "--device",
     default="cpu",

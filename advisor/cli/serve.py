@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from advisor.cli import params as p
 from advisor.cli.params import FiniteFloat
 
 STORAGE_HELP = (
@@ -29,7 +30,7 @@ def storage_options(command: click.decorators.FC) -> click.decorators.FC:
         type=click.Path(dir_okay=False, path_type=Path),
         help=STORAGE_FILE_HELP,
     )(command)
-    return click.option("--storage", envvar="ADVISOR_STORAGE", help=STORAGE_HELP)(command)
+    return p.storage_option(envvar="ADVISOR_STORAGE", help=STORAGE_HELP)(command)
 
 
 @click.command("serve")

@@ -42,7 +42,7 @@ def _provider_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     type=p.StudyName(),
     help="Advisor study whose recommendation to tune around.",
 )
-@click.option("--storage", help="Optuna storage URL (default: the advisor's SQLite file).")
+@p.storage_option()
 @click.option(
     "--instance",
     "instances",
@@ -231,7 +231,7 @@ def status(job: str, as_json: bool, provider: str, **provider_opts: Any) -> None
     required=True,
     help="Advisor study to add the trials to.",
 )
-@click.option("--storage", help="Optuna storage URL (default: the advisor's SQLite file).")
+@p.storage_option()
 @click.option("--json", "as_json", is_flag=True, help="Print the added trials as JSON.")
 def import_job(
     job: str,

@@ -13,6 +13,7 @@ import click
 
 from advisor.cli import console as output
 from advisor.cli import params as p
+from advisor.cli.export import ExportTo
 from advisor.cli.saved_files import EXIT_STATUS, write_atomically, write_text
 from advisor.errors import MissingExtraError
 from advisor.options import OBJECTIVES, OPTIONS, SAMPLER_NAMES
@@ -30,7 +31,7 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 
 @click.command("suggest")
 @_option("model", type=p.ModelRef(), required=True)
-@_option("framework", type=click.Choice(["torch", "keras"]), default="torch", show_default=True)
+@p.framework_option()
 @click.option("--space", "space_file", type=click.Path(dir_okay=False), help=OPTIONS["space"].help)
 @_option("budget_usd", type=p.USD)
 @_option("deadline_s", type=p.Duration())
@@ -45,7 +46,7 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @_option("timeout_s", type=p.Duration())
 @_option("tune_s", type=p.Duration())
 @_option("snapshot")
-@_option("storage")
+@p.storage_option()
 @_option("study_name", type=p.StudyName())
 @_option("probe_iterations", type=p.BoundedInt(3, 10_000), default=8, show_default=True)
 @_option("threads", type=p.THREADS)
@@ -54,11 +55,13 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @_option("data_gb", type=p.FiniteFloat(0.0, 1e6))
 @_option("include_previous_generation", is_flag=True)
 @_option("precision", type=click.Choice(PRECISION_CHOICES), default="fp32", show_default=True)
+@_option("plan", metavar="FIELD=VALUE,...")
 @_option("gpus", metavar="NAME[:COUNT]")
 @_option("cloud")
 @_option("region")
 @_option("spot", default=None)
 @_option("local", default=None)
+@_option("value_of_time", type=p.USD, metavar="USD_PER_HOUR")
 @click.option("--no-screen", "screen", flag_value=False, default=True, help=OPTIONS["screen"].help)
 @_option("cloud_probes", type=p.BoundedInt(0, 100), default=0, show_default=True)
 @_option("cloud_settings", type=click.Path(dir_okay=False))
@@ -90,6 +93,13 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
     "it (same name, .html; needs the plot extra), after the report is printed.",
 )
 @click.option(
+    "--export",
+    "export_to",
+    type=ExportTo(),
+    help="Also write the recommendation as TARGET:FILE, TARGET one of skypilot, sagemaker, "
+    "vertex, azureml (see `advisor export`), after the report is printed.",
+)
+@click.option(
     "--backend",
     "backend_spec",
     hidden=True,
@@ -108,6 +118,7 @@ def suggest(
     as_json: bool,
     out_file: Path | None,
     plot_file: Path | None,
+    export_to: tuple[str, Path] | None,
     backend_spec: str | None,
     server: str | None,
     token: str | None,
@@ -128,7 +139,7 @@ def suggest(
     model = ModelRef(fields["model"])
     space = load_space(Path(space_file), None if model.is_user else model) if space_file else None
     options = SuggestOptions(space=space, **fields)
-    view = _View(top, verbose, as_json, out_file, plot_file)
+    view = _View(top, verbose, as_json, out_file, plot_file, export_to)
     if server:  # issue #17: the same request, run by a service
         from advisor.service.suggest_client import suggest_remote
 
@@ -146,11 +157,14 @@ def suggest(
     from advisor.pipeline import suggest as run_pipeline
 
     backend = backend_from_spec(backend_spec) if backend_spec else None
+    # issue #36: the first answer from the operator trace while the local probes run (not
+    # with --json: one final document)
+    early = None if as_json or backend is not None else _first_answer_printer(top)
     with terminate_as_exception():  # SIGTERM stops the search as Ctrl-C does (exit 143)
         if not as_json and sys.stderr.isatty():
-            report = _run_with_progress(options, backend)
+            report = _run_with_progress(options, backend, early)
         else:
-            report = run_pipeline(options, backend=backend)
+            report = run_pipeline(options, backend=backend, on_first_answer=early)
         _show(report, view)
     status = EXIT_STATUS.get(str(report.get("interrupted")))
     if status is not None:  # the partial report is printed; a script can tell it apart
@@ -166,6 +180,7 @@ class _View:
     as_json: bool
     out_file: Path | None
     plot_file: Path | None
+    export_to: tuple[str, Path] | None = None  # issue #37: --export TARGET:FILE
 
 
 def _show(report: dict[str, Any], view: _View) -> None:
@@ -193,6 +208,11 @@ def _show(report: dict[str, Any], view: _View) -> None:
             _written(view, f"plot written to {view.plot_file} and {html}")
         except MissingExtraError as exc:
             click.echo(f"plot written to {view.plot_file}; no HTML plot: {exc}", err=True)
+    if view.export_to:  # issue #37: what the report recommends, as a task or a job
+        from advisor.export.api import export
+
+        done = export(view.export_to[0], report=report, out=view.export_to[1])
+        _written(view, done.summary())
 
 
 def _written(view: _View, line: str) -> None:
@@ -212,7 +232,20 @@ def progress_label(phase: str, total: int) -> str:
     return phase.split(":", 1)[1] if ":" in phase else phase
 
 
-def _run_with_progress(options: Any, backend: Any) -> dict[str, Any]:
+def _first_answer_printer(top: int | None) -> Callable[[dict[str, Any]], None]:
+    """Print the first answer's block (``advisor.report.first_answer``) on stdout."""
+
+    def show(report: dict[str, Any]) -> None:
+        from advisor.report.first_answer import print_block
+
+        print_block(report, output.console(), min(top or 3, 3))
+
+    return show
+
+
+def _run_with_progress(
+    options: Any, backend: Any, early: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import (
@@ -247,4 +280,4 @@ def _run_with_progress(options: Any, backend: Any) -> dict[str, Any]:
                 tasks[key] = bar.add_task(label, total=total)
             bar.update(tasks[key], completed=done, total=total, description=label)
 
-        return run_pipeline(options, backend=backend, progress=hook)
+        return run_pipeline(options, backend=backend, progress=hook, on_first_answer=early)

@@ -81,3 +81,20 @@ def offered(
     if instance.current or include_previous_generation:
         return True
     return instance.key in named or instance.instance_type in named
+
+
+def owned_candidates(
+    accelerators: dict[str, Any], machines: MachineFilter, rest: MachineFilter
+) -> list[InstanceType]:
+    """Issue #37: the machines you own (``advisor.providers.owned``) that pass the filter
+    (``rest``: the filter less its accelerators, matched here by name or family)."""
+    from advisor.providers.owned import owned_instances
+
+    wanted = {a.lower() for a in machines.accelerators}
+    return [
+        i
+        for i in owned_instances(accelerators)
+        if matches(i, rest)
+        and (not wanted or (acc := (i.accelerator or "cpu").lower()) in wanted
+             or acc.partition("-")[0] in wanted)
+    ]  # fmt: skip

@@ -109,3 +109,49 @@ class Retakes:
         """``key`` was judged to retake but is not taken yet: the next ``due`` says so."""
         if key in self.judged:
             self.deferred.add(key)
+
+
+def steady_spread(probe: Any) -> float | None:
+    """The relative spread (max / min - 1) of a probe's last three steady iterations (the
+    first is warm-up): the probe stops once they agree within 5 % on a quiet machine and
+    keeps measuring when disturbed, so this is the noise its timings carry (issue #36: the
+    tie band). None for a failed or untimed probe, or fewer than four iterations."""
+    if isinstance(probe, dict):
+        status, times = probe.get("status"), probe.get("iteration_s") or ()
+        fingerprint = probe.get("fingerprint") or {}
+    else:
+        status, times = getattr(probe, "status", None), getattr(probe, "iteration_s", ())
+        fingerprint = getattr(probe, "fingerprint", None) or {}
+    if status != "ok" or len(times) < 4 or "untimed" in fingerprint:
+        return None
+    last = [float(t) for t in times[1:][-3:]]
+    if min(last) <= 0:
+        return None
+    return max(last) / min(last) - 1.0
+
+
+def tie_band(probes: Iterable[tuple[int, Any]]) -> dict[str, Any]:
+    """The tie band of a report (issue #36) from its probes (batch size, probe): the spread
+    of each timed probe's last three steady iterations (``steady_spread``) made a band by
+    ``advisor.evaluation.ranking.noise_band``, with what it rests on."""
+    from advisor.evaluation.ranking import TIE_SHARE, noise_band
+
+    spreads: dict[int, float] = {}
+    for batch, probe in sorted(probes, key=lambda bp: bp[0]):
+        spread = steady_spread(probe)
+        if spread is not None and batch not in spreads:
+            spreads[batch] = spread
+    share = noise_band(spreads.values())
+    if not spreads:
+        basis = f"{TIE_SHARE:.0%}: no timed probe to measure the noise from"
+    else:
+        shown = ", ".join(f"b{b} {s:.1%}" for b, s in spreads.items())
+        basis = (
+            f"{share:.0%}: the median spread of the probes' last three steady iterations "
+            f"({shown}), rounded up to a whole 5 %, at least {TIE_SHARE:.0%}"
+        )
+    return {
+        "share": share,
+        "spreads": {str(b): round(s, 4) for b, s in spreads.items()},
+        "basis": basis,
+    }

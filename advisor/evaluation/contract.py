@@ -32,15 +32,17 @@ the replay back end (each replayed row stands for a probe run there). A scored c
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from advisor.evaluation.candidates import Candidate, offered, predicted_only
 from advisor.evaluation.space_checks import check_instance_types
 from advisor.evaluation.workload import WorkloadInfo
-from advisor.probes.result import Interval, PhaseTimes, ProbeResult
+from advisor.intervals import Interval
+from advisor.probes.result import PhaseTimes, ProbeResult
 from advisor.providers.catalog import InstanceType
 from advisor.search_spaces.space import JointSpace, MachineFilter
 
@@ -155,9 +157,11 @@ class Backend(ABC):
         self.evaluations = 0
         # Issue #27: machine keys the last ``candidates`` call left out, by reason.
         self.left_out: dict[str, list[str]] = {}
-        # time.monotonic() by which the search must end (--timeout): a back end that runs
-        # probes shortens their time-outs to it.
+        # ``clock()`` by which the search must end (--timeout): a back end that runs probes
+        # shortens their time-outs to it. ``clock`` is the search's clock (``run_suggest``
+        # sets both; the replay back end's can be simulated: ``ReplayClock``).
         self.deadline: float | None = None
+        self.clock: Callable[[], float] = time.monotonic
 
     @property
     def snapshot(self) -> str:

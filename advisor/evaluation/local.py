@@ -21,12 +21,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from advisor.evaluation.candidates import matches
+from advisor.evaluation.candidates import matches, owned_candidates
 from advisor.evaluation.contention import Retakes
 from advisor.evaluation.contract import Backend, RunTime, probe_duration_s
 from advisor.evaluation.failures import TRANSIENT_FAILURES
 from advisor.evaluation.measured import EMULATED_SOURCE, REMOTE_SOURCE, RemoteLookup, remote_summary
-from advisor.evaluation.memory_checks import BatchLimits, StandIns, does_not_fit, not_probed_here
+from advisor.evaluation.memory_checks import BatchLimits, StandIns, not_probed_here
 from advisor.evaluation.probe_cache import (
     PROBE_CACHE_STUDY,
     ProbeCache,
@@ -109,6 +109,7 @@ class LocalBackend(Backend):
         # Issue #34: a probe too big for this machine is never run (its stand-in is traced),
         # and each machine's largest fitting batch is computed once (evaluation.memory_checks)
         self.stand_ins, self.limits = StandIns(), BatchLimits()
+        self.plan_fields: dict[str, Any] = {}  # issue #35: --plan's fixed fields (run.py)
 
     @property
     def snapshot(self) -> str:
@@ -132,6 +133,7 @@ class LocalBackend(Backend):
         if machines.instance_types:  # native names (ml.p3.2xlarge, Standard_NC6s_v3) match too
             rest = replace(rest, instance_types=self.catalog.matching_keys(machines.instance_types))
         out = [i for i in found if i.provider != "local" and matches(i, rest)]
+        out += owned_candidates(self.catalog.accelerators, machines, rest)  # issue #37
         if machines.include_local:
             from advisor.providers.catalog import local_machine
 
@@ -221,7 +223,7 @@ class LocalBackend(Backend):
     ) -> ProbeRequest:
         timeout = self.timeout_s
         if self.deadline is not None:  # --timeout bounds the whole search, probes included
-            timeout = max(1.0, min(timeout, self.deadline - time.monotonic()))
+            timeout = max(1.0, min(timeout, self.deadline - self.clock()))
         return ProbeRequest(
             workload=workload.name,
             batch_size=batch_size,
@@ -318,28 +320,14 @@ class LocalBackend(Backend):
             elif self._predict is not None:
                 phases = self._predict(probe, instance, self.catalog, batch_size)
             else:  # the one prediction path (advisor predict's and the service's)
-                from advisor.prediction.perf.forecast import forecast_machine
-
                 if instance.accelerator is not None:  # its operator trace, taken once
                     probe = self.ready(workload, batch_size, hps, probe, noise=is_ref)
-                over = self.limits.check(
-                    probe, instance, self.catalog, batch_size, epochs, new, self.cache
-                )
-                if over is not None:  # issue #34: above this machine's limit, not predicted
-                    return over
-                row = forecast_machine(
-                    probe, instance, self.catalog, batch_size, epochs, workload.n_train,
-                    workload.n_val, sweep_epochs=(), data_bytes=workload.data_bytes,
-                    data_basis=workload.data_basis, ledger_storage=self.ledger_storage,
-                    trace_store=self.cache, precision=self.precision,
-                )  # fmt: skip
-                if row.memory is not None and not row.fits:  # issue #34
-                    return does_not_fit(row.memory, epochs, probe, new)
-                pred = row.prediction
-                phases = pred.phases
-                extra = {"bottleneck": pred.bottleneck, "basis": pred.basis, "plan": pred.plan}
-                if row.memory is not None:
-                    extra["memory"] = row.memory.to_dict()
+                from advisor.evaluation.memory_checks import planned_row
+
+                row = planned_row(self, workload, probe, instance, batch_size, epochs, new)
+                if isinstance(row, RunTime):  # issue #34: does not fit its GPUs' memory
+                    return row
+                phases, extra = row
             est = estimate(phases, workload.n_train, workload.n_val, epochs, batch_size)
         except (ValueError, ArithmeticError) as exc:
             return RunTime(

@@ -32,6 +32,11 @@ from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
 
 DOES_NOT_FIT = "does not fit"  # how a does-not-fit error starts (the memory model's text)
+# suggest skips a local probe for time only when even the step's lower bound (its FLOPs at this
+# CPU's measured product rate) is over a minute: the probe's own time box (120 s) could not
+# take its five-step floor. A tighter limit moved with the machine's load: fcn at batch 2048
+# came out at "at least 6 s a step" on a busy 2-core machine and lost its row.
+SUGGEST_MAX_STEP_S = 60.0
 
 
 class StandIns:
@@ -47,7 +52,9 @@ class StandIns:
 
         key = (workload.name, batch, json.dumps(rt_hps, sort_keys=True))
         if key not in self._decisions:
-            self._decisions[key] = decide(workload.name, batch, workload.framework, rt_hps)
+            self._decisions[key] = decide(
+                workload.name, batch, workload.framework, rt_hps, SUGGEST_MAX_STEP_S
+            )
         return self._decisions[key]
 
     def probeable(self, workload: WorkloadInfo, batch: int, rt_hps: dict[str, Any]) -> bool:
@@ -146,3 +153,36 @@ class BatchLimits:
 
     def set_batches(self, batch_sizes: Sequence[int]) -> None:
         self.batch_sizes = tuple(sorted(set(batch_sizes)))
+
+
+def planned_row(
+    backend: Any, workload: WorkloadInfo, probe: ProbeResult, instance: InstanceType,
+    batch: int, epochs: int, new: bool,
+) -> RunTime | tuple[Any, dict[str, Any]]:  # fmt: skip
+    """A catalog machine's row on the one prediction path under the fastest training plan that
+    fits it (issue #35, ``perf.plan_search``): its phases and what the estimate records (the
+    plan in words and as fields), or the does-not-fit row. When ``--plan`` pins the plain
+    plan, a batch above the machine's limit is not predicted at all (``BatchLimits``)."""
+    from advisor.prediction.perf.plan_search import best_forecast, searches
+
+    fixed = backend.plan_fields
+    if not searches(fixed):
+        over = backend.limits.check(probe, instance, backend.catalog, batch, epochs, new,
+                                    backend.cache)  # fmt: skip
+        if over is not None:
+            return over
+    row, plan = best_forecast(
+        probe, instance, backend.catalog, batch, epochs, workload.n_train, workload.n_val,
+        precision=backend.precision, fixed=fixed, sweep_epochs=(),
+        data_bytes=workload.data_bytes, data_basis=workload.data_basis,
+        ledger_storage=backend.ledger_storage, trace_store=backend.cache,
+    )  # fmt: skip
+    if row.memory is not None and not row.fits:
+        return does_not_fit(row.memory, epochs, probe, new)
+    pred = row.prediction
+    extra: dict[str, Any] = {"bottleneck": pred.bottleneck, "basis": pred.basis, "plan": pred.plan}
+    if plan is not None:
+        extra["training_plan"] = plan.to_dict()
+    if row.memory is not None:
+        extra["memory"] = row.memory.to_dict()
+    return pred.phases, extra

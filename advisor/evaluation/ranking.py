@@ -14,19 +14,31 @@ best on it; those candidates are then ordered by a key that no measurement moves
 ``tiebreak`` (the report's rows: list price per hour, then machine name, then batch size), so
 probe noise of a few per cent cannot swap two machines the estimates cannot tell apart
 (``TIE_RULE`` says it in words).
+
+A band as wide as the noise (issue #36): on a busy machine the probes' timings move by more
+than 5 % between runs, and a row near the band's edge fell in or out of it, so the answer
+changed (batch 512 or 1024 on one machine, 0.062 or 0.063 USD). The band (``share`` of the
+functions below) is then the probes' own measured noise (``noise_band``: the spread of their
+steady iterations), never less than ``TIE_SHARE``, rounded up to a whole 5 % so a band that
+moves by a point or two between runs stays the same, at most ``TIE_MAX_SHARE`` (a prior); the
+same band applies to the time and to the cost, then the stated keys decide.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import statistics
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-TIE_SHARE = 0.05  # values this close to the best count as ties
+TIE_SHARE = 0.05  # values this close to the best count as ties (the band on a quiet machine)
+TIE_STEP = 0.05  # a measured band is rounded up to a multiple of this
+TIE_MAX_SHARE = 0.25  # a prior: a noisier machine's band stays at a quarter (range 0.05-0.25)
 # The rule that picks among a tie group, in words (the report's confidence line).
 TIE_RULE = {
-    "time": "the cheapest (costs within 5 % tie: the lower list price, then the name)",
-    "cost": "the fastest (times within 5 % tie: the lower list price, then the name)",
+    "time": "the cheapest (costs within the band tie: the lower list price, then the name)",
+    "cost": "the fastest (times within the band tie: the lower list price, then the name)",
 }
 PARETO_MAX = 8  # most points the reported Pareto set keeps (ends and knee always kept)
 
@@ -54,35 +66,49 @@ def _primary(p: Point, objective: str) -> tuple[float, float]:
     return (p.cost, p.runtime) if objective == "cost" else (p.runtime, p.cost)
 
 
-def tie_groups(points: Sequence[Point], objective: str) -> list[list[Point]]:
+def noise_band(spreads: Iterable[float]) -> float:
+    """The tie band for timings whose measured relative spreads (max / min - 1 of a probe's
+    steady iterations) are ``spreads``: their median, rounded up to a multiple of
+    ``TIE_STEP``, within [``TIE_SHARE``, ``TIE_MAX_SHARE``] (``TIE_SHARE`` without any)."""
+    found = sorted(s for s in spreads if math.isfinite(s) and s >= 0)
+    if not found:
+        return TIE_SHARE
+    mid = statistics.median(found)
+    stepped = math.ceil(round(mid / TIE_STEP, 6)) * TIE_STEP
+    return round(min(TIE_MAX_SHARE, max(TIE_SHARE, stepped)), 4)
+
+
+def tie_groups(
+    points: Sequence[Point], objective: str, share: float = TIE_SHARE
+) -> list[list[Point]]:
     """Points grouped by the tie rule on the objective's metric (time, or cost for "cost"):
-    each group spans ``TIE_SHARE`` from its best; inside a group the other metric decides."""
+    each group spans ``share`` from its best; inside a group the other metric decides."""
     ordered = sorted(points, key=lambda p: _primary(p, objective))
     groups: list[list[Point]] = []
     for p in ordered:
         v = _primary(p, objective)[0]
-        if groups and v <= _primary(groups[-1][0], objective)[0] * (1 + TIE_SHARE):
+        if groups and v <= _primary(groups[-1][0], objective)[0] * (1 + share):
             groups[-1].append(p)
         else:
             groups.append([p])
-    return [_order_inside(g, objective) for g in groups]
+    return [_order_inside(g, objective, share) for g in groups]
 
 
-def _order_inside(group: list[Point], objective: str) -> list[Point]:
-    """A tie group ordered by the other metric; the points within ``TIE_SHARE`` of the best
+def _order_inside(group: list[Point], objective: str, share: float = TIE_SHARE) -> list[Point]:
+    """A tie group ordered by the other metric; the points within ``share`` of the best
     on it tie again and come first, ordered by their ``tiebreak`` (then the metrics)."""
     by_other = sorted(group, key=lambda p: (_primary(p, objective)[1], _primary(p, objective)[0]))
     best = _primary(by_other[0], objective)[1]
-    tied = [p for p in by_other if _primary(p, objective)[1] <= best * (1 + TIE_SHARE)]
+    tied = [p for p in by_other if _primary(p, objective)[1] <= best * (1 + share)]
     if not any(p.tiebreak for p in tied):
         return by_other
     tied.sort(key=lambda p: (p.tiebreak, *reversed(_primary(p, objective))))
     return tied + [p for p in by_other if p not in tied]
 
 
-def rank(points: Sequence[Point], objective: str) -> list[Point]:
-    """The ranking: feasible points first; by tie group and the other metric for "time" and
-    "cost", by distance to the ideal point (the knee first) for "pareto"."""
+def rank(points: Sequence[Point], objective: str, share: float = TIE_SHARE) -> list[Point]:
+    """The ranking: feasible points first; by tie group (band ``share``) and the other metric
+    for "time" and "cost", by distance to the ideal point (the knee first) for "pareto"."""
     feasible = [p for p in points if p.feasible]
     rest = [p for p in points if not p.feasible]
     if objective == "pareto" and not feasible:  # nothing fits (or every probe failed)
@@ -94,13 +120,13 @@ def rank(points: Sequence[Point], objective: str) -> list[Point]:
             k = knee_point(front)
             ordered = [k, *(p for p in ordered if p is not k)]
         return ordered + sorted(rest, key=lambda p: (p.runtime, p.cost))
-    ordered = [p for g in tie_groups(feasible, objective) for p in g]
-    return ordered + [p for g in tie_groups(rest, objective) for p in g]
+    ordered = [p for g in tie_groups(feasible, objective, share) for p in g]
+    return ordered + [p for g in tie_groups(rest, objective, share) for p in g]
 
 
-def recommended(points: Sequence[Point], objective: str) -> Point | None:
+def recommended(points: Sequence[Point], objective: str, share: float = TIE_SHARE) -> Point | None:
     """The run to train with: the ranking's first feasible point (None when none fits)."""
-    ranked = rank(points, objective)
+    ranked = rank(points, objective, share)
     return ranked[0] if ranked and ranked[0].feasible else None
 
 

@@ -35,7 +35,8 @@ from advisor.evaluation.candidates import matches
 from advisor.evaluation.contract import Backend, RunTime
 from advisor.evaluation.probe_slot import probe_slot
 from advisor.evaluation.workload import WorkloadInfo
-from advisor.probes.result import Interval, PhaseTimes
+from advisor.intervals import Interval
+from advisor.probes.result import PhaseTimes
 from advisor.providers.catalog import InstanceType
 from advisor.search_spaces.space import MachineFilter
 
@@ -146,17 +147,36 @@ class ReplayTable:
             raise AdvisorError(f"Replay table {p} is invalid ({exc}).", "fix the file.") from exc
 
 
+class ReplayClock:
+    """Simulated seconds for a replayed search: it starts at ``start`` and moves on only by
+    each new probe's recorded ``probe_s`` as the replay back end serves it, so ``--timeout``
+    and the stop rules see the time the recorded probes took, the same on every run."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 class ReplayBackend(Backend):
-    """Serves a ``ReplayTable``; counts each distinct (machine, batch) served as one probe."""
+    """Serves a ``ReplayTable``; counts each distinct (machine, batch) served as one probe.
+    Given a ``ReplayClock``, the search runs on it (each new probe advances it)."""
 
     name = "replay"
     # Issue #27: each replayed row stands for a probe run on that machine, charged at its price.
     probes_run_on_candidates = True
 
-    def __init__(self, table: ReplayTable) -> None:
+    def __init__(self, table: ReplayTable, clock: ReplayClock | None = None) -> None:
         super().__init__()
         self.table = table
         self.probed: list[tuple[str, int]] = []  # distinct (machine, batch), in probing order
+        self.replay_clock = clock
+        if clock is not None:
+            self.clock = clock
 
     @property
     def snapshot(self) -> str:
@@ -185,6 +205,8 @@ class ReplayBackend(Backend):
         new = (instance.key, batch_size) not in self.probed
         if new:
             self.probed.append((instance.key, batch_size))
+            if self.replay_clock is not None and entry is not None:
+                self.replay_clock.advance(entry.probe_s)
         source = "measured" if instance.provider == "local" else "replayed"
         if entry is None:
             return RunTime(

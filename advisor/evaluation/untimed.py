@@ -48,9 +48,11 @@ def decide(
     batch_size: int,
     framework: str = "torch",
     hyperparameters: dict[str, Any] | None = None,
+    max_step_s: float | None = None,
 ) -> LocalDecision | None:
     """Trace ``model`` on the meta device and judge a local probe (None: it cannot be traced
-    here, so the probe runs as before)."""
+    here, so the probe runs as before). ``max_step_s``: the step's lower bound beyond which
+    it is not timed here (default ``local_feasibility``'s, what ``advisor predict`` uses)."""
     from advisor.prediction.perf.traces import user_modules_importable
     from advisor.probes.operators import local_feasibility, trace_workload
 
@@ -62,7 +64,8 @@ def decide(
         return None
     if not trace.memory_bytes:
         return LocalDecision(trace, True, "no memory figure in the trace")
-    verdict = local_feasibility(trace, memory_bytes=host_memory_bytes(trace))
+    limit = {} if max_step_s is None else {"max_step_s": max_step_s}
+    verdict = local_feasibility(trace, memory_bytes=host_memory_bytes(trace), **limit)
     return LocalDecision(trace, verdict.feasible, verdict.reason)
 
 
@@ -83,8 +86,11 @@ def untimed_probe(
     hyperparameters: dict[str, Any] | None = None,
     n_train: int | None = None,
     n_val: int | None = None,
+    loader: Any = None,
 ) -> ProbeResult:
-    """The stand-in probe of a model traced without a local timing (see the module)."""
+    """The stand-in probe of a model traced without a local timing (see the module);
+    ``loader`` (a ``LoaderTiming``) is used instead of timing the DataLoader here (issue #36:
+    the first answer scales one batch size's)."""
     from advisor.prediction.perf import constants as C
     from advisor.prediction.perf.signature import UNTIMED_KEY
     from advisor.probes.operators import local_feasibility, with_operator_trace
@@ -100,10 +106,14 @@ def untimed_probe(
 
         timed = min(batch_size, LOADER_MAX_BATCH)  # issue #34: its data stay small too
         try:
-            with user_modules_importable():
-                timing = time_loader(
-                    model, timed, hyperparameters, model_on_meta=True, own_sizes=user
-                )
+            timing = loader  # issue #36: given for this batch size (scaled by the caller)
+            if timing is None:
+                with user_modules_importable():
+                    timing = time_loader(
+                        model, timed, hyperparameters, model_on_meta=True, own_sizes=user
+                    )
+            else:
+                timed = batch_size
         except Exception as exc:
             warnings.append(f"DataLoader not timed ({type(exc).__name__}: {exc}); input prior")
         else:

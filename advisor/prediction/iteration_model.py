@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from advisor.probes.result import Interval, PhaseTimes, ProbeResult, Source
+from advisor.intervals import Interval
+from advisor.probes.result import PhaseTimes, ProbeResult, Source
 
 if TYPE_CHECKING:
     from advisor.providers.pricing import StartUp
@@ -206,7 +207,7 @@ def priced(
     from advisor.providers.pricing import price_run
 
     p = price_run(runtime, price_per_hour, spot=spot, service=service, overheads=overheads)
-    return Interval(*p.runtime), Interval(*p.cost), p.notes()
+    return p.runtime, p.cost, p.notes()
 
 
 def _cost(

@@ -21,6 +21,7 @@ Precisions, as PyTorch runs them:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,8 +35,16 @@ PRECISION_HELP = (
     "where the GPU has it, else fp16, else fp32). A GPU without the precision is left out, "
     "with the reason."
 )
+PLAN_SEARCH_HELP = (
+    "Fix parts of each GPU's training plan, field=value pairs: accumulation=STEPS, "
+    "checkpointing=none|blocks, sharding=none|optimizer|gradients|parameters (default: the "
+    "fastest plan that fits each machine and batch; the global batch is kept)."
+)
 CHECKPOINTING = ("none", "blocks")
 SHARDING = ("none", "optimizer", "gradients", "parameters")
+# What ``python -m advisor.train`` runs today (ZeRO-1 through torch's ZeroRedundancyOptimizer;
+# FSDP is not run yet): the only sharding the suggest search may choose by itself.
+RUNNABLE_SHARDING = ("none", "optimizer")
 SHARDING_WORDS = {
     "optimizer": "optimizer state sharded (ZeRO-1)",
     "gradients": "optimizer state and gradients sharded (ZeRO-2)",
@@ -146,6 +155,14 @@ class TrainingPlan:
         if self.sharding != "none":
             out.append(f"shard-{self.sharding}")
         return "/".join(out)
+
+    def arg(self) -> str:
+        """The plan as ``--plan`` text for ``python -m advisor.train`` (``parse_plan``'s
+        input): "precision=bf16,accumulation=4,checkpointing=blocks,sharding=none"."""
+        return (
+            f"precision={self.precision},accumulation={self.accumulation},"
+            f"checkpointing={self.checkpointing},sharding={self.sharding}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -313,3 +330,23 @@ def planned_machines(
             "use --precision auto (each GPU's best) or fp32, or other machines.",
         )
     return kept, plans, [f"Left out: {key}: {why}." for key, why in left_out.items()]
+
+
+def plan_fields(text: str | None) -> dict[str, Any]:
+    """The fields ``--plan`` text fixes ({} when none: everything is searched), checked."""
+    if not text:
+        return {}
+    given = {p.partition("=")[0].strip().lower() for p in text.split(",") if p.strip()}
+    plan = parse_plan(text).to_dict()
+    names = {"accumulate": "accumulation", "checkpoint": "checkpointing", "shard": "sharding"}
+    return {names.get(n, n): plan[names.get(n, n)] for n in given}
+
+
+def searches(fixed: Mapping[str, Any]) -> bool:
+    """Whether a plan other than the plain one may be chosen (``fixed`` does not pin the
+    accumulation, checkpointing and sharding to the plain plan's)."""
+    plain = TrainingPlan()
+    return any(
+        fixed.get(f, getattr(plain, f)) != getattr(plain, f) or f not in fixed
+        for f in ("accumulation", "checkpointing", "sharding")
+    )

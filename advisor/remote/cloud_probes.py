@@ -96,6 +96,7 @@ def run_cloud_probes(
     progress: Callable[[str, int, int], None] | None = None,
     deadline: float | None = None,
     prober: Prober | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> CloudProbeStep:
     """Probe up to ``outcome.options.cloud_probes`` machines for real (see the module
     docstring); updates ``outcome.screen`` and the study's record, and returns what it did."""
@@ -178,10 +179,10 @@ def run_cloud_probes(
                 f"cost USD {cost:.4f}, USD {max(left, 0.0):.4f} of the probe budget is left"
             )
             continue
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and clock() > deadline:
             step.stop_reason = "timeout"
             break
-        done_job = _probe_one(outcome, backend, prober, inst, ev, (count, n), progress)
+        done_job = _probe_one(outcome, backend, prober, inst, ev, (count, n), progress, clock)
         if isinstance(done_job, ProviderUnavailable):  # cannot start jobs there: one line
             blocked.add(inst.provider)
             step.skipped.append(_not_configured_line(inst, done_job))
@@ -246,6 +247,7 @@ def _probe_one(
     ev: Evaluation,
     place: tuple[int, int],
     progress: Callable[[str, int, int], None] | None,
+    clock: Callable[[], float],
 ) -> dict[str, Any] | ProviderUnavailable:
     """Run one remote probe and re-screen its machine: the job's dict, or the prober's
     ``ProviderUnavailable`` when jobs cannot be started on that provider.
@@ -253,11 +255,11 @@ def _probe_one(
     from advisor.prediction.iteration_model import phase_times
 
     batch = ev.batch_size
-    started = time.monotonic()
+    started = clock()
 
     def status(text: str) -> None:
         if progress:
-            elapsed = time.monotonic() - started
+            elapsed = clock() - started
             progress(f"cloud:{inst.key} b{batch}: {text} ({elapsed:.0f} s)", *place)
 
     status("starting the probe job")
@@ -279,7 +281,7 @@ def _probe_one(
         return exc
     except Exception as exc:  # an SDK or network error mid-job: a failed probe, go on
         status("error")
-        wall = time.monotonic() - started
+        wall = clock() - started
         return {**job, "state": "error", "error": f"{type(exc).__name__}: {exc}", "wall_s": wall}
     info = _job_info(remote.job)
     job.update(info)

@@ -83,10 +83,11 @@ def next_machine(
 def expected_cost(ev: Evaluation, instance: InstanceType) -> float:
     """USD a probe job of ``ev`` may cost: its predicted probe time plus the service's billed
     start-up (upper bound of the prior), billing rule applied, at the on-demand price."""
-    from advisor.providers.overheads import Span, run_overheads
+    from advisor.intervals import Interval
+    from advisor.providers.overheads import run_overheads
 
     try:
-        billed = run_overheads(instance).billed_run(Span(ev.probe_s, ev.probe_s, ev.probe_s)).high
+        billed = run_overheads(instance).billed_run(Interval.exact(ev.probe_s)).high
     except AdvisorError:  # a service without overhead figures: the probe's own time
         billed = ev.probe_s
     return usd(billed, instance.price(False))

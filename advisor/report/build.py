@@ -25,12 +25,16 @@ from advisor.evaluation.ranking import (
 from advisor.options import METRIC_NAMES
 from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
 from advisor.records import TrialRecord, is_accuracy_trial
-from advisor.report.confidence import confidence
+from advisor.report.confidence import confidence, quiet_pick, report_band
 from advisor.report.epochs import epochs_note, epochs_per_batch
 from advisor.report.feasible import check_feasible as check_feasible  # re-exported
 from advisor.report.memory import left_out as memory_left_out
 from advisor.report.overheads import overheads_notes, overheads_section, run_overheads_of
+from advisor.report.owned import section as owned_section
 from advisor.report.rows import KNOWN, managed_rows, runtime_params, scored_rows, tuned_ranges
+from advisor.report.value_of_time import reason as value_reason
+from advisor.report.value_of_time import section as value_section
+from advisor.report.value_of_time import total_points
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -63,9 +67,13 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     rows = scored_rows(outcome)
     points = [_point(r) for r in rows]
     startup = overheads_section(rows, outcome.workload)  # issue #14
-    ranked = rank(points, objective)
+    vot = getattr(outcome.options, "value_of_time", None)  # issue #37: rank cost + time x V
+    chosen_by = total_points(rows, vot) if vot else points
+    band = report_band(outcome.screen.values())  # issue #36: as wide as the probes' noise
+    ranked = rank(chosen_by, objective, band["share"])
     ranking = [p.ref for p in ranked]
-    best = recommended(points, objective)
+    best = recommended(chosen_by, objective, band["share"])
+    band["pick_at_quiet_band"] = quiet_pick(chosen_by, objective, best, band["share"])
     front = pareto_set(points)
     # issue #29: the short accuracy runs of --tune are reported apart (report.hyperparameters)
     machine_trials = [t for t in study.get_trials(deepcopy=False) if not is_accuracy_trial(t)]
@@ -73,8 +81,14 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     states = [t.state for t in machine_trials]
     rec_row = None
     if best is not None:
-        rec_row = dict(best.ref, reason=_reason(outcome, points, best, front))
+        rec_row = dict(best.ref, reason=_reason(outcome, chosen_by, best, front, band["share"]))
         rec_row["region_note"] = _region_note(outcome, rec_row)
+    value = value_section(points, best, vot) if vot else None
+    if rec_row is not None and value is not None:
+        rec_row["reason"] = value_reason(value)
+    conf = confidence(chosen_by, best, objective, KNOWN, band["share"])  # issue #28, #36
+    if conf is not None and value is not None:
+        conf["objective"] = "total"  # ties are of cost + time x value
     fast, cheap = fastest(points), cheapest(points)
     memory_out = memory_left_out(outcome)
     epochs_rows = epochs_per_batch(complete, outcome.screen.values())  # issue #19
@@ -111,11 +125,14 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
             "charged_for": CHARGED_FOR,
         },
         "recommended": rec_row,
-        "confidence": confidence(points, best, objective, KNOWN),  # issue #28: in plain words
+        "value_of_time": value,  # issue #37: the split and the place on the front
+        "owned": owned_section(ranking),  # issue #37: renting against the machines you own
+        "confidence": conf,
         "best_by_time": fast.ref if fast else None,
         "best_by_cost": cheap.ref if cheap else None,
         "best_by_service": _best_by_service(ranking),  # issue #28: what submit --study takes
-        "tie_share": TIE_SHARE,
+        "tie_share": band["share"],
+        "tie_band": band,  # issue #36: the band and what it was measured from
         "pareto": [p.ref for p in front],
         "runtime_hyperparameters": runtime_params(outcome.space),
         "tuned_ranges": tuned_ranges(outcome.space),
@@ -214,7 +231,13 @@ def _compact(row: dict[str, Any]) -> list[Any]:
     ]  # fmt: skip
 
 
-def _reason(outcome: SuggestOutcome, points: list[Point], best: Point, front: list[Point]) -> str:
+def _reason(
+    outcome: SuggestOutcome,
+    points: list[Point],
+    best: Point,
+    front: list[Point],
+    share: float = TIE_SHARE,
+) -> str:
     """One line: why this run ("fastest within USD 5; the cheapest of 9 machines within 5 %
     of the best time")."""
     opts, objective = outcome.options, outcome.objective
@@ -229,13 +252,11 @@ def _reason(outcome: SuggestOutcome, points: list[Point], best: Point, front: li
     elif opts.deadline_s is not None:
         limit = f" within {format_duration(opts.deadline_s)}"
     what, other = ("fastest", "time") if objective == "time" else ("cheapest", "cost")
-    group = tie_groups([p for p in points if p.feasible], objective)[0]
+    group = tie_groups([p for p in points if p.feasible], objective, share)[0]
     text = f"{what}{limit}"
     if len(group) > 1:
         pick = "cheapest" if objective == "time" else "fastest"
-        text += (
-            f"; the {pick} of {len(group)} candidates within {TIE_SHARE:.0%} of the best {other}"
-        )
+        text += f"; the {pick} of {len(group)} candidates within {share:.0%} of the best {other}"
     neck = best.ref.get("limiting") or ""
     if "host-bound" in neck:
         text = f"{text} (host-bound, so a bigger accelerator does not help)"

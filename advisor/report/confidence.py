@@ -13,7 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from advisor.evaluation.ranking import TIE_RULE, TIE_SHARE, Point, pareto_set, tie_groups
+from advisor.evaluation.contention import tie_band
+from advisor.evaluation.ranking import (
+    TIE_RULE,
+    TIE_SHARE,
+    Point,
+    pareto_set,
+    recommended,
+    tie_groups,
+)
 
 
 def confidence(
@@ -21,11 +29,13 @@ def confidence(
     best: Point | None,
     objective: str,
     legend: dict[str, str],
+    share: float = TIE_SHARE,
 ) -> dict[str, Any] | None:
     """The recommendation's confidence (None without a recommendation): ``how`` it is known
     (the legend's words for its ``known`` key, and its ``source``), ``tied`` (candidates in
     its tie band, itself included), the ``rule`` that chose among them, and the interval of
-    its time and cost as multiples of the estimate (``time_x``, ``cost_x``: [low, high])."""
+    its time and cost as multiples of the estimate (``time_x``, ``cost_x``: [low, high]);
+    ``share`` is the report's tie band (issue #36: as wide as the probes' noise)."""
     if best is None:
         return None
     row = best.ref
@@ -34,7 +44,7 @@ def confidence(
         tied = len(pareto_set(feasible))
         rule = "the knee of the time-cost front (closest to both the fastest and the cheapest)"
     else:
-        group = next((g for g in tie_groups(feasible, objective) if best in g), [best])
+        group = next((g for g in tie_groups(feasible, objective, share) if best in g), [best])
         tied = len(group)
         rule = TIE_RULE[objective]
     known = row.get("known") or ""
@@ -43,7 +53,7 @@ def confidence(
         "known": known,
         "source": row.get("source", ""),
         "tied": tied,
-        "tie_share": TIE_SHARE,
+        "tie_share": share,
         "objective": objective,
         "rule": rule,
         "time_x": _ratio(row.get("runtime_s")),
@@ -76,7 +86,7 @@ def confidence_line(c: dict[str, Any], short: bool = False) -> str:
     if c["objective"] == "pareto":
         parts.append(f"{c['tied']} points on the time-cost front; chosen: {c['rule']}")
     else:
-        metric = "time" if c["objective"] == "time" else "cost"
+        metric = {"time": "time", "total": "total"}.get(c["objective"], "cost")  # total: #37
         if c["tied"] > 1 and short:
             pick = "cheapest" if metric == "time" else "fastest"
             parts.append(
@@ -98,3 +108,22 @@ def confidence_line(c: dict[str, Any], short: bool = False) -> str:
         else:
             parts.append(f"its time may be {lo:.2g}-{hi:.2g}x the estimate")
     return "; ".join(parts)
+
+
+def report_band(evaluations: Any) -> dict[str, Any]:
+    """Issue #36: the report's tie band from its screen's evaluations (their local probes),
+    ``advisor.evaluation.contention.tie_band``."""
+    return tie_band((ev.batch_size, ev.probe) for ev in evaluations if ev.probe is not None)
+
+
+def quiet_pick(
+    points: Sequence[Point], objective: str, best: Point | None, share: float
+) -> dict[str, Any] | None:
+    """What the quiet machine's 5 % band would take from the same points (the report's
+    ``tie_band.pick_at_quiet_band``, read by ``benchmarks/same_answer.py``)."""
+    quiet = best if share == TIE_SHARE else recommended(points, objective)
+    if quiet is None:
+        return None
+    row = quiet.ref
+    return {"machine": row["machine"], "batch_size": row["batch_size"],
+            "runtime_s": row["runtime_s"]["value"], "cost_usd": row["cost_usd"]["value"]}  # fmt: skip

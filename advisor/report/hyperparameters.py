@@ -18,7 +18,7 @@ from advisor.accuracy.lr_rule import LrRule
 from advisor.accuracy.plan import TunePlan
 from advisor.accuracy.step import STUDY_ATTR
 from advisor.accuracy.trials import accuracy_trials, spent_s
-from advisor.search_spaces.space import CategoricalParam, Param, space_from_dict
+from advisor.search_spaces.space import CategoricalParam, Param, param_from_dict, space_from_dict
 
 if TYPE_CHECKING:
     import optuna
@@ -34,7 +34,7 @@ def attach(report: dict[str, Any], study: optuna.Study) -> None:
     plan = TunePlan.from_dict(stored["plan"])
     trials = accuracy_trials(study, plan.id)
     rule = _rule(stored.get("rule"))
-    params = _params(study)
+    params = _params(study, stored)
     classes = _classes(plan)
     found = ev.evidence(trials, plan, str(stored.get("full_run") or "its planned epochs"), classes)
     band = ev.chance_band(classes, plan.n_val)  # runs that learned nothing narrow nothing
@@ -47,7 +47,7 @@ def attach(report: dict[str, Any], study: optuna.Study) -> None:
         "runs": ev.counts(trials),
         "recommended": found,
         "per_batch": ev.per_batch(trials),
-        "lr_rule": ev.rule_check(trials, rule),
+        "lr_rule": ev.rule_check(trials, rule, band),
         "narrowed_ranges": {
             name: _range(p, _original(params, name)) for name, p in narrowed.items()
         },
@@ -61,6 +61,8 @@ def attach(report: dict[str, Any], study: optuna.Study) -> None:
         "where": "the study's trials tagged accuracy_trial: learning curves as intermediate "
         "values (advisor dashboard)",
     }
+    if stored.get("space"):  # issue #36: a user model's space, read from its builder
+        section["space"] = stored["space"]
     report[SECTION] = section
     rec = report.get("recommended")
     if found is None or not rec:
@@ -83,22 +85,27 @@ def lines(report: dict[str, Any], short: bool = False) -> list[str]:
         return []
     found = section.get("recommended")
     runs = section["runs"]
-    if found and found.get("not_learned"):
-        return [
-            f"hyperparameters: {found['not_learned']} ({runs['runs']} short runs, "
-            f"{runs['pruned']} pruned)"
-        ]
+    if found and (found.get("not_learned") or found.get("not_repeated")):
+        why = found.get("not_learned") or found["not_repeated"]
+        return [f"hyperparameters: {why} ({runs['runs']} short runs, {runs['pruned']} pruned)"]
     if short and found:
         values = " ".join(_value(k, v) for k, v in found["values"].items())
         seeds = found["seeds"]
         spread = f"; seeds: {seeds['text']}" if seeds["count"] > 1 else ""
         epochs = found["at_epochs"]
+        space = section.get("space")  # issue #36: read from a user model's builder
+        searched = (
+            "; searched from the builder's defaults: "
+            + ", ".join(f"{k} {v}" for k, v in space["searched"].items())
+            if space
+            else ""
+        )
         return [
             f"hyperparameters: {values} - {found['metric']} {found['value']:.3f} after "
             f"{epochs:g} epoch{'' if epochs == 1 else 's'} of {section['plan']['n_train']:,} "
             f"samples, best of {found['runs_at_batch']} short runs at batch "
             f"{found['batch_size']} ({runs['runs']} in all, {runs['pruned']} pruned){spread}; "
-            "short runs rank configurations, they do not promise the final accuracy"
+            f"short runs rank configurations, they do not promise the final accuracy{searched}"
         ]
     tally = (
         f"{runs['runs']} short runs: {runs['finished']} full length, {runs['pruned']} pruned, "
@@ -114,6 +121,11 @@ def lines(report: dict[str, Any], short: bool = False) -> list[str]:
         f"seeds: {found['seeds']['text']}",
         f"  {found['limits']}",
     ]
+    if section.get("space"):
+        space = section["space"]
+        searched = ", ".join(f"{k} {v}" for k, v in space["searched"].items())
+        left = f"; left alone: {', '.join(space['left_alone'])}" if space["left_alone"] else ""
+        out.append(f"  searched (from the builder's defaults, no space declared): {searched}{left}")
     rule = section.get("lr_rule")
     if rule:
         out.append("  lr rule: " + "; ".join(_rule_text(r) for r in rule["by_batch"]))
@@ -140,7 +152,8 @@ def note_lines(report: dict[str, Any]) -> list[str]:
 def _rule_text(row: dict[str, Any]) -> str:
     own = row.get("rule_run")
     ran = f", its run ranked {own['rank']} of {own['of']}" if own and row.get("checked") else ""
-    return f"batch {row['batch_size']}: {row['text']}{ran}"
+    fell = f" ({row['collapsed']['text']})" if row.get("collapsed") else ""  # issue #36
+    return f"batch {row['batch_size']}: {row['text']}{ran}{fell}"
 
 
 def _value(name: str, value: Any) -> str:
@@ -170,7 +183,9 @@ def _classes(plan: TunePlan) -> int | None:
     return get(plan.workload).n_classes
 
 
-def _params(study: optuna.Study) -> list[Param]:
+def _params(study: optuna.Study, stored: dict[str, Any]) -> list[Param]:
+    if stored.get("space") and isinstance(stored.get("params"), list):  # read from a builder
+        return [param_from_dict(p) for p in stored["params"]]
     space = study.user_attrs.get("space")
     if not isinstance(space, dict):
         return []

@@ -145,6 +145,14 @@ def plot(report: dict[str, Any], path: str) -> None:
             [rec["runtime_s"]["value"]], [y(rec)], marker="*", s=380, color="#d62728",
             edgecolors="black", lw=0.8, zorder=5, label="recommended",
         )  # fmt: skip
+    vot = (report.get("value_of_time") or {}).get("recommended")
+    if rec and vot:  # issue #37: the runs of the same total (cost + time x value) as the choice
+        v, ts = report["value_of_time"]["usd_per_hour"], _time_ticks(t_lo, t_hi)
+        ts = [t_lo * (t_hi / t_lo) ** (i / 60) for i in range(61)] if ts else []
+        line = [(t, vot["total_usd"] - t / 3600 * v) for t in ts]
+        ax.plot([t for t, c in line if c > c_lo], [c for _, c in line if c > c_lo],
+                color="#d62728", lw=0.8, ls="-.", zorder=2,
+                label=f"same total as the choice at USD {v:g}/h")  # fmt: skip
     if any(r["cost_usd"]["value"] <= 0 for r in rows):
         ax.axhline(floor, color="#2ca02c", lw=0.6, ls=":", zorder=1)
     budget, deadline = report.get("budget_usd"), report.get("deadline_s")
@@ -176,7 +184,7 @@ def plot(report: dict[str, Any], path: str) -> None:
     ax.set_ylabel("estimated cost, USD (log scale; 0 = this machine)")
     ax.set_title(
         f"{report['workload']}: cost vs run time of {len(rows)} scored candidates "
-        f"(objective {report['objective']})",
+        f"(objective {_objective(report)})",
         fontsize=10,
     )
     ax.legend(fontsize=8, loc="upper right", framealpha=0.9)
@@ -184,6 +192,11 @@ def plot(report: dict[str, Any], path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _objective(report: dict[str, Any]) -> str:
+    vot = report.get("value_of_time")  # issue #37
+    return f"cost + time x USD {vot['usd_per_hour']:g}/h" if vot else str(report["objective"])
 
 
 def _annotate(

@@ -10,8 +10,10 @@ from advisor.durations import format_duration
 from advisor.report.confidence import confidence_line
 from advisor.report.epochs import render_epochs  # issue #19
 from advisor.report.hyperparameters import print_lines as print_hyperparameters
+from advisor.report.owned import lines as owned_lines
 from advisor.report.render_sections import managed_table, render_cloud
-from advisor.report.summary import TOP_ROWS, render_summary
+from advisor.report.summary import TOP_ROWS, plan_text, render_summary
+from advisor.report.value_of_time import lines as value_lines
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -120,6 +122,7 @@ def _table(title: str, rows: list[dict[str, Any]], width: int = 200) -> Any:
     narrow: dict[str, Any] = {"no_wrap": True} if wide else {"min_width": 9, **fold}
     money: dict[str, Any] = {"no_wrap": True} if wide else {"min_width": 14, **fold}
     memory = any(r.get("memory") for r in rows)  # issue #34: rows of a back end that knows it
+    plans = any(r.get("plan") for r in rows)  # issue #35: the training plan of GPU rows
     columns: tuple[tuple[str, dict[str, Any]], ...] = (
         ("#", {"justify": "right"}),
         ("machine", {"min_width": 15 if width >= 110 else 12, "max_width": 26, **fold}),
@@ -131,6 +134,7 @@ def _table(title: str, rows: list[dict[str, Any]], width: int = 200) -> Any:
         ("cost USD", {"justify": "right", **money}),
         ("limited by", {"min_width": 8, "ratio": 1, **fold}),
         *([("memory/device", {"justify": "right", **fold})] if memory else []),
+        *([("plan", {"min_width": 8, "ratio": 1, **fold})] if plans else []),
         ("known", {"min_width": 8, "ratio": 1, **fold}),  # issue #14: legend below
     )
     for col, kw in columns:
@@ -148,6 +152,7 @@ def _table(title: str, rows: list[dict[str, Any]], width: int = 200) -> Any:
             _money_short(r["cost_usd"]),
             escape(r.get("limiting") or "-"),
             *([escape(r.get("memory") or "-")] if memory else []),
+            *([escape(plan_text(r))] if plans else []),
             escape(_known_text(r, width)),
         )
     return table
@@ -231,6 +236,11 @@ def _render_full(report: dict[str, Any], console: Console, top: int) -> None:
             console.print(f"  [bold]how sure:[/] {escape(confidence_line(report['confidence']))}")
         if rec.get("region_note"):
             console.print(f"  [bold]priced in:[/] {escape(rec['region_note'])}")
+        for line in [
+            *value_lines(report),
+            *owned_lines(report),
+        ]:  # issue #37: --value-of-time's split and front
+            console.print(f"  {escape(line)}")
         ranges = report.get("tuned_ranges") or {}
         tuned = print_hyperparameters(report, console, "  ")  # issue #29: --tune's runs
         if ranges and not tuned:

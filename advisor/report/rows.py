@@ -178,6 +178,8 @@ def trial_row(t: FrozenTrial, space: JointSpace) -> dict[str, Any]:
         "limiting": limiting(rec.estimate),
         "basis": rec.estimate.get("basis"),  # issue #26: how the device time was obtained
         "memory": memory_text(rec.estimate),  # issue #34: step memory per GPU vs the GPU's
+        "plan": rec.estimate.get("plan") or None,  # issue #35: the training plan in words
+        "training_plan": rec.estimate.get("training_plan"),
     }
 
 
@@ -208,6 +210,8 @@ def screen_row(
         "limiting": limiting(ev.estimate),
         "basis": ev.estimate.get("basis"),  # issue #26: how the device time was obtained
         "memory": memory_text(ev.estimate),  # issue #34
+        "plan": ev.estimate.get("plan") or None,  # issue #35
+        "training_plan": ev.estimate.get("training_plan"),
     }
 
 

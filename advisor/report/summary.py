@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from advisor.durations import format_duration
 from advisor.report.confidence import confidence_line
 from advisor.report.hyperparameters import print_lines as print_hyperparameters
+from advisor.report.owned import lines as owned_lines
+from advisor.report.value_of_time import lines as value_lines
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -68,6 +70,8 @@ def _asked(report: dict[str, Any]) -> str:
         limits.append(f"deadline {format_duration(report['deadline_s'])}")
     goal = {"time": "fastest run", "cost": "cheapest run", "pareto": "time-cost balance"}
     what = goal.get(report["objective"], report["objective"])
+    if report.get("value_of_time"):  # issue #37
+        what = f"least cost + run time x USD {report['value_of_time']['usd_per_hour']:g}/h"
     return (
         f"{report['workload']} ({report['framework']}): {what}"
         + (f" within {' and '.join(limits)}" if limits else "")
@@ -90,6 +94,7 @@ def _pick(label: str, row: dict[str, Any]) -> str:
         f"[bold]{label}:[/] "
         + escape(f"{machine_label(row)} ({_gpus(row)}), batch {row['batch_size']}{epochs}")
         + escape(f", memory {row['memory']} per device" if row.get("memory") else "")
+        + escape(f"\n  plan: {plan_text(row)}" if row.get("gpus") else "")  # issue #35
         + "\n  "
         + escape(f"{_time(row['runtime_s'])}{split}, USD {_usd(row['cost_usd'])}")
     )
@@ -101,6 +106,7 @@ def _alternative(label: str, row: dict[str, Any]) -> str:
     return f"[bold]{label}:[/] " + escape(
         f"{machine_label(row)} b{row['batch_size']}: {_time(row['runtime_s'], False)}, "
         f"USD {_usd(row['cost_usd'], False)} ({row.get('known') or row['source']})"
+        + (f", {row['plan']}" if row.get("plan") else "")
     )
 
 
@@ -128,6 +134,9 @@ def _ranking(rows: list[dict[str, Any]], total: int, width: int) -> Any:
     memory = wide and any(r.get("memory") for r in rows)  # issue #34: 80 columns: pick only
     if memory:
         table.add_column("GiB/dev", justify="right", no_wrap=True)
+    plans = wide and any(r.get("plan") for r in rows)  # issue #35: the training plan
+    if plans:
+        table.add_column("plan", overflow="fold")
     table.add_column("known", no_wrap=True)
     for i, r in enumerate(rows, 1):
         known = (r.get("known") or r["source"]) + ("" if r["trial"] is not None else "*")
@@ -139,10 +148,17 @@ def _ranking(rows: list[dict[str, Any]], total: int, width: int) -> Any:
             _time(r["runtime_s"], wide),
             _usd(r["cost_usd"], False),
             *([escape(_memory_short(r))] if memory else []),
+            *([escape(plan_text(r))] if plans else []),
             escape(known + ("" if r["feasible"] else " over")),
         ]
         table.add_row(*cells)
     return table
+
+
+def plan_text(row: dict[str, Any]) -> str:
+    """The row's training plan in words (issue #35): "fp32" for a GPU row without one (the
+    plain float32 step), "-" without GPUs."""
+    return row.get("plan") or ("fp32" if row.get("gpus") else "-")
 
 
 def _memory_short(row: dict[str, Any]) -> str:
@@ -205,6 +221,11 @@ def render_summary(report: dict[str, Any], console: Console, top: int = TOP_ROWS
             sure = Text.assemble(("how sure: ", "bold"), confidence_line(conf, short=True))
             console.print(Padding(sure, (0, 0, 0, 2)), highlight=False)
         print_hyperparameters(report, console, "  ", short=True)  # issue #29: --tune
+        for line in [
+            *value_lines(report),
+            *owned_lines(report),
+        ]:  # issue #37: --value-of-time's split and front
+            console.print(escape(line), highlight=False)
     shown = {id(rec)} if rec else set()
     for label, key in (("fastest", "best_by_time"), ("cheapest", "best_by_cost")):
         row = report.get(key)

@@ -87,6 +87,10 @@ class SuggestRequest(_Strict):
     precision: Literal["auto", "fp32", "tf32", "bf16", "fp16"] = Field(
         "fp32", description=_help("precision")
     )
+    plan: str | None = Field(None, max_length=200, description=_help("plan"))  # issue #35
+    value_of_time: float | None = Field(  # issue #37: USD per hour
+        None, gt=0, le=1e9, description=_help("value_of_time")
+    )
 
     @field_validator("model")
     @classmethod

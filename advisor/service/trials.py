@@ -52,6 +52,7 @@ class TableClaims:
         self.base = Claims(optuna_storage, optuna_storage.get_study_id_from_name(study.study_name))
         self.url, self.engine = storage, db.engine_for(storage)
         self.study, self.me, self.stale_s = study.study_name, self.base.owner, stale_s
+        self.clock = self.base.clock  # the wall clock the peers' marks are read on
 
     @property
     def peers_seen_at(self) -> float:

@@ -12,6 +12,7 @@ choice and the claim happen under the storage's lock (``advisor.storage.locks``)
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from advisor.storage.locks import owner_gone, owner_id
@@ -28,6 +29,7 @@ class ClaimStore(Protocol):
     database enforces: ``advisor.service.trials.TableClaims``)."""
 
     peers_seen_at: float
+    clock: Callable[[], float]  # the wall clock its marks are written and read on
 
     def hello(self, ended: bool = False) -> None: ...
 
@@ -52,8 +54,9 @@ class Claims:
     process is at work or has been since its last read.
     """
 
-    def __init__(self, storage: Any, study_id: int) -> None:
+    def __init__(self, storage: Any, study_id: int, clock: Callable[[], float] = time.time) -> None:
         self._storage = storage
+        self.clock = clock  # wall-clock seconds: the marks are compared across processes
         self._study_id = study_id
         self.owner = owner_id()
         self._said_hello = 0.0
@@ -65,7 +68,7 @@ class Claims:
 
     def hello(self, ended: bool = False) -> None:
         """Write (or refresh) this process's presence mark; ``ended`` on the way out."""
-        now = time.time()
+        now = self.clock()
         self._said_hello = now
         value = {"at": now, "ended": ended}
         self._storage.set_study_system_attr(self._study_id, PEER_PREFIX + self.owner, value)
@@ -73,10 +76,10 @@ class Claims:
     def others(self) -> dict[tuple[str, int], float]:
         """Configurations other live processes are evaluating -> the probe cost reserved;
         also updates ``peers_seen_at`` and this process's own mark when it is due."""
-        if time.time() - self._said_hello > HEARTBEAT_S:
+        if self.clock() - self._said_hello > HEARTBEAT_S:
             self.hello()
         out: dict[tuple[str, int], float] = {}
-        now = time.time()
+        now = self.clock()
         latest = 0.0
         for key, value in self._storage.get_study_system_attrs(self._study_id).items():
             if not isinstance(value, dict) or value.get("owner", key) == self.owner:
@@ -98,7 +101,7 @@ class Claims:
 
     def claim(self, config: tuple[str, int], probe_usd: float) -> bool:
         """Claim ``config`` (always granted: the caller chose it under the storage lock)."""
-        value = {"owner": self.owner, "at": time.time(), "probe_usd": probe_usd}
+        value = {"owner": self.owner, "at": self.clock(), "probe_usd": probe_usd}
         self._storage.set_study_system_attr(self._study_id, self._key(config), value)
         return True
 

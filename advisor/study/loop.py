@@ -58,13 +58,14 @@ class TrialLoop:
         progress: Callable[[str, int, int], None] | None,
         deadline: float | None,
         claims: ClaimStore | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.o = outcome
         self.backend = backend
         self.state = state
         self.lock = lock_path(lock_url) if lock_url else None
         self.progress = progress
-        self.deadline = deadline
+        self.deadline, self.clock = deadline, clock  # --timeout, on the search's clock
         name = outcome.study.study_name
         # The claims store is injected where the storage lock does not reach (several hosts).
         self.claims = claims or Claims(storage, storage.get_study_id_from_name(name))
@@ -99,7 +100,7 @@ class TrialLoop:
             for i in range(n):
                 if self.progress:
                     self.progress("trials", i, n)
-                if self.deadline is not None and time.monotonic() > self.deadline:
+                if self.deadline is not None and self.clock() > self.deadline:
                     return Stop(StopReason.TIMEOUT)
                 for _ in range(RETRIES_WHEN_BUSY):  # a claim another host won: choose again
                     stop = self._step(extend)
@@ -130,7 +131,7 @@ class TrialLoop:
                 # are still current.
                 busy = self.claims.others()
                 if self.claims.peers_seen_at >= self.last_read:
-                    self.last_read = time.time()
+                    self.last_read = self.claims.clock()
                     state.refresh()
                 busy = {k: v for k, v in busy.items() if k not in state.done}
                 left = o.probe_budget_usd - state.spent_usd - sum(busy.values())

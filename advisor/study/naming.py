@@ -7,6 +7,7 @@ import json
 
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.options import SuggestOptions
+from advisor.prediction.plan import plan_fields
 from advisor.search_spaces.space import JointSpace, space_to_dict
 
 
@@ -42,8 +43,17 @@ def study_name_for(
         ident["previous_generation"] = True
     if options.precision != "fp32":  # issue #35: another plan, another answer
         ident["precision"] = options.precision
+    if options.plan:  # issue #35: parts of the plan fixed
+        ident["plan"] = plan_fields(options.plan)
     if options.cloud_probes:  # issue #14: measured machines change the answer (and emulated)
         ident["cloud_probes"] = [options.cloud_probes, options.emulate_cloud]
+    from advisor.providers.owned import load_owned  # issue #37: machines you own
+
+    owned = [m.to_dict() for m in load_owned()]
+    if owned:  # more candidates, another answer
+        ident["owned"] = owned
+    if options.value_of_time is not None:  # issue #37: another ranking, another answer
+        ident["value_of_time"] = options.value_of_time
     digest = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
     name = workload.name.replace(":", ".")
     return f"advisor-{name}-{workload.framework}-{objective}-{digest[:8]}"

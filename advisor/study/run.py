@@ -88,7 +88,6 @@ def local_backend(
         if progress is not None:
             progress(f"probe:{text}", 0, 1)
 
-    from advisor.prediction.plan import check_precision
     from advisor.remote.measured import remote_lookup
 
     backend = LocalBackend(
@@ -103,7 +102,6 @@ def local_backend(
         remote_lookup=remote_lookup(storage, options.probe_iterations, options.emulate_cloud),
         ledger_storage=storage if isinstance(storage, str) else resolve_storage(options.storage),
     )
-    backend.precision = check_precision(options.precision)  # issue #35: how each GPU trains
     return backend
 
 
@@ -112,7 +110,9 @@ def run_suggest(
     backend: Backend | None = None,
     progress: Progress | None = None,
     storage: Any = None,
+    before_probes: Callable[[], None] | None = None,
     claims: ClaimsFactory | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> SuggestOutcome:
     """Run (or resume) the study and return what happened; the trials stay in the storage.
 
@@ -121,14 +121,19 @@ def run_suggest(
     trial loop's claims store (default ``advisor.study.claims.Claims``: processes that share
     the storage lock; the service's workers on several hosts inject one the database
     enforces). The CLI, the Python API and the service's workers all run studies here.
+    ``clock`` (seconds) is what ``--timeout`` is measured on: the back end's
+    (``time.monotonic``, or a replay back end's simulated clock) unless given.
+    ``before_probes`` (issue #36: the first answer) is called once before the local back end
+    times its first probe (never when every probe is cached, nor with another back end).
     """
     import optuna
 
     from advisor.search_spaces.loader import default_space
     from advisor.study.samplers import make_sampler
 
-    started = time.perf_counter()
-    deadline = None if options.timeout_s is None else time.monotonic() + options.timeout_s
+    clock = clock or (backend.clock if backend is not None else time.monotonic)
+    started = clock()
+    deadline = None if options.timeout_s is None else started + options.timeout_s
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     objective = options.resolved_objective
     workload = workload_info(options)
@@ -146,7 +151,16 @@ def run_suggest(
     storage_obj = storage if storage is not None else open_storage(url)
     if backend is None:
         backend = local_backend(options, storage_obj, space, progress)
-    backend.deadline = deadline
+        if before_probes is not None:  # read once by evaluation.probe_batch.prefetch
+            setattr(backend, "before_probes", before_probes)  # noqa: B010
+    backend.deadline, backend.clock = deadline, clock
+    from advisor.evaluation.local import LocalBackend
+
+    if isinstance(backend, LocalBackend):  # issue #35: how each GPU trains
+        from advisor.prediction.plan import check_precision, plan_fields
+
+        backend.precision = check_precision(options.precision)
+        backend.plan_fields = plan_fields(options.plan)  # the rest: fixed, or searched
     candidates = backend.candidates(space, options.include_previous_generation)  # issue #27
     if not candidates:
         raise no_machine_error(options)
@@ -172,16 +186,17 @@ def run_suggest(
     # unless earlier transient probe failures are to be retried (a fixed model).
     stopped_before = resumed and bool(last_run.get("final")) and not state.retrying
     try:
-        stop: Stop | None = _screen(outcome, backend, progress, deadline)
+        stop: Stop | None = _screen(outcome, backend, progress, deadline, clock)
         if stop is None and options.cloud_probes:  # issue #14: measure the best for real
             from advisor.remote.cloud_probes import run_cloud_probes
 
-            outcome.cloud = run_cloud_probes(outcome, backend, progress, deadline).to_dict()
+            cloud = run_cloud_probes(outcome, backend, progress, deadline, clock=clock)
+            outcome.cloud = cloud.to_dict()
             state.refresh()  # their spend counts against the probe budget
         if stop is None:
             store = claims(storage_obj, study) if claims is not None else None
             search = TrialLoop(
-                outcome, backend, storage_obj, state, lock_url, progress, deadline, store
+                outcome, backend, storage_obj, state, lock_url, progress, deadline, store, clock
             )
             if stopped_before and options.trials is None:
                 stop = Stop(
@@ -208,7 +223,7 @@ def run_suggest(
     for batch, failed in failed_probes(outcome.screen.values()).items():
         failures.setdefault(batch, failed)
     outcome.probe_failures = summary(failures, space.batch_sizes)
-    outcome.wall_s = time.perf_counter() - started
+    outcome.wall_s = clock() - started
     if stop.reason.interrupted and not _complete(study):
         # nothing finished to report: the CLI says "Aborted." (130) or "Terminated." (143)
         raise Terminated if stop.reason is StopReason.TERMINATED else KeyboardInterrupt
@@ -328,7 +343,11 @@ def study_attrs(
 
 
 def _screen(
-    outcome: SuggestOutcome, backend: Backend, progress: Progress | None, deadline: float | None
+    outcome: SuggestOutcome,
+    backend: Backend,
+    progress: Progress | None,
+    deadline: float | None,
+    clock: Callable[[], float],
 ) -> Stop | None:
     """Predict every (machine, batch) cheaply into ``outcome.screen``; a stop when
     --timeout ran out meanwhile (the partial screen is kept), else None."""
@@ -341,7 +360,7 @@ def _screen(
     for i, (cand, batch) in enumerate(pairs):
         if progress:
             progress("screen", i, len(pairs))
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and clock() > deadline:
             outcome.guided = bool(outcome.screen)
             return Stop(StopReason.SCREEN_TIMEOUT)
         pred = backend.screen(outcome.workload, cand, batch, {})

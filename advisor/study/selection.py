@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from advisor.errors import AdvisorError
-from advisor.evaluation.ranking import Point, non_dominated, recommended
+from advisor.evaluation.ranking import TIE_SHARE, Point, non_dominated, recommended
 from advisor.records import TrialRecord, is_accuracy_trial, is_managed
 
 if TYPE_CHECKING:
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 PROBE_CACHE_STUDY = "advisor-probe-cache"  # advisor.evaluation.local's cache: never a study
+TIE_BAND_ATTR = "tie_share"  # issue #36: the last report's tie band (its probes' noise)
 
 
 def feasible_trials(study: optuna.Study) -> list[FrozenTrial]:
@@ -73,7 +74,8 @@ def recommended_trial(study: optuna.Study, services: Sequence[str] | None = None
         objective = "pareto"
     # Lowest trial number first, so an exact tie goes to the earlier trial.
     points.sort(key=lambda p: p.ref.number)
-    best = recommended(points, objective)
+    share = study.user_attrs.get(TIE_BAND_ATTR)  # the report's band, when it measured one
+    best = recommended(points, objective, float(share) if share else TIE_SHARE)
     assert best is not None
     trial: FrozenTrial = best.ref
     return trial

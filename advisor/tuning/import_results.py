@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
-from advisor.probes.result import Interval
+from advisor.intervals import Interval
 from advisor.providers.tuning import TrialResult, TuningBackend
 from advisor.records import ManagedRun, TrialRecord, is_accuracy_trial, is_managed, managed_job
 from advisor.search_spaces.space import space_from_dict

@@ -23,6 +23,12 @@ if TYPE_CHECKING:
 RECOMMENDATION = "recommendation"
 FIELDS = (
     "machine", "batch_size", "epochs", "price_per_hour", "hyperparameters", "trial", "source",
+    "training_plan",  # issue #35: the plan the row was predicted under (None: plain fp32)
+)  # fmt: skip
+# Issue #37: what `advisor export --row N` needs of each ranked row (the report's own values).
+RANKING_FIELDS = (
+    *FIELDS, "provider", "service", "instance_type", "accelerator", "gpus", "region", "spot",
+    "runtime_s", "cost_usd", "feasible",
 )  # fmt: skip
 
 
@@ -37,6 +43,7 @@ class Pick:
     params: dict[str, Any] = field(default_factory=dict)
     price_per_hour: float | None = None
     notes: tuple[str, ...] = ()
+    plan: str | None = None  # issue #35: the training plan as ``--plan`` text (None: plain fp32)
 
     def __post_init__(self) -> None:
         if not self.machine:
@@ -53,7 +60,16 @@ def recommendation_attr(report: dict[str, Any]) -> dict[str, Any] | None:
         service: {k: row.get(k) for k in FIELDS}
         for service, row in (report.get("best_by_service") or {}).items()
     }
-    return {"recommended": {k: rec.get(k) for k in FIELDS}, "by_service": by_service}
+    return {
+        "recommended": {k: rec.get(k) for k in FIELDS},
+        "by_service": by_service,
+        "export": {  # issue #37: `advisor export` writes any of these rows
+            "workload": report.get("workload"),
+            "framework": report.get("framework"),
+            "recommended": {k: rec.get(k) for k in RANKING_FIELDS},
+            "ranking": [{k: r.get(k) for k in RANKING_FIELDS} for r in report.get("ranking", [])],
+        },
+    }
 
 
 def study_pick(study: optuna.Study, services: tuple[str, ...], name: str) -> Pick:
@@ -87,6 +103,7 @@ def study_pick(study: optuna.Study, services: tuple[str, ...], name: str) -> Pic
         params=dict(row.get("hyperparameters") or {}),
         price_per_hour=row.get("price_per_hour"),
         notes=notes,
+        plan=plan_arg(row.get("training_plan")),
     )
 
 
@@ -123,4 +140,14 @@ def _trial_pick(study: optuna.Study, services: tuple[str, ...], name: str) -> Pi
         params=dict(trial.params),
         price_per_hour=trial.user_attrs.get("price_per_hour"),
         notes=tuple(notes),
+        plan=plan_arg(estimate.get("training_plan")),
     )
+
+
+def plan_arg(fields: Any) -> str | None:
+    """The ``--plan`` text of a row's ``training_plan`` (None: none, the plain float32 step)."""
+    if not isinstance(fields, dict):
+        return None
+    from advisor.prediction.plan import TrainingPlan
+
+    return TrainingPlan.from_dict(fields).arg()

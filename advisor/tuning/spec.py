@@ -56,6 +56,10 @@ def spec_from_study(
     epochs = pick.epochs or attrs.get("epochs")
     if epochs:
         fixed["epochs"] = int(epochs)
+    if pick.plan and not instance:  # issue #35: the plan the estimate holds for, on its machine
+        fixed["plan"] = pick.plan
+    elif pick.plan:
+        notes.append(f"the study's plan ({pick.plan}) is for {pick.machine}: not carried over")
     wanted = set(tune) if tune is not None else None
     tuned: list[Param] = []
     for p in space.hyperparameters:

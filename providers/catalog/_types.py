@@ -7,11 +7,11 @@ from typing import Any
 
 from advisor.providers import registry
 
-PROVIDERS = (*registry.catalog_providers(), registry.LOCAL)
+PROVIDERS = (*registry.catalog_providers(), registry.LOCAL, registry.OWNED)
 SERVICES = registry.services()
 # Issue #27: how a price was obtained -- read out from a named price list, an estimate (best
 # knowledge, or derived from a read-out by a stated rule), or given by the user (this machine).
-PRICE_BASES = ("read-out", "estimate", "given")
+PRICE_BASES = ("read-out", "estimate", "given", "owned")  # owned: amortisation + energy
 # Whether the type is still offered as current, a previous generation, or retired by its
 # provider (as of the snapshot's date; the source column says whose notice).
 LIFECYCLES = ("current", "previous-generation", "retired")

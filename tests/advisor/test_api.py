@@ -35,11 +35,23 @@ def test_public_names_are_lazy_and_listed() -> None:
         advisor.nope  # noqa: B018
 
 
-def test_tuning_job_functions_resolve() -> None:
-    assert all(
-        callable(getattr(advisor, n))
-        for n in ("plan_job", "submit_job", "job_status", "import_job")
+def test_tuning_job_functions_plan_and_refuse_through_the_public_names() -> None:
+    from advisor.errors import AdvisorError
+
+    spec = advisor.plan_job(
+        "sagemaker", instances=["ml.g5.xlarge"], model="fcn", batch_size=256, epochs=3
     )
+    assert spec.machine_key == "sagemaker:ml.g5.xlarge" and spec.accelerator == "A10G"
+    assert spec.fixed == {"model": "fcn", "batch_size": 256, "epochs": 3}
+    tuned = {p.name for p in default_space("fcn").hyperparameters if not p.affects_runtime}
+    assert {p.name for p in spec.hyperparameters} == tuned
+    # no role given: refused with the fix before anything is sent
+    with pytest.raises(AdvisorError, match="execution role"):
+        advisor.submit_job(spec, "sagemaker")
+    for name in ("job_status", "import_job"):  # the same functions as advisor.tuning.jobs'
+        from advisor.tuning import jobs
+
+        assert getattr(advisor, name) is getattr(jobs, name)
 
 
 def test_suggest_returns_the_report_of_the_cli() -> None:

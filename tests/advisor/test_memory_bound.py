@@ -56,8 +56,10 @@ def test_suggest_of_a_huge_model_probes_nothing_and_says_nothing_fits(tmp_path: 
         f"workload: {MODEL}\nbatch_sizes: [8, 16]\n"
         "machines:\n  instance_types: [ec2:g4dn.xlarge, ec2:p5.48xlarge]\n"
     )
+    # the plain plan pinned (issue #35: ZeRO-3 over the 8 H100s holds it, see below)
     args = ["suggest", "--model", MODEL, "--space", str(space), "--n-train", "1000",
-            "--n-val", "100", "--budget", "1000"]  # fmt: skip
+            "--n-val", "100", "--budget", "1000",
+            "--plan", "accumulation=1,checkpointing=none,sharding=none"]  # fmt: skip
     run = _advisor(args, tmp_path)
     assert run.returncode == 2, run.stdout + run.stderr[-2000:]
     assert "Traceback" not in run.stderr and "allocate" not in run.stderr, run.stderr

@@ -87,3 +87,24 @@ def test_the_same_command_again_gives_the_same_answer(tmp_path: Path, fake_train
     assert not is_accuracy_trial(best) and best.params["machine"] == first["recommended"]["machine"]
     pruned = [t for t in study.trials if is_accuracy_trial(t) and t.state.name == "PRUNED"]
     assert pruned and all(t.intermediate_values for t in pruned)
+
+
+@pytest.mark.slow
+def test_values_that_do_not_survive_their_seed_repeats_are_not_recommended(
+    tmp_path: Path, fake_training: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue #36: every seed repeat of the best collapses to chance (2 classes)
+    import short_runs
+
+    learns = short_runs.accuracy
+
+    def lucky(hps: dict[str, Any], batch: int, epochs: float, seed: int = 0, **kw: Any) -> float:
+        return 0.5 if seed > 0 else learns(hps, batch, epochs, seed, **kw)
+
+    monkeypatch.setattr(short_runs, "accuracy", lucky)
+    report = run(tmp_path, budget_usd=5.0, tune_s=600.0)
+    rec = report["recommended"]
+    found = rec["hyperparameter_evidence"]
+    assert found["seeds"]["count"] > 1  # the best was repeated
+    assert "did not survive its own seed repeats" in found["not_repeated"]
+    assert "lr" not in rec["hyperparameters"]  # the recipe's stay

@@ -9,10 +9,11 @@ from typing import Any
 
 import optuna
 import pytest
-from advisor.probes.result import Interval, PhaseTimes
+from advisor.probes.result import PhaseTimes
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
 from advisor import records
+from advisor.intervals import Interval
 from advisor.records import ManagedRun, TrialRecord
 
 PHASES = PhaseTimes(

@@ -18,12 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from advisor.probes.result import Interval
-from advisor.providers.catalog._types import InstanceType
 from cli_run import Outcome, run
-from replay_tables import small_table
+from replay_tables import entries, instance, small_table
 
-from advisor.evaluation.replay import ReplayEntry, ReplayTable
+from advisor.evaluation.replay import ReplayTable
 
 
 def check(outcome: Outcome, args: tuple[str, ...] | list[str] = ()) -> None:
@@ -50,34 +48,10 @@ def replay_table(path: Path) -> Path:
     """A 2-machine x 2-batch replay table (plausible V100/K80 run times, 10 epochs) saved as
     JSON, so that a valid `advisor suggest` finishes in well under a second."""
     insts = (
-        InstanceType(
-            "aws",
-            "ec2",
-            "p2.xlarge",
-            4,
-            61.0,
-            "K80",
-            1,
-            12.0,
-            0.90,
-            0.27,
-            "2021-02-01",
-            "docs/method.md section 5",
+        replace(
+            instance("ec2:p2.xlarge", 1, 0.90, 0.27, "K80"), vcpus=4, accelerator_memory_gib=12.0
         ),
-        InstanceType(
-            "aws",
-            "ec2",
-            "p3.2xlarge",
-            8,
-            61.0,
-            "V100",
-            1,
-            16.0,
-            3.06,
-            0.92,
-            "2021-02-01",
-            "docs/method.md section 5",
-        ),
+        instance("ec2:p3.2xlarge", 1, 3.06, 0.92, "V100"),
     )
     runtimes = {
         ("ec2:p2.xlarge", 256): 3000.0,
@@ -85,17 +59,7 @@ def replay_table(path: Path) -> Path:
         ("ec2:p3.2xlarge", 256): 900.0,
         ("ec2:p3.2xlarge", 512): 700.0,
     }
-    entries = tuple(
-        ReplayEntry(
-            m,
-            b,
-            Interval(rt, rt * 0.95, rt * 1.05),
-            predicted=Interval(rt * 1.1, rt * 0.8, rt * 1.4),
-            probe_s=30.0,
-        )
-        for (m, b), rt in runtimes.items()
-    )
-    ReplayTable(insts, entries, snapshot="test-2021-02", epochs=10).save(path)
+    ReplayTable(insts, entries(runtimes), snapshot="test-2021-02", epochs=10).save(path)
     return path
 
 

@@ -149,6 +149,7 @@ STORAGE_COMMANDS = (
     ("suggest", "--model", "fcn"),
     ("submit", "--provider", "sagemaker", "--dry-run", "--study", "s"),
     ("import", "job-1", "--provider", "sagemaker", "--study", "s"),
+    ("export", "--study", "s", "--to", "skypilot"),  # issue #37
     ("dashboard",),
 )
 

@@ -52,6 +52,21 @@ def the_probe() -> ProbeResult:
     return with_synthetic_trace(p)
 
 
+def a_real_probe() -> ProbeResult:
+    """fcn at batch 256 probed for real on this CPU (three iterations), its own operator
+    trace of the built-in model and its DataLoader timed: what `advisor probe` records."""
+    from advisor.probes.runner import run_probe
+
+    from advisor.prediction.perf.step import traced
+
+    request = ProbeRequest(
+        workload="fcn", batch_size=BATCH, iterations=3, threads=1, gradient_noise=False
+    )
+    probe, notes = traced(run_probe(request))
+    assert probe.ok and probe.operator_trace is not None and not notes, (probe.error, notes)
+    return probe
+
+
 def _by_machine(rows: list[dict[str, Any]], key: str = "machine") -> dict[str, dict[str, Any]]:
     return {r[key]: r for r in rows}
 
@@ -63,10 +78,11 @@ def _close(a: dict[str, float], b: dict[str, float]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("source", ["synthetic trace", "real probe"])
 def test_cli_api_suggest_and_service_give_the_same_times_and_costs(
-    tmp_path: Path, _advisor_home: Path
+    tmp_path: Path, _advisor_home: Path, source: str
 ) -> None:
-    probe = the_probe()
+    probe = the_probe() if source == "synthetic trace" else a_real_probe()
     path = tmp_path / "probe.json"
     path.write_text(probe.to_json())
     epochs = 13  # fcn's published epochs to stabilise at batch 256 (docs/method.md 2.3)

@@ -57,13 +57,15 @@ def make_study(
     machine: str = "sagemaker:ml.p3.2xlarge",
     params: tuple[Any, ...] = PARAMS,
     other_machines: tuple[str, ...] = (),
+    training_plan: dict[str, Any] | None = None,
 ) -> Any:
-    """An advisor study as `advisor suggest` leaves it: one recommended, finished trial."""
+    """An advisor study as `advisor suggest` leaves it: one recommended, finished trial
+    (``training_plan``: the plan its estimate was made under, issue #35)."""
     import optuna
-    from advisor.probes.result import Interval
     from advisor.search_spaces.convert import param_to_optuna
     from optuna.distributions import CategoricalDistribution
 
+    from advisor.intervals import Interval
     from advisor.records import TrialRecord
 
     space = JointSpace(workload="fcn", hyperparameters=params)
@@ -98,7 +100,11 @@ def make_study(
             epochs=14,
             runtime=Interval(600.0, 550.0, 650.0),
             cost=Interval(0.6375, 0.584, 0.691),  # 600 s at 3.825 USD/h
-            estimate={"epochs": 14, "runtime": {"value": 600.0, "low": 550.0, "high": 650.0}},
+            estimate={
+                "epochs": 14,
+                "runtime": {"value": 600.0, "low": 550.0, "high": 650.0},
+                **({"training_plan": training_plan} if training_plan else {}),
+            },
             feasible=True,
         ).to_attrs(),
     )

@@ -43,6 +43,9 @@ class Wire:
     counts_trials = True  # whether the fake service counts the trials it ran in its status
     # whether a trial's measured step time comes back (Vertex keeps only the objective metric)
     reports_step_s = True
+    # what a submission must name as who submitted it: the account, project or workspace the
+    # connected back end was given
+    identity: ClassVar[tuple[str, ...]] = ()
 
     def validate(self, request: dict[str, Any]) -> None:
         """Check ``request`` with the SDK's own rules (raises when it does not accept it)."""
@@ -72,6 +75,7 @@ class SageMakerWire(Wire):
     catalog_key = "sagemaker:ml.g5.2xlarge"
     options: ClassVar[dict[str, Any]] = {"role": ROLE, "region": "us-east-1"}
     counts_trials = False
+    identity: ClassVar[tuple[str, ...]] = ("account 123456789012", "region us-east-1")
     refusals: ClassVar[list[tuple[dict[str, Any], str]]] = [
         ({"parallel_trials": 11, "max_trials": 20}, "at most 10 trials in parallel"),
         ({"strategy": "grid"}, "grid search takes only categorical"),
@@ -161,6 +165,7 @@ class VertexWire(Wire):
     catalog_key = "vertex:g2-standard-8"
     reports_step_s = False
     options: ClassVar[dict[str, Any]] = {"project": "p1", "location": "us-central1"}
+    identity: ClassVar[tuple[str, ...]] = ("Google Cloud project p1", "location us-central1")
     refusals: ClassVar[list[tuple[dict[str, Any], str]]] = [
         ({"strategy": "hyperband"}, "does not offer the 'hyperband'"),
         ({"alternative_instance_types": ("n1-standard-16",)}, "one machine type"),
@@ -214,9 +219,7 @@ class VertexWire(Wire):
                 credentials=AnonymousCredentials(),
                 client_options=ClientOptions(api_endpoint=url),
             )
-            backend = VertexBackend(client=client, project="p1")
-            monkeypatch.setattr(backend, "identity", lambda: "Google Cloud project p1")
-            yield backend
+            yield VertexBackend(client=client, project="p1")
 
     def run_trials(self, backend: TuningBackend, sub: Submission, trials: list[Outcome]) -> None:
         job = self.jobs[sub.job_id]
@@ -259,6 +262,11 @@ class AzureMLWire(Wire):
     machine = "Standard_NV36ads_A10_v5"
     catalog_key = "azure-ml:NV36ads_A10_v5"
     options: ClassVar[dict[str, Any]] = {"compute": "gpu-a10"}
+    identity: ClassVar[tuple[str, ...]] = (
+        "subscription 00000000-0000-0000-0000-000000000001",
+        "resource group rg",
+        "workspace ws",
+    )
     image = "azureml:advisor-env:3"  # an inline image is registered first (another wire call)
     refusals: ClassVar[list[tuple[dict[str, Any], str]]] = [
         ({"strategy": "hyperband"}, "does not offer the 'hyperband'"),

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
-from advisor.probes.result import Interval, PhaseTimes, ProbeResult
+from advisor.probes.result import PhaseTimes, ProbeResult
 
+from advisor.intervals import Interval
 from advisor.prediction import iteration_model as im
 
 

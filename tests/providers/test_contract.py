@@ -133,6 +133,9 @@ class TestProviderContract:
         with wire.connected(tmp_path, monkeypatch) as backend:
             sub = submit_job(spec, backend)
             assert sub.provider == wire.name and sub.job_id
+            assert wire.identity and all(part in sub.identity for part in wire.identity), (
+                sub.identity
+            )
             wire.run_trials(backend, sub, TRIALS)
             status = job_status(sub.job_id, backend)
             assert status["provider"] == wire.name

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import optuna
 import pytest
-from advisor.probes.result import Interval, ProbeResult
+from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import load, local_machine
 from advisor.providers.overheads import (
     MEASURED,
     PULL,
     SERVICES,
-    Span,
+    Overhead,
     bill_measured_job,
     overheads_for,
     run_overheads,
@@ -31,8 +30,10 @@ from perf_fixtures import with_synthetic_trace
 from advisor.evaluation.candidates import Candidate
 from advisor.evaluation.local import LocalBackend
 from advisor.evaluation.predict_api import predict
+from advisor.intervals import Interval
 from advisor.options import SuggestOptions, workload_info
 from advisor.prediction.iteration_model import epoch_sweep, normalise
+from advisor.remote.cache import RemoteProbe
 from advisor.tuning.import_results import job_cost
 
 # issue #26: a probe made ready for prediction (its operator trace and loader time), so
@@ -188,15 +189,6 @@ def test_imported_trials_are_billed_by_the_service_s_rule() -> None:
     assert seconds.value == 720.0 and "MLflow run" in how
 
 
-@dataclass(frozen=True)
-class _Remote:
-    machine: str
-    result: ProbeResult
-    job: dict[str, Any]
-    cached: bool = True
-    emulated: bool = False
-
-
 def test_a_remote_probe_job_s_measured_start_up_is_kept_and_priced() -> None:
     cat = load()
     sm = cat.get("sagemaker:ml.g5.xlarge")
@@ -206,7 +198,9 @@ def test_a_remote_probe_job_s_measured_start_up_is_kept_and_priced() -> None:
            "wall_s": 150.0, "billed_s": 50.0, "before_start_s": 100.0, "on_machine_s": 50.0}  # fmt: skip
 
     def lookup(workload: Any, inst: Any, batch: int, hps: Any) -> Any:
-        return _Remote(inst.key, remote_result, job) if inst.key == sm.key else None
+        return (
+            RemoteProbe(inst.key, remote_result, job, cached=True) if inst.key == sm.key else None
+        )
 
     backend = LocalBackend(
         optuna.storages.InMemoryStorage(),
@@ -264,7 +258,12 @@ def test_a_probe_job_outcome_keeps_its_measured_start_up() -> None:
     assert overheads_for("aws", "sagemaker").terms[0].status != MEASURED  # priors untouched
 
 
-def test_spans_are_intervals() -> None:
+def test_overheads_are_the_one_interval_type() -> None:
     with pytest.raises(ValueError):
-        Span(10, 20, 30)
-    assert Interval(1.0, 1.0, 1.0).value == 1.0
+        Interval(10, 20, 30)
+    with pytest.raises(ValueError, match=">= 0"):
+        Overhead("boot", Interval(-1, -2, 3), True, "prior", "test")
+    over = run_overheads(load().get("ec2:g5.xlarge"))
+    assert isinstance(over.wall, Interval) and isinstance(
+        over.billed_run(Interval.exact(1)), Interval
+    )

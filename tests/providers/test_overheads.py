@@ -10,12 +10,12 @@ from advisor.providers.overheads import (
     DOCUMENTED,
     PRIOR,
     SERVICES,
-    Span,
     run_overheads,
 )
 from advisor.providers.pricing import BILLING, BillingRule
 
 from advisor.errors import AdvisorError
+from advisor.intervals import Interval
 
 
 def test_billing_rounds_up_to_the_increment_with_a_minimum() -> None:
@@ -38,7 +38,7 @@ def test_every_figure_has_a_source_and_a_status() -> None:
 
     for (provider, service), terms in SERVICES.items():
         billing = BILLING[service]
-        if service != "local":
+        if service not in ("local", "owned"):  # your own machines: no provider's bill
             assert agrees(billing.status, billing.source), (provider, service)
         for t in terms:
             assert agrees(t.status, t.source), (provider, service, t.phase)
@@ -48,7 +48,7 @@ def test_every_figure_has_a_source_and_a_status() -> None:
 def test_a_20_second_sagemaker_run_is_dominated_by_its_overheads() -> None:
     machine = load().get("ml.g5.xlarge")
     over = run_overheads(machine)
-    train = Span(20, 15, 30)
+    train = Interval(20, 15, 30)
     assert over.wall.value > 5 * train.value  # provisioning + image pull vs 20 s training
     billed = over.billed_run(train)
     # Provisioning is not billed on SageMaker, the image pull is (DescribeTrainingJob docs).
@@ -67,7 +67,7 @@ def test_ec2_minimum_and_data_download_term() -> None:
     download = next(t for t in over.terms if t.phase == "data download")
     assert download.seconds.value == pytest.approx(10.0)  # 2 GB at the 200 MB/s prior
     assert download.seconds.low < 10 < download.seconds.high
-    assert run_overheads(ec2).billed_run(Span(0, 0, 0)).value >= 60  # one-minute minimum
+    assert run_overheads(ec2).billed_run(Interval(0, 0, 0)).value >= 60  # one-minute minimum
 
 
 def test_unknown_service_or_negative_data_is_a_user_error() -> None:

@@ -3,14 +3,15 @@ scorer for the same machine and probe."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import optuna
 import pytest
-from advisor.probes.result import Interval
-from advisor.providers import pricing
+from advisor.providers import catalog, pricing
 from advisor.providers.catalog import InstanceType
 from click.testing import CliRunner
 from perf_fixtures import FakeCatalog, gpu_machine, probe, with_synthetic_trace
@@ -18,6 +19,7 @@ from perf_fixtures import FakeCatalog, gpu_machine, probe, with_synthetic_trace
 from advisor.cli.main import cli
 from advisor.evaluation.candidates import Candidate
 from advisor.evaluation.local import LocalBackend
+from advisor.intervals import Interval
 from advisor.options import SuggestOptions, workload_info
 from advisor.prediction.iteration_model import estimate
 
@@ -35,12 +37,12 @@ VERTEX_T4 = dataclasses.replace(
 
 def test_spot_overhead_is_added_to_time_and_cost() -> None:
     run = pricing.price_run(Interval(1000.0, 900.0, 1100.0), 0.918, spot=True, service="ec2")
-    assert run.runtime == (1100.0, 900.0, 1430.0)
+    assert run.runtime == Interval(1100.0, 900.0, 1430.0)
     assert run.cost.value == pytest.approx(1100.0 * 0.918 / 3600)
     assert run.cost.high == pytest.approx(1430.0 * 0.918 / 3600)
     assert run.notes()["spot_restart_overhead"] == {"expected": 0.10, "high": 0.30}
     on_demand = pricing.price_run(Interval(1000.0, 900.0, 1100.0), 3.06, service="ec2")
-    assert on_demand.runtime == (1000.0, 900.0, 1100.0) and on_demand.notes() == {}
+    assert on_demand.runtime == Interval(1000.0, 900.0, 1100.0) and on_demand.notes() == {}
 
 
 def test_billing_minimum_and_increment() -> None:
@@ -51,14 +53,57 @@ def test_billing_minimum_and_increment() -> None:
     assert pricing.billing_rule("local").billed(5.0) == 5.0
     assert pricing.billing_rule("unknown-service").source.startswith("prior")
     short = pricing.price_run(Interval(10.0, 8.0, 12.0), 3.6, service="ec2")
-    assert short.cost == (0.06, 0.06, 0.06)  # 60 s billed at USD 3.60/h
-    assert short.runtime == (10.0, 8.0, 12.0)  # the run itself is not longer
+    assert short.cost == Interval(0.06, 0.06, 0.06)  # 60 s billed at USD 3.60/h
+    assert short.runtime == Interval(10.0, 8.0, 12.0)  # the run itself is not longer
 
 
-def test_every_rule_names_its_source() -> None:
-    for service, rule in pricing.BILLING.items():
-        assert rule.source, service
-        assert rule.minimum_s >= 0 and rule.increment_s >= 1
+def _stated(source: str) -> tuple[float, float]:
+    """(increment, minimum) seconds as a billing rule's source text states them."""
+    text = source.lower()
+    if "per minute" in text:
+        increment = 60.0
+    elif m := re.search(r"(\d+) s increments", text):
+        increment = float(m.group(1))
+    else:
+        assert "per second" in text or "per-second" in text or "not billed" in text, source
+        increment = 1.0
+    if m := re.search(r"(\d+) (s|min) minimum", text):
+        minimum = float(m.group(1)) * (60 if m.group(2) == "min" else 1)
+    else:  # no minimum stated: one increment when billed in increments, else none
+        minimum = increment if increment > 1 else 0.0
+    return increment, minimum
+
+
+@pytest.mark.parametrize("service", [*pricing.BILLING, "unknown-service"])
+def test_every_billing_rule_is_what_its_source_says(service: str) -> None:
+    rule = pricing.billing_rule(service)
+    assert (rule.increment_s, rule.minimum_s) == _stated(rule.source), rule
+    short = rule.minimum_s / 2 + 0.5  # under the minimum, or under one increment
+    coarse = rule.increment_s > 1 or rule.minimum_s > 0
+    assert rule.billed(short) == (max(rule.minimum_s, rule.increment_s) if coarse else short)
+
+
+def _csv_rows() -> list[dict[str, str]]:
+    """The snapshot's CSV rows of the loaded catalog's regions, read here without the catalog."""
+    loaded = catalog.load()
+    folder = Path(catalog.__file__).parent / "data" / loaded.snapshot
+    rows = [r for f in sorted(folder.glob("*.csv")) for r in csv.DictReader(f.open())]
+    return [
+        r for r in rows if loaded.get(f"{r['service']}:{r['instance_type']}").region == r["region"]
+    ]
+
+
+@pytest.mark.parametrize("row", _csv_rows()[::25], ids=lambda r: r["instance_type"])
+def test_an_hour_costs_the_catalog_rows_list_price(row: dict[str, str]) -> None:
+    machine = catalog.load().get(f"{row['service']}:{row['instance_type']}")
+    hour = Interval.exact(3600.0)
+    assert pricing.price_on(machine, hour).cost.value == pytest.approx(
+        float(row["on_demand_usd_per_h"]), rel=1e-12
+    )
+    if row["spot_usd_per_h"]:  # on spot the +10 % restart overhead (a prior) on the hour
+        assert pricing.price_on(machine, hour, spot=True).cost.value == pytest.approx(
+            float(row["spot_usd_per_h"]) * 1.1, rel=1e-12
+        )
 
 
 def test_negative_price_is_rejected() -> None:
@@ -71,8 +116,7 @@ def test_iteration_model_prices_through_the_same_path() -> None:
     est = estimate(p, 40_512, 212, 3, 512, 0.918, spot=True, service="ec2")
     plain = estimate(p, 40_512, 212, 3, 512)
     run = pricing.price_run(plain.runtime, 0.918, spot=True, service="ec2")
-    assert (est.runtime.value, est.runtime.low, est.runtime.high) == run.runtime
-    assert est.cost is not None and (est.cost.value, est.cost.low, est.cost.high) == run.cost
+    assert est.runtime == run.runtime and est.cost == run.cost
 
 
 def _suggest_scores(machine: InstanceType, epochs: int) -> tuple[Interval, Interval]:

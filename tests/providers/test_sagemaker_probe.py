@@ -218,7 +218,17 @@ def test_remote_probe_on_moto_is_measured_cached_and_corrects_the_next_predictio
     assert probe.result.ok and len(probe.result.iteration_s) == 4
     job = probe.job_info
     assert job["service"] == "sagemaker" and job["billed_source"] == "BillableTimeInSeconds"
-    assert job["wall_s"] == pytest.approx(90 + job["billed_s"], abs=1.5)
+    # wall and start-up are the service's timestamps' differences, not the local clock's
+    import boto3
+
+    desc = boto3.client("sagemaker", region_name=REGION).describe_training_job(
+        TrainingJobName=job["job_id"]
+    )
+    created, ended = desc["CreationTime"], desc["TrainingEndTime"]
+    assert job["wall_s"] == pytest.approx((ended - created).total_seconds(), abs=1e-3)
+    started = (desc["TrainingStartTime"] - created).total_seconds()
+    assert job["before_start_s"] == pytest.approx(started, abs=1e-3)
+    assert job["billed_s"] == desc["BillableTimeInSeconds"]
     assert job["cost_usd"] == pytest.approx(job["billed_s"] / 3600 * machine.on_demand_usd_per_h)
     assert statuses and statuses[-1].startswith(f"{job['job_id']}: completed, ")
 

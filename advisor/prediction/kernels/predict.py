@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from advisor.intervals import Interval
 from advisor.prediction.kernels.gpus import GpuSpec, chip_name, gpu_spec, measured_name
 from advisor.prediction.kernels.model import KernelModel, load_model
 from advisor.prediction.kernels.ops import WIDEN, Placed, notes_for, place
 from advisor.probes.operators.types import PHASES, Operator, OperatorTrace
-from advisor.probes.result import Interval
 
 TOP = 8
 

@@ -23,12 +23,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.intervals import Interval
 from advisor.prediction.perf import constants as C
 from advisor.prediction.perf.device import DeviceTime, device_time
 from advisor.prediction.perf.signature import WorkloadSignature
 from advisor.prediction.perf.startup import DeviceStartup
 from advisor.prediction.perf.traces import StepTrace, per_device_batch
-from advisor.probes.result import Interval, PhaseTimes
+from advisor.probes.result import PhaseTimes
 from advisor.providers.catalog import AcceleratorSpec, InstanceType
 
 STRATEGIES = ("ddp", "dp")

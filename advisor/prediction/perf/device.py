@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.errors import AdvisorError
+from advisor.intervals import Interval
 from advisor.prediction.perf import constants as C
 from advisor.prediction.perf.signature import WorkloadSignature
 from advisor.prediction.perf.traces import StepTrace
 from advisor.prediction.perf.types import around
-from advisor.probes.result import Interval
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.errors import AdvisorError
+from advisor.intervals import Interval
 from advisor.prediction.iteration_model import (
     DEFAULT_EPOCHS,
     Estimate,
@@ -33,7 +34,7 @@ from advisor.prediction.plan import PrecisionLacking, TrainingPlan, machine_plan
 from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
 from advisor.providers.overheads import RunOverheads, run_overheads
-from advisor.providers.pricing import PricedRun, Span, price_run
+from advisor.providers.pricing import PricedRun, price_run
 
 
 @dataclass(frozen=True)
@@ -61,12 +62,12 @@ class Forecast:
         return self.memory is None or self.memory.fits is not False
 
     @property
-    def job_wall_s(self) -> Span | None:
+    def job_wall_s(self) -> Interval | None:
         """Seconds from submission to the end: start-up terms + the training run."""
         return None if self.job is None else self.job.runtime
 
     @property
-    def job_cost_usd(self) -> Span | None:
+    def job_cost_usd(self) -> Interval | None:
         """USD billed: billed start-up terms + training, rounded to the service's billing."""
         return None if self.job is None else self.job.cost
 

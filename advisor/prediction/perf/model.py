@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from advisor.errors import AdvisorError
+from advisor.intervals import Interval
 from advisor.prediction.perf import accel as perf_accel
 from advisor.prediction.perf import cpu as perf_cpu
 from advisor.prediction.perf.correction import (
@@ -41,7 +42,7 @@ from advisor.prediction.perf.traces import TraceStore, per_device_batch, step_tr
 from advisor.prediction.perf.types import Prediction, around
 from advisor.prediction.plan import TrainingPlan
 from advisor.prediction.plan_trace import plan_step
-from advisor.probes.result import Interval, PhaseTimes, ProbeResult
+from advisor.probes.result import PhaseTimes, ProbeResult
 from advisor.providers.catalog import AcceleratorSpec, InstanceType
 
 __all__ = [

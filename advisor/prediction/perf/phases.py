@@ -8,13 +8,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from advisor.intervals import Interval
 from advisor.prediction.perf import constants as C
 from advisor.prediction.perf.device import DeviceTime
 from advisor.prediction.perf.signature import WorkloadSignature
 from advisor.prediction.perf.startup import DeviceStartup
 from advisor.prediction.perf.traces import StepTrace
 from advisor.prediction.perf.types import around
-from advisor.probes.result import Interval, PhaseTimes
+from advisor.probes.result import PhaseTimes
 
 
 def _add(*parts: Interval) -> Interval:

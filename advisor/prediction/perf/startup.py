@@ -20,10 +20,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from advisor.intervals import Interval
 from advisor.prediction.perf import constants as C
 from advisor.prediction.perf.correction import load_records
 from advisor.prediction.perf.ledger import CalibrationRecord
-from advisor.probes.result import Interval
 
 MEASURED_SPREAD = 1.5  # one remote probe is one draw of a varying start-up: x/1.5 beyond the range
 

@@ -6,7 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.probes.result import Interval, PhaseTimes
+from advisor.intervals import Interval
+from advisor.probes.result import PhaseTimes
 
 
 def combine(*factors: float) -> float:

@@ -139,3 +139,41 @@ def test_runs_at_chance_recommend_nothing() -> None:
     learned_somewhere = evidence(collapsed, PLAN, "14 epochs", n_classes=None)
     assert learned_somewhere is not None and learned_somewhere["values"] == {"lr": 0.1, "opt": "a"}
     assert learned(collapsed[2], chance_band(2, 512)) and not learned(collapsed[0], 0.544)
+
+
+def test_a_best_run_whose_seed_repeats_sit_at_chance_recommends_nothing() -> None:
+    # issue #36: a best at 0.665 whose repeats score 0.500 and 0.495 (2 classes)
+    lucky = [
+        run(0, 64, 0.025, [0.55] * 8, role="rule"),
+        run(1, 64, 0.05, [0.6, 0.62, 0.64, 0.65, 0.66, 0.66, 0.665, 0.665]),
+        run(2, 64, 0.05, [0.5] * 8, role="seed", seed=1, of=1),
+        run(3, 64, 0.05, [0.495] * 8, role="seed", seed=2, of=1),
+    ]
+    found = evidence(lucky, PLAN, "14 epochs", n_classes=2)
+    assert found is not None and found["values"] == {}
+    assert "did not survive its own seed repeats (0.500, 0.495)" in found["not_repeated"]
+    assert "within chance (0.500 for 2 classes" in found["not_repeated"]
+    assert "not_learned" not in found  # the best itself is above chance
+
+
+def test_a_best_run_whose_repeats_do_not_beat_the_recipe_recommends_nothing() -> None:
+    # a user model (classes unknown): the recipe's own run is the bar
+    trials = [
+        run(0, 64, 0.025, [0.75] * 8, role="rule"),
+        run(1, 64, 0.05, [0.8] * 8),
+        run(2, 64, 0.05, [0.70] * 8, role="seed", seed=1, of=1),
+        run(3, 64, 0.05, [0.72] * 8, role="seed", seed=2, of=1),
+    ]
+    found = evidence(trials, PLAN, n_classes=None)
+    assert found is not None and found["values"] == {}
+    assert (
+        "does not beat the recipe's own run at batch 64 (0.750, trial 0)" in (found["not_repeated"])
+    )
+    # repeats that hold up keep the recommendation
+    held = [*trials[:2], run(2, 64, 0.05, [0.79] * 8, role="seed", seed=1, of=1)]
+    kept = evidence(held, PLAN, n_classes=None)
+    assert kept is not None and kept["values"] == {"lr": 0.05, "opt": "a"}
+    assert "not_repeated" not in kept
+    # without repeats nothing is judged (the spread says one seed)
+    alone = evidence(trials[:2], PLAN, n_classes=None)
+    assert alone is not None and alone["values"] and alone["seeds"]["count"] == 1

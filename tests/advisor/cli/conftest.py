@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from advisor.probes.result import Interval
-from advisor.providers.catalog._types import InstanceType
 from cli_run import Outcome, run  # noqa: F401  (the tests import them from here)
+from replay_tables import entries, instance
 
-from advisor.evaluation.replay import ReplayEntry, ReplayTable
+from advisor.evaluation.replay import ReplayTable
 
 SPACE = "workload: fcn\nbatch_sizes: [256, 512]\n"
 
@@ -29,18 +28,6 @@ def one_line_error(outcome: Outcome) -> str:
     assert len(lines) == 1 and lines[0].startswith("Error: "), outcome.err
     assert "Traceback" not in outcome.out + outcome.err
     return lines[0]
-
-
-def instance(
-    key: str, gpus: int, price: float, spot: float | None, acc: str | None, region: str = ""
-) -> InstanceType:
-    service, _, itype = key.partition(":")
-    provider = {"ec2": "aws", "sagemaker": "aws", "compute-engine": "gcp"}.get(service, "local")
-    return InstanceType(
-        provider, service, itype, 8 * max(gpus, 1), 61.0 * max(gpus, 1), acc if gpus else None,
-        gpus, 16.0 if gpus else 0.0, price, spot, "2021-02-01", "docs/method.md section 5",
-        region,
-    )  # fmt: skip
 
 
 def table(
@@ -63,17 +50,7 @@ def table(
         ("local:local", 256): 20000.0,
         ("local:local", 512): 19000.0,
     }
-    entries = tuple(
-        ReplayEntry(
-            m,
-            b,
-            Interval(t, t * 0.95, t * 1.05),
-            predicted=Interval(t * 1.1, t * 0.8, t * 1.4),
-            probe_s=30.0,
-        )
-        for (m, b), t in times.items()
-    )
-    return ReplayTable(insts, entries, snapshot="test-2021-02", epochs=10, delay_s=delay_s)
+    return ReplayTable(insts, entries(times), snapshot="test-2021-02", epochs=10, delay_s=delay_s)
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from advisor.probes.result import Interval
 from advisor.providers.overheads import overheads_for
 from replay_tables import instance
 
 from advisor.cli.main import main
 from advisor.evaluation.contract import Evaluation
 from advisor.evaluation.replay import ReplayEntry, ReplayTable
+from advisor.intervals import Interval
 from advisor.options import SuggestOptions, workload_info
 from advisor.prediction.iteration_model import priced
 from advisor.remote.rules import leader_stands

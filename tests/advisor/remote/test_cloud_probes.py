@@ -2,8 +2,8 @@
 budget, the early stop, failures and unconfigured providers, and what the report shows.
 
 The local probes are fakes with fixed timings (a traced fingerprint: no torch) and the remote
-probe is a fake prober returning what a job would (``FakeRemote``: the fields of
-``advisor.remote.probe.RemoteProbe``); the screen, the performance model, the re-screen, the
+probe is a fake prober returning what a job would (an ``advisor.remote.cache.RemoteProbe``);
+the screen, the performance model, the re-screen, the
 trial loop, the budget accounting and the report are the real ones. The end-to-end run
 through the real job command (the local emulation) is in test_cloud_probes_cli.py.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from advisor.probes.result import Interval, ProbeRequest, ProbeResult
+from advisor.probes.result import ProbeRequest, ProbeResult
 from advisor.providers.pricing import usd
 from advisor.providers.probe_jobs import JobPoll, ProbeJobRunner, ProbeJobSpec
 from advisor.search_spaces.loader import default_space
@@ -28,7 +28,9 @@ import advisor.remote.rules as rules
 from advisor.errors import AdvisorError
 from advisor.evaluation.contract import Evaluation
 from advisor.evaluation.local import LocalBackend
+from advisor.intervals import Interval
 from advisor.options import SuggestOptions
+from advisor.remote.cache import RemoteProbe
 from advisor.report.build import build_report
 from advisor.study.run import run_suggest
 
@@ -74,17 +76,6 @@ def local_probe(request: ProbeRequest) -> ProbeResult:
     return probe_result(request.batch_size, 0.1 * request.batch_size / 256)
 
 
-@dataclass(frozen=True)
-class FakeRemote:
-    """What ``advisor.remote.probe.remote_probe`` returns."""
-
-    machine: str
-    result: ProbeResult
-    job: dict[str, Any]
-    cached: bool = False
-    emulated: bool = False
-
-
 @dataclass
 class FakeProber:
     """Answers each remote probe with ``step_s[machine]`` seconds a step (a failed probe
@@ -98,7 +89,7 @@ class FakeProber:
     calls: list[tuple[str, int]] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
 
-    def __call__(self, machine: Any, batch: int, local: ProbeResult, status: Any) -> FakeRemote:
+    def __call__(self, machine: Any, batch: int, local: ProbeResult, status: Any) -> RemoteProbe:
         assert local.batch_size == batch and local.ok  # the local probe of that batch
         if machine.provider in self.unconfigured:
             raise prober_mod.ProviderUnavailable(
@@ -120,7 +111,7 @@ class FakeProber:
             "cost_usd": usd(self.billed_s, machine.price(False)),
             "error": None,
         }
-        return FakeRemote(machine.key, result, job)
+        return RemoteProbe(machine.key, result, job, cached=False)
 
 
 @pytest.fixture
@@ -182,7 +173,7 @@ def test_distinct_accelerator_types_first_and_the_local_machine_never(
 def test_already_measured_machines_are_used_not_probed_again(
     storage: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cached = FakeRemote(
+    cached = RemoteProbe(
         "ec2:g5.xlarge", probe_result(1024, 0.03), {"job_id": "old", "cost_usd": 0.02}, True
     )
 

@@ -86,7 +86,7 @@ def build_study(url: str, n: int = 100) -> optuna.Study:
         rec = TrialRecord(
             machine=cand.key, batch_size=batch, source="modelled",
             price_per_hour=cand.price_per_hour, spot=cand.spot, epochs=10,
-            runtime=est.runtime.__class__(*p.runtime), cost=est.runtime.__class__(*p.cost),
+            runtime=p.runtime, cost=p.cost,
             instance=dict(cand.instance.to_dict(), catalog_snapshot="2026-11"),
             probe_seconds=7.0, estimate=est.to_dict(), phases=phases, probe=probe.to_dict(),
             feasible=True,

@@ -173,8 +173,7 @@ def test_report_lists_tuning_ranges_not_samples(tmp_path: Path, table: ReplayTab
 def test_imported_managed_runs_are_a_table_never_the_recommendation(
     tmp_path: Path, table: ReplayTable
 ) -> None:
-    from advisor.probes.result import Interval
-
+    from advisor.intervals import Interval
     from advisor.records import ManagedRun, TrialRecord
 
     opts = SuggestOptions(

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from advisor.probes.result import Interval
 from advisor.providers.catalog._types import InstanceType
 
 from advisor.evaluation.replay import ReplayEntry, ReplayTable
+from advisor.intervals import Interval
 
 FAKE_SECRET = "AKIAFAKESECRET0123456789zzTOPSECRET"  # planted; must never come back out
 

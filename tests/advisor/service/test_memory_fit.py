@@ -74,7 +74,8 @@ def test_service_suggestion_never_recommends_or_tries_a_row_that_does_not_fit(
         "workload: fcn\nbatch_sizes: [8, 64]\nmachines:\n  instance_types: "
         "[ec2:g4dn.xlarge, ec2:g6.xlarge, ec2:p5.4xlarge]\n"
     )
-    body = {"model": "fcn", "budget_usd": 1e6, "space": space, "local": False, "spot": False}
+    body = {"model": "fcn", "budget_usd": 1e6, "space": space, "local": False, "spot": False,
+            "plan": "accumulation=1,checkpointing=none,sharding=none"}  # issue #35: pinned  # fmt: skip
     dispatcher = ThreadDispatcher(sqlite_url)
     with TestClient(create_app(Settings(sqlite_url, dispatcher))) as client:
         r = client.post("/v1/suggestions", json=body, headers=headers)

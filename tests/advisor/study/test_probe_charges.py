@@ -15,7 +15,7 @@ from typing import Any
 
 import optuna
 import pytest
-from advisor.probes.result import Interval, ProbeRequest, ProbeResult
+from advisor.probes.result import ProbeRequest, ProbeResult
 from advisor.providers.catalog import load
 from advisor.search_spaces.loader import default_space
 from advisor.search_spaces.space import MachineFilter
@@ -23,6 +23,7 @@ from perf_fixtures import with_synthetic_trace
 
 from advisor.evaluation.local import LocalBackend
 from advisor.evaluation.replay import ReplayBackend, ReplayEntry, ReplayTable
+from advisor.intervals import Interval
 from advisor.options import SuggestOptions, workload_info
 from advisor.records import TrialRecord
 from advisor.report.build import build_report

@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from advisor.probes.result import Interval
-
 from advisor.evaluation.replay import ReplayEntry, ReplayTable
+from advisor.intervals import Interval
 
 from ..cli.conftest import instance, run
 

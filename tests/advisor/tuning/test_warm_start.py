@@ -10,7 +10,6 @@ from typing import Any
 
 import optuna
 import pytest
-from advisor.probes.result import Interval
 from advisor.search_spaces.space import FloatParam
 from click.testing import CliRunner
 from short_runs import add_short_runs
@@ -18,6 +17,7 @@ from tuning_studies import PARAMS
 
 from advisor.cli.main import cli
 from advisor.errors import AdvisorError
+from advisor.intervals import Interval
 from advisor.records import ManagedRun, TrialRecord
 from advisor.tuning.jobs import plan_job
 

@@ -1,0 +1,102 @@
+"""`advisor hardware add|list|remove`: machines you own, candidates priced by amortisation +
+energy (issue #37; ``advisor.providers.owned``)."""
+
+from __future__ import annotations
+
+import click
+
+from advisor.cli import params as p
+
+
+@click.group("hardware")
+def hardware() -> None:
+    """Machines you own: each becomes a candidate of `advisor suggest`, predicted by the same
+    GPU model and priced per hour of use by amortisation + energy.
+
+    \b
+    Example: advisor hardware add rig --gpus 4xA100-80GB --purchase-usd 60000 --lifetime 4y \\
+               --power-w 2000 --usd-per-kwh 0.30
+    """
+
+
+@hardware.command("add")
+@click.argument("name")
+@click.option("--gpus", required=True, help="COUNTxBOARD, e.g. 4xA100-80GB (a board with a spec).")
+@click.option("--purchase-usd", required=True, type=p.FiniteFloat(0.0, 1e9), help="What it cost.")
+@click.option("--lifetime", required=True, help="How long it is used: 3y, 36mo, 26000h.")
+@click.option("--power-w", required=True, type=p.FiniteFloat(0.0, 1e6), help="Power draw, W.")
+@click.option(
+    "--usd-per-kwh", required=True, type=p.FiniteFloat(0.0, 100.0), help="Electricity price."
+)
+@click.option(
+    "--utilisation",
+    type=p.FiniteFloat(0.0, 1.0, low_open=True),
+    default=0.5,
+    show_default=True,
+    help="Share of its lifetime it is busy; the purchase is spread over those hours (a prior: "
+    "give yours).",
+)
+@click.option("--vcpus", type=p.POSITIVE, help="CPU cores (default 8 per GPU, a prior).")
+@click.option("--memory-gib", type=p.FiniteFloat(1.0, 1e6), help="RAM (default 32 GiB per GPU).")
+def add(
+    name: str,
+    gpus: str,
+    purchase_usd: float,
+    lifetime: str,
+    power_w: float,
+    usd_per_kwh: float,
+    utilisation: float,
+    vcpus: int | None,
+    memory_gib: float | None,
+) -> None:
+    """Add (or replace) machine NAME."""
+    from advisor.providers import catalog
+    from advisor.providers.owned import (
+        OwnedMachine,
+        load_owned,
+        parse_gpus,
+        parse_lifetime,
+        save_owned,
+    )
+
+    board, count = parse_gpus(gpus)
+    machine = OwnedMachine(
+        name, board, count, purchase_usd, parse_lifetime(lifetime), power_w, usd_per_kwh,
+        utilisation, vcpus, memory_gib,
+    )  # fmt: skip
+    row = machine.instance(catalog.load().accelerators)  # an unknown board: one line
+    machine = OwnedMachine(**{**machine.to_dict(), "board": str(row.accelerator)})
+    kept = [m for m in load_owned() if m.name != name]
+    path = save_owned([*kept, machine])
+    click.echo(f"{row.key}: {count} x {row.accelerator}; {machine.formula()}")
+    click.echo(f"saved in {path}; `advisor suggest` now counts it as a candidate")
+
+
+@hardware.command("list")
+def list_() -> None:
+    """List the machines you own and their price per hour of use."""
+    from advisor.providers.owned import hardware_path, load_owned
+
+    machines = load_owned()
+    if not machines:
+        click.echo(f"no machines in {hardware_path()}; add one with `advisor hardware add`")
+    for m in machines:
+        click.echo(f"owned:{m.name}: {m.count} x {m.board}; {m.formula()}")
+
+
+@hardware.command("remove")
+@click.argument("name")
+def remove(name: str) -> None:
+    """Remove machine NAME."""
+    from advisor.errors import AdvisorError
+    from advisor.providers.owned import hardware_path, load_owned, save_owned
+
+    machines = load_owned()
+    if name not in {m.name for m in machines}:
+        known = ", ".join(m.name for m in machines) or "none"
+        raise AdvisorError(
+            f"No machine '{name}' in {hardware_path()} (known: {known}).",
+            "see `advisor hardware list`.",
+        )
+    save_owned([m for m in machines if m.name != name])
+    click.echo(f"removed {name}")

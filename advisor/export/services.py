@@ -1,0 +1,256 @@
+"""A row as a managed service's single training job, built with that SDK's own types, the way
+the remote probes build theirs (``advisor.providers.*_probe``): a SageMaker
+``CreateTrainingJob`` request (checked against botocore's service model), a Vertex AI
+``CustomJob`` (``google.cloud.aiplatform_v1``), an Azure ML command job (``azure.ai.ml``).
+
+Each is written as the file that service's own tools submit, and ``submit`` sends it:
+
+- SageMaker: JSON for ``aws sagemaker create-training-job --cli-input-json file://FILE``;
+- Vertex AI: the ``CustomJob`` as JSON, the body of ``projects.locations.customJobs.create``;
+- Azure ML: the job's YAML for ``az ml job create --file FILE`` (``MLClient.jobs``' format).
+
+The role, bucket, project, workspace and image come from ``$ADVISOR_HOME/cloud.yaml``
+(``advisor.remote.settings``, as for ``advisor probe --on``); a value not set there is written
+as a placeholder that the notes name, to be filled in before submitting.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import shlex
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from advisor._lazy import require
+from advisor.errors import AdvisorError
+from advisor.export.row import ExportRow
+from advisor.providers.azureml import AzureMLBackend, azure_call
+from advisor.providers.catalog import InstanceType
+from advisor.providers.probe_jobs import ProbeJobSpec
+from advisor.providers.sagemaker_probe import SageMakerProbeJobRunner
+from advisor.providers.vertex_probe import VertexProbeJobRunner
+from advisor.remote.settings import CloudSettings
+
+MIN_LIMIT_S = 3600  # the job's time limit: twice the report's upper run time, at least 1 h
+PLACEHOLDERS = {
+    "role": "arn:aws:iam::123456789012:role/REPLACE-WITH-SAGEMAKER-ROLE",
+    "s3": "s3://REPLACE-WITH-BUCKET/advisor",
+    "gs": "gs://REPLACE-WITH-BUCKET/advisor",
+    "project": "REPLACE-WITH-PROJECT",
+    "image": "REPLACE-WITH-ADVISOR-IMAGE",  # docker/Dockerfile, pushed to the cloud's registry
+}
+
+
+@dataclass(frozen=True)
+class JobFile:
+    """What is written: the file's text, its usual suffix, how to submit it, and the values
+    still to fill in (placeholders)."""
+
+    text: str
+    suffix: str
+    submit_hint: str
+    fill_in: tuple[str, ...] = ()
+
+
+def time_limit(row: ExportRow) -> int:
+    high = row.runtime_high_s or row.runtime_s or 0.0
+    return max(MIN_LIMIT_S, math.ceil(2 * high))
+
+
+def job_name(row: ExportRow, stamp: str | None = None) -> str:
+    stamp = stamp or time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    base = f"advisor-{row.workload}-b{row.batch_size}".replace("_", "-").replace(":", "-")
+    return f"{base[:40]}-{stamp}".lower()
+
+
+def machine(row: ExportRow) -> InstanceType:
+    """The row's machine as a catalog row, for the SDK builders (they read its names only:
+    provider, service, instance type, accelerator; the CPU and memory figures are unused)."""
+    return InstanceType(
+        provider=row.provider, service=row.service, instance_type=row.instance_type,
+        vcpus=1, memory_gib=0.0, accelerator=row.accelerator if row.gpus else None,
+        accelerator_count=row.gpus if row.accelerator else 0, accelerator_memory_gib=0.0,
+        on_demand_usd_per_h=row.price_per_hour or 0.0,
+        spot_usd_per_h=(row.price_per_hour or 0.0) if row.spot else None,
+        price_date="", source="the report's row", price_basis="given",
+    )  # fmt: skip
+
+
+def _spec(row: ExportRow, image: str, output: str | None, name: str) -> ProbeJobSpec:
+    return ProbeJobSpec(
+        job_name=name, machine=machine(row), image=image, command=tuple(row.command()),
+        max_runtime_s=time_limit(row), spot=row.spot, output=output,
+    )  # fmt: skip
+
+
+def _setting(settings: CloudSettings, provider: str, key: str, placeholder: str) -> str:
+    value = settings.providers.get(provider, {}).get(key)
+    return str(value) if value else placeholder
+
+
+def _image(settings: CloudSettings, provider: str) -> str:
+    return (
+        str(settings.providers.get(provider, {}).get("image") or settings.image or "")
+        or (PLACEHOLDERS["image"])
+    )
+
+
+def _fill(values: dict[str, str]) -> tuple[str, ...]:
+    return tuple(name for name, v in values.items() if "REPLACE-WITH" in v)
+
+
+# -- SageMaker ---------------------------------------------------------------------------------
+def sagemaker_runner(settings: CloudSettings) -> SageMakerProbeJobRunner:
+    return SageMakerProbeJobRunner(
+        role=_setting(settings, "sagemaker", "role", PLACEHOLDERS["role"]),
+        region=settings.providers.get("sagemaker", {}).get("region"),
+        output=_setting(settings, "sagemaker", "output", PLACEHOLDERS["s3"]),
+    )
+
+
+def sagemaker_request(row: ExportRow, settings: CloudSettings, name: str) -> dict[str, Any]:
+    """The ``CreateTrainingJob`` request, built and validated as the probes' are."""
+    runner = sagemaker_runner(settings)
+    request = runner.build_request(_spec(row, _image(settings, "sagemaker"), runner.output, name))
+    request["Tags"] = [
+        {"Key": "advisor:purpose", "Value": "training"},
+        {"Key": "advisor:machine", "Value": row.machine},
+    ]
+    return request
+
+
+def sagemaker_file(row: ExportRow, settings: CloudSettings, name: str) -> JobFile:
+    request = sagemaker_request(row, settings, name)
+    values = {  # cloud.yaml's key (the request's field)
+        "role (RoleArn)": request["RoleArn"],
+        "output (S3OutputPath)": request["OutputDataConfig"]["S3OutputPath"],
+        "image (TrainingImage)": request["AlgorithmSpecification"]["TrainingImage"],
+    }
+    region = row.region or "REGION"
+    return JobFile(
+        json.dumps(request, indent=2) + "\n", ".json",
+        f"aws sagemaker create-training-job --region {region} --cli-input-json file://FILE",
+        _fill(values),
+    )  # fmt: skip
+
+
+# -- Vertex AI ---------------------------------------------------------------------------------
+def vertex_runner(row: ExportRow, settings: CloudSettings) -> VertexProbeJobRunner:
+    section = settings.providers.get("vertex", {})
+    return VertexProbeJobRunner(
+        project=_setting(settings, "vertex", "project", PLACEHOLDERS["project"]),
+        location=row.region or str(section.get("location") or "us-central1"),
+        output=_setting(settings, "vertex", "output", PLACEHOLDERS["gs"]),
+    )
+
+
+def vertex_job(row: ExportRow, settings: CloudSettings, name: str) -> Any:
+    """The ``aiplatform_v1.CustomJob``, built as the probes' are (machine, accelerator, spot)."""
+    runner = vertex_runner(row, settings)
+    job = runner.job(_spec(row, _image(settings, "vertex"), runner.output, name))
+    job.labels = {"advisor-purpose": "training"}
+    return job
+
+
+def vertex_file(row: ExportRow, settings: CloudSettings, name: str) -> JobFile:
+    job = vertex_job(row, settings, name)
+    runner = vertex_runner(row, settings)
+    # enum names (NVIDIA_TESLA_T4, SPOT), set fields only: the REST body a person can read
+    text = type(job).to_json(
+        job, use_integers_for_enums=False, including_default_value_fields=False
+    )
+    values = {"project": str(runner.project), "output": str(runner.output),
+              "image": job.job_spec.worker_pool_specs[0].container_spec.image_uri}  # fmt: skip
+    url = f"https://{runner.location}-aiplatform.googleapis.com/v1/{runner.parent}/customJobs"
+    return JobFile(
+        text + "\n", ".json",
+        f'curl -X POST -H "Authorization: Bearer $(gcloud auth print-access-token)" '
+        f'-H "Content-Type: application/json" -d @FILE {url}',
+        _fill(values),
+    )  # fmt: skip
+
+
+# -- Azure ML ----------------------------------------------------------------------------------
+def azureml_job(row: ExportRow, settings: CloudSettings, name: str) -> Any:
+    """The Azure ML command job on serverless compute of the row's VM size and tier."""
+    ml = require("azure.ai.ml", "azure", "export to Azure ML")
+    entities = require("azure.ai.ml.entities", "azure", "export to Azure ML")
+    # queue_settings (the spot tier) is an "experimental" class: the SDK logs that on use
+    logging.getLogger("azure.ai.ml").setLevel(logging.ERROR)
+    image = _image(settings, "azureml")
+    environment: Any = image if image.startswith("azureml:") else entities.Environment(image=image)
+    return ml.command(
+        name=name.replace(".", "-"),
+        display_name=name,
+        experiment_name="advisor-training",
+        command=" ".join(shlex.quote(a) for a in row.command()),
+        environment=environment,
+        instance_type=AzureMLBackend._map_type(row.service, row.instance_type),
+        job_tier="Spot" if row.spot else "Standard",
+        timeout=time_limit(row),
+        tags={"advisor:purpose": "training", "advisor:machine": row.machine},
+    )
+
+
+def azureml_file(row: ExportRow, settings: CloudSettings, name: str) -> JobFile:
+    # ``command()`` builds a node; its ``CommandJob`` is what ``az ml job create`` reads.
+    job = azureml_job(row, settings, name)._to_job()
+    with tempfile.TemporaryDirectory() as tmp:  # the SDK writes its YAML to a path
+        path = Path(tmp) / "job.yml"
+        job.dump(path)
+        text = path.read_text()
+    return JobFile(
+        text, ".yml",
+        "az ml job create --file FILE --resource-group RG --workspace-name WS (a workspace in "
+        f"{row.region or 'the region the report priced'}: serverless jobs run in its region)",
+        _fill({"image": _image(settings, "azureml")}),
+    )  # fmt: skip
+
+
+BUILDERS = {"sagemaker": sagemaker_file, "vertex": vertex_file, "azureml": azureml_file}
+
+
+def submit(target: str, row: ExportRow, settings: CloudSettings, name: str) -> str:
+    """Send the job to the service; returns its id. No credentials or settings: one line."""
+    for key, section in _needed(target, row, settings, name):
+        raise AdvisorError(
+            f"--submit to {target} needs its {key}, which is not set.",
+            f"set {key.split(' ')[0]} under '{section}:' in $ADVISOR_HOME/cloud.yaml (or submit "
+            "the written file yourself after filling it in).",
+        )
+    if target == "sagemaker":
+        runner = sagemaker_runner(settings)
+        runner.check()  # credentials: one line when there are none
+        from advisor.providers.aws import call
+
+        call(runner.client.create_training_job, **sagemaker_request(row, settings, name))
+        return name
+    if target == "vertex":
+        vrunner = vertex_runner(row, settings)
+        vrunner.check()
+        from advisor.providers.vertex import vertex_call
+
+        created = vertex_call(
+            vrunner.client.create_custom_job, "export to Vertex AI",
+            parent=vrunner.parent, custom_job=vertex_job(row, settings, name),
+        )  # fmt: skip
+        return str(created.name)
+    backend = AzureMLBackend()
+    job = azure_call(
+        backend.client.jobs.create_or_update, azureml_job(row, settings, name),
+        feature="export to Azure ML",
+    )  # fmt: skip
+    return str(job.name)
+
+
+def _needed(
+    target: str, row: ExportRow, settings: CloudSettings, name: str
+) -> list[tuple[str, str]]:
+    build = BUILDERS[target](row, settings, name)
+    section = "azureml" if target == "azureml" else target
+    return [(key, section) for key in build.fill_in]

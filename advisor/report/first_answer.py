@@ -1,0 +1,53 @@
+"""The first answer's block on the terminal (issue #36): the GPU machines ranked from the
+operator trace alone, printed while the local probes run; the final report follows.
+
+``lines(report, top)`` is the plain text (the caller escapes it): a heading that says what the
+answer rests on and what it leaves out, the recommendation with its interval, and the next
+``top - 1`` rows of its ranking.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.durations import format_duration
+
+HEADING = (
+    "first answer (from the operator trace: GPU machines only, their init a prior; the local "
+    "probes run now, the final answer follows)"
+)
+
+
+def _row(row: dict[str, Any]) -> str:
+    t, c = row["runtime_s"], row["cost_usd"]
+    return (
+        f"{row['machine']} batch {row['batch_size']}: {format_duration(t['value'])} "
+        f"({format_duration(t['low'])}-{format_duration(t['high'])}), USD {c['value']:.3f} "
+        f"({c['low']:.3f}-{c['high']:.3f})"
+    )
+
+
+def lines(report: dict[str, Any], top: int = 3) -> list[str]:
+    """The block's lines (none without a recommendation)."""
+    rec = report.get("recommended")
+    if not rec:
+        return []
+    out = [HEADING, f"  recommended: {_row(rec)}"]
+    rest = [
+        r
+        for r in report.get("ranking") or []
+        if (r["machine"], r["batch_size"]) != (rec["machine"], rec["batch_size"])
+    ]
+    out += [f"  then: {_row(r)}" for r in rest[: max(0, top - 1)]]
+    return out
+
+
+def print_block(report: dict[str, Any], console: Any, top: int = 3) -> None:
+    """Print ``lines(report, top)`` on a rich console (escaped), then a blank line."""
+    from rich.markup import escape
+
+    text = lines(report, top)
+    for i, line in enumerate(text):
+        console.print(f"[bold]{escape(line)}[/]" if i == 0 else escape(line), highlight=False)
+    if text:
+        console.print()
