@@ -34,7 +34,7 @@ from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
 
 # Terms that do not grow with the batch (the model's replica; the framework's fixed cost).
-REPLICA_TERMS = frozenset({"parameters", "gradients", "optimizer_state"})
+REPLICA_TERMS = frozenset({"parameters", "gradients", "optimizer_state", "transient_optimizer"})
 REPLICA_NOTE = (
     "data parallel: every device holds a full replica (parameters, gradients, optimizer "
     "state) and the activations of its share of the batch"
