@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import memory_fixtures
 import pytest
 from advisor.probes.result import ProbeResult
 from memory_fixtures import (
@@ -37,14 +37,7 @@ from perf_fixtures import FakeCatalog, probe
 from advisor.prediction.memory import GIB, step_memory
 from advisor.prediction.perf import device_memory, traces
 
-
-@pytest.fixture(autouse=True)
-def fresh_memos() -> Iterator[None]:
-    traces.forget()
-    device_memory.forget()
-    yield
-    traces.forget()
-    device_memory.forget()
+fresh_memos = memory_fixtures.fresh_memos  # autouse: the memos forgotten around each test
 
 
 # -- the one prediction path ------------------------------------------------------------------

@@ -6,23 +6,14 @@ plan that fits -- records it in the row and names it in the report. The step is
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import memory_fixtures
 import pytest
 from memory_fixtures import MODEL, remember, sized_probe
 
-from advisor.prediction.perf import device_memory, traces
-
-
-@pytest.fixture(autouse=True)
-def fresh_memos() -> Iterator[None]:
-    traces.forget()
-    device_memory.forget()
-    yield
-    traces.forget()
-    device_memory.forget()
+fresh_memos = memory_fixtures.fresh_memos  # autouse: the memos forgotten around each test
 
 
 def _suggest(tmp_path: Path, machine: str, **fields: Any) -> dict[str, Any]:

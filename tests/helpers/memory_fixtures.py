@@ -6,8 +6,10 @@ sample. At batch 8 a step needs about 32 GiB per device: more than a 16 GB V100 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from advisor.probes.operators import with_operator_trace
 from advisor.probes.result import ProbeResult
 from perf_fixtures import gpu_machine, mlp_trace, probe
@@ -57,3 +59,16 @@ def remember(*batches: int, workload: str = MODEL) -> None:
 A100 = gpu_machine("a100.1", "A100", 1, 4.0)
 V100 = gpu_machine("v100.1", "V100", 1, 0.5)  # the cheapest by far, and too small
 V100X8 = gpu_machine("v100.8", "V100", 8, 24.0)
+
+
+@pytest.fixture(autouse=True)
+def fresh_memos() -> Iterator[None]:
+    """The memos of traces and device memory forgotten before and after a test (assign it in
+    a test module to use it there)."""
+    from advisor.prediction.perf import device_memory, traces
+
+    traces.forget()
+    device_memory.forget()
+    yield
+    traces.forget()
+    device_memory.forget()

@@ -4,21 +4,12 @@ that does not fit as fastest or cheapest (the steps: tests/helpers/memory_fixtur
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
+import memory_fixtures
 import pytest
 from memory_fixtures import sized_probe
 
-from advisor.prediction.perf import device_memory, traces
-
-
-@pytest.fixture(autouse=True)
-def fresh_memos() -> Iterator[None]:
-    traces.forget()
-    device_memory.forget()
-    yield
-    traces.forget()
-    device_memory.forget()
+fresh_memos = memory_fixtures.fresh_memos  # autouse: the memos forgotten around each test
 
 
 @pytest.mark.slow  # about 4 s: the app, the catalog and the kernel model

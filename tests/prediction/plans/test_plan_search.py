@@ -6,13 +6,11 @@ model's own verdict (``plan_memory``), never a figure written here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
+import memory_fixtures
 import pytest
 from memory_fixtures import A100, V100, V100X8, Store, sized_probe
 from perf_fixtures import FakeCatalog
 
-from advisor.prediction.perf import device_memory, traces
 from advisor.prediction.perf.plan_search import best_forecast, candidates
 from advisor.prediction.plan import (
     PrecisionLacking,
@@ -21,14 +19,7 @@ from advisor.prediction.plan import (
     searches,
 )
 
-
-@pytest.fixture(autouse=True)
-def fresh_memos() -> Iterator[None]:
-    traces.forget()
-    device_memory.forget()
-    yield
-    traces.forget()
-    device_memory.forget()
+fresh_memos = memory_fixtures.fresh_memos  # autouse: the memos forgotten around each test
 
 
 def _best(machine, batch=8, **kw):  # type: ignore[no-untyped-def]
