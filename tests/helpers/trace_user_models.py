@@ -26,13 +26,7 @@ def build_data_dependent(batch_size: int = 16, seed: int = 0, **_: Any) -> Any:
     model = _Gated()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x, y = torch.randn(80, 8), torch.randint(0, 4, (80,))
-    return (
-        model,
-        nn.CrossEntropyLoss(),
-        opt,
-        TensorDataset(x[:64], y[:64]),
-        TensorDataset(x[64:], y[64:]),
-    )
+    return _setup(model, opt, x, y)
 
 
 def build_huge_linear(batch_size: int = 8, seed: int = 0, **_: Any) -> Any:
@@ -43,13 +37,7 @@ def build_huge_linear(batch_size: int = 8, seed: int = 0, **_: Any) -> Any:
     model = nn.Sequential(*(nn.Linear(65536, 65536) for _ in range(8)))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x, y = torch.randn(80, 65536), torch.randint(0, 65536, (80,))
-    return (
-        model,
-        nn.CrossEntropyLoss(),
-        opt,
-        TensorDataset(x[:64], y[:64]),
-        TensorDataset(x[64:], y[64:]),
-    )
+    return _setup(model, opt, x, y)
 
 
 def build_wide_linear(batch_size: int = 8, seed: int = 0, **_: Any) -> Any:
@@ -62,6 +50,11 @@ def build_wide_linear(batch_size: int = 8, seed: int = 0, **_: Any) -> Any:
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(80, 32768, generator=g, device="cpu")
     y = torch.randint(0, 32768, (80,), generator=g, device="cpu")
+    return _setup(model, opt, x, y)
+
+
+def _setup(model: Any, opt: Any, x: Any, y: Any) -> Any:
+    """The builder's tuple: the first 64 samples train, the other 16 validate."""
     return (
         model,
         nn.CrossEntropyLoss(),
