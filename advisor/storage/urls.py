@@ -84,7 +84,10 @@ def _sqlite_pragmas_on_connect() -> None:
             # WAL is a property of the file: set once, by the first connection. Asking for it
             # again on every connection while another process writes failed with "disk I/O
             # error" (issue #28: two studies at once on the default file).
-            (mode,) = cur.execute("PRAGMA journal_mode").fetchone()
+            try:
+                (mode,) = cur.execute("PRAGMA journal_mode").fetchone()
+            except UnicodeDecodeError as exc:  # a damaged header can answer in garbage bytes
+                raise sqlite3.DatabaseError("database disk image is malformed") from exc
             if str(mode).lower() != "wal":
                 cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
