@@ -274,3 +274,16 @@ def make_server(tmp_path: Path) -> Iterator[Any]:
     for srv in started:
         if srv.proc.poll() is None:
             srv.stop()
+
+
+@pytest.fixture
+def redis(tmp_path: Path) -> Iterator[Any]:
+    """A Redis server of the fault suite's own (``faults.RedisServer``) on a free port."""
+    pytest.importorskip("rq")
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    from faults import RedisServer  # faults.py imports this conftest: imported when used
+
+    server = RedisServer(tmp_path)
+    yield server
+    server.stop()

@@ -7,7 +7,6 @@ failed or run twice, every job added exactly its trials, and no trial is duplica
 
 from __future__ import annotations
 
-import shutil
 import sys
 import threading
 import time
@@ -29,16 +28,6 @@ LEASE_S = 3.0
 PROBE_S = 0.5
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def redis(tmp_path: Path) -> Iterator[RedisServer]:
-    pytest.importorskip("rq")
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    server = RedisServer(tmp_path)
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -10,11 +10,9 @@ from __future__ import annotations
 import datetime
 import os
 import re
-import shutil
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -31,16 +29,6 @@ LEASE_S = 3.0
 SKEW_S = 15.0
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def redis(tmp_path: Path) -> Iterator[RedisServer]:
-    pytest.importorskip("rq")
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    server = RedisServer(tmp_path)
-    yield server
-    server.stop()
 
 
 def _cluster(
