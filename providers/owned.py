@@ -18,6 +18,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,8 @@ HOURS = {"y": 8766.0, "mo": 730.5, "w": 168.0, "d": 24.0, "h": 1.0}  # a year: 3
 DEFAULT_UTILISATION = 0.5  # prior: busy half the time (range 0.1-0.9 in practice; give yours)
 CPUS_PER_GPU, MEMORY_GIB_PER_GPU = 8, 32  # priors when --vcpus / --memory-gib are not given
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+# The service's jobs: a team's machines from its database, instead of hardware.json.
+_SCOPED: ContextVar[tuple[OwnedMachine, ...] | None] = ContextVar("owned", default=None)
 
 
 def hardware_path() -> Path:
@@ -144,8 +149,29 @@ class OwnedMachine:
         return asdict(self)
 
 
+def checked(machine: OwnedMachine, accelerators: dict[str, Any]) -> OwnedMachine:
+    """``machine`` with its board spelt as its spec record (an unknown board: one line)."""
+    row = machine.instance(accelerators)
+    return OwnedMachine(**{**machine.to_dict(), "board": str(row.accelerator)})
+
+
+@contextmanager
+def owned_scope(machines: Iterable[OwnedMachine]) -> Iterator[None]:
+    """Within it (this thread or task), the machines you own are ``machines``, not those of
+    ``hardware.json``: the service runs each team's jobs with the team's own."""
+    token = _SCOPED.set(tuple(machines))
+    try:
+        yield
+    finally:
+        _SCOPED.reset(token)
+
+
 def load_owned(path: Path | None = None) -> list[OwnedMachine]:
-    """The machines in ``hardware.json`` (none when it is absent)."""
+    """The machines in ``hardware.json`` (none when it is absent), or those of the
+    ``owned_scope`` this runs in."""
+    scoped = _SCOPED.get()
+    if path is None and scoped is not None:
+        return list(scoped)
     path = path or hardware_path()
     if not path.is_file():
         return []

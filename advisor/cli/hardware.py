@@ -53,6 +53,7 @@ def add(
     from advisor.providers import catalog
     from advisor.providers.owned import (
         OwnedMachine,
+        checked,
         load_owned,
         parse_gpus,
         parse_lifetime,
@@ -64,11 +65,10 @@ def add(
         name, board, count, purchase_usd, parse_lifetime(lifetime), power_w, usd_per_kwh,
         utilisation, vcpus, memory_gib,
     )  # fmt: skip
-    row = machine.instance(catalog.load().accelerators)  # an unknown board: one line
-    machine = OwnedMachine(**{**machine.to_dict(), "board": str(row.accelerator)})
+    machine = checked(machine, catalog.load().accelerators)  # an unknown board: one line
     kept = [m for m in load_owned() if m.name != name]
     path = save_owned([*kept, machine])
-    click.echo(f"{row.key}: {count} x {row.accelerator}; {machine.formula()}")
+    click.echo(f"owned:{name}: {count} x {machine.board}; {machine.formula()}")
     click.echo(f"saved in {path}; `advisor suggest` now counts it as a candidate")
 
 

@@ -14,6 +14,10 @@ A table is JSON::
                   "phases": PhaseTimes.to_dict(),                          # optional
                   "probe_s": 30.0, "error": null}, ...]}
 
+Entries for ``owned:NAME`` need no instance: they time a machine you own (issue #37), a
+candidate when it is owned (``advisor hardware add`` or the service's team), priced by its
+own formula.
+
 ``runtime_s`` is the on-demand run time for ``epochs`` epochs; when ``phases`` are given the
 run time is recomputed with the iteration-time model for the study's epochs instead. Costs
 always come from the instance prices (spot variants included), so they stay consistent.
@@ -26,12 +30,12 @@ import contextlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from advisor.errors import AdvisorError
-from advisor.evaluation.candidates import matches
+from advisor.evaluation.candidates import matches, owned_candidates
 from advisor.evaluation.contract import Backend, RunTime
 from advisor.evaluation.probe_slot import probe_slot
 from advisor.evaluation.workload import WorkloadInfo
@@ -103,7 +107,8 @@ class ReplayTable:
     def __post_init__(self) -> None:
         keys = {i.key for i in self.instances}
         for e in self.entries:
-            if e.machine not in keys:
+            # issue #37: a machine you own needs no instance row (its price is its own)
+            if e.machine not in keys and not e.machine.startswith("owned:"):
                 raise ValueError(f"entry machine {e.machine!r} is not among the instances")
             self._index[(e.machine, e.batch_size)] = e
 
@@ -190,7 +195,21 @@ class ReplayBackend(Backend):
                     out.append(inst)
             elif matches(inst, machines):
                 out.append(inst)
-        return out
+        return out + self._owned(machines, {i.key for i in out})
+
+    @staticmethod
+    def _owned(machines: MachineFilter, have: set[str]) -> list[InstanceType]:
+        """Issue #37: the machines you own, candidates as the local back end adds them (the
+        table's entries for ``owned:NAME`` give their times; without one, none is served)."""
+        from advisor.providers import catalog
+        from advisor.providers.owned import load_owned
+
+        if not load_owned():
+            return []
+
+        rest = replace(machines, accelerators=())
+        found = owned_candidates(catalog.load().accelerators, machines, rest)
+        return [i for i in found if i.key not in have]
 
     def _runtime(
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]

@@ -19,10 +19,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from advisor import __version__
-from advisor.service import api, auth, fencing, jobs, studies, teams, tuning_api
+from advisor.service import api, auth, fencing, hardware, jobs, studies, teams, tuning_api
 from advisor.service.middleware import AccessLog, BodyLimit, install_error_handlers
 from advisor.service.outages import describe, is_queue_error
 from advisor.service.schemas import (
+    HardwareRequest,
     PredictRequest,
     SuggestRequest,
     TuningImportRequest,
@@ -181,6 +182,29 @@ def create_app(settings: Settings) -> FastAPI:
             "snapshot": snapshot,
         }
         return await run_in_threadpool(api.catalog_rows, filters)
+
+    # -- machines the team owns (issue #37): candidates of its suggestions only ------------
+
+    @app.post("/v1/hardware", status_code=201)
+    async def hardware_add(
+        body: HardwareRequest, who: auth.Caller = Depends(caller)
+    ) -> dict[str, Any]:
+        """Add (or replace) a machine the team owns: a candidate of the team's suggestions,
+        priced per hour of use by amortisation + energy (the formula is in the answer)."""
+        return await run_in_threadpool(hardware.add, storage, who.team, body.model_dump())
+
+    @app.get("/v1/hardware")
+    async def hardware_list(who: auth.Caller = Depends(caller)) -> list[dict[str, Any]]:
+        """The machines the team owns, with their price per hour of use."""
+        found = await run_in_threadpool(hardware.machines, storage, who.team)
+        return [hardware.describe(m) for m in found]
+
+    @app.delete("/v1/hardware/{name}", status_code=204)
+    async def hardware_remove(name: str, who: auth.Caller = Depends(caller)) -> Response:
+        """Remove one of the team's machines."""
+        if not await run_in_threadpool(hardware.remove, storage, who.team, name[:64]):
+            raise HTTPException(404, "the team owns no machine by that name")
+        return Response(status_code=204)
 
     # -- managed tuning jobs (advisor.tuning.jobs), with the server's cloud credentials ------
 

@@ -1,6 +1,6 @@
 """The service's own tables, kept in the study storage next to Optuna's (SQLite or PostgreSQL).
 
-Tokens (hashed, each of one team), jobs, probe claims and the deployment's settings (the
+Tokens (hashed, each of one team), jobs, probe claims, the machines each team owns and the deployment's settings (the
 jobs' lease length: one per storage, so every server and worker agrees on it). Uniqueness rules live in the
 database: one token name, one active job per dedupe key (a partial unique index), one claim
 per probe key. Columns added since a table was first created are added at start
@@ -90,6 +90,17 @@ probe_claims = Table(
     Column("probe_key", String(200), primary_key=True),
     Column("worker", String(128), nullable=False),
     Column("result", Text, nullable=True),
+    Column("created", Float, nullable=False),
+)
+
+# Issue #37: the machines each team owns (``advisor.providers.owned.OwnedMachine`` as JSON),
+# candidates of that team's suggestions only.
+owned_machines = Table(
+    "advisor_owned_machines",
+    metadata,
+    Column("team", String(32), primary_key=True),
+    Column("name", String(64), primary_key=True),
+    Column("machine", Text, nullable=False),
     Column("created", Float, nullable=False),
 )
 

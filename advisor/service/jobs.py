@@ -56,7 +56,10 @@ def submit(
     url: str, kind: str, request: dict[str, Any], owner: str, team: str = teams.DEFAULT_TEAM
 ) -> tuple[str, bool]:
     """Queue a job; return (id, created). An identical active job is returned instead."""
-    key = dedupe_key(kind, request, team)
+    from advisor.service.hardware import team_scope
+
+    with team_scope(url, team):  # issue #37: the team's machines name its study
+        key = dedupe_key(kind, request, team)
     engine = db.engine_for(url)
     job_id = uuid.uuid4().hex
     for _ in range(3):

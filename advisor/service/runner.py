@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.errors import AdvisorError
-from advisor.service import api, jobs, studies, teams
+from advisor.service import api, hardware, jobs, studies, teams
 from advisor.service.fencing import Lease, LeaseLost, fenced, lease_lost
 from advisor.service.fencing import install as install_fencing
 from advisor.service.outages import backoff, describe, is_storage_error, retry_transient
@@ -213,9 +213,10 @@ def _run(
     while True:
         keeper.check()
         try:
-            request = _request_for_run(storage, job, keeper.lease, backend, runs)
-            runs += 1
-            report = _suggest(request, storage, keeper, backend, settings)
+            with hardware.team_scope(storage, job["team"]):  # issue #37: its machines
+                request = _request_for_run(storage, job, keeper.lease, backend, runs)
+                runs += 1
+                report = _suggest(request, storage, keeper, backend, settings)
             if keeper.lease.number > 1 or runs > 1:  # earlier runs added trials too
                 added = studies.finished_trials(storage, job["study"]) - int(job["trials_before"])
                 report.setdefault("trials", {})["new"] = added

@@ -249,3 +249,20 @@ class TuningImportRequest(TuningTarget):
     @classmethod
     def _study(cls, v: str) -> str:
         return check_study(v)
+
+
+class HardwareRequest(_Strict):
+    """A machine the team owns (issue #37), as ``advisor hardware add`` takes it: a candidate
+    of the team's suggestions, priced by amortisation + energy."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$", description="Its name.")
+    gpus: str = Field(max_length=64, description="COUNTxBOARD, e.g. 4xRTX4090.")
+    purchase_usd: float = Field(ge=0, le=1e9, description="What it cost, USD.")
+    lifetime: str = Field(max_length=16, description="How long it is used: 3y, 36mo, 26000h.")
+    power_w: float = Field(ge=0, le=1e6, description="Power draw, W.")
+    usd_per_kwh: float = Field(ge=0, le=100, description="Electricity price, USD per kWh.")
+    utilisation: float = Field(
+        0.5, gt=0, le=1, description="Share of its lifetime it is busy (a prior: give yours)."
+    )
+    vcpus: int | None = Field(None, gt=0, le=100_000, description="CPU cores.")
+    memory_gib: float | None = Field(None, ge=1, le=1e6, description="RAM, GiB.")

@@ -1,0 +1,106 @@
+"""Issue #37: machines a team owns, kept per team in the service's database (TestClient,
+SQLite, replay back end): added, listed and removed through the HTTP API, candidates of that
+team's suggestion jobs and of no other team's; the workers' own hardware.json is not read."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from advisor.providers.owned import OwnedMachine, save_owned
+from fastapi.testclient import TestClient
+
+from advisor.evaluation.replay import ReplayEntry, ReplayTable
+from advisor.intervals import Interval
+from advisor.service import auth
+from advisor.service.app import Settings, create_app
+from advisor.service.dispatch import ThreadDispatcher
+
+RIG = {"name": "rig", "gpus": "8xRTX4090", "purchase_usd": 20000, "lifetime": "3y",
+       "power_w": 3600, "usd_per_kwh": 0.3}  # fmt: skip
+BODY = {"model": "fcn", "budget_usd": 50, "trials": 4}
+
+
+@pytest.fixture
+def client(sqlite_url: str, replay: str, tmp_path: Path) -> Iterator[Any]:
+    """The service tests' replay table plus times for ``owned:rig`` and ``owned:home-rig``
+    (faster than every rented run: a rig that is a candidate is recommended); the worker's
+    ADVISOR_HOME holds ``home-rig``, which no team added."""
+    base = ReplayTable.load(replay.partition(":")[2])
+    owned = tuple(
+        ReplayEntry(f"owned:{name}", b, Interval(100.0, 95.0, 105.0),
+                    predicted=Interval(110.0, 80.0, 140.0), probe_s=30.0)
+        for name in ("rig", "home-rig") for b in (256, 512)
+    )  # fmt: skip
+    path = tmp_path / "owned-table.json"
+    ReplayTable(base.instances, (*base.entries, *owned), base.snapshot, epochs=10).save(path)
+    save_owned([OwnedMachine("home-rig", "V100", 8, 1000.0, 8766.0, 3000.0, 0.3)])
+    dispatcher = ThreadDispatcher(sqlite_url, threads=2, backend=f"replay:{path}")
+    with TestClient(create_app(Settings(sqlite_url, dispatcher))) as c:
+        yield c
+    dispatcher.close()
+
+
+def _h(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _report(client: Any, token: str, body: dict[str, Any]) -> dict[str, Any]:
+    job_id = client.post("/v1/suggestions", json=body, headers=_h(token)).json()["id"]
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        job: dict[str, Any] = client.get(f"/v1/jobs/{job_id}", headers=_h(token)).json()
+        if job["status"] in ("done", "failed"):
+            assert job["status"] == "done", job["error"]
+            return dict(job["result"])
+        time.sleep(0.1)
+    raise TimeoutError(job_id)
+
+
+def _machines(report: dict[str, Any]) -> set[str]:
+    return {r["machine"] for r in report["ranking"]}
+
+
+@pytest.mark.slow  # three suggestion jobs through the service (about 5 s)
+def test_a_teams_machines_are_candidates_of_its_jobs_only(client: Any, sqlite_url: str) -> None:
+    alice = auth.create_token(sqlite_url, "alice", "research")
+    bob = auth.create_token(sqlite_url, "bob", "ops")
+    added = client.post("/v1/hardware", json=RIG, headers=_h(alice))
+    assert added.status_code == 201, added.text
+    rig = added.json()
+    assert rig["key"] == "owned:rig" and (rig["board"], rig["count"]) == ("RTX4090", 8)
+    assert "USD 20,000" in rig["formula"] and "3.6 kW" in rig["formula"]
+    assert [m["name"] for m in client.get("/v1/hardware", headers=_h(alice)).json()] == ["rig"]
+    assert client.get("/v1/hardware", headers=_h(bob)).json() == []
+    assert client.delete("/v1/hardware/rig", headers=_h(bob)).status_code == 404
+
+    mine, theirs = _report(client, alice, BODY), _report(client, bob, BODY)
+    assert "owned:rig" in _machines(mine) and mine["recommended"]["machine"] == "owned:rig"
+    own = next(r for r in mine["ranking"] if r["machine"] == "owned:rig")
+    assert own["price_basis"] == "owned"
+    assert own["price_per_hour"] == pytest.approx(rig["usd_per_hour"])
+    assert [e["machine"] for e in mine["owned"]] == ["owned:rig"]
+    assert not {m for m in _machines(theirs) if m.startswith("owned:")}  # not bob's, nor home's
+    assert "owned:home-rig" not in _machines(mine)
+    assert mine["study"] != theirs["study"]  # the rig makes Alice's question another one
+
+    assert client.delete("/v1/hardware/rig", headers=_h(alice)).status_code == 204
+    assert client.get("/v1/hardware", headers=_h(alice)).json() == []
+    again = _report(client, alice, BODY)
+    assert not {m for m in _machines(again) if m.startswith("owned:")}
+    assert again["study"] == theirs["study"]  # the same question as a team owning nothing
+
+
+def test_bad_machines_are_refused_in_one_line(client: Any, sqlite_url: str) -> None:
+    alice = auth.create_token(sqlite_url, "alice", "research")
+    unknown = client.post("/v1/hardware", json={**RIG, "gpus": "4xRTX2070"}, headers=_h(alice))
+    assert unknown.status_code == 400
+    assert "RTX2070" in unknown.text and "RTX4090" in unknown.text
+    lifetime = client.post("/v1/hardware", json={**RIG, "lifetime": "3 years"}, headers=_h(alice))
+    assert lifetime.status_code == 400 and "--lifetime" in lifetime.text
+    extra = client.post("/v1/hardware", json={**RIG, "colour": "red"}, headers=_h(alice))
+    assert extra.status_code == 422
+    assert client.get("/v1/hardware", headers=_h(alice)).json() == []
