@@ -145,14 +145,9 @@ def plot(report: dict[str, Any], path: str) -> None:
             [rec["runtime_s"]["value"]], [y(rec)], marker="*", s=380, color="#d62728",
             edgecolors="black", lw=0.8, zorder=5, label="recommended",
         )  # fmt: skip
-    vot = (report.get("value_of_time") or {}).get("recommended")
-    if rec and vot:  # issue #37: the runs of the same total (cost + time x value) as the choice
-        v, ts = report["value_of_time"]["usd_per_hour"], _time_ticks(t_lo, t_hi)
-        ts = [t_lo * (t_hi / t_lo) ** (i / 60) for i in range(61)] if ts else []
-        line = [(t, vot["total_usd"] - t / 3600 * v) for t in ts]
-        ax.plot([t for t, c in line if c > c_lo], [c for _, c in line if c > c_lo],
-                color="#d62728", lw=0.8, ls="-.", zorder=2,
-                label=f"same total as the choice at USD {v:g}/h")  # fmt: skip
+    same = _same_total(report, t_lo, t_hi, c_lo)
+    if rec and same:  # issue #37: the runs of the same total (cost + time x value) as the choice
+        ax.plot(*same[:2], color="#d62728", lw=0.8, ls="-.", zorder=2, label=same[2])
     if any(r["cost_usd"]["value"] <= 0 for r in rows):
         ax.axhline(floor, color="#2ca02c", lw=0.6, ls=":", zorder=1)
     budget, deadline = report.get("budget_usd"), report.get("deadline_s")
@@ -192,6 +187,22 @@ def plot(report: dict[str, Any], path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _same_total(
+    report: dict[str, Any], t_lo: float, t_hi: float, c_lo: float
+) -> tuple[list[float], list[float], str] | None:
+    """Issue #37: the curve of runs whose cost + time x value equals the choice's total
+    (times, costs, legend label), or None without ``--value-of-time``."""
+    vot = (report.get("value_of_time") or {}).get("recommended")
+    if not vot:
+        return None
+    v = report["value_of_time"]["usd_per_hour"]
+    ts = [t_lo * (t_hi / t_lo) ** (i / 60) for i in range(61)]
+    line = [(t, vot["total_usd"] - t / 3600 * v) for t in ts]
+    kept = [(t, c) for t, c in line if c > c_lo]
+    label = f"same total as the choice at USD {v:g}/h"
+    return [t for t, _ in kept], [c for _, c in kept], label
 
 
 def _objective(report: dict[str, Any]) -> str:
@@ -300,13 +311,23 @@ def plot_html(report: dict[str, Any], path: str) -> None:
             )
         )  # fmt: skip
     rec = report.get("recommended")
+    same = _same_total(report, t_lo, t_hi, c_lo)
+    if rec and same:  # issue #37: as the PNG, the curve of the choice's total
+        fig.add_trace(
+            go.Scatter(
+                x=same[0], y=same[1], mode="lines", name=same[2], hoverinfo="skip",
+                line={"color": "#d62728", "dash": "dashdot", "width": 1.5},
+            )
+        )  # fmt: skip
     if rec:
+        total = _total_text(report)
         fig.add_trace(
             go.Scatter(
                 x=[rec["runtime_s"]["value"]], y=[y(rec)], mode="markers+text",
                 marker={"symbol": "star", "size": 20, "color": "#d62728"},
-                text=["recommended: " + _label(rec)], textposition="top right",
-                name="recommended", hovertext=[_hover(rec) + "<br>" + rec.get("reason", "")],
+                text=["recommended: " + _label(rec) + total], textposition="top right",
+                name="recommended",
+                hovertext=[_hover(rec) + "<br>" + rec.get("reason", "") + total],
                 hoverinfo="text",
             )
         )  # fmt: skip
@@ -320,10 +341,24 @@ def plot_html(report: dict[str, Any], path: str) -> None:
         ticktext=[format_duration(t, tick=True) for t in ticks],
     )  # fmt: skip
     fig.update_yaxes(type="log", title="estimated cost, USD (this machine, free, at the bottom)")
+    if rec and same:  # the curve runs past the points: keep the PNG's view
+        fig.update_yaxes(range=[math.log10(c_lo), math.log10(c_hi)])
     fig.update_layout(
-        title=f"{report['workload']}: cost vs run time ({report['study']})", template="plotly_white"
+        title=f"{report['workload']}: cost vs run time, objective {_objective(report)} "
+        f"({report['study']})",
+        template="plotly_white",
     )
     fig.write_html(path, include_plotlyjs=True, full_html=True)
+
+
+def _total_text(report: dict[str, Any]) -> str:
+    """Issue #37: the choice's total under ``--value-of-time`` (empty without it)."""
+    vot = (report.get("value_of_time") or {}).get("recommended")
+    return (
+        f", total USD {vot['total_usd']:.3g} at USD {report['value_of_time']['usd_per_hour']:g}/h"
+        if vot
+        else ""
+    )
 
 
 def _hover(r: dict[str, Any]) -> str:

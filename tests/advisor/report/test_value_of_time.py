@@ -113,3 +113,31 @@ def test_a_near_tie_off_the_front_names_the_point_that_dominates_it() -> None:
     chosen = next(p for p in total_points(rows, 50.0) if p.ref["machine"] == "tied")
     front = section(points, chosen, 50.0)["front"]
     assert front["on_front"] is False and front["dominated_by"]["machine"] == "front"
+
+
+def _figure(html: Path) -> list[dict[str, Any]]:
+    """The traces of a Plotly page written by ``plot_html`` (its ``Plotly.newPlot`` data)."""
+    text = html.read_text()
+    start = text.index("Plotly.newPlot(")
+    data = text.index("[", start)
+    traces, _ = json.JSONDecoder().raw_decode(text[data:])
+    return list(traces)
+
+
+def test_the_html_plot_marks_the_choice_as_the_png_does(files: Path) -> None:
+    """The HTML twin of ``--plot`` draws the curve of the choice's total (cost + time x V) and
+    labels the choice with it; without a value of time there is no such curve (can fail)."""
+    v = 50.0
+    report = _suggest(files, "--value-of-time", str(v), "--plot", str(files / "vot.png"))
+    traces = _figure(Path(report["plot_html"]))
+    (curve,) = [t for t in traces if t.get("name") == f"same total as the choice at USD {v:g}/h"]
+    total = report["value_of_time"]["recommended"]["total_usd"]
+    assert len(curve["x"]) > 10
+    for t, c in zip(curve["x"], curve["y"], strict=True):
+        assert c == pytest.approx(total - t / 3600 * v)
+    rec = report["recommended"]
+    (star,) = [t for t in traces if t.get("name") == "recommended"]
+    assert star["x"] == [rec["runtime_s"]["value"]]
+    assert f"total USD {total:.3g} at USD {v:g}/h" in star["text"][0]
+    plain = _suggest(files, "--plot", str(files / "plain.png"))
+    assert not [t for t in _figure(Path(plain["plot_html"])) if "same total" in t.get("name", "")]
