@@ -59,12 +59,17 @@ def section(ranking: Sequence[dict[str, Any]]) -> list[dict[str, Any]] | None:
     return out
 
 
+def _usd(value: float) -> str:
+    """USD with cents, or two significant digits below 10 cents (0.0031), as the summary."""
+    return f"{value:.2g}" if 0 < abs(value) < 0.1 else f"{value:,.2f}"
+
+
 def _verdict(e: dict[str, Any]) -> str:
     own, rent = e["owned"], e["rented"]
     dc = own["cost_usd"] - rent["cost_usd"]
     dt = own["runtime_s"] - rent["runtime_s"]
     share = abs(dc) / max(own["cost_usd"], rent["cost_usd"], 1e-12)
-    money = f"USD {abs(dc):,.2f} ({share:.0%}) {'cheaper' if dc > 0 else 'dearer'}"
+    money = f"USD {_usd(abs(dc))} ({share:.0%}) {'cheaper' if dc > 0 else 'dearer'}"
     time = f"{format_duration(abs(dt))} {'faster' if dt > 0 else 'slower'}"
     if e["renting_wins"]:
         head = f"renting beats owning for this job: {rent['machine']} is"
@@ -83,7 +88,7 @@ def lines(report: dict[str, Any]) -> list[str]:
         own = e["owned"]
         out.append(
             f"Owned {e['machine']} (batch {own['batch_size']}): "
-            f"{format_duration(own['runtime_s'])}, USD {own['cost_usd']:,.2f}; {e['verdict']}."
+            f"{format_duration(own['runtime_s'])}, USD {_usd(own['cost_usd'])}; {e['verdict']}."
         )
         if e.get("price_formula"):
             out.append(f"  price: {e['price_formula']}.")
