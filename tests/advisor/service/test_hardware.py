@@ -1,5 +1,5 @@
 """Issue #37: machines a team owns, kept per team in the service's database (TestClient,
-SQLite, replay back end): added, listed and removed through the HTTP API, candidates of that
+SQLite and a real PostgreSQL, replay back end): added, listed and removed through the HTTP API, candidates of that
 team's suggestion jobs and of no other team's; the workers' own hardware.json is not read."""
 
 from __future__ import annotations
@@ -24,8 +24,15 @@ RIG = {"name": "rig", "gpus": "8xRTX4090", "purchase_usd": 20000, "lifetime": "3
 BODY = {"model": "fcn", "budget_usd": 50, "trials": 4}
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
+def storage(request: pytest.FixtureRequest) -> str:
+    """The service's database: SQLite, and a real PostgreSQL (``pg_url``)."""
+    url: str = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+    return url
+
+
 @pytest.fixture
-def client(sqlite_url: str, replay: str, tmp_path: Path) -> Iterator[Any]:
+def client(storage: str, replay: str, tmp_path: Path) -> Iterator[Any]:
     """The service tests' replay table plus times for ``owned:rig`` and ``owned:home-rig``
     (faster than every rented run: a rig that is a candidate is recommended); the worker's
     ADVISOR_HOME holds ``home-rig``, which no team added."""
@@ -38,8 +45,8 @@ def client(sqlite_url: str, replay: str, tmp_path: Path) -> Iterator[Any]:
     path = tmp_path / "owned-table.json"
     ReplayTable(base.instances, (*base.entries, *owned), base.snapshot, epochs=10).save(path)
     save_owned([OwnedMachine("home-rig", "V100", 8, 1000.0, 8766.0, 3000.0, 0.3)])
-    dispatcher = ThreadDispatcher(sqlite_url, threads=2, backend=f"replay:{path}")
-    with TestClient(create_app(Settings(sqlite_url, dispatcher))) as c:
+    dispatcher = ThreadDispatcher(storage, threads=2, backend=f"replay:{path}")
+    with TestClient(create_app(Settings(storage, dispatcher))) as c:
         yield c
     dispatcher.close()
 
@@ -65,9 +72,9 @@ def _machines(report: dict[str, Any]) -> set[str]:
 
 
 @pytest.mark.slow  # three suggestion jobs through the service (about 5 s)
-def test_a_teams_machines_are_candidates_of_its_jobs_only(client: Any, sqlite_url: str) -> None:
-    alice = auth.create_token(sqlite_url, "alice", "research")
-    bob = auth.create_token(sqlite_url, "bob", "ops")
+def test_a_teams_machines_are_candidates_of_its_jobs_only(client: Any, storage: str) -> None:
+    alice = auth.create_token(storage, "alice", "research")
+    bob = auth.create_token(storage, "bob", "ops")
     added = client.post("/v1/hardware", json=RIG, headers=_h(alice))
     assert added.status_code == 201, added.text
     rig = added.json()
@@ -94,8 +101,8 @@ def test_a_teams_machines_are_candidates_of_its_jobs_only(client: Any, sqlite_ur
     assert again["study"] == theirs["study"]  # the same question as a team owning nothing
 
 
-def test_bad_machines_are_refused_in_one_line(client: Any, sqlite_url: str) -> None:
-    alice = auth.create_token(sqlite_url, "alice", "research")
+def test_bad_machines_are_refused_in_one_line(client: Any, storage: str) -> None:
+    alice = auth.create_token(storage, "alice", "research")
     unknown = client.post("/v1/hardware", json={**RIG, "gpus": "4xRTX2070"}, headers=_h(alice))
     assert unknown.status_code == 400
     assert "RTX2070" in unknown.text and "RTX4090" in unknown.text
