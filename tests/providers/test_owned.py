@@ -57,7 +57,11 @@ def test_the_issues_example_board_is_known() -> None:
     assert result.code == 0, result
     (m,) = load_owned()
     row = m.instance(catalog.load().accelerators)
-    assert (row.accelerator, row.accelerator_count, row.accelerator_memory_gib) == ("RTX4090", 4, 96)
+    assert (row.accelerator, row.accelerator_count, row.accelerator_memory_gib) == (
+        "RTX4090",
+        4,
+        96,
+    )
 
 
 def test_an_unknown_board_names_the_known_ones() -> None:
