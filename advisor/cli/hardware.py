@@ -3,6 +3,8 @@ energy (issue #37; ``advisor.providers.owned``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from advisor.cli import params as p
@@ -17,6 +19,22 @@ def hardware() -> None:
     Example: advisor hardware add rig --gpus 4xA100-80GB --purchase-usd 60000 --lifetime 4y \\
                --power-w 2000 --usd-per-kwh 0.30
     """
+
+
+def _service(f: Any) -> Any:
+    """``--server`` / ``--token``: the team's machines on an advisor service instead."""
+    f = click.option("--token", envvar="ADVISOR_TOKEN", help="Service token ($ADVISOR_TOKEN).")(f)
+    return click.option(
+        "--server",
+        help="Keep it on an advisor service (`advisor serve`) at this URL, for your token's "
+        "team (default: $ADVISOR_HOME/hardware.json).",
+    )(f)
+
+
+def _client(server: str, token: str | None) -> Any:
+    from advisor.service.client import Client
+
+    return Client(server, token)
 
 
 @hardware.command("add")
@@ -38,6 +56,7 @@ def hardware() -> None:
 )
 @click.option("--vcpus", type=p.POSITIVE, help="CPU cores (default 8 per GPU, a prior).")
 @click.option("--memory-gib", type=p.FiniteFloat(1.0, 1e6), help="RAM (default 32 GiB per GPU).")
+@_service
 def add(
     name: str,
     gpus: str,
@@ -48,8 +67,18 @@ def add(
     utilisation: float,
     vcpus: int | None,
     memory_gib: float | None,
+    server: str | None,
+    token: str | None,
 ) -> None:
     """Add (or replace) machine NAME."""
+    if server:  # issue #37: the team's machine, in the service's database
+        body = {"name": name, "gpus": gpus, "purchase_usd": purchase_usd, "lifetime": lifetime,
+                "power_w": power_w, "usd_per_kwh": usd_per_kwh, "utilisation": utilisation,
+                "vcpus": vcpus, "memory_gib": memory_gib}  # fmt: skip
+        done = _client(server, token).add_hardware(body)
+        click.echo(f"{done['key']}: {done['count']} x {done['board']}; {done['formula']}")
+        click.echo(f"saved on {server} for your team; its suggestions now count it")
+        return
     from advisor.providers import catalog
     from advisor.providers.owned import (
         OwnedMachine,
@@ -73,12 +102,22 @@ def add(
 
 
 @hardware.command("list")
-def list_() -> None:
+@_service
+def list_(server: str | None, token: str | None) -> None:
     """List the machines you own and their price per hour of use."""
-    from advisor.providers.owned import hardware_path, load_owned
+    from advisor.providers.owned import OwnedMachine, hardware_path, load_owned
 
-    machines = load_owned()
-    if not machines:
+    if server:
+        listed = _client(server, token).hardware()
+        fields = set(OwnedMachine.__dataclass_fields__)
+        machines = [OwnedMachine(**{k: v for k, v in m.items() if k in fields}) for m in listed]
+        if not machines:
+            click.echo(
+                f"your team owns no machines on {server}; add one with `advisor hardware add`"
+            )
+    else:
+        machines = load_owned()
+    if not machines and not server:
         click.echo(f"no machines in {hardware_path()}; add one with `advisor hardware add`")
     for m in machines:
         click.echo(f"owned:{m.name}: {m.count} x {m.board}; {m.formula()}")
@@ -86,10 +125,16 @@ def list_() -> None:
 
 @hardware.command("remove")
 @click.argument("name")
-def remove(name: str) -> None:
+@_service
+def remove(name: str, server: str | None, token: str | None) -> None:
     """Remove machine NAME."""
     from advisor.errors import AdvisorError
     from advisor.providers.owned import hardware_path, load_owned, save_owned
+
+    if server:
+        _client(server, token).remove_hardware(name)
+        click.echo(f"removed {name} from your team's machines on {server}")
+        return
 
     machines = load_owned()
     if name not in {m.name for m in machines}:

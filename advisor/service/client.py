@@ -88,7 +88,10 @@ class Client:
             time.sleep(wait)
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        r = self._request(method, path, **kwargs)
+        return self._answer(self._request(method, path, **kwargs))
+
+    def _answer(self, r: Any) -> Any:
+        """The response's JSON (None when it has no body), or its one-line AdvisorError."""
         if r.status_code == 401:
             raise AdvisorError(
                 "The service refused the token (missing, unknown or revoked).",
@@ -105,7 +108,7 @@ class Client:
             except ValueError:
                 detail = r.text[:200]
             raise AdvisorError(f"The service answered {r.status_code}: {detail}", None)
-        return r.json()
+        return r.json() if r.content else None
 
     def start_suggestion(self, body: dict[str, Any]) -> str:
         """Queue a suggestion; return its job id."""
@@ -170,6 +173,24 @@ class Client:
     def predict(self, body: dict[str, Any]) -> dict[str, Any]:
         """Predict machines from an uploaded probe."""
         return dict(self._call("POST", "/v1/predict", json=body))
+
+    def add_hardware(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Add (or replace) a machine the team owns (issue #37); it, priced."""
+        return dict(self._call("POST", "/v1/hardware", json=body))
+
+    def hardware(self) -> list[dict[str, Any]]:
+        """The machines the team owns."""
+        return list(self._call("GET", "/v1/hardware"))
+
+    def remove_hardware(self, name: str) -> None:
+        """Remove one of the team's machines (one line when it owns none by that name)."""
+        r = self._request("DELETE", f"/v1/hardware/{name}")
+        if r.status_code == 404:
+            raise AdvisorError(
+                f"The team owns no machine '{name}' on {self.url}.",
+                "see `advisor hardware list --server URL`.",
+            )
+        self._answer(r)
 
 
 def _retry_after(response: Any, default: float) -> float:

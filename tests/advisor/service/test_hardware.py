@@ -111,3 +111,34 @@ def test_bad_machines_are_refused_in_one_line(client: Any, storage: str) -> None
     extra = client.post("/v1/hardware", json={**RIG, "colour": "red"}, headers=_h(alice))
     assert extra.status_code == 422
     assert client.get("/v1/hardware", headers=_h(alice)).json() == []
+
+
+@pytest.mark.slow  # a real `advisor serve` process
+def test_the_cli_keeps_a_teams_machines_on_the_service(
+    sqlite_url: str, replay: str, make_server: Any, _advisor_home: Path
+) -> None:
+    """``advisor hardware add|list|remove --server URL``: the token's team's machines, kept in
+    the service's database; nothing is written to the local hardware.json."""
+    from cli_run import run
+
+    srv = make_server(sqlite_url, "--backend", replay)
+    token = auth.create_token(sqlite_url, "alice", "research")
+    on = ("--server", srv.url, "--token", token)
+    args = ["--gpus", "4xRTX4090", "--purchase-usd", "9000", "--lifetime", "3y",
+            "--power-w", "1800", "--usd-per-kwh", "0.30"]  # fmt: skip
+    added = run("hardware", "add", "rig", *args, *on)
+    assert added.code == 0, added
+    assert "owned:rig: 4 x RTX4090; owned: USD 9,000 / (3 y" in added.out
+    listed = run("hardware", "list", *on)
+    assert listed.code == 0 and "owned:rig: 4 x RTX4090" in listed.out
+    other = auth.create_token(sqlite_url, "bob", "ops")
+    theirs = run("hardware", "list", "--server", srv.url, "--token", other)
+    assert "owns no machines" in theirs.out
+    gone = run("hardware", "remove", "rig", "--server", srv.url, "--token", other)
+    lines = [x for x in gone.err.splitlines() if x.strip()]
+    assert gone.code != 0 and len(lines) == 1 and "no machine 'rig'" in lines[0]
+    assert not (_advisor_home / "hardware.json").exists()
+    assert run("hardware", "remove", "rig", *on).code == 0
+    assert "owns no machines" in run("hardware", "list", *on).out
+    bad = run("hardware", "add", "old", "--gpus", "2xRTX2070", *args[2:], *on)
+    assert bad.code != 0 and "RTX2070" in bad.err and "RTX4090" in bad.err
