@@ -127,9 +127,12 @@ def _figure(html: Path) -> list[dict[str, Any]]:
 def test_the_html_plot_marks_the_choice_as_the_png_does(files: Path) -> None:
     """The HTML twin of ``--plot`` draws the curve of the choice's total (cost + time x V) and
     labels the choice with it; without a value of time there is no such curve (can fail)."""
+    from advisor.report.plot import plot_html
+
     v = 50.0
-    report = _suggest(files, "--value-of-time", str(v), "--plot", str(files / "vot.png"))
-    traces = _figure(Path(report["plot_html"]))
+    report = _suggest(files, "--value-of-time", str(v))
+    plot_html(report, str(files / "vot.html"))
+    traces = _figure(files / "vot.html")
     (curve,) = [t for t in traces if t.get("name") == f"same total as the choice at USD {v:g}/h"]
     total = report["value_of_time"]["recommended"]["total_usd"]
     assert len(curve["x"]) > 10
@@ -139,5 +142,5 @@ def test_the_html_plot_marks_the_choice_as_the_png_does(files: Path) -> None:
     (star,) = [t for t in traces if t.get("name") == "recommended"]
     assert star["x"] == [rec["runtime_s"]["value"]]
     assert f"total USD {total:.3g} at USD {v:g}/h" in star["text"][0]
-    plain = _suggest(files, "--plot", str(files / "plain.png"))
-    assert not [t for t in _figure(Path(plain["plot_html"])) if "same total" in t.get("name", "")]
+    plot_html(_suggest(files), str(files / "plain.html"))
+    assert not [t for t in _figure(files / "plain.html") if "same total" in t.get("name", "")]
