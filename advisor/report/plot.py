@@ -198,8 +198,14 @@ def _same_total(
     if not vot:
         return None
     v = report["value_of_time"]["usd_per_hour"]
+    total = vot["total_usd"]
     ts = [t_lo * (t_hi / t_lo) ** (i / 60) for i in range(61)]
-    line = [(t, vot["total_usd"] - t / 3600 * v) for t in ts]
+    # On a log cost axis the line falls steeply where its cost nears the floor: sample it by
+    # cost there too, so the curve reaches the choice's own point.
+    c_hi = max(total - t_lo / 3600 * v, c_lo * 1.01)
+    cs = [c_lo * (c_hi / c_lo) ** (i / 60) for i in range(61)]
+    ts += [(total - c) * 3600 / v for c in cs if v > 0]
+    line = sorted({(t, total - t / 3600 * v) for t in ts if t > 0})
     kept = [(t, c) for t, c in line if c > c_lo]
     label = f"same total as the choice at USD {v:g}/h"
     return [t for t, _ in kept], [c for _, c in kept], label
