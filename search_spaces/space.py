@@ -19,8 +19,13 @@ class Condition:
     values: tuple[Any, ...]
 
 
-def _check_step(p: FloatParam | IntParam) -> None:
-    """Optuna's rule for ``step``: positive, not with ``log``, and ``high - low`` a multiple."""
+def _check_range(p: FloatParam | IntParam) -> None:
+    """``low < high``, ``low > 0`` on a log scale, and Optuna's rule for ``step``: positive,
+    not with ``log``, and ``high - low`` a multiple."""
+    if not p.low < p.high:
+        raise ValueError(f"{p.name}: low < high must hold, but got low={p.low}, high={p.high}")
+    if p.log and p.low <= 0:
+        raise ValueError(f"{p.name}: a log scale needs low > 0, but got low={p.low}")
     if p.step is None:
         return
     if not p.step > 0:
@@ -47,13 +52,7 @@ class FloatParam:
     step: float | None = None  # Optuna's discretisation step (None: continuous)
 
     def __post_init__(self) -> None:
-        if not self.low < self.high:
-            raise ValueError(
-                f"{self.name}: low < high must hold, but got low={self.low}, high={self.high}"
-            )
-        if self.log and self.low <= 0:
-            raise ValueError(f"{self.name}: a log scale needs low > 0, but got low={self.low}")
-        _check_step(self)
+        _check_range(self)
 
 
 @dataclass(frozen=True)
@@ -67,13 +66,7 @@ class IntParam:
     step: int | None = None  # Optuna's step (None: 1)
 
     def __post_init__(self) -> None:
-        if not self.low < self.high:
-            raise ValueError(
-                f"{self.name}: low < high must hold, but got low={self.low}, high={self.high}"
-            )
-        if self.log and self.low <= 0:
-            raise ValueError(f"{self.name}: a log scale needs low > 0, but got low={self.low}")
-        _check_step(self)
+        _check_range(self)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 import optuna
 import pytest
+from cli_run import SUBMIT_DRY_RUN as SUBMIT
 
 from advisor.config import user_catalog_dir
 
@@ -90,35 +91,11 @@ def test_output_paths_are_checked_before_the_work(
 
 def test_a_valid_output_path_still_works(cli: Any, tmp_path: Path) -> None:
     out = tmp_path / "request.json"
-    outcome = cli.run_checked(
-        "submit",
-        "--provider",
-        "sagemaker",
-        "--dry-run",
-        "--instance",
-        "ml.p3.2xlarge",
-        "--model",
-        "fcn",
-        "--batch-size",
-        "64",
-        "--out",
-        str(out),
-    )
+    outcome = cli.run_checked(*SUBMIT, "--batch-size", "64", "--out", str(out))
     assert outcome.code == 0 and json.loads(out.read_text())["HyperParameterTuningJobName"]
 
 
 # --- submit ------------------------------------------------------------------------------
-
-SUBMIT = (
-    "submit",
-    "--provider",
-    "sagemaker",
-    "--dry-run",
-    "--instance",
-    "ml.p3.2xlarge",
-    "--model",
-    "fcn",
-)
 
 
 @pytest.mark.parametrize(

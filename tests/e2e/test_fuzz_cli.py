@@ -17,6 +17,7 @@ import pytest
 import yaml
 from advisor.search_spaces.loader import load_space
 from advisor.search_spaces.space import JointSpace
+from cli_run import SUBMIT_DRY_RUN
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -121,18 +122,7 @@ OTHER_COMMANDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("--batch-size", "--epochs", "--threads"),
     ),
     "submit": (
-        (
-            "submit",
-            "--provider",
-            "sagemaker",
-            "--dry-run",
-            "--instance",
-            "ml.p3.2xlarge",
-            "--model",
-            "fcn",
-            "--batch-size",
-            "64",
-        ),
+        (*SUBMIT_DRY_RUN, "--batch-size", "64"),
         ("--batch-size", "--epochs", "--max-trials", "--parallel", "--max-runtime"),
     ),
     "dashboard": (
@@ -235,18 +225,7 @@ STRING_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "catalog": (("catalog", "--json"), ("--provider", "--service", "--accelerator", "--snapshot")),
     "submit": (
-        (
-            "submit",
-            "--provider",
-            "sagemaker",
-            "--dry-run",
-            "--instance",
-            "ml.p3.2xlarge",
-            "--model",
-            "fcn",
-            "--batch-size",
-            "64",
-        ),
+        (*SUBMIT_DRY_RUN, "--batch-size", "64"),
         ("--instance", "--model", "--job-name", "--output", "--metric", "--tune", "--image"),
     ),
     "workloads": (("workloads", "--json"), ()),
