@@ -46,7 +46,23 @@ def _sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
     raise unknown_value_error("sampler", name, SAMPLERS)
 
 
-class MachineTrialsOnly(optuna.samplers.BaseSampler):
+class _Delegating(optuna.samplers.BaseSampler):
+    """A sampler that hands the calls that write (``before_trial``, ``after_trial``) and
+    reseeding to ``self.sampler``, the sampler it wraps or falls back to."""
+
+    sampler: optuna.samplers.BaseSampler
+
+    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self.sampler.before_trial(study, trial)
+
+    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: Any, values: Any) -> None:
+        self.sampler.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self.sampler.reseed_rng()
+
+
+class MachineTrialsOnly(_Delegating):
     """``sampler`` learning from the machine search's trials only.
 
     The short accuracy trials of ``advisor suggest --tune`` (issue #29) share the study but
@@ -77,15 +93,6 @@ class MachineTrialsOnly(optuna.samplers.BaseSampler):
     ) -> Any:
         view = _MachineTrials.of(study)
         return self.sampler.sample_independent(view, trial, param_name, param_distribution)
-
-    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self.sampler.before_trial(study, trial)
-
-    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: Any, values: Any) -> None:
-        self.sampler.after_trial(study, trial, state, values)
-
-    def reseed_rng(self) -> None:
-        self.sampler.reseed_rng()
 
 
 class _MachineTrials:
@@ -125,7 +132,7 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-class SkoptSampler(optuna.samplers.BaseSampler):
+class SkoptSampler(_Delegating):
     """An Optuna sampler backed by ``skopt.Optimizer`` ask/tell (GP, expected improvement).
 
     The relative search space is the intersection of all finished trials' spaces; parameters
@@ -139,7 +146,7 @@ class SkoptSampler(optuna.samplers.BaseSampler):
         self._skopt = require("skopt", "skopt", "The skopt sampler")
         self._seed = seed
         self._n_startup = n_startup_trials
-        self._random = optuna.samplers.RandomSampler(seed=seed)
+        self.sampler = optuna.samplers.RandomSampler(seed=seed)  # outside the relative space
         self._space = optuna.search_space.IntersectionSearchSpace()
 
     def infer_relative_search_space(
@@ -197,13 +204,4 @@ class SkoptSampler(optuna.samplers.BaseSampler):
         param_name: str,
         param_distribution: BaseDistribution,
     ) -> Any:
-        return self._random.sample_independent(study, trial, param_name, param_distribution)
-
-    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self._random.before_trial(study, trial)
-
-    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: Any, values: Any) -> None:
-        self._random.after_trial(study, trial, state, values)
-
-    def reseed_rng(self) -> None:
-        self._random.reseed_rng()
+        return self.sampler.sample_independent(study, trial, param_name, param_distribution)

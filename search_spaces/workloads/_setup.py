@@ -1,14 +1,15 @@
 """The steps every built-in builder shares: generate its data (timed), then assemble the
 PyTorch or Keras setup with the recipe's optimizer.
 
-A built-in workload has one ``build(framework, ...)`` whose signature is its recipe (the
-hyperparameters and their defaults, the same in every framework); its ``build_torch`` and
-``build_keras`` are that function with the framework fixed. Frameworks are imported inside
-the functions.
+A built-in workload has one ``build(framework, network, ...)`` whose signature is its recipe
+(the hyperparameters and their defaults, the same in every framework); its ``build_torch`` and
+``build_keras`` are that function with the framework and its network fixed (the Keras module
+imports the PyTorch one, never the other way). Frameworks are imported inside the functions.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -147,3 +148,16 @@ class Recipe:
             data_s=data.seconds,
             data_samples=data.samples,
         )
+
+
+def keras_cosine_per_epoch(lr: float, lr_min: float, epochs: int) -> Any:
+    """A Keras callback setting the learning rate per epoch like torch's CosineAnnealingLR."""
+    import keras
+
+    span = max(1, int(epochs))
+
+    def schedule(epoch: int, _current: float) -> float:
+        e = min(epoch, span)
+        return lr_min + (lr - lr_min) * (1 + math.cos(math.pi * e / span)) / 2
+
+    return keras.callbacks.LearningRateScheduler(schedule)

@@ -27,6 +27,7 @@ Recipe (docs/method.md section 6): cross-entropy, momentum SGD (momentum 0.9), l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -65,6 +66,7 @@ def fcn_torch(dropout: float = 0.25) -> Any:
 
 def build(
     framework: str,
+    network: Callable[..., Any],
     batch_size: int = 256,
     n_train: int = 40_512,
     n_val: int = 212,
@@ -77,8 +79,8 @@ def build(
     epochs: int = 14,
     **_ignored: Any,
 ) -> Any:
-    """Build the fcn setup in ``framework`` (``TorchSetup`` or ``KerasSetup``) on
-    ``n_train``/``n_val`` generated patches."""
+    """Build the fcn setup in ``framework`` (``TorchSetup`` or ``KerasSetup``) around
+    ``network`` (the network in that framework) on ``n_train``/``n_val`` generated patches."""
     from advisor.search_spaces.workloads.seismic import seismic_patches
 
     recipe = _setup.Recipe(batch_size, seed, optimizer, lr, momentum, weight_decay)
@@ -89,13 +91,11 @@ def build(
         lambda: seismic_patches(n_val, SIDE, seed=seed + 1_000_003),
         x=to_channels_last if framework == "keras" else None,
     )
+    model = partial(network, dropout)
     if framework == "keras":
-        from advisor.search_spaces.workloads.fcn_keras import cosine_per_epoch, fcn_keras
-
-        schedule = cosine_per_epoch(lr, lr / 10, epochs)
-        return recipe.keras(partial(fcn_keras, dropout), data, callbacks=(schedule,))
-    model = partial(fcn_torch, dropout)
+        schedule = _setup.keras_cosine_per_epoch(lr, lr / 10, epochs)
+        return recipe.keras(model, data, callbacks=(schedule,))
     return recipe.torch(model, data, channels_last=True, cosine_to=lr / 10, epochs=epochs)
 
 
-build_torch = partial(build, "torch")
+build_torch = partial(build, "torch", fcn_torch)

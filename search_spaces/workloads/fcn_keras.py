@@ -7,7 +7,6 @@ epochs without gain is ``advisor.probes.keras_runner.train(..., patience=5)``, a
 
 from __future__ import annotations
 
-import math
 from functools import partial
 from typing import Any
 
@@ -36,17 +35,4 @@ def fcn_keras(dropout: float = 0.25) -> Any:
     return keras.Model(inputs, outputs, name="fcn")
 
 
-def cosine_per_epoch(lr: float, lr_min: float, epochs: int) -> Any:
-    """A Keras callback setting the learning rate per epoch like torch's CosineAnnealingLR."""
-    import keras
-
-    span = max(1, int(epochs))
-
-    def schedule(epoch: int, _current: float) -> float:
-        e = min(epoch, span)
-        return lr_min + (lr - lr_min) * (1 + math.cos(math.pi * e / span)) / 2
-
-    return keras.callbacks.LearningRateScheduler(schedule)
-
-
-build_keras = partial(build, "keras")
+build_keras = partial(build, "keras", fcn_keras)

@@ -14,6 +14,7 @@ Recipe: Adam, lr 1e-4, batch 16.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -85,6 +86,7 @@ def googlenet_torch(dropout: float = 0.4) -> Any:
 
 def build(
     framework: str,
+    network: Callable[..., Any],
     batch_size: int = 16,
     n_train: int = N_TRAIN,
     n_val: int = N_VAL,
@@ -96,15 +98,14 @@ def build(
     optimizer: str = "adam",
     **_ignored: Any,
 ) -> Any:
-    """Build the googlenet setup in ``framework`` (``TorchSetup`` or ``KerasSetup``) on
+    """Build the googlenet setup in ``framework`` (``TorchSetup`` or ``KerasSetup``)
+    around ``network`` (the network in that framework) on
     generated 224x224 images."""
     recipe = _setup.Recipe(batch_size, seed, optimizer, lr, momentum, weight_decay)
     data = _setup.class_images(framework, n_train, n_val, SIDE, CHANNELS, CLASSES, seed)
     if framework == "keras":
-        from advisor.search_spaces.workloads.googlenet_keras import googlenet_keras
-
-        return recipe.keras(partial(googlenet_keras, dropout), data)
-    return recipe.torch(partial(googlenet_torch, dropout), data, channels_last=True)
+        return recipe.keras(partial(network, dropout), data)
+    return recipe.torch(partial(network, dropout), data, channels_last=True)
 
 
-build_torch = partial(build, "torch")
+build_torch = partial(build, "torch", googlenet_torch)

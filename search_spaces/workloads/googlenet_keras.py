@@ -41,4 +41,4 @@ def googlenet_keras(dropout: float = 0.4) -> Any:
     return keras.Model(inputs, outputs, name="googlenet")
 
 
-build_keras = partial(build, "keras")
+build_keras = partial(build, "keras", googlenet_keras)

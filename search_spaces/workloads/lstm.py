@@ -17,6 +17,7 @@ generated task faster and is the default here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -70,6 +71,7 @@ class _TokenLoss:
 
 def build(
     framework: str,
+    network: Callable[..., Any],
     batch_size: int = 20,
     n_train: int = N_TRAIN,
     n_val: int = N_VAL,
@@ -82,7 +84,8 @@ def build(
     hidden: int = 200,
     **_ignored: Any,
 ) -> Any:
-    """Build the lstm setup in ``framework`` (``TorchSetup`` or ``KerasSetup``) on generated
+    """Build the lstm setup in ``framework`` (``TorchSetup`` or ``KerasSetup``)
+    around ``network`` (the network in that framework) on generated
     Zipfian token sequences."""
     recipe = _setup.Recipe(batch_size, seed, optimizer, lr, momentum, weight_decay)
     data = _setup.generate(
@@ -90,15 +93,13 @@ def build(
         lambda: zipf_tokens(n_val, SEQ_LEN, VOCAB, seed=seed + 1),
     )
     if framework == "keras":
-        from advisor.search_spaces.workloads.lstm_keras import lstm_keras
-
         data = data.converted(x=_int32, y=_int32)
-        return recipe.keras(partial(lstm_keras, int(hidden), dropout), data)
-    return recipe.torch(partial(lstm_torch, int(hidden), dropout), data, loss_fn=_TokenLoss())
+        return recipe.keras(partial(network, int(hidden), dropout), data)
+    return recipe.torch(partial(network, int(hidden), dropout), data, loss_fn=_TokenLoss())
 
 
 def _int32(tokens: Any) -> Any:
     return tokens.astype("int32")
 
 
-build_torch = partial(build, "torch")
+build_torch = partial(build, "torch", lstm_torch)

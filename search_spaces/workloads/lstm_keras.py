@@ -23,4 +23,4 @@ def lstm_keras(hidden: int = 200, dropout: float = 0.0) -> Any:
     return keras.Model(tokens, logits, name="lstm")
 
 
-build_keras = partial(build, "keras")
+build_keras = partial(build, "keras", lstm_keras)

@@ -14,6 +14,7 @@ Recipe: momentum SGD, lr 0.1 decaying to 0.002 (cosine), momentum 0.9, weight de
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -73,6 +74,7 @@ def resnet50_torch(classes: int = CLASSES) -> Any:
 
 def build(
     framework: str,
+    network: Callable[..., Any],
     batch_size: int = 128,
     n_train: int = 50_000,
     n_val: int = 10_000,
@@ -84,8 +86,8 @@ def build(
     epochs: int = 30,
     **_ignored: Any,
 ) -> Any:
-    """Build the resnet50 setup in ``framework`` (``TorchSetup`` or ``KerasSetup``) on
-    generated CIFAR-10 shaped data.
+    """Build the resnet50 setup in ``framework`` (``TorchSetup`` or ``KerasSetup``)
+    around ``network`` (the network in that framework) on generated CIFAR-10 shaped data.
 
     The learning rate follows a cosine from ``lr`` to ``lr / 50`` over ``epochs``: per epoch
     in PyTorch, per step in Keras.
@@ -94,14 +96,13 @@ def build(
     data = _setup.class_images(framework, n_train, n_val, SIDE, CHANNELS, CLASSES, seed)
     if framework == "keras":
         import keras
-        from advisor.search_spaces.workloads.resnet50_keras import resnet50_keras
 
         steps = max(1, int(epochs)) * max(1, -(-n_train // batch_size))
         schedule = keras.optimizers.schedules.CosineDecay(lr, decay_steps=steps, alpha=1 / 50)
-        return recipe.keras(resnet50_keras, data, schedule=schedule)
+        return recipe.keras(network, data, schedule=schedule)
     # Kept in NCHW: channels-last (_recipes.channels_last) measured slower for this network on
     # CPU (batch-8 step 141 ms against 126 ms, 2 threads); it has one max pool, at the stem.
-    return recipe.torch(resnet50_torch, data, cosine_to=lr / 50, epochs=epochs)
+    return recipe.torch(network, data, cosine_to=lr / 50, epochs=epochs)
 
 
-build_torch = partial(build, "torch")
+build_torch = partial(build, "torch", resnet50_torch)

@@ -21,4 +21,4 @@ def resnet50_keras(classes: int = CLASSES) -> Any:
     )
 
 
-build_keras = partial(build, "keras")
+build_keras = partial(build, "keras", resnet50_keras)

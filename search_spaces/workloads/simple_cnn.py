@@ -19,6 +19,7 @@ PyTorch MNIST example; Keras' Adadelta uses rho 0.95).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -52,6 +53,7 @@ def simple_cnn_torch(dropout: float = 0.25) -> Any:
 
 def build(
     framework: str,
+    network: Callable[..., Any],
     batch_size: int = 256,
     n_train: int = 60_000,
     n_val: int = 10_000,
@@ -63,7 +65,8 @@ def build(
     optimizer: str = "adadelta",
     **_ignored: Any,
 ) -> Any:
-    """Build the simple-cnn setup in ``framework`` (``TorchSetup`` or ``KerasSetup``) on
+    """Build the simple-cnn setup in ``framework`` (``TorchSetup`` or ``KerasSetup``)
+    around ``network`` (the network in that framework) on
     ``n_train``/``n_val`` digits."""
     from advisor.search_spaces.workloads.digits import digit_images
 
@@ -76,10 +79,8 @@ def build(
         x=to_channels_last if framework == "keras" else None,
     )
     if framework == "keras":
-        from advisor.search_spaces.workloads.simple_cnn_keras import simple_cnn_keras
-
-        return recipe.keras(partial(simple_cnn_keras, dropout), data)
-    return recipe.torch(partial(simple_cnn_torch, dropout), data, channels_last=True)
+        return recipe.keras(partial(network, dropout), data)
+    return recipe.torch(partial(network, dropout), data, channels_last=True)
 
 
-build_torch = partial(build, "torch")
+build_torch = partial(build, "torch", simple_cnn_torch)

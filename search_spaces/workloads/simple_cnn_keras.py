@@ -28,4 +28,4 @@ def simple_cnn_keras(dropout: float = 0.25) -> Any:
     return keras.Model(inputs, outputs, name="simple_cnn")
 
 
-build_keras = partial(build, "keras")
+build_keras = partial(build, "keras", simple_cnn_keras)

@@ -11,6 +11,7 @@ Recipe: momentum SGD (lr 0.01, momentum 0.9), batch 128, 10 epochs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -49,6 +50,7 @@ def vgg_torch(variant: str, dropout: float = 0.5) -> Any:
 
 def build(
     framework: str,
+    network: Callable[..., Any],
     variant: str,
     batch_size: int = 128,
     n_train: int = 50_000,
@@ -61,17 +63,16 @@ def build(
     optimizer: str = "momentum",
     **_ignored: Any,
 ) -> Any:
-    """Build the ``variant`` setup in ``framework`` (``TorchSetup`` or ``KerasSetup``) on
+    """Build the ``variant`` setup in ``framework`` (``TorchSetup`` or ``KerasSetup``)
+    around ``network`` (the network in that framework) on
     generated CIFAR-10 shaped data (64x64 for vgg-2)."""
     recipe = _setup.Recipe(batch_size, seed, optimizer, lr, momentum, weight_decay)
     side = VARIANTS[variant][0]
     data = _setup.class_images(framework, n_train, n_val, side, CHANNELS, CLASSES, seed)
     if framework == "keras":
-        from advisor.search_spaces.workloads.vgg_keras import vgg_keras
-
-        return recipe.keras(partial(vgg_keras, variant, dropout), data)
-    return recipe.torch(partial(vgg_torch, variant, dropout), data, channels_last=True)
+        return recipe.keras(partial(network, variant, dropout), data)
+    return recipe.torch(partial(network, variant, dropout), data, channels_last=True)
 
 
-build_vgg1_torch = partial(build, "torch", "vgg-1")
-build_vgg2_torch = partial(build, "torch", "vgg-2")
+build_vgg1_torch = partial(build, "torch", vgg_torch, "vgg-1")
+build_vgg2_torch = partial(build, "torch", vgg_torch, "vgg-2")

@@ -27,5 +27,5 @@ def vgg_keras(variant: str, dropout: float = 0.5) -> Any:
     return keras.Model(inputs, outputs, name=variant)
 
 
-build_vgg1_keras = partial(build, "keras", "vgg-1")
-build_vgg2_keras = partial(build, "keras", "vgg-2")
+build_vgg1_keras = partial(build, "keras", vgg_keras, "vgg-1")
+build_vgg2_keras = partial(build, "keras", vgg_keras, "vgg-2")
