@@ -8,7 +8,9 @@ sibling modules.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+N = TypeVar("N", int, float)
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,7 @@ class Condition:
     values: tuple[Any, ...]
 
 
-def _check_range(p: FloatParam | IntParam) -> None:
+def _check_range(p: _Range[Any]) -> None:
     """``low < high``, ``low > 0`` on a log scale, and Optuna's rule for ``step``: positive,
     not with ``log``, and ``high - low`` a multiple."""
     if not p.low < p.high:
@@ -42,31 +44,29 @@ def _check_range(p: FloatParam | IntParam) -> None:
 
 
 @dataclass(frozen=True)
-class FloatParam:
+class _Range(Generic[N]):
+    """A numeric parameter from ``low`` to ``high`` (validated by ``_check_range``)."""
+
     name: str
-    low: float
-    high: float
+    low: N
+    high: N
     log: bool = False
     condition: Condition | None = None
     affects_runtime: bool = False  # True: part of the probe cache key (e.g. a layer width)
-    step: float | None = None  # Optuna's discretisation step (None: continuous)
+    step: N | None = None  # Optuna's step (None: continuous for a float, 1 for an int)
 
     def __post_init__(self) -> None:
         _check_range(self)
 
 
 @dataclass(frozen=True)
-class IntParam:
-    name: str
-    low: int
-    high: int
-    log: bool = False
-    condition: Condition | None = None
-    affects_runtime: bool = False  # True: part of the probe cache key (e.g. a layer width)
-    step: int | None = None  # Optuna's step (None: 1)
+class FloatParam(_Range[float]):
+    """A float parameter."""
 
-    def __post_init__(self) -> None:
-        _check_range(self)
+
+@dataclass(frozen=True)
+class IntParam(_Range[int]):
+    """An integer parameter."""
 
 
 @dataclass(frozen=True)

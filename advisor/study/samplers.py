@@ -47,10 +47,25 @@ def _sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
 
 
 class _Delegating(optuna.samplers.BaseSampler):
-    """A sampler that hands the calls that write (``before_trial``, ``after_trial``) and
-    reseeding to ``self.sampler``, the sampler it wraps or falls back to."""
+    """A sampler that hands independent sampling (on the study as ``_sampled`` shows it),
+    the calls that write (``before_trial``, ``after_trial``) and reseeding to
+    ``self.sampler``, the sampler it wraps or falls back to."""
 
     sampler: optuna.samplers.BaseSampler
+
+    def _sampled(self, study: optuna.Study) -> Any:
+        """The study as ``self.sampler`` samples from it (here: the study itself)."""
+        return study
+
+    def sample_independent(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        view = self._sampled(study)
+        return self.sampler.sample_independent(view, trial, param_name, param_distribution)
 
     def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         self.sampler.before_trial(study, trial)
@@ -77,22 +92,15 @@ class MachineTrialsOnly(_Delegating):
     def infer_relative_search_space(
         self, study: optuna.Study, trial: FrozenTrial
     ) -> dict[str, BaseDistribution]:
-        return self.sampler.infer_relative_search_space(_MachineTrials.of(study), trial)
+        return self.sampler.infer_relative_search_space(self._sampled(study), trial)
 
     def sample_relative(
         self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
-        return self.sampler.sample_relative(_MachineTrials.of(study), trial, search_space)
+        return self.sampler.sample_relative(self._sampled(study), trial, search_space)
 
-    def sample_independent(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        param_name: str,
-        param_distribution: BaseDistribution,
-    ) -> Any:
-        view = _MachineTrials.of(study)
-        return self.sampler.sample_independent(view, trial, param_name, param_distribution)
+    def _sampled(self, study: optuna.Study) -> Any:
+        return _MachineTrials.of(study)
 
 
 class _MachineTrials:
@@ -196,12 +204,3 @@ class SkoptSampler(_Delegating):
         opt.tell(xs, ys)
         x = opt.ask()
         return {n: _plain(v) for n, v in zip(names, x, strict=True)}
-
-    def sample_independent(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        param_name: str,
-        param_distribution: BaseDistribution,
-    ) -> Any:
-        return self.sampler.sample_independent(study, trial, param_name, param_distribution)
