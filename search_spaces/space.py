@@ -171,6 +171,10 @@ def _param_to_dict(p: Param) -> dict[str, Any]:
     return out
 
 
+# The numeric parameter types by name: the class and the number type of its bounds and step.
+_NUMERIC: dict[str, tuple[Any, type]] = {"float": (FloatParam, float), "int": (IntParam, int)}
+
+
 def _param_from_dict(data: dict[str, Any]) -> Param:
     cond = data.get("condition")
     condition = Condition(cond["on"], tuple(cond["values"])) if cond else None
@@ -181,25 +185,12 @@ def _param_from_dict(data: dict[str, Any]) -> Param:
     kind = data.get("type")
     if kind == "categorical":
         return CategoricalParam(data["name"], tuple(data["choices"]), **common)
-    step = data.get("step")
-    if kind == "float":
-        return FloatParam(
-            data["name"],
-            float(data["low"]),
-            float(data["high"]),
-            bool(data.get("log")),
-            step=None if step is None else float(step),
-            **common,
-        )
-    if kind == "int":
-        return IntParam(
-            data["name"],
-            int(data["low"]),
-            int(data["high"]),
-            bool(data.get("log")),
-            step=None if step is None else int(step),
-            **common,
-        )
+    if kind in _NUMERIC:
+        cls, num = _NUMERIC[kind]
+        step = data.get("step")
+        low, high, log = num(data["low"]), num(data["high"]), bool(data.get("log"))
+        step = None if step is None else num(step)
+        return cls(data["name"], low, high, log, step=step, **common)
     raise ValueError(f"parameter type must be float, int or categorical, but got {kind!r}")
 
 
