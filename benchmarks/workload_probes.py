@@ -129,14 +129,6 @@ def _flop_agreement(rows: list[dict[str, Any]]) -> dict[str, float]:
     return {n: v["keras"] / v["torch"] for n, v in per.items() if {"keras", "torch"} <= set(v)}
 
 
-def write_docs(text: str) -> None:
-    doc = DOCS.read_text(encoding="utf-8")
-    start = doc.index(SECTION) + len(SECTION)
-    nxt = doc.find("\n## ", start)
-    end = len(doc) if nxt < 0 else nxt
-    DOCS.write_text(doc[:start] + "\n\n" + text + "\n" + doc[end:], encoding="utf-8")
-
-
 def main() -> None:
     from advisor.search_spaces.workloads import get
 
@@ -167,7 +159,9 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
     if args.write_docs:
-        write_docs(text)
+        from docs_section import write_section  # the benchmarks beside it
+
+        write_section(SECTION, text, DOCS)
 
 
 if __name__ == "__main__":
