@@ -346,13 +346,9 @@ def main() -> None:
     command = "python benchmarks/iteration_model.py " + " ".join(sys.argv[1:])
     text = report(rows, command.strip(), args.probe_before_run)
     text += f"\n\nBenchmark wall time {time.time() - started:.0f} s."
-    print(text)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
-    if args.write_docs:
-        from docs_section import write_section  # the benchmarks beside it
+    from docs_section import publish  # the benchmarks beside it
 
-        write_section(SECTION, text, DOCS)
+    publish(SECTION, text, args.write_docs, rows, args.json, DOCS)
 
 
 if __name__ == "__main__":

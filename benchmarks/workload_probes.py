@@ -15,7 +15,6 @@ section of docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -155,13 +154,9 @@ def main() -> None:
     command = ("python benchmarks/workload_probes.py " + " ".join(sys.argv[1:])).strip()
     text = report(rows, command, args.threads, args.iterations)
     text += f"\n\nBenchmark wall time {time.time() - started:.0f} s."
-    print(text)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
-    if args.write_docs:
-        from docs_section import write_section  # the benchmarks beside it
+    from docs_section import publish  # the benchmarks beside it
 
-        write_section(SECTION, text, DOCS)
+    publish(SECTION, text, args.write_docs, rows, args.json, DOCS)
 
 
 if __name__ == "__main__":
