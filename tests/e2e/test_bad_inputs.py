@@ -28,6 +28,11 @@ def _error(cli: Any, *args: str) -> str:
     return outcome.err.strip()
 
 
+def _storage_error(cli: Any, url: str) -> str:
+    """The one line `advisor suggest --model fcn --storage URL` exits 2 with."""
+    return _error(cli, "suggest", "--model", "fcn", "--storage", url)
+
+
 # --- CLI options -------------------------------------------------------------------------
 
 
@@ -169,14 +174,7 @@ def test_postgres_without_driver_names_the_extra(cli: Any) -> None:
         pytest.skip("pg8000 is installed here")
     except ImportError:
         pass
-    line = _error(
-        cli,
-        "suggest",
-        "--model",
-        "fcn",
-        "--storage",
-        "postgresql+pg8000://user:hunter2@localhost/db",
-    )
+    line = _storage_error(cli, "postgresql+pg8000://user:hunter2@localhost/db")
     assert "needs the database driver" in line and "hunter2" not in line
 
 
@@ -185,20 +183,13 @@ def test_postgresql_without_any_driver_names_the_postgres_extra(
 ) -> None:
     for driver in ("psycopg", "psycopg2"):  # as on a machine without either driver
         monkeypatch.setitem(sys.modules, driver, None)
-    line = _error(cli, "suggest", "--model", "fcn", "--storage", "postgresql://u:pw@localhost/db")
+    line = _storage_error(cli, "postgresql://u:pw@localhost/db")
     assert "advisor[postgres]" in line and "psycopg[binary]" in line and ":pw@" not in line
 
 
 def test_unreachable_postgres_is_one_line(cli: Any) -> None:
     pytest.importorskip("psycopg")
-    line = _error(
-        cli,
-        "suggest",
-        "--model",
-        "fcn",
-        "--storage",
-        "postgresql+psycopg://user:hunter2@127.0.0.1:1/db?connect_timeout=2",
-    )
+    line = _storage_error(cli, "postgresql+psycopg://user:hunter2@127.0.0.1:1/db?connect_timeout=2")
     assert "Cannot use the storage" in line and "hunter2" not in line
 
 
