@@ -41,7 +41,7 @@ from advisor.prediction.perf.startup import device_startup
 from advisor.prediction.perf.traces import StepTrace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from docs_section import write_section  # the benchmarks beside it
+from docs_section import publish  # the benchmarks beside it
 from lambda_rows import Row, read_rows
 
 DATA = Path(__file__).resolve().parent / "data" / "gpu-throughput"
@@ -220,9 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Command: `python benchmarks/cross_gpu.py --write-docs` ({time.time() - started:.0f} s).",
     ]
     text = "\n".join(lines)
-    print(text)
-    if args.write_docs:
-        write_section(SECTION, text)
+    publish(SECTION, text, args.write_docs)
     return 0
 
 

@@ -153,12 +153,42 @@ def size_workload(
         n += step * max(1, n // (step * 8))  # grow by about 12 % at a time
 
 
+def probe_for_run(case: Case, iterations: int, epochs: int, framework: str = "torch") -> Any:
+    """Probe ``case`` as a user would before the run (2 validation batches, the run's epochs
+    as the recipe's); exit on a failed probe."""
+    from advisor.probes.result import ProbeRequest
+    from advisor.probes.runner import run_probe
+
+    from advisor.prediction.iteration_model import phase_times
+
+    probe = run_probe(
+        ProbeRequest(
+            case.workload,
+            case.batch_size,
+            framework=framework,
+            iterations=iterations,
+            threads=case.threads,
+            validation_batches=2,
+            hyperparameters={"epochs": epochs},
+            timeout_s=900,
+        )
+    )
+    if not probe.ok:
+        raise SystemExit(f"probe {case.label} failed: {probe.status} {probe.error}")
+    t2 = phase_times(probe).t2.value
+    print(f"probed {case.label}: t2 {t2:.4f} s, wall {probe.wall_s:.1f} s", file=sys.stderr)
+    return probe
+
+
+def phase_values(ph: Any) -> dict[str, float]:
+    """A probe's phase times (``PhaseTimes``) as plain central values."""
+    return {name: getattr(ph, name).value for name in ("init", "t1", "t2", "v1", "v2")}
+
+
 # ---- main -----------------------------------------------------------------------------------
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from advisor.probes.result import ProbeRequest
-    from advisor.probes.runner import run_probe
     from advisor.search_spaces.workloads import get
 
     from advisor.prediction.iteration_model import estimate, phase_times
@@ -168,24 +198,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     share = 1.0 if args.quick else args.max_probe_share
 
     def probe_case(case: Case) -> Any:
-        probe = run_probe(
-            ProbeRequest(
-                case.workload,
-                case.batch_size,
-                iterations=args.iterations,
-                threads=case.threads,
-                validation_batches=2,
-                hyperparameters={"epochs": args.epochs},
-                timeout_s=900,
-            )
-        )
-        if not probe.ok:
-            raise SystemExit(f"probe {case.label} failed: {probe.status} {probe.error}")
-        print(
-            f"probed {case.label}: t2 {phase_times(probe).t2.value:.4f} s, wall {probe.wall_s:.1f} s",
-            file=sys.stderr,
-        )
-        return probe
+        return probe_for_run(case, args.iterations, args.epochs)
 
     probes = {case: probe_case(case) for case in cases}  # these size the datasets
     sizes = {}
@@ -237,13 +250,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "inside": est.runtime.low <= real["real_s"] <= est.runtime.high,
                 "probe_wall_s": probe.wall_s,
                 "probe_share": probe.wall_s / real["real_s"],
-                "probe": {
-                    "init": ph.init.value,
-                    "t1": ph.t1.value,
-                    "t2": ph.t2.value,
-                    "v1": ph.v1.value,
-                    "v2": ph.v2.value,
-                },
+                "probe": phase_values(ph),
                 "run": real,
                 "breakdown": est.breakdown,
             }
@@ -312,14 +319,6 @@ def report(rows: list[dict[str, Any]], command: str, probe_before_run: bool = Tr
     return "\n".join(lines)
 
 
-def write_docs(text: str) -> None:
-    doc = DOCS.read_text(encoding="utf-8")
-    start = doc.index(SECTION) + len(SECTION)
-    nxt = doc.find("\n## ", start)
-    end = len(doc) if nxt < 0 else nxt
-    DOCS.write_text(doc[:start] + "\n\n" + text + "\n" + doc[end:], encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 tiny cases (~30 s)")
@@ -347,11 +346,9 @@ def main() -> None:
     command = "python benchmarks/iteration_model.py " + " ".join(sys.argv[1:])
     text = report(rows, command.strip(), args.probe_before_run)
     text += f"\n\nBenchmark wall time {time.time() - started:.0f} s."
-    print(text)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
-    if args.write_docs:
-        write_docs(text)
+    from docs_section import publish  # the benchmarks beside it
+
+    publish(SECTION, text, args.write_docs, rows, args.json, DOCS)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,13 @@ SECTION = "## Iteration-time model vs real full training runs"
 MARK = "### Keras case"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from iteration_model import spawn_full_run, val_size  # noqa: E402  (the torch benchmark's)
+from iteration_model import (  # noqa: E402  (the torch benchmark's)
+    Case,
+    phase_values,
+    probe_for_run,
+    spawn_full_run,
+    val_size,
+)
 
 
 def size_for(probe: Any, workload: Any, epochs: int, batch: int, target_s: float) -> int:
@@ -42,8 +48,6 @@ def size_for(probe: Any, workload: Any, epochs: int, batch: int, target_s: float
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from advisor.probes.result import ProbeRequest
-    from advisor.probes.runner import run_probe
     from advisor.search_spaces.workloads import get
 
     from advisor.prediction.iteration_model import estimate, phase_times
@@ -51,24 +55,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     name, batch, threads = args.case.split(":")
     batch_size, n_threads = int(batch), int(threads)
     workload = get(name)
-    probe = run_probe(
-        ProbeRequest(
-            workload=name,
-            framework="keras",
-            batch_size=batch_size,
-            iterations=args.iterations,
-            threads=n_threads,
-            validation_batches=2,
-            hyperparameters={"epochs": args.epochs},
-            timeout_s=900,
-        )
-    )
-    if not probe.ok:
-        raise SystemExit(f"probe failed: {probe.status} {probe.error}")
-    print(
-        f"probed: t2 {phase_times(probe).t2.value:.4f} s, wall {probe.wall_s:.1f} s",
-        file=sys.stderr,
-    )
+    probe = probe_for_run(Case(name, batch_size, n_threads), args.iterations, args.epochs, "keras")
     n_train = size_for(probe, workload, args.epochs, batch_size, args.target_seconds)
     n_val = val_size(workload, n_train)
     est = estimate(probe, n_train, n_val, args.epochs, batch_size)
@@ -96,13 +83,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "error": (est.runtime.value - real["real_s"]) / real["real_s"],
         "inside": est.runtime.low <= real["real_s"] <= est.runtime.high,
         "probe_wall_s": probe.wall_s,
-        "probe": {
-            "init": ph.init.value,
-            "t1": ph.t1.value,
-            "t2": ph.t2.value,
-            "v1": ph.v1.value,
-            "v2": ph.v2.value,
-        },
+        "probe": phase_values(ph),
         "run": real,
         "breakdown": est.breakdown,
     }

@@ -30,7 +30,7 @@ import kernel_model_e2e as e2e  # noqa: E402
 import kernel_model_kernels as kernels  # noqa: E402
 import kernel_model_resnet as resnet  # noqa: E402
 import kernel_model_speed as speed  # noqa: E402
-from docs_section import write_section  # noqa: E402
+from docs_section import publish  # noqa: E402
 
 from advisor.prediction.kernels.model import PARAMS  # noqa: E402
 
@@ -210,9 +210,7 @@ def main(argv: list[str] | None = None) -> int:
               f"({time.time() - started:.0f} s on this 2-core machine; `--cache DIR` keeps the "
               "traced models between runs).", ""]  # fmt: skip
     text = "\n".join(lines)
-    print(text)
-    if args.write_docs:
-        write_section(SECTION, text)
+    publish(SECTION, text, args.write_docs)
     return 0
 
 

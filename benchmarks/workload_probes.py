@@ -15,7 +15,6 @@ section of docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -129,14 +128,6 @@ def _flop_agreement(rows: list[dict[str, Any]]) -> dict[str, float]:
     return {n: v["keras"] / v["torch"] for n, v in per.items() if {"keras", "torch"} <= set(v)}
 
 
-def write_docs(text: str) -> None:
-    doc = DOCS.read_text(encoding="utf-8")
-    start = doc.index(SECTION) + len(SECTION)
-    nxt = doc.find("\n## ", start)
-    end = len(doc) if nxt < 0 else nxt
-    DOCS.write_text(doc[:start] + "\n\n" + text + "\n" + doc[end:], encoding="utf-8")
-
-
 def main() -> None:
     from advisor.search_spaces.workloads import get
 
@@ -163,11 +154,9 @@ def main() -> None:
     command = ("python benchmarks/workload_probes.py " + " ".join(sys.argv[1:])).strip()
     text = report(rows, command, args.threads, args.iterations)
     text += f"\n\nBenchmark wall time {time.time() - started:.0f} s."
-    print(text)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
-    if args.write_docs:
-        write_docs(text)
+    from docs_section import publish  # the benchmarks beside it
+
+    publish(SECTION, text, args.write_docs, rows, args.json, DOCS)
 
 
 if __name__ == "__main__":

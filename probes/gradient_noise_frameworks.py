@@ -5,7 +5,8 @@ each imported only when called, the measurement time-boxed and memory-capped."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,9 +44,6 @@ def torch_gradient_noise(
 
     params = [p for p in model.parameters() if p.requires_grad]
     max_batches = _memory_cap(max_batches, 4 * sum(p.numel() for p in params))
-    sums: list[Any] = []  # per batch: the sum of its micro-batches' mean gradients
-    sq: list[float] = []  # per batch: the sum of their squared norms
-    size: int | None = None
     start = time.perf_counter()
 
     def chunk_grad(x: Any, y: Any) -> torch.Tensor:
@@ -57,20 +55,13 @@ def torch_gradient_noise(
         ).detach()
 
     model.train()
-    for inputs, targets in batches:
-        if len(sums) >= max_batches or _time_up(len(sums), start, max_seconds):
-            break
-        b = len(inputs) // chunks
-        if b < 1 or (size is not None and b != size):
-            continue  # a short last batch
-        size = b
-        total, norms = None, 0.0
-        for c in range(chunks):
-            g = chunk_grad(inputs[c * b : (c + 1) * b], targets[c * b : (c + 1) * b])
-            norms += float(g.double().square().sum())
-            total = g if total is None else total + g
-        sums.append(total)
-        sq.append(norms)
+    sums, sq, size = _batch_sums(
+        batches,
+        chunk_grad,
+        lambda g: float(g.double().square().sum()),
+        lambda total: total,
+        _Box(chunks, max_batches, max_seconds, start),
+    )
     for p in params:
         p.grad = None
     if size is None or len(sums) < 2:
@@ -101,9 +92,6 @@ def keras_gradient_noise(
 
     weights = model.trainable_weights
     max_batches = _memory_cap(max_batches, 8 * sum(int(np.prod(w.shape)) for w in weights))
-    sums: list[Any] = []
-    sq: list[float] = []
-    size: int | None = None
     start = time.perf_counter()
 
     def chunk_grad(x: Any, y: Any) -> Any:
@@ -118,27 +106,61 @@ def keras_gradient_noise(
             axis=0,
         )
 
-    for batch in batches:
-        inputs, targets = batch[0], batch[1]
-        if len(sums) >= max_batches or _time_up(len(sums), start, max_seconds):
-            break
-        b = int(inputs.shape[0]) // chunks
-        if b < 1 or (size is not None and b != size):
-            continue
-        size = b
-        total, norms = None, 0.0
-        for c in range(chunks):
-            g = chunk_grad(inputs[c * b : (c + 1) * b], targets[c * b : (c + 1) * b])
-            norms += float(tf.reduce_sum(tf.cast(g, tf.float64) ** 2))
-            total = g if total is None else total + g
-        sums.append(np.asarray(total, dtype=np.float64))
-        sq.append(norms)
+    sums, sq, size = _batch_sums(
+        batches,
+        chunk_grad,
+        lambda g: float(tf.reduce_sum(tf.cast(g, tf.float64) ** 2)),
+        lambda total: np.asarray(total, dtype=np.float64),
+        _Box(chunks, max_batches, max_seconds, start),
+    )
     if size is None or len(sums) < 2:
         return None
     stacked = np.stack(sums)
     return estimate_pooled(
         stacked @ stacked.T, np.asarray(sq), chunks, size, overhead_s=time.perf_counter() - start
     )
+
+
+@dataclass(frozen=True)
+class _Box:
+    """How a measurement is bounded: micro-batches per batch, batches, seconds from ``start``."""
+
+    chunks: int
+    max_batches: int
+    max_seconds: float | None
+    start: float
+
+
+def _batch_sums(
+    batches: Iterable[Any],
+    chunk_grad: Callable[[Any, Any], Any],
+    square_norm: Callable[[Any], float],
+    keep: Callable[[Any], Any],
+    box: _Box,
+) -> tuple[list[Any], list[float], int | None]:
+    """Per batch (``(x, y, ...)``): the sum of its ``chunks`` micro-batches' mean gradients
+    (``chunk_grad``; kept as ``keep`` makes it) and the sum of their squared norms, with the
+    micro-batch size. Batches stop at ``box.max_batches`` or the time box; a batch of another
+    micro-batch size (a short last one) is skipped."""
+    sums: list[Any] = []
+    sq: list[float] = []
+    size: int | None = None
+    for batch in batches:
+        inputs, targets = batch[0], batch[1]
+        if len(sums) >= box.max_batches or _time_up(len(sums), box.start, box.max_seconds):
+            break
+        b = int(inputs.shape[0]) // box.chunks
+        if b < 1 or (size is not None and b != size):
+            continue
+        size = b
+        total, norms = None, 0.0
+        for c in range(box.chunks):
+            g = chunk_grad(inputs[c * b : (c + 1) * b], targets[c * b : (c + 1) * b])
+            norms += square_norm(g)
+            total = g if total is None else total + g
+        sums.append(keep(total))
+        sq.append(norms)
+    return sums, sq, size
 
 
 def _memory_cap(max_batches: int, bytes_per_batch: int) -> int:

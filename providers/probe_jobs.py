@@ -240,9 +240,14 @@ class ProbeJobRunner(ABC):
         if poll.started_at is not None:  # issue #27: the measured start-up is kept
             before = max(0.0, poll.started_at - start)
             on_machine = max(0.0, end - poll.started_at)
+        source = self._billing_note(spec, source)
         return ProbeJobOutcome(
             job_id, self.name, state, text, wall, billed, source, price, error, before, on_machine
         )
+
+    def _billing_note(self, spec: ProbeJobSpec, source: str) -> str:
+        """What the outcome says about its billed time, given where the time came from."""
+        return source
 
     def _sleep(self, seconds: float) -> None:
         time.sleep(seconds)

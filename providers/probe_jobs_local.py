@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
@@ -48,7 +48,6 @@ from advisor.providers.probe_jobs import (
     AZUREML_OUTPUT,
     RESULT_FILE,
     JobPoll,
-    ProbeJobOutcome,
     ProbeJobRunner,
     ProbeJobSpec,
     job_command,
@@ -222,21 +221,10 @@ class LocalJobRunner(ProbeJobRunner):
         if job.waiter is not None:
             job.waiter.join(timeout=10)
 
-    def _outcome(
-        self,
-        spec: ProbeJobSpec,
-        job_id: str,
-        poll: JobPoll,
-        submitted: float,
-        state: str,
-        text: str | None,
-        error: str | None,
-    ) -> ProbeJobOutcome:
-        out = super()._outcome(spec, job_id, poll, submitted, state, text, error)
-        return replace(
-            out,
-            billed_source=f"emulated on this machine as {self.service} ({out.billed_source}); "
-            f"priced at {spec.machine.key}'s list price, nothing spent",
+    def _billing_note(self, spec: ProbeJobSpec, source: str) -> str:
+        return (
+            f"emulated on this machine as {self.service} ({source}); "
+            f"priced at {spec.machine.key}'s list price, nothing spent"
         )
 
     # -- for callers and tests -------------------------------------------------------------

@@ -8,7 +8,9 @@ sibling modules.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+N = TypeVar("N", int, float)
 
 
 @dataclass(frozen=True)
@@ -19,8 +21,13 @@ class Condition:
     values: tuple[Any, ...]
 
 
-def _check_step(p: FloatParam | IntParam) -> None:
-    """Optuna's rule for ``step``: positive, not with ``log``, and ``high - low`` a multiple."""
+def _check_range(p: _Range[Any]) -> None:
+    """``low < high``, ``low > 0`` on a log scale, and Optuna's rule for ``step``: positive,
+    not with ``log``, and ``high - low`` a multiple."""
+    if not p.low < p.high:
+        raise ValueError(f"{p.name}: low < high must hold, but got low={p.low}, high={p.high}")
+    if p.log and p.low <= 0:
+        raise ValueError(f"{p.name}: a log scale needs low > 0, but got low={p.low}")
     if p.step is None:
         return
     if not p.step > 0:
@@ -37,43 +44,29 @@ def _check_step(p: FloatParam | IntParam) -> None:
 
 
 @dataclass(frozen=True)
-class FloatParam:
+class _Range(Generic[N]):
+    """A numeric parameter from ``low`` to ``high`` (validated by ``_check_range``)."""
+
     name: str
-    low: float
-    high: float
+    low: N
+    high: N
     log: bool = False
     condition: Condition | None = None
     affects_runtime: bool = False  # True: part of the probe cache key (e.g. a layer width)
-    step: float | None = None  # Optuna's discretisation step (None: continuous)
+    step: N | None = None  # Optuna's step (None: continuous for a float, 1 for an int)
 
     def __post_init__(self) -> None:
-        if not self.low < self.high:
-            raise ValueError(
-                f"{self.name}: low < high must hold, but got low={self.low}, high={self.high}"
-            )
-        if self.log and self.low <= 0:
-            raise ValueError(f"{self.name}: a log scale needs low > 0, but got low={self.low}")
-        _check_step(self)
+        _check_range(self)
 
 
 @dataclass(frozen=True)
-class IntParam:
-    name: str
-    low: int
-    high: int
-    log: bool = False
-    condition: Condition | None = None
-    affects_runtime: bool = False  # True: part of the probe cache key (e.g. a layer width)
-    step: int | None = None  # Optuna's step (None: 1)
+class FloatParam(_Range[float]):
+    """A float parameter."""
 
-    def __post_init__(self) -> None:
-        if not self.low < self.high:
-            raise ValueError(
-                f"{self.name}: low < high must hold, but got low={self.low}, high={self.high}"
-            )
-        if self.log and self.low <= 0:
-            raise ValueError(f"{self.name}: a log scale needs low > 0, but got low={self.low}")
-        _check_step(self)
+
+@dataclass(frozen=True)
+class IntParam(_Range[int]):
+    """An integer parameter."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +171,10 @@ def _param_to_dict(p: Param) -> dict[str, Any]:
     return out
 
 
+# The numeric parameter types by name: the class and the number type of its bounds and step.
+_NUMERIC: dict[str, tuple[Any, type]] = {"float": (FloatParam, float), "int": (IntParam, int)}
+
+
 def _param_from_dict(data: dict[str, Any]) -> Param:
     cond = data.get("condition")
     condition = Condition(cond["on"], tuple(cond["values"])) if cond else None
@@ -188,25 +185,12 @@ def _param_from_dict(data: dict[str, Any]) -> Param:
     kind = data.get("type")
     if kind == "categorical":
         return CategoricalParam(data["name"], tuple(data["choices"]), **common)
-    step = data.get("step")
-    if kind == "float":
-        return FloatParam(
-            data["name"],
-            float(data["low"]),
-            float(data["high"]),
-            bool(data.get("log")),
-            step=None if step is None else float(step),
-            **common,
-        )
-    if kind == "int":
-        return IntParam(
-            data["name"],
-            int(data["low"]),
-            int(data["high"]),
-            bool(data.get("log")),
-            step=None if step is None else int(step),
-            **common,
-        )
+    if kind in _NUMERIC:
+        cls, num = _NUMERIC[kind]
+        step = data.get("step")
+        low, high, log = num(data["low"]), num(data["high"]), bool(data.get("log"))
+        step = None if step is None else num(step)
+        return cls(data["name"], low, high, log, step=step, **common)
     raise ValueError(f"parameter type must be float, int or categorical, but got {kind!r}")
 
 

@@ -46,7 +46,38 @@ def _sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
     raise unknown_value_error("sampler", name, SAMPLERS)
 
 
-class MachineTrialsOnly(optuna.samplers.BaseSampler):
+class _Delegating(optuna.samplers.BaseSampler):
+    """A sampler that hands independent sampling (on the study as ``_sampled`` shows it),
+    the calls that write (``before_trial``, ``after_trial``) and reseeding to
+    ``self.sampler``, the sampler it wraps or falls back to."""
+
+    sampler: optuna.samplers.BaseSampler
+
+    def _sampled(self, study: optuna.Study) -> Any:
+        """The study as ``self.sampler`` samples from it (here: the study itself)."""
+        return study
+
+    def sample_independent(
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        view = self._sampled(study)
+        return self.sampler.sample_independent(view, trial, param_name, param_distribution)
+
+    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self.sampler.before_trial(study, trial)
+
+    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: Any, values: Any) -> None:
+        self.sampler.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self.sampler.reseed_rng()
+
+
+class MachineTrialsOnly(_Delegating):
     """``sampler`` learning from the machine search's trials only.
 
     The short accuracy trials of ``advisor suggest --tune`` (issue #29) share the study but
@@ -61,31 +92,15 @@ class MachineTrialsOnly(optuna.samplers.BaseSampler):
     def infer_relative_search_space(
         self, study: optuna.Study, trial: FrozenTrial
     ) -> dict[str, BaseDistribution]:
-        return self.sampler.infer_relative_search_space(_MachineTrials.of(study), trial)
+        return self.sampler.infer_relative_search_space(self._sampled(study), trial)
 
     def sample_relative(
         self, study: optuna.Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
-        return self.sampler.sample_relative(_MachineTrials.of(study), trial, search_space)
+        return self.sampler.sample_relative(self._sampled(study), trial, search_space)
 
-    def sample_independent(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        param_name: str,
-        param_distribution: BaseDistribution,
-    ) -> Any:
-        view = _MachineTrials.of(study)
-        return self.sampler.sample_independent(view, trial, param_name, param_distribution)
-
-    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self.sampler.before_trial(study, trial)
-
-    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: Any, values: Any) -> None:
-        self.sampler.after_trial(study, trial, state, values)
-
-    def reseed_rng(self) -> None:
-        self.sampler.reseed_rng()
+    def _sampled(self, study: optuna.Study) -> Any:
+        return _MachineTrials.of(study)
 
 
 class _MachineTrials:
@@ -125,7 +140,7 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-class SkoptSampler(optuna.samplers.BaseSampler):
+class SkoptSampler(_Delegating):
     """An Optuna sampler backed by ``skopt.Optimizer`` ask/tell (GP, expected improvement).
 
     The relative search space is the intersection of all finished trials' spaces; parameters
@@ -139,7 +154,7 @@ class SkoptSampler(optuna.samplers.BaseSampler):
         self._skopt = require("skopt", "skopt", "The skopt sampler")
         self._seed = seed
         self._n_startup = n_startup_trials
-        self._random = optuna.samplers.RandomSampler(seed=seed)
+        self.sampler = optuna.samplers.RandomSampler(seed=seed)  # outside the relative space
         self._space = optuna.search_space.IntersectionSearchSpace()
 
     def infer_relative_search_space(
@@ -189,21 +204,3 @@ class SkoptSampler(optuna.samplers.BaseSampler):
         opt.tell(xs, ys)
         x = opt.ask()
         return {n: _plain(v) for n, v in zip(names, x, strict=True)}
-
-    def sample_independent(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        param_name: str,
-        param_distribution: BaseDistribution,
-    ) -> Any:
-        return self._random.sample_independent(study, trial, param_name, param_distribution)
-
-    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self._random.before_trial(study, trial)
-
-    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: Any, values: Any) -> None:
-        self._random.after_trial(study, trial, state, values)
-
-    def reseed_rng(self) -> None:
-        self._random.reseed_rng()

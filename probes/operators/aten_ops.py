@@ -210,34 +210,15 @@ def _embedding(
         weight, indices = args[0], args[1]
         y = outs[0]
         dims = {"numel": y.numel(), "rows": int(weight.shape[0]), "width": int(weight.shape[-1])}
-        return [
-            Operator(
-                "embedding",
-                phase,
-                name,
-                dims,
-                dtype,
-                "forward",
-                0.0,
-                float(nbytes(indices) + 2 * y.numel() * y.element_size()),
-            )
-        ]
-    grad, indices, rows = args[0], args[1], int(args[2])
-    width = int(grad.shape[-1])
-    dims = {"numel": grad.numel(), "rows": rows, "width": width}
-    written = rows * width * grad.element_size()  # the dense table gradient
-    return [
-        Operator(
-            "embedding",
-            phase,
-            name,
-            dims,
-            dtype,
-            "backward",
-            float(grad.numel()),
-            float(nbytes(grad) + nbytes(indices) + written),
-        )
-    ]
+        way, flops, moved = "forward", 0.0, nbytes(indices) + 2 * y.numel() * y.element_size()
+    else:
+        grad, indices, rows = args[0], args[1], int(args[2])
+        width = int(grad.shape[-1])
+        dims = {"numel": grad.numel(), "rows": rows, "width": width}
+        written = rows * width * grad.element_size()  # the dense table gradient
+        way, flops = "backward", float(grad.numel())
+        moved = nbytes(grad) + nbytes(indices) + written
+    return [Operator("embedding", phase, name, dims, dtype, way, flops, float(moved))]
 
 
 def _copy(

@@ -63,22 +63,13 @@ def trace_on_meta(
 ) -> OperatorTrace:
     """Build under ``torch.device("meta")`` and trace a meta batch of ``batch_size``."""
     import torch
-    from advisor.probes.torch_loop import build_setup, split_batch
+    from advisor.probes.torch_loop import build_setup
 
     small = min(batch_size, 8)  # builders that make real (numpy) data make little of it
     with torch.device("meta"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         setup, _, _ = build_setup(workload, batch_size, small, small, seed, hyperparameters)
-    inputs, targets = split_batch(meta_batch(setup.train_loader, batch_size))
-    return trace_step(
-        setup.model,
-        setup.loss_fn,
-        setup.optimizer,
-        inputs,
-        targets,
-        workload=workload,
-        batch_size=batch_size,
-    )
+    return _trace_setup(setup, meta_batch(setup.train_loader, batch_size), workload, batch_size)
 
 
 def trace_executed(
@@ -90,13 +81,13 @@ def trace_executed(
 ) -> OperatorTrace:
     """Build for real with one batch of data and trace one real CPU training step."""
     import torch
-    from advisor.probes.torch_loop import build_setup, split_batch
+    from advisor.probes.torch_loop import build_setup
     from advisor.search_spaces.workloads import ModelRef
 
     user = ModelRef(workload).is_user
     n = None if user else batch_size
     setup, _, _ = build_setup(workload, batch_size, n, n, seed, hyperparameters)
-    inputs, targets = split_batch(next(iter(setup.train_loader)))
+    batch = next(iter(setup.train_loader))
     # CPU recurrent layers run as one oneDNN op; without oneDNN they decompose into the
     # per-time-step products and gates the meta trace (and a GPU) shows.
     recurrent = any(isinstance(m, torch.nn.RNNBase) for m in setup.model.modules())
@@ -104,16 +95,26 @@ def trace_executed(
         warnings.simplefilter("ignore")
         flags = torch.backends.mkldnn.flags(enabled=False) if recurrent else nullcontext()
         with flags:
-            return trace_step(
-                setup.model,
-                setup.loss_fn,
-                setup.optimizer,
-                inputs,
-                targets,
-                workload=workload,
-                batch_size=batch_size,
-                notes=notes,
-            )
+            return _trace_setup(setup, batch, workload, batch_size, notes)
+
+
+def _trace_setup(
+    setup: Any, batch: Any, workload: str, batch_size: int, notes: tuple[str, ...] = ()
+) -> OperatorTrace:
+    """One training step of a built ``setup`` on ``batch`` (``(inputs, targets)``), traced."""
+    from advisor.probes.torch_loop import split_batch
+
+    inputs, targets = split_batch(batch)
+    return trace_step(
+        setup.model,
+        setup.loss_fn,
+        setup.optimizer,
+        inputs,
+        targets,
+        workload=workload,
+        batch_size=batch_size,
+        notes=notes,
+    )
 
 
 def meta_batch(loader: Any, batch_size: int) -> Any:

@@ -27,10 +27,12 @@ Recipe (docs/method.md section 6): cross-entropy, momentum SGD (momentum 0.9), l
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from advisor.search_spaces.workloads import _recipes
+from advisor.search_spaces.workloads import _setup
+from advisor.search_spaces.workloads.synthetic import to_channels_last
 
 SIDE = 64
 CLASSES = 2
@@ -62,7 +64,9 @@ def fcn_torch(dropout: float = 0.25) -> Any:
     )
 
 
-def build_torch(
+def build(
+    framework: str,
+    network: Callable[..., Any],
     batch_size: int = 256,
     n_train: int = 40_512,
     n_val: int = 212,
@@ -75,31 +79,23 @@ def build_torch(
     epochs: int = 14,
     **_ignored: Any,
 ) -> Any:
-    """Build the PyTorch fcn setup (``TorchSetup``) on ``n_train``/``n_val`` generated patches."""
-    import torch
+    """Build the fcn setup in ``framework`` (``TorchSetup`` or ``KerasSetup``) around
+    ``network`` (the network in that framework) on ``n_train``/``n_val`` generated patches."""
     from advisor.search_spaces.workloads.seismic import seismic_patches
-    from advisor.search_spaces.workloads.setups import TorchSetup
-    from torch import nn
 
-    torch.manual_seed(seed)
-    seismic_patches(1)  # warm up numpy's code paths: a fixed cost, not a per-sample one
-    start = time.perf_counter()
-    train = seismic_patches(n_train, SIDE, seed=seed)
-    val = seismic_patches(n_val, SIDE, seed=seed + 1_000_003)
-    data_s = time.perf_counter() - start
-    train_loader, val_loader = _recipes.torch_loaders(train, val, batch_size, seed)
-    model = _recipes.channels_last(fcn_torch(dropout))
-    opt = _recipes.torch_optimizer(model.parameters(), optimizer, lr, momentum, weight_decay)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
-        opt, T_max=max(1, int(epochs)), eta_min=lr / 10
+    recipe = _setup.Recipe(batch_size, seed, optimizer, lr, momentum, weight_decay)
+    if framework == "torch":
+        seismic_patches(1)  # warm up numpy's code paths: a fixed cost, not a per-sample one
+    data = _setup.generate(
+        lambda: seismic_patches(n_train, SIDE, seed=seed),
+        lambda: seismic_patches(n_val, SIDE, seed=seed + 1_000_003),
+        x=to_channels_last if framework == "keras" else None,
     )
-    return TorchSetup(
-        model=model,
-        loss_fn=nn.CrossEntropyLoss(),
-        optimizer=opt,
-        train_loader=train_loader,
-        val_loader=val_loader,
-        scheduler=scheduler,
-        data_s=data_s,
-        data_samples=n_train + n_val,
-    )
+    model = partial(network, dropout)
+    if framework == "keras":
+        schedule = _setup.keras_cosine_per_epoch(lr, lr / 10, epochs)
+        return recipe.keras(model, data, callbacks=(schedule,))
+    return recipe.torch(model, data, channels_last=True, cosine_to=lr / 10, epochs=epochs)
+
+
+build_torch = partial(build, "torch", fcn_torch)

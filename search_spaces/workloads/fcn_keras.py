@@ -7,13 +7,10 @@ epochs without gain is ``advisor.probes.keras_runner.train(..., patience=5)``, a
 
 from __future__ import annotations
 
-import math
-import time
+from functools import partial
 from typing import Any
 
-from advisor.search_spaces.workloads import _recipes
-from advisor.search_spaces.workloads.fcn import CLASSES, SIDE
-from advisor.search_spaces.workloads.synthetic import to_channels_last
+from advisor.search_spaces.workloads.fcn import CLASSES, SIDE, build
 
 
 def fcn_keras(dropout: float = 0.25) -> Any:
@@ -38,51 +35,4 @@ def fcn_keras(dropout: float = 0.25) -> Any:
     return keras.Model(inputs, outputs, name="fcn")
 
 
-def cosine_per_epoch(lr: float, lr_min: float, epochs: int) -> Any:
-    """A Keras callback setting the learning rate per epoch like torch's CosineAnnealingLR."""
-    import keras
-
-    span = max(1, int(epochs))
-
-    def schedule(epoch: int, _current: float) -> float:
-        e = min(epoch, span)
-        return lr_min + (lr - lr_min) * (1 + math.cos(math.pi * e / span)) / 2
-
-    return keras.callbacks.LearningRateScheduler(schedule)
-
-
-def build_keras(
-    batch_size: int = 256,
-    n_train: int = 40_512,
-    n_val: int = 212,
-    seed: int = 0,
-    lr: float = 0.1,
-    momentum: float = 0.9,
-    weight_decay: float = 0.0,
-    dropout: float = 0.25,
-    optimizer: str = "momentum",
-    epochs: int = 14,
-    **_ignored: Any,
-) -> Any:
-    """Build the Keras fcn setup (``KerasSetup``) on ``n_train``/``n_val`` generated patches."""
-    import keras
-    from advisor.search_spaces.workloads.seismic import seismic_patches
-    from advisor.search_spaces.workloads.setups import KerasSetup
-
-    keras.utils.set_random_seed(seed)
-    start = time.perf_counter()
-    x, y = seismic_patches(n_train, SIDE, seed=seed)
-    vx, vy = seismic_patches(n_val, SIDE, seed=seed + 1_000_003)
-    x, vx = to_channels_last(x), to_channels_last(vx)
-    data_s = time.perf_counter() - start
-    model = fcn_keras(dropout)
-    _recipes.keras_compile(model, _recipes.keras_optimizer(optimizer, lr, momentum, weight_decay))
-    return KerasSetup(
-        model=model,
-        train=(x, y),
-        val=(vx, vy),
-        batch_size=batch_size,
-        callbacks=(cosine_per_epoch(lr, lr / 10, epochs),),
-        data_s=data_s,
-        data_samples=n_train + n_val,
-    )
+build_keras = partial(build, "keras", fcn_keras)

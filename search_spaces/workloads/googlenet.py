@@ -14,11 +14,11 @@ Recipe: Adam, lr 1e-4, batch 16.
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from advisor.search_spaces.workloads import _recipes
-from advisor.search_spaces.workloads.synthetic import class_images, to_channels_first
+from advisor.search_spaces.workloads import _setup
 
 SIDE = 224
 CHANNELS = 3
@@ -84,7 +84,9 @@ def googlenet_torch(dropout: float = 0.4) -> Any:
     return nn.Sequential(*layers)
 
 
-def build_torch(
+def build(
+    framework: str,
+    network: Callable[..., Any],
     batch_size: int = 16,
     n_train: int = N_TRAIN,
     n_val: int = N_VAL,
@@ -96,28 +98,14 @@ def build_torch(
     optimizer: str = "adam",
     **_ignored: Any,
 ) -> Any:
-    """Build the PyTorch googlenet setup (``TorchSetup``) on generated 224x224 images."""
-    import torch
-    from advisor.search_spaces.workloads.setups import TorchSetup
-    from torch import nn
+    """Build the googlenet setup in ``framework`` (``TorchSetup`` or ``KerasSetup``)
+    around ``network`` (the network in that framework) on
+    generated 224x224 images."""
+    recipe = _setup.Recipe(batch_size, seed, optimizer, lr, momentum, weight_decay)
+    data = _setup.class_images(framework, n_train, n_val, SIDE, CHANNELS, CLASSES, seed)
+    if framework == "keras":
+        return recipe.keras(partial(network, dropout), data)
+    return recipe.torch(partial(network, dropout), data, channels_last=True)
 
-    torch.manual_seed(seed)
-    start = time.perf_counter()
-    x, y = class_images(n_train, SIDE, SIDE, CHANNELS, CLASSES, seed=seed)
-    vx, vy = class_images(n_val, SIDE, SIDE, CHANNELS, CLASSES, seed=seed + 1)
-    data_s = time.perf_counter() - start
-    train_loader, val_loader = _recipes.torch_loaders(
-        (to_channels_first(x), y), (to_channels_first(vx), vy), batch_size, seed
-    )
-    model = _recipes.channels_last(googlenet_torch(dropout))
-    return TorchSetup(
-        model=model,
-        loss_fn=nn.CrossEntropyLoss(),
-        optimizer=_recipes.torch_optimizer(
-            model.parameters(), optimizer, lr, momentum, weight_decay
-        ),
-        train_loader=train_loader,
-        val_loader=val_loader,
-        data_s=data_s,
-        data_samples=n_train + n_val,
-    )
+
+build_torch = partial(build, "torch", googlenet_torch)

@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import time
+from functools import partial
 from typing import Any
 
-from advisor.search_spaces.workloads import _recipes
-from advisor.search_spaces.workloads.googlenet import (
-    CHANNELS,
-    CLASSES,
-    INCEPTION,
-    N_TRAIN,
-    N_VAL,
-    SIDE,
-)
-from advisor.search_spaces.workloads.synthetic import class_images
+from advisor.search_spaces.workloads.googlenet import CHANNELS, CLASSES, INCEPTION, SIDE, build
 
 
 def googlenet_keras(dropout: float = 0.4) -> Any:
@@ -50,34 +41,4 @@ def googlenet_keras(dropout: float = 0.4) -> Any:
     return keras.Model(inputs, outputs, name="googlenet")
 
 
-def build_keras(
-    batch_size: int = 16,
-    n_train: int = N_TRAIN,
-    n_val: int = N_VAL,
-    seed: int = 0,
-    lr: float = 1e-4,
-    momentum: float = 0.9,
-    weight_decay: float = 0.0,
-    dropout: float = 0.4,
-    optimizer: str = "adam",
-    **_ignored: Any,
-) -> Any:
-    """Build the Keras googlenet setup (``KerasSetup``) on generated 224x224 images."""
-    import keras
-    from advisor.search_spaces.workloads.setups import KerasSetup
-
-    keras.utils.set_random_seed(seed)
-    start = time.perf_counter()
-    train = class_images(n_train, SIDE, SIDE, CHANNELS, CLASSES, seed=seed)
-    val = class_images(n_val, SIDE, SIDE, CHANNELS, CLASSES, seed=seed + 1)
-    data_s = time.perf_counter() - start
-    model = googlenet_keras(dropout)
-    _recipes.keras_compile(model, _recipes.keras_optimizer(optimizer, lr, momentum, weight_decay))
-    return KerasSetup(
-        model=model,
-        train=train,
-        val=val,
-        batch_size=batch_size,
-        data_s=data_s,
-        data_samples=n_train + n_val,
-    )
+build_keras = partial(build, "keras", googlenet_keras)

@@ -17,10 +17,11 @@ generated task faster and is the default here.
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from advisor.search_spaces.workloads import _recipes
+from advisor.search_spaces.workloads import _setup
 from advisor.search_spaces.workloads.synthetic import zipf_tokens
 
 VOCAB = 10_000
@@ -68,7 +69,9 @@ class _TokenLoss:
         return self._loss(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
-def build_torch(
+def build(
+    framework: str,
+    network: Callable[..., Any],
     batch_size: int = 20,
     n_train: int = N_TRAIN,
     n_val: int = N_VAL,
@@ -81,24 +84,22 @@ def build_torch(
     hidden: int = 200,
     **_ignored: Any,
 ) -> Any:
-    """Build the PyTorch lstm setup (``TorchSetup``) on generated Zipfian token sequences."""
-    import torch
-    from advisor.search_spaces.workloads.setups import TorchSetup
-
-    torch.manual_seed(seed)
-    start = time.perf_counter()
-    train = zipf_tokens(n_train, SEQ_LEN, VOCAB, seed=seed)
-    val = zipf_tokens(n_val, SEQ_LEN, VOCAB, seed=seed + 1)
-    data_s = time.perf_counter() - start
-    train_loader, val_loader = _recipes.torch_loaders(train, val, batch_size, seed)
-    model = lstm_torch(int(hidden), dropout)
-    params = [p for p in model.parameters() if p.requires_grad]
-    return TorchSetup(
-        model=model,
-        loss_fn=_TokenLoss(),
-        optimizer=_recipes.torch_optimizer(params, optimizer, lr, momentum, weight_decay),
-        train_loader=train_loader,
-        val_loader=val_loader,
-        data_s=data_s,
-        data_samples=n_train + n_val,
+    """Build the lstm setup in ``framework`` (``TorchSetup`` or ``KerasSetup``)
+    around ``network`` (the network in that framework) on generated
+    Zipfian token sequences."""
+    recipe = _setup.Recipe(batch_size, seed, optimizer, lr, momentum, weight_decay)
+    data = _setup.generate(
+        lambda: zipf_tokens(n_train, SEQ_LEN, VOCAB, seed=seed),
+        lambda: zipf_tokens(n_val, SEQ_LEN, VOCAB, seed=seed + 1),
     )
+    if framework == "keras":
+        data = data.converted(x=_int32, y=_int32)
+        return recipe.keras(partial(network, int(hidden), dropout), data)
+    return recipe.torch(partial(network, int(hidden), dropout), data, loss_fn=_TokenLoss())
+
+
+def _int32(tokens: Any) -> Any:
+    return tokens.astype("int32")
+
+
+build_torch = partial(build, "torch", lstm_torch)

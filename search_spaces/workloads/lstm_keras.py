@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import time
+from functools import partial
 from typing import Any
 
-from advisor.search_spaces.workloads import _recipes
-from advisor.search_spaces.workloads.lstm import N_TRAIN, N_VAL, SEQ_LEN, VOCAB
-from advisor.search_spaces.workloads.synthetic import zipf_tokens
+from advisor.search_spaces.workloads.lstm import SEQ_LEN, VOCAB, build
 
 
 def lstm_keras(hidden: int = 200, dropout: float = 0.0) -> Any:
@@ -25,35 +23,4 @@ def lstm_keras(hidden: int = 200, dropout: float = 0.0) -> Any:
     return keras.Model(tokens, logits, name="lstm")
 
 
-def build_keras(
-    batch_size: int = 20,
-    n_train: int = N_TRAIN,
-    n_val: int = N_VAL,
-    seed: int = 0,
-    lr: float = 1e-3,
-    momentum: float = 0.9,
-    weight_decay: float = 0.0,
-    dropout: float = 0.0,
-    optimizer: str = "adam",
-    hidden: int = 200,
-    **_ignored: Any,
-) -> Any:
-    """Build the Keras lstm setup (``KerasSetup``) on generated Zipfian token sequences."""
-    import keras
-    from advisor.search_spaces.workloads.setups import KerasSetup
-
-    keras.utils.set_random_seed(seed)
-    start = time.perf_counter()
-    x, y = zipf_tokens(n_train, SEQ_LEN, VOCAB, seed=seed)
-    vx, vy = zipf_tokens(n_val, SEQ_LEN, VOCAB, seed=seed + 1)
-    data_s = time.perf_counter() - start
-    model = lstm_keras(int(hidden), dropout)
-    _recipes.keras_compile(model, _recipes.keras_optimizer(optimizer, lr, momentum, weight_decay))
-    return KerasSetup(
-        model=model,
-        train=(x.astype("int32"), y.astype("int32")),
-        val=(vx.astype("int32"), vy.astype("int32")),
-        batch_size=batch_size,
-        data_s=data_s,
-        data_samples=n_train + n_val,
-    )
+build_keras = partial(build, "keras", lstm_keras)

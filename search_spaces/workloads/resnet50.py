@@ -14,11 +14,11 @@ Recipe: momentum SGD, lr 0.1 decaying to 0.002 (cosine), momentum 0.9, weight de
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from advisor.search_spaces.workloads import _recipes
-from advisor.search_spaces.workloads.synthetic import class_images, to_channels_first
+from advisor.search_spaces.workloads import _setup
 
 SIDE = 32
 CHANNELS = 3
@@ -72,7 +72,9 @@ def resnet50_torch(classes: int = CLASSES) -> Any:
     return nn.Sequential(*layers)
 
 
-def build_torch(
+def build(
+    framework: str,
+    network: Callable[..., Any],
     batch_size: int = 128,
     n_train: int = 50_000,
     n_val: int = 10_000,
@@ -84,36 +86,23 @@ def build_torch(
     epochs: int = 30,
     **_ignored: Any,
 ) -> Any:
-    """Build the PyTorch resnet50 setup (``TorchSetup``) on generated CIFAR-10 shaped data.
+    """Build the resnet50 setup in ``framework`` (``TorchSetup`` or ``KerasSetup``)
+    around ``network`` (the network in that framework) on generated CIFAR-10 shaped data.
 
-    The learning rate follows a per-epoch cosine from ``lr`` to ``lr / 50`` over ``epochs``.
+    The learning rate follows a cosine from ``lr`` to ``lr / 50`` over ``epochs``: per epoch
+    in PyTorch, per step in Keras.
     """
-    import torch
-    from advisor.search_spaces.workloads.setups import TorchSetup
-    from torch import nn
+    recipe = _setup.Recipe(batch_size, seed, optimizer, lr, momentum, weight_decay)
+    data = _setup.class_images(framework, n_train, n_val, SIDE, CHANNELS, CLASSES, seed)
+    if framework == "keras":
+        import keras
 
-    torch.manual_seed(seed)
-    start = time.perf_counter()
-    x, y = class_images(n_train, SIDE, SIDE, CHANNELS, CLASSES, seed=seed)
-    vx, vy = class_images(n_val, SIDE, SIDE, CHANNELS, CLASSES, seed=seed + 1)
-    data_s = time.perf_counter() - start
-    train_loader, val_loader = _recipes.torch_loaders(
-        (to_channels_first(x), y), (to_channels_first(vx), vy), batch_size, seed
-    )
+        steps = max(1, int(epochs)) * max(1, -(-n_train // batch_size))
+        schedule = keras.optimizers.schedules.CosineDecay(lr, decay_steps=steps, alpha=1 / 50)
+        return recipe.keras(network, data, schedule=schedule)
     # Kept in NCHW: channels-last (_recipes.channels_last) measured slower for this network on
     # CPU (batch-8 step 141 ms against 126 ms, 2 threads); it has one max pool, at the stem.
-    model = resnet50_torch()
-    opt = _recipes.torch_optimizer(model.parameters(), optimizer, lr, momentum, weight_decay)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
-        opt, T_max=max(1, int(epochs)), eta_min=lr / 50
-    )
-    return TorchSetup(
-        model=model,
-        loss_fn=nn.CrossEntropyLoss(),
-        optimizer=opt,
-        train_loader=train_loader,
-        val_loader=val_loader,
-        scheduler=scheduler,
-        data_s=data_s,
-        data_samples=n_train + n_val,
-    )
+    return recipe.torch(network, data, cosine_to=lr / 50, epochs=epochs)
+
+
+build_torch = partial(build, "torch", resnet50_torch)

@@ -19,10 +19,12 @@ PyTorch MNIST example; Keras' Adadelta uses rho 0.95).
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from advisor.search_spaces.workloads import _recipes
+from advisor.search_spaces.workloads import _setup
+from advisor.search_spaces.workloads.synthetic import to_channels_last
 
 SIDE = 28
 CLASSES = 10
@@ -49,7 +51,9 @@ def simple_cnn_torch(dropout: float = 0.25) -> Any:
     )
 
 
-def build_torch(
+def build(
+    framework: str,
+    network: Callable[..., Any],
     batch_size: int = 256,
     n_train: int = 60_000,
     n_val: int = 10_000,
@@ -61,28 +65,22 @@ def build_torch(
     optimizer: str = "adadelta",
     **_ignored: Any,
 ) -> Any:
-    """Build the PyTorch simple-cnn setup (``TorchSetup``) on ``n_train``/``n_val`` digits."""
-    import torch
+    """Build the simple-cnn setup in ``framework`` (``TorchSetup`` or ``KerasSetup``)
+    around ``network`` (the network in that framework) on
+    ``n_train``/``n_val`` digits."""
     from advisor.search_spaces.workloads.digits import digit_images
-    from advisor.search_spaces.workloads.setups import TorchSetup
-    from torch import nn
 
-    torch.manual_seed(seed)
-    digit_images(1)  # load the source images once: a fixed cost, not a per-sample one
-    start = time.perf_counter()
-    train = digit_images(n_train, seed=seed, subset="train")
-    val = digit_images(n_val, seed=seed + 1_000_003, subset="val")
-    data_s = time.perf_counter() - start
-    train_loader, val_loader = _recipes.torch_loaders(train, val, batch_size, seed)
-    model = _recipes.channels_last(simple_cnn_torch(dropout))
-    return TorchSetup(
-        model=model,
-        loss_fn=nn.CrossEntropyLoss(),
-        optimizer=_recipes.torch_optimizer(
-            model.parameters(), optimizer, lr, momentum, weight_decay
-        ),
-        train_loader=train_loader,
-        val_loader=val_loader,
-        data_s=data_s,
-        data_samples=n_train + n_val,
+    recipe = _setup.Recipe(batch_size, seed, optimizer, lr, momentum, weight_decay)
+    if framework == "torch":
+        digit_images(1)  # load the source images once: a fixed cost, not a per-sample one
+    data = _setup.generate(
+        lambda: digit_images(n_train, seed=seed, subset="train"),
+        lambda: digit_images(n_val, seed=seed + 1_000_003, subset="val"),
+        x=to_channels_last if framework == "keras" else None,
     )
+    if framework == "keras":
+        return recipe.keras(partial(network, dropout), data)
+    return recipe.torch(partial(network, dropout), data, channels_last=True)
+
+
+build_torch = partial(build, "torch", simple_cnn_torch)

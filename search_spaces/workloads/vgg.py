@@ -11,11 +11,11 @@ Recipe: momentum SGD (lr 0.01, momentum 0.9), batch 128, 10 epochs.
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from advisor.search_spaces.workloads import _recipes
-from advisor.search_spaces.workloads.synthetic import class_images, to_channels_first
+from advisor.search_spaces.workloads import _setup
 
 # name -> (input side, filters per block, dense units)
 VARIANTS: dict[str, tuple[int, tuple[int, ...], int]] = {
@@ -48,76 +48,31 @@ def vgg_torch(variant: str, dropout: float = 0.5) -> Any:
     return nn.Sequential(*layers)
 
 
-def _build(
+def build(
+    framework: str,
+    network: Callable[..., Any],
     variant: str,
-    batch_size: int,
-    n_train: int,
-    n_val: int,
-    seed: int,
-    lr: float,
-    momentum: float,
-    weight_decay: float,
-    dropout: float,
-    optimizer: str,
+    batch_size: int = 128,
+    n_train: int = 50_000,
+    n_val: int = 10_000,
+    seed: int = 0,
+    lr: float = 0.01,
+    momentum: float = 0.9,
+    weight_decay: float = 0.0,
+    dropout: float = 0.5,
+    optimizer: str = "momentum",
+    **_ignored: Any,
 ) -> Any:
-    import torch
-    from advisor.search_spaces.workloads.setups import TorchSetup
-    from torch import nn
-
-    torch.manual_seed(seed)
+    """Build the ``variant`` setup in ``framework`` (``TorchSetup`` or ``KerasSetup``)
+    around ``network`` (the network in that framework) on
+    generated CIFAR-10 shaped data (64x64 for vgg-2)."""
+    recipe = _setup.Recipe(batch_size, seed, optimizer, lr, momentum, weight_decay)
     side = VARIANTS[variant][0]
-    start = time.perf_counter()
-    x, y = class_images(n_train, side, side, CHANNELS, CLASSES, seed=seed)
-    vx, vy = class_images(n_val, side, side, CHANNELS, CLASSES, seed=seed + 1)
-    data_s = time.perf_counter() - start
-    train_loader, val_loader = _recipes.torch_loaders(
-        (to_channels_first(x), y), (to_channels_first(vx), vy), batch_size, seed
-    )
-    model = _recipes.channels_last(vgg_torch(variant, dropout))
-    return TorchSetup(
-        model=model,
-        loss_fn=nn.CrossEntropyLoss(),
-        optimizer=_recipes.torch_optimizer(
-            model.parameters(), optimizer, lr, momentum, weight_decay
-        ),
-        train_loader=train_loader,
-        val_loader=val_loader,
-        data_s=data_s,
-        data_samples=n_train + n_val,
-    )
+    data = _setup.class_images(framework, n_train, n_val, side, CHANNELS, CLASSES, seed)
+    if framework == "keras":
+        return recipe.keras(partial(network, variant, dropout), data)
+    return recipe.torch(partial(network, variant, dropout), data, channels_last=True)
 
 
-def build_vgg1_torch(
-    batch_size: int = 128,
-    n_train: int = 50_000,
-    n_val: int = 10_000,
-    seed: int = 0,
-    lr: float = 0.01,
-    momentum: float = 0.9,
-    weight_decay: float = 0.0,
-    dropout: float = 0.5,
-    optimizer: str = "momentum",
-    **_ignored: Any,
-) -> Any:
-    """Build the PyTorch vgg-1 setup (``TorchSetup``) on generated CIFAR-10 shaped data."""
-    return _build(
-        "vgg-1", batch_size, n_train, n_val, seed, lr, momentum, weight_decay, dropout, optimizer
-    )
-
-
-def build_vgg2_torch(
-    batch_size: int = 128,
-    n_train: int = 50_000,
-    n_val: int = 10_000,
-    seed: int = 0,
-    lr: float = 0.01,
-    momentum: float = 0.9,
-    weight_decay: float = 0.0,
-    dropout: float = 0.5,
-    optimizer: str = "momentum",
-    **_ignored: Any,
-) -> Any:
-    """Build the PyTorch vgg-2 setup (``TorchSetup``) on generated 64x64 CIFAR-10 data."""
-    return _build(
-        "vgg-2", batch_size, n_train, n_val, seed, lr, momentum, weight_decay, dropout, optimizer
-    )
+build_vgg1_torch = partial(build, "torch", vgg_torch, "vgg-1")
+build_vgg2_torch = partial(build, "torch", vgg_torch, "vgg-2")

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import time
+from functools import partial
 from typing import Any
 
-from advisor.search_spaces.workloads import _recipes
-from advisor.search_spaces.workloads.synthetic import class_images
-from advisor.search_spaces.workloads.vgg import CHANNELS, CLASSES, VARIANTS
+from advisor.search_spaces.workloads.vgg import CHANNELS, CLASSES, VARIANTS, build
 
 
 def vgg_keras(variant: str, dropout: float = 0.5) -> Any:
@@ -29,70 +27,5 @@ def vgg_keras(variant: str, dropout: float = 0.5) -> Any:
     return keras.Model(inputs, outputs, name=variant)
 
 
-def _build(
-    variant: str,
-    batch_size: int,
-    n_train: int,
-    n_val: int,
-    seed: int,
-    lr: float,
-    momentum: float,
-    weight_decay: float,
-    dropout: float,
-    optimizer: str,
-) -> Any:
-    import keras
-    from advisor.search_spaces.workloads.setups import KerasSetup
-
-    keras.utils.set_random_seed(seed)
-    side = VARIANTS[variant][0]
-    start = time.perf_counter()
-    train = class_images(n_train, side, side, CHANNELS, CLASSES, seed=seed)
-    val = class_images(n_val, side, side, CHANNELS, CLASSES, seed=seed + 1)
-    data_s = time.perf_counter() - start
-    model = vgg_keras(variant, dropout)
-    _recipes.keras_compile(model, _recipes.keras_optimizer(optimizer, lr, momentum, weight_decay))
-    return KerasSetup(
-        model=model,
-        train=train,
-        val=val,
-        batch_size=batch_size,
-        data_s=data_s,
-        data_samples=n_train + n_val,
-    )
-
-
-def build_vgg1_keras(
-    batch_size: int = 128,
-    n_train: int = 50_000,
-    n_val: int = 10_000,
-    seed: int = 0,
-    lr: float = 0.01,
-    momentum: float = 0.9,
-    weight_decay: float = 0.0,
-    dropout: float = 0.5,
-    optimizer: str = "momentum",
-    **_ignored: Any,
-) -> Any:
-    """Build the Keras vgg-1 setup (``KerasSetup``) on generated CIFAR-10 shaped data."""
-    return _build(
-        "vgg-1", batch_size, n_train, n_val, seed, lr, momentum, weight_decay, dropout, optimizer
-    )
-
-
-def build_vgg2_keras(
-    batch_size: int = 128,
-    n_train: int = 50_000,
-    n_val: int = 10_000,
-    seed: int = 0,
-    lr: float = 0.01,
-    momentum: float = 0.9,
-    weight_decay: float = 0.0,
-    dropout: float = 0.5,
-    optimizer: str = "momentum",
-    **_ignored: Any,
-) -> Any:
-    """Build the Keras vgg-2 setup (``KerasSetup``) on generated 64x64 CIFAR-10 data."""
-    return _build(
-        "vgg-2", batch_size, n_train, n_val, seed, lr, momentum, weight_decay, dropout, optimizer
-    )
+build_vgg1_keras = partial(build, "keras", vgg_keras, "vgg-1")
+build_vgg2_keras = partial(build, "keras", vgg_keras, "vgg-2")

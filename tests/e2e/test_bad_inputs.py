@@ -14,6 +14,7 @@ from typing import Any
 
 import optuna
 import pytest
+from cli_run import SUBMIT_DRY_RUN as SUBMIT
 
 from advisor.config import user_catalog_dir
 
@@ -25,6 +26,11 @@ def _error(cli: Any, *args: str) -> str:
     outcome = cli.run_checked(*args)
     assert outcome.code == 2, outcome
     return outcome.err.strip()
+
+
+def _storage_error(cli: Any, url: str) -> str:
+    """The one line `advisor suggest --model fcn --storage URL` exits 2 with."""
+    return _error(cli, "suggest", "--model", "fcn", "--storage", url)
 
 
 # --- CLI options -------------------------------------------------------------------------
@@ -90,35 +96,11 @@ def test_output_paths_are_checked_before_the_work(
 
 def test_a_valid_output_path_still_works(cli: Any, tmp_path: Path) -> None:
     out = tmp_path / "request.json"
-    outcome = cli.run_checked(
-        "submit",
-        "--provider",
-        "sagemaker",
-        "--dry-run",
-        "--instance",
-        "ml.p3.2xlarge",
-        "--model",
-        "fcn",
-        "--batch-size",
-        "64",
-        "--out",
-        str(out),
-    )
+    outcome = cli.run_checked(*SUBMIT, "--batch-size", "64", "--out", str(out))
     assert outcome.code == 0 and json.loads(out.read_text())["HyperParameterTuningJobName"]
 
 
 # --- submit ------------------------------------------------------------------------------
-
-SUBMIT = (
-    "submit",
-    "--provider",
-    "sagemaker",
-    "--dry-run",
-    "--instance",
-    "ml.p3.2xlarge",
-    "--model",
-    "fcn",
-)
 
 
 @pytest.mark.parametrize(
@@ -192,14 +174,7 @@ def test_postgres_without_driver_names_the_extra(cli: Any) -> None:
         pytest.skip("pg8000 is installed here")
     except ImportError:
         pass
-    line = _error(
-        cli,
-        "suggest",
-        "--model",
-        "fcn",
-        "--storage",
-        "postgresql+pg8000://user:hunter2@localhost/db",
-    )
+    line = _storage_error(cli, "postgresql+pg8000://user:hunter2@localhost/db")
     assert "needs the database driver" in line and "hunter2" not in line
 
 
@@ -208,20 +183,13 @@ def test_postgresql_without_any_driver_names_the_postgres_extra(
 ) -> None:
     for driver in ("psycopg", "psycopg2"):  # as on a machine without either driver
         monkeypatch.setitem(sys.modules, driver, None)
-    line = _error(cli, "suggest", "--model", "fcn", "--storage", "postgresql://u:pw@localhost/db")
+    line = _storage_error(cli, "postgresql://u:pw@localhost/db")
     assert "advisor[postgres]" in line and "psycopg[binary]" in line and ":pw@" not in line
 
 
 def test_unreachable_postgres_is_one_line(cli: Any) -> None:
     pytest.importorskip("psycopg")
-    line = _error(
-        cli,
-        "suggest",
-        "--model",
-        "fcn",
-        "--storage",
-        "postgresql+psycopg://user:hunter2@127.0.0.1:1/db?connect_timeout=2",
-    )
+    line = _storage_error(cli, "postgresql+psycopg://user:hunter2@127.0.0.1:1/db?connect_timeout=2")
     assert "Cannot use the storage" in line and "hunter2" not in line
 
 

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from advisor.search_spaces.loader import load_space
 from advisor.search_spaces.space import JointSpace
+from cli_run import SUBMIT_DRY_RUN
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -90,7 +91,27 @@ SUGGEST_NUMERIC = (
     "--n-val",
     "--top",
 )
-OTHER_COMMANDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+Commands = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+
+
+def _cases(
+    commands: Commands, values: st.SearchStrategy[str], max_size: int
+) -> st.SearchStrategy[tuple[str, list[tuple[str, str]]]]:
+    """A command of ``commands`` and 1 to ``max_size`` (option, value) pairs of its options
+    (the option "" where it has none)."""
+    return st.sampled_from(sorted(commands)).flatmap(
+        lambda c: st.tuples(
+            st.just(c),
+            st.lists(
+                st.tuples(st.sampled_from(commands[c][1] or ("",)), values),
+                min_size=1,
+                max_size=max_size,
+            ),
+        )
+    )
+
+
+OTHER_COMMANDS: Commands = {
     # command -> (fixed arguments that end fast, numeric options to fuzz)
     "catalog": (("catalog", "--json"), ("--min-gpus", "--max-gpus", "--max-price")),
     "probe": (
@@ -121,18 +142,7 @@ OTHER_COMMANDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("--batch-size", "--epochs", "--threads"),
     ),
     "submit": (
-        (
-            "submit",
-            "--provider",
-            "sagemaker",
-            "--dry-run",
-            "--instance",
-            "ml.p3.2xlarge",
-            "--model",
-            "fcn",
-            "--batch-size",
-            "64",
-        ),
+        (*SUBMIT_DRY_RUN, "--batch-size", "64"),
         ("--batch-size", "--epochs", "--max-trials", "--parallel", "--max-runtime"),
     ),
     "dashboard": (
@@ -164,18 +174,7 @@ def test_suggest_numeric_options(cli: Any, options: list[tuple[str, str]]) -> No
 
 @pytest.mark.slow
 @settings(FUZZ, max_examples=60)
-@given(
-    st.sampled_from(sorted(OTHER_COMMANDS)).flatmap(
-        lambda c: st.tuples(
-            st.just(c),
-            st.lists(
-                st.tuples(st.sampled_from(OTHER_COMMANDS[c][1]), NUMBER_TEXT),
-                min_size=1,
-                max_size=3,
-            ),
-        )
-    )
-)
+@given(_cases(OTHER_COMMANDS, NUMBER_TEXT, max_size=3))
 def test_other_commands_numeric_options(cli: Any, case: tuple[str, list[tuple[str, str]]]) -> None:
     command, options = case
     args = [*OTHER_COMMANDS[command][0], *(f"{name}={value}" for name, value in options)]
@@ -217,7 +216,7 @@ WORDS = st.one_of(
     ),
     st.text(max_size=12).filter(lambda s: "\x00" not in s),
 )
-STRING_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+STRING_OPTIONS: Commands = {
     "suggest": (
         (
             "suggest",
@@ -235,18 +234,7 @@ STRING_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "catalog": (("catalog", "--json"), ("--provider", "--service", "--accelerator", "--snapshot")),
     "submit": (
-        (
-            "submit",
-            "--provider",
-            "sagemaker",
-            "--dry-run",
-            "--instance",
-            "ml.p3.2xlarge",
-            "--model",
-            "fcn",
-            "--batch-size",
-            "64",
-        ),
+        (*SUBMIT_DRY_RUN, "--batch-size", "64"),
         ("--instance", "--model", "--job-name", "--output", "--metric", "--tune", "--image"),
     ),
     "workloads": (("workloads", "--json"), ()),
@@ -255,18 +243,7 @@ STRING_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 @pytest.mark.slow
 @settings(FUZZ, max_examples=60)
-@given(
-    st.sampled_from(sorted(STRING_OPTIONS)).flatmap(
-        lambda c: st.tuples(
-            st.just(c),
-            st.lists(
-                st.tuples(st.sampled_from(STRING_OPTIONS[c][1] or ("",)), WORDS),
-                min_size=1,
-                max_size=2,
-            ),
-        )
-    )
-)
+@given(_cases(STRING_OPTIONS, WORDS, max_size=2))
 def test_string_options(cli: Any, case: tuple[str, list[tuple[str, str]]]) -> None:
     command, options = case
     fixed = [a.replace("{space}", str(cli.space)) for a in STRING_OPTIONS[command][0]]

@@ -8,6 +8,18 @@ from dataclasses import dataclass
 
 from advisor.cli.main import main
 
+# A SageMaker submit that only writes its request (--dry-run): cheap, and valid as it stands.
+SUBMIT_DRY_RUN = (
+    "submit",
+    "--provider",
+    "sagemaker",
+    "--dry-run",
+    "--instance",
+    "ml.p3.2xlarge",
+    "--model",
+    "fcn",
+)
+
 
 @dataclass(frozen=True)
 class Outcome:

@@ -6,6 +6,7 @@ Cloud TPU docs); the probe is a made-up but self-consistent small-CNN CPU probe.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from advisor.probes.result import ProbeResult
@@ -167,6 +168,17 @@ def with_synthetic_trace(p: ProbeResult, width: int = 2048, layers: int = 4) -> 
     fp = {"data_s": 1e-6 * p.batch_size, **p.fingerprint}
     trace = mlp_trace(p.batch_size, width, layers, workload=p.workload)
     return dataclasses.replace(p, fingerprint=fp, operator_trace=trace.to_dict())
+
+
+def probe_file(folder: Path, **kw: Any) -> Path:
+    """``probe(**kw)`` ready for prediction (a 4 ms loader time and ``with_synthetic_trace``:
+    no trace is taken, no torch import), written as ``folder/probe.json``."""
+    import dataclasses
+
+    p = with_synthetic_trace(dataclasses.replace(probe(**kw), fingerprint={"data_s": 0.004}))
+    path = folder / "probe.json"
+    path.write_text(p.to_json())
+    return path
 
 
 def stream_trace(batch: int, per_sample: int = 16384, kernels: int = 20, small: int = 40,

@@ -15,6 +15,12 @@ from advisor.probes.gradient_noise import (
 )
 
 
+def known_noise(d: int, true_b: float) -> tuple[np.ndarray, float]:
+    """A true gradient ``G`` of ``d`` dimensions with ``|G|^2 = 1`` and the per-sample noise
+    ``sigma`` that makes the noise scale ``tr(Sigma) / |G|^2 = d sigma^2`` equal ``true_b``."""
+    return np.full(d, 1.0 / math.sqrt(d)), math.sqrt(true_b / d)
+
+
 def synthetic_norms(
     g: np.ndarray, sigma: float, b_small: int, iterations: int, rng: np.random.Generator
 ) -> tuple[list[float], list[float]]:
@@ -33,9 +39,7 @@ def synthetic_norms(
 @pytest.mark.parametrize("true_b", [20.0, 300.0, 3000.0])
 def test_estimate_recovers_known_noise_scale(true_b: float) -> None:
     rng = np.random.default_rng(1)
-    d = 400
-    g = np.full(d, 1.0 / math.sqrt(d))  # |G|^2 = 1
-    sigma = math.sqrt(true_b / d)  # tr(Sigma) = d sigma^2 = true_b
+    g, sigma = known_noise(400, true_b)
     small, big = synthetic_norms(g, sigma, 64, 400, rng)
     est = estimate_noise_scale(small, big, 64, 128)
     assert est.value == pytest.approx(true_b, rel=0.15)
@@ -47,8 +51,7 @@ def test_estimate_recovers_known_noise_scale(true_b: float) -> None:
 def test_interval_covers_the_true_value_at_about_its_confidence() -> None:
     rng = np.random.default_rng(7)
     d, true_b = 50, 200.0
-    g = np.full(d, 1.0 / math.sqrt(d))
-    sigma = math.sqrt(true_b / d)
+    g, sigma = known_noise(d, true_b)
     covered, widths = 0, []
     for seed in range(60):
         small, big = synthetic_norms(g, sigma, 128, 8, rng)  # a probe's 8 batches
@@ -229,9 +232,7 @@ def test_pooled_is_exact_on_noise_with_known_geometry() -> None:
 @pytest.mark.parametrize("true_b", [20.0, 300.0, 3000.0])
 def test_pooled_recovers_known_noise_scale(true_b: float) -> None:
     rng = np.random.default_rng(1)
-    d = 400
-    g = np.full(d, 1.0 / math.sqrt(d))  # |G|^2 = 1
-    sigma = math.sqrt(true_b / d)  # tr(Sigma) = d sigma^2 = true_b
+    g, sigma = known_noise(400, true_b)
     est = estimate_pooled(*pooled_inputs(synthetic_chunks(g, sigma, 32, 50, 8, rng)), 8, 32)
     assert est.value == pytest.approx(true_b, rel=0.15)
     assert est.low <= true_b <= est.high
@@ -241,8 +242,7 @@ def test_pooled_recovers_known_noise_scale(true_b: float) -> None:
 def test_pooled_interval_covers_the_true_value_at_about_its_confidence() -> None:
     rng = np.random.default_rng(7)
     d, true_b = 50, 2000.0  # far above the batch: the hard case for |G|^2
-    g = np.full(d, 1.0 / math.sqrt(d))
-    sigma = math.sqrt(true_b / d)
+    g, sigma = known_noise(d, true_b)
     covered = 0
     for seed in range(60):
         x = synthetic_chunks(g, sigma, 32, 16, 8, rng)  # a probe's 16 batches of 256
@@ -256,8 +256,7 @@ def test_pooled_has_less_spread_than_halves_on_the_same_samples() -> None:
     # version), against every pair of micro-batches over all of them (the pooled one).
     rng = np.random.default_rng(11)
     d, true_b, size, chunks, groups = 50, 2000.0, 32, 8, 16
-    g = np.full(d, 1.0 / math.sqrt(d))
-    sigma = math.sqrt(true_b / d)
+    g, sigma = known_noise(d, true_b)
     halves, pooled = [], []
     for _ in range(200):
         x = synthetic_chunks(g, sigma, size, groups, chunks, rng)

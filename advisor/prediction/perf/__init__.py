@@ -12,24 +12,5 @@ docs/calibration.md), ``report`` (forecasts: the one prediction path of ``adviso
 ``advisor suggest``'s scorer and the service), ``types`` (the prediction value).
 """
 
-from advisor.prediction.perf.model import (
-    AcceleratorLookup,
-    Prediction,
-    calibrate_from,
-    device_class,
-    predict,
-    predict_phases,
-    record_measurement,
-    record_run,
-)
-
-__all__ = [
-    "AcceleratorLookup",
-    "Prediction",
-    "calibrate_from",
-    "device_class",
-    "predict",
-    "predict_phases",
-    "record_measurement",
-    "record_run",
-]
+# The front's names, as its __all__ lists them.
+from advisor.prediction.perf.model import *  # noqa: F403

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from advisor.cli.main import cli
 
@@ -22,10 +22,16 @@ def run(*args: str) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
+AWS_V100_2021 = ("--provider", "aws", "--accelerator", "V100", "--snapshot", "2021-02")
+
+
+def _catalog(*args: str) -> Result:
+    """``advisor catalog ARGS`` in this process (click's runner)."""
+    return CliRunner().invoke(cli, ["catalog", *args])
+
+
 def test_done_when_v100_2021_rows() -> None:
-    result = CliRunner().invoke(
-        cli, ["catalog", "--provider", "aws", "--accelerator", "V100", "--snapshot", "2021-02"]
-    )
+    result = _catalog(*AWS_V100_2021)
     assert result.exit_code == 0, result.output
     body = [ln for ln in result.output.splitlines() if ln.startswith("│")]
     assert [ln.split("│")[3].strip() for ln in body] == ["p3.2xlarge", "p3.8xlarge", "p3.16xlarge"]
@@ -34,41 +40,16 @@ def test_done_when_v100_2021_rows() -> None:
 
 
 def test_service_all_adds_the_managed_services() -> None:
-    result = CliRunner().invoke(
-        cli,
-        [
-            "catalog",
-            "--provider",
-            "aws",
-            "--accelerator",
-            "V100",
-            "--snapshot",
-            "2021-02",
-            "--service",
-            "all",
-        ],
-    )
+    result = _catalog(*AWS_V100_2021, "--service", "all")
     body = [ln for ln in result.output.splitlines() if ln.startswith("│")]
     assert [ln.split("│")[2].strip() for ln in body] == ["ec2"] * 3 + ["sagemaker"] * 3
     assert [ln.split("│")[8].strip() for ln in body][3:] == ["3.8", "14.7", "28.15"]
 
 
 def test_json_output_is_a_list_of_rows() -> None:
-    result = CliRunner().invoke(
-        cli,
-        [
-            "catalog",
-            "--provider",
-            "aws",
-            "--accelerator",
-            "v100",
-            "--snapshot",
-            "2021-02",
-            "--json",
-            "--service",
-            "all",
-        ],
-    )
+    # the accelerator in lower case: names are matched without case
+    args = ("--provider", "aws", "--accelerator", "v100", "--snapshot", "2021-02", "--json")
+    result = _catalog(*args, "--service", "all")
     rows = json.loads(result.stdout)
     prices = {r["key"]: r["on_demand_usd_per_h"] for r in rows}
     assert prices["ec2:p3.8xlarge"] == 12.24 and prices["sagemaker:ml.p3.16xlarge"] == 28.15
@@ -83,19 +64,8 @@ def test_json_output_is_a_list_of_rows() -> None:
 
 
 def test_spot_filter_and_comma_lists() -> None:
-    result = CliRunner().invoke(
-        cli,
-        [
-            "catalog",
-            "--provider",
-            "gcp,azure",
-            "--accelerator",
-            "T4",
-            "--spot",
-            "--max-price",
-            "0.2",
-            "--json",
-        ],
+    result = _catalog(
+        "--provider", "gcp,azure", "--accelerator", "T4", "--spot", "--max-price", "0.2", "--json"
     )
     rows = json.loads(result.stdout)
     assert rows and all(r["spot_usd_per_h"] <= 0.2 and r["accelerator"] == "T4" for r in rows)
@@ -116,12 +86,12 @@ def test_unknown_filter_value_is_one_line_exit_2() -> None:
 
 
 def test_accelerators_and_snapshots_subcommands() -> None:
-    result = CliRunner().invoke(cli, ["catalog", "accelerators", "--json"])
+    result = _catalog("accelerators", "--json")
     specs = {s["name"]: s for s in json.loads(result.output)}
     assert specs["H200"]["memory_bandwidth_gbs"] == 4800
-    table = CliRunner().invoke(cli, ["catalog", "accelerators"])
+    table = _catalog("accelerators")
     assert "TPU-v6e" in table.output and "NVLink" in table.output
-    snaps = json.loads(CliRunner().invoke(cli, ["catalog", "snapshots", "--json"]).output)
+    snaps = json.loads(_catalog("snapshots", "--json").output)
     assert [s["snapshot"] for s in snaps][:2] == ["2021-02", "2026-11"]
 
 

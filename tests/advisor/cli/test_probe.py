@@ -22,30 +22,19 @@ def _env() -> dict[str, str]:
     }
 
 
+def _advisor(
+    *args: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``advisor ARGS`` in a subprocess (exit codes and one-line errors come from main())."""
+    cmd = [sys.executable, "-m", "advisor.cli.main", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+
+
 @pytest.mark.slow
 def test_probe_json_prints_exactly_one_json_line(tmp_path: Path) -> None:
     out = tmp_path / "probe.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "advisor.cli.main",
-            "probe",
-            "--model",
-            "user_models:build",
-            "--batch-size",
-            "32",
-            "--iterations",
-            "5",
-            "--json",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=180,
-    )
+    args = ["--model", "user_models:build", "--batch-size", "32", "--iterations", "5", "--json"]
+    proc = _advisor("probe", *args, "--out", str(out), env=_env(), timeout=180)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 1
@@ -70,44 +59,26 @@ def test_probe_json_prints_exactly_one_json_line(tmp_path: Path) -> None:
 
 
 def test_bad_model_name_exits_2_with_one_line() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "advisor.cli.main", "probe", "--model", "fcnn", "--batch-size", "8"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _advisor("probe", "--model", "fcnn", "--batch-size", "8")
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0
     assert "Unknown model 'fcnn'" in proc.stderr and "fcn" in proc.stderr
 
 
 def test_estimate_needs_probe_or_model(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "advisor.cli.main", "estimate", "--epochs", "3"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _advisor("estimate", "--epochs", "3")
     assert proc.returncode == 2 and "--probe" in proc.stderr
     bad = tmp_path / "bad.json"
     bad.write_text("not json")
-    proc = subprocess.run(
-        [sys.executable, "-m", "advisor.cli.main", "estimate", "--probe", str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _advisor("estimate", "--probe", str(bad))
     assert proc.returncode == 2 and "is not JSON" in proc.stderr  # issue #36: one reader
 
 
 @pytest.mark.slow
 def test_probe_prints_its_warnings_and_keeps_them_in_json(tmp_path: Path) -> None:
     out = tmp_path / "probe.json"
-    base = [sys.executable, "-m", "advisor.cli.main", "probe", "--model"]
-    args = ["user_models:build_pooling", "--batch-size", "16", "--iterations", "3"]
-    proc = subprocess.run(
-        [*base, *args, "--out", str(out)], capture_output=True, text=True, env=_env(), timeout=180
-    )
+    args = ["--model", "user_models:build_pooling", "--batch-size", "16", "--iterations", "3"]
+    proc = _advisor("probe", *args, "--out", str(out), env=_env(), timeout=180)
     assert proc.returncode == 0, proc.stderr
     assert "warning: max pooling runs on channels-first (NCHW) CPU tensors" in proc.stdout
     saved = json.loads(out.read_text())
@@ -116,22 +87,8 @@ def test_probe_prints_its_warnings_and_keeps_them_in_json(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 def test_failed_probe_prints_its_status_and_one_line_reason() -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "advisor.cli.main",
-            "probe",
-            "--model",
-            "user_models:build_sigkill",
-            "--batch-size",
-            "8",
-        ],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=180,
-    )
+    args = ["--model", "user_models:build_sigkill", "--batch-size", "8"]
+    proc = _advisor("probe", *args, env=_env(), timeout=180)
     assert proc.returncode == 1, proc.stderr
     assert "probe failed (killed): killed by signal 9 (SIGKILL)" in proc.stdout
 

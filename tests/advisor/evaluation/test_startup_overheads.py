@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from advisor.providers.overheads import overheads_for
@@ -67,13 +68,20 @@ def _expected(machine: str) -> tuple[float, float]:
     return wall + TRAINING[machine], billed_total * PRICES[machine] / 3600
 
 
+def _ranked(
+    capsys: pytest.CaptureFixture[str], table: Path, tmp_path: Path, budget: str
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``suggest --budget BUDGET --json`` on the table: the report and its rows by machine."""
+    code, out, _ = _suggest(capsys, table, tmp_path, "--budget", budget, "--json")
+    assert code == 0
+    report = json.loads(out)
+    return report, {r["machine"]: r for r in report["ranking"]}
+
+
 def test_report_shows_start_up_and_training_and_the_total(
     capsys: pytest.CaptureFixture[str], table: Path, tmp_path: Path, _advisor_home: Path
 ) -> None:
-    code, out, _ = _suggest(capsys, table, tmp_path, "--budget", "5", "--json")
-    assert code == 0
-    report = json.loads(out)
-    rows = {r["machine"]: r for r in report["ranking"]}
+    report, rows = _ranked(capsys, table, tmp_path, "5")
     assert set(rows) == set(TRAINING)
     for machine, r in rows.items():
         wall, usd = _expected(machine)
@@ -108,10 +116,7 @@ def test_budget_judges_the_total_a_run_whose_start_up_does_not_fit_is_infeasible
 ) -> None:
     # SageMaker: training alone USD 0.20 fits USD 0.50 and is the fastest training (20 s);
     # with its billed start-up (image pull 60 s + data 3 s) it costs USD 0.83 and does not.
-    code, out, _ = _suggest(capsys, table, tmp_path, "--budget", "0.5", "--json")
-    assert code == 0
-    report = json.loads(out)
-    rows = {r["machine"]: r for r in report["ranking"]}
+    report, rows = _ranked(capsys, table, tmp_path, "0.5")
     sm = rows["sagemaker:ml.p3.2xlarge"]
     assert sm["training_s"]["value"] * 36.0 / 3600 < 0.5 < sm["cost_usd"]["value"]
     assert sm["feasible"] is False

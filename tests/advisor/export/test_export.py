@@ -51,6 +51,16 @@ def check_task(task: dict[str, Any], row: dict[str, Any], workload: str) -> None
     assert _task_args(task) == _expected_args(row, workload)
 
 
+def _exported(study: dict[str, Any], provider: str, to: str, name: str) -> tuple[Any, Path]:
+    """Export the first ``provider`` row of the report ``--to`` a file ``name``; return the
+    row and the file."""
+    n = row_number(study["report"], provider)
+    out = study["folder"] / name
+    result = export_cli(study, "--to", to, "--row", str(n), "--out", str(out))
+    assert result.code == 0, result
+    return study["report"]["ranking"][n - 1], out
+
+
 def test_suggest_export_writes_the_recommended_row(study: dict[str, Any]) -> None:
     report = study["report"]
     rec = report["recommended"]
@@ -61,12 +71,8 @@ def test_suggest_export_writes_the_recommended_row(study: dict[str, Any]) -> Non
 
 @pytest.mark.parametrize("provider", ["aws", "gcp", "azure"])
 def test_each_clouds_row_as_a_skypilot_task(study: dict[str, Any], provider: str) -> None:
-    report = study["report"]
-    n = row_number(report, provider)
-    out = study["folder"] / f"task-{provider}.yaml"
-    result = export_cli(study, "--to", "skypilot", "--row", str(n), "--out", str(out))
-    assert result.code == 0, result
-    check_task(yaml.safe_load(out.read_text()), report["ranking"][n - 1], report["workload"])
+    row, out = _exported(study, provider, "skypilot", f"task-{provider}.yaml")
+    check_task(yaml.safe_load(out.read_text()), row, study["report"]["workload"])
 
 
 @pytest.mark.slow  # imports the cloud SDK
@@ -75,10 +81,7 @@ def test_sagemaker_job_is_the_row_and_passes_botocore(study: dict[str, Any]) -> 
     from botocore.stub import Stubber
 
     report = study["report"]
-    n = row_number(report, "aws")
-    row = report["ranking"][n - 1]
-    out = study["folder"] / "job.json"
-    assert export_cli(study, "--to", "sagemaker", "--row", str(n), "--out", str(out)).code == 0
+    row, out = _exported(study, "aws", "sagemaker", "job.json")
     request = json.loads(out.read_text())
     assert request["ResourceConfig"]["InstanceType"] == "ml." + row["instance_type"].removeprefix(
         "ml."
@@ -99,10 +102,7 @@ def test_vertex_custom_job_is_the_row(study: dict[str, Any]) -> None:
     from google.cloud import aiplatform_v1 as v1
 
     report = study["report"]
-    n = row_number(report, "gcp")
-    row = report["ranking"][n - 1]
-    out = study["folder"] / "custom_job.json"
-    assert export_cli(study, "--to", "vertex", "--row", str(n), "--out", str(out)).code == 0
+    row, out = _exported(study, "gcp", "vertex", "custom_job.json")
     text = out.read_text()
     assert '"NVIDIA_TESLA_T4"' in text  # enum names, as the REST API documents them
     job = v1.CustomJob.from_json(text)  # the SDK's own type reads it back
@@ -120,10 +120,7 @@ def test_azureml_command_job_is_the_row(study: dict[str, Any]) -> None:
     from azure.ai.ml import load_job
 
     report = study["report"]
-    n = row_number(report, "azure")
-    row = report["ranking"][n - 1]
-    out = study["folder"] / "job.yml"
-    assert export_cli(study, "--to", "azureml", "--row", str(n), "--out", str(out)).code == 0
+    row, out = _exported(study, "azure", "azureml", "job.yml")
     job = load_job(out)  # the SDK's own loader (what `az ml job create --file` reads)
     assert job.resources.instance_type == f"Standard_{row['instance_type']}"
     assert str(job.queue_settings.job_tier).lower() == ("spot" if row["spot"] else "standard")

@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from perf_fixtures import FakeCatalog, gpu_machine, probe, with_synthetic_trace
+from perf_fixtures import FakeCatalog, gpu_machine, probe, probe_file
 
 from advisor.cli.main import cli
 from advisor.prediction.perf.correction import calibration_factor
 from advisor.prediction.perf.ledger import LEDGER_STUDY
 from advisor.prediction.perf.model import predict, record_run
-
-# issue #26: a probe made ready for prediction (its operator trace and loader time), so
-# no trace is taken here (no torch import)
-TRACE = {"data_s": 0.004}
-
-
-def _probe_file(tmp_path: Path) -> Path:
-    p = with_synthetic_trace(
-        dataclasses.replace(probe(), fingerprint=dict(TRACE))
-    )  # traced: no torch import
-    path = tmp_path / "probe.json"
-    path.write_text(p.to_json())
-    return path
 
 
 def _predict_json(runner: CliRunner, path: Path, machine: str) -> dict:  # type: ignore[type-arg]
@@ -43,7 +29,7 @@ def test_second_prediction_is_corrected_by_a_recorded_measurement(
     tmp_path: Path, _advisor_home: Path
 ) -> None:
     runner = CliRunner()
-    path = _probe_file(tmp_path)
+    path = probe_file(tmp_path)
     machine = "p3.2xlarge"
     first = _predict_json(runner, path, machine)
     predicted = first["prediction"]["phases"]["t2"]["value"]
@@ -108,7 +94,7 @@ def test_empty_ledger_says_so_and_bad_measurement_is_a_user_error(tmp_path: Path
     assert result.exit_code == 0 and "Nothing learnt yet" in result.output
     from advisor.cli.main import main
 
-    path = _probe_file(tmp_path)
+    path = probe_file(tmp_path)
     with pytest.raises(SystemExit) as exc:
         main(["calibration", "record", "-i", "p3.2xlarge", "--probe", str(path),
               "-b", "512", "--measured-step-s", "-1"])  # fmt: skip

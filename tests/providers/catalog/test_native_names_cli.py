@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -10,30 +9,17 @@ import pytest
 from advisor.providers.catalog import load
 from advisor.search_spaces.space import MachineFilter
 from click.testing import CliRunner
-from perf_fixtures import probe, with_synthetic_trace
+from perf_fixtures import probe_file
 
 from advisor.cli.main import cli
 from advisor.evaluation.candidates import matches
-
-# issue #26: a probe made ready for prediction (its operator trace and loader time), so
-# no trace is taken here (no torch import)
-TRACE = {"data_s": 0.004}
-
-
-def _probe_file(tmp_path: Path) -> Path:
-    p = with_synthetic_trace(
-        dataclasses.replace(probe(), fingerprint=dict(TRACE))
-    )  # traced: no torch import
-    path = tmp_path / "probe.json"
-    path.write_text(p.to_json())
-    return path
 
 
 def test_predict_takes_native_names(tmp_path: Path) -> None:
     names = "azure-vm:Standard_NC4as_T4_v3,ml.g5.xlarge,compute-engine:n1-standard-8+T4"
     args = ["predict", "-m", "fcn", "-b", "512", "-i", names, "--snapshot", "2026-11"]
     result = CliRunner().invoke(
-        cli, [*args, "--epochs", "14", "--probe", str(_probe_file(tmp_path)), "--json"]
+        cli, [*args, "--epochs", "14", "--probe", str(probe_file(tmp_path)), "--json"]
     )
     assert result.exit_code == 0, result.output
     machines = sorted(r["machine"] for r in json.loads(result.stdout)["machines"])
@@ -46,7 +32,7 @@ def test_predict_takes_native_names(tmp_path: Path) -> None:
 
 def test_predict_typo_is_a_did_you_mean_error(tmp_path: Path) -> None:
     args = ["predict", "-m", "fcn", "-b", "512", "-i", "Standard_NC4as_T4_v4"]
-    result = CliRunner().invoke(cli, [*args, "--probe", str(_probe_file(tmp_path))])
+    result = CliRunner().invoke(cli, [*args, "--probe", str(probe_file(tmp_path))])
     assert "Did you mean" in str(result.exception)
 
 
