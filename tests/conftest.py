@@ -17,4 +17,7 @@ def _advisor_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Keep every test's studies, caches and snapshots in its own temporary folder."""
     home = tmp_path / "advisor-home"
     monkeypatch.setenv("ADVISOR_HOME", str(home))
+    # Reports are as wide as piped output (the console's PIPED_WIDTH) whatever the runner's
+    # terminal says: pytest-xdist's workers inherit a COLUMNS that would wrap the tables.
+    monkeypatch.delenv("COLUMNS", raising=False)
     return home
