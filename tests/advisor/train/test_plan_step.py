@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import torch
 
-from advisor.errors import AdvisorError
 from advisor.prediction.memory import MemoryTerm, StepMemory
 from advisor.prediction.plan import TrainingPlan
 from advisor.prediction.plan_memory import plan_memory
@@ -111,8 +110,3 @@ def test_the_saved_bytes_move_as_the_memory_model_says() -> None:
         assert low <= measured <= high, (plan.key(), low, measured, high)
     assert _saved_bytes(prepare(_setup(), TrainingPlan(checkpointing="blocks")),
                         TrainingPlan(checkpointing="blocks")) < fp32  # fmt: skip
-
-
-def test_fsdp_sharding_is_a_one_line_error_here() -> None:
-    with pytest.raises(AdvisorError, match=r"not run by advisor\.train yet"):
-        prepare(_setup(), TrainingPlan(sharding="parameters"))
