@@ -8,7 +8,9 @@ runs it, with PyTorch's own tools:
   their number, one optimizer step; a DDP model skips the all-reduce on all but the last
   (``no_sync``);
 - checkpointed blocks: every child of the model's longest ``nn.ModuleList`` (else its longest
-  ``nn.Sequential``) runs under ``torch.utils.checkpoint`` (non-reentrant);
+  ``nn.Sequential``) runs under ``torch.utils.checkpoint`` (non-reentrant), wrapped by
+  PyTorch's ``checkpoint_wrapper`` (the one FSDP's ``apply_activation_checkpointing`` uses:
+  its state dict keeps the model's own names, so a checkpoint resumes without the plan);
 - sharding across the processes (``advisor.train.sharding``): ``optimizer`` (ZeRO-1) by
   ``ZeroRedundancyOptimizer`` under DDP, ``gradients`` (ZeRO-2) and ``parameters`` (ZeRO-3)
   by FSDP2's ``fully_shard`` on each block and the model (instead of DDP); the micro-steps
@@ -27,27 +29,6 @@ from advisor.errors import AdvisorError
 from advisor.prediction.plan import TrainingPlan
 
 Step = Callable[[Any, Any, Any], float]
-
-
-class _Checkpointed:
-    """A module's forward run under ``torch.utils.checkpoint`` (its activations rebuilt in
-    backward)."""
-
-    def __new__(cls, module: Any) -> Any:
-        import torch
-        from torch.utils.checkpoint import checkpoint
-
-        class Checkpointed(torch.nn.Module):
-            def __init__(self, inner: Any) -> None:
-                super().__init__()
-                self.inner = inner
-
-            def forward(self, *args: Any, **kwargs: Any) -> Any:
-                if not self.training or not torch.is_grad_enabled():
-                    return self.inner(*args, **kwargs)
-                return checkpoint(self.inner, *args, use_reentrant=False, **kwargs)
-
-        return Checkpointed(module)
 
 
 def blocks_of(model: Any) -> Any:
@@ -71,8 +52,13 @@ def checkpoint_blocks(model: Any) -> int:
             "checkpointing=blocks needs a model with an nn.ModuleList or nn.Sequential of blocks.",
             "use checkpointing=none for this model.",
         )
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        CheckpointImpl,
+        checkpoint_wrapper,
+    )
+
     for i in range(len(container)):
-        container[i] = _Checkpointed(container[i])
+        container[i] = checkpoint_wrapper(container[i], checkpoint_impl=CheckpointImpl.NO_REENTRANT)
     return len(container)
 
 

@@ -110,3 +110,12 @@ def test_the_saved_bytes_move_as_the_memory_model_says() -> None:
         assert low <= measured <= high, (plan.key(), low, measured, high)
     assert _saved_bytes(prepare(_setup(), TrainingPlan(checkpointing="blocks")),
                         TrainingPlan(checkpointing="blocks")) < fp32  # fmt: skip
+
+
+def test_a_checkpointed_model_saves_under_the_model_s_own_names() -> None:
+    """A checkpoint of a run with checkpointed blocks resumes into the plain model (the
+    per-epoch checkpoint is loaded before the plan wraps the blocks)."""
+    wrapped = prepare(_setup(), TrainingPlan(checkpointing="blocks")).model
+    plain = _setup().model
+    assert wrapped.state_dict().keys() == plain.state_dict().keys()
+    plain.load_state_dict(wrapped.state_dict())  # strict: every name matches
