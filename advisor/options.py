@@ -12,12 +12,7 @@ from advisor.evaluation.limits import constraints as constraints  # re-exported
 from advisor.evaluation.limits import is_feasible as is_feasible  # re-exported
 from advisor.evaluation.limits import objective_values as objective_values  # re-exported
 from advisor.evaluation.workload import WorkloadInfo
-from advisor.prediction.plan import (
-    DEFAULT_PRECISION,
-    PLAN_SEARCH_HELP,
-    PRECISION_HELP,
-    plan_fields,
-)
+from advisor.prediction.plan import DEFAULT_PRECISION, PLAN_SEARCH_HELP, PRECISION_HELP, plan_fields
 from advisor.search_spaces.space import JointSpace
 from advisor.search_spaces.workloads import ModelRef
 
