@@ -19,7 +19,7 @@ from advisor.prediction.plan_memory import plan_memory
 PLANS = {
     "optimizer": "sharding=optimizer",
     "gradients": "sharding=gradients",
-    "parameters": "sharding=parameters,precision=bf16,accumulation=2",
+    "parameters": "sharding=parameters,precision=bf16,accumulation=2,checkpointing=blocks",
 }
 STATE = ("parameters", "gradients", "optimizer_state")
 
