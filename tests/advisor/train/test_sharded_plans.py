@@ -72,41 +72,53 @@ def test_each_sharded_plan_trains_and_holds_what_the_memory_model_says() -> None
     assert total["parameters"] < total["gradients"] < total["optimizer"]
 
 
+def _entry(folder: Path, plan: str, epochs: int) -> dict[str, Any]:
+    """``python -m advisor.train``'s multi-process path (``_rank_main`` on two CPU processes
+    over gloo, as on a machine with two GPUs) on the built-in ``fcn`` with Adam."""
+    from advisor.train.device import DevicePlan, free_port, spawn
+    from advisor.train.entry import _rank_main, parse_args
+
+    args, hps = parse_args(["--model", "fcn", "--batch-size", "32", "--n-train", "128",
+                            "--n-val", "32", "--threads", "1", "--epochs", str(epochs),
+                            "--lr", "0.01", "--optimizer", "adam", "--device", "cpu",
+                            "--checkpoint-dir", str(folder), "--plan", plan])  # fmt: skip
+    queue = multiprocessing.get_context("spawn").SimpleQueue()
+    with pytest.MonkeyPatch.context() as mpatch:  # a fresh rendezvous for this run
+        mpatch.setenv("MASTER_ADDR", "127.0.0.1")
+        mpatch.setenv("MASTER_PORT", str(free_port()))
+        spawn(_rank_main, DevicePlan("cpu", 2, "test: two processes"), args, hps, queue)
+    summary: dict[str, Any] = queue.get()
+    return summary
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("plan", "by_name"),
     [("sharding=optimizer", False), ("sharding=parameters,precision=bf16", True)],
     ids=["zero1", "zero3"],
 )
-def test_python_m_advisor_train_runs_sharded_on_two_processes_and_checkpoints_the_whole_model(
+def test_python_m_advisor_train_runs_sharded_checkpoints_the_whole_model_and_resumes(
     tmp_path: Path, plan: str, by_name: bool
 ) -> None:
-    """The launcher's path (``_rank_main``, as on a multi-GPU machine) with ZeRO-1 and ZeRO-3:
-    it trains, and its checkpoint holds the whole model and optimizer state (gathered from
-    the processes: ZeRO-1's by position, FSDP's by parameter name)."""
+    """ZeRO-1 and ZeRO-3 through the launcher's path: they train, the checkpoint holds the
+    whole model and optimizer state (gathered from the processes: ZeRO-1's by position,
+    FSDP's by parameter name), and a second run resumes from it with the optimizer state
+    carried into the sharded optimizer (Adam's step count goes on from 4 to 8)."""
     import torch
-
-    from advisor.train.device import DevicePlan, spawn
-    from advisor.train.entry import _rank_main, parse_args
-
-    args, hps = parse_args(["--model", "fcn", "--batch-size", "32", "--n-train", "128",
-                            "--n-val", "32", "--threads", "1", "--epochs", "2", "--lr", "0.05",
-                            "--device", "cpu", "--checkpoint-dir", str(tmp_path),
-                            "--plan", plan])  # fmt: skip
-    queue = multiprocessing.get_context("spawn").SimpleQueue()
-    with pytest.MonkeyPatch.context() as mpatch:
-        mpatch.setenv("MASTER_ADDR", "127.0.0.1")
-        from advisor.train.device import free_port
-
-        mpatch.setenv("MASTER_PORT", str(free_port()))
-        spawn(_rank_main, DevicePlan("cpu", 2, "test: two processes"), args, hps, queue)
-    summary = queue.get()
-    assert summary["epochs_run"] == 2 and summary["iterations"] == 8
-    state = torch.load(tmp_path / "advisor-checkpoint.pt", weights_only=False)
-    assert state["epochs_done"] == 2 and state["optimizer_by_name"] is by_name
-    assert len(state["optimizer"]["state"]) == len(state["model"])  # every tensor's moments
     from advisor.probes.torch_loop import build_setup
 
-    whole, _, _ = build_setup("fcn", 32, 128, 32, seed=0, hyperparameters={"lr": 0.05})
+    first = _entry(tmp_path, plan, epochs=1)
+    assert first["epochs_run"] == 1 and first["iterations"] == 4  # 128 / 2 processes / 16
+    state = torch.load(tmp_path / "advisor-checkpoint.pt", weights_only=False)
+    assert state["epochs_done"] == 1 and state["optimizer_by_name"] is by_name
+    whole, _, _ = build_setup("fcn", 32, 128, 32, seed=0, hyperparameters={"lr": 0.01})
     sizes = {k: v.shape for k, v in state["model"].items()}
     assert sizes == {k: v.shape for k, v in whole.model.state_dict().items()}
+    moments = state["optimizer"]["state"]
+    assert len(moments) == len(list(whole.model.parameters()))  # every parameter's
+    assert {int(s["step"]) for s in moments.values()} == {4}
+    second = _entry(tmp_path, plan, epochs=2)
+    assert second["resumed_from"] == 1 and second["epochs_run"] == 1
+    state = torch.load(tmp_path / "advisor-checkpoint.pt", weights_only=False)
+    assert state["epochs_done"] == 2
+    assert {int(s["step"]) for s in state["optimizer"]["state"].values()} == {8}
