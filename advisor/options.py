@@ -12,7 +12,7 @@ from advisor.evaluation.limits import constraints as constraints  # re-exported
 from advisor.evaluation.limits import is_feasible as is_feasible  # re-exported
 from advisor.evaluation.limits import objective_values as objective_values  # re-exported
 from advisor.evaluation.workload import WorkloadInfo
-from advisor.prediction.plan import PLAN_SEARCH_HELP, PRECISION_HELP, plan_fields
+from advisor.prediction.plan import DEFAULT_PRECISION, PLAN_SEARCH_HELP, PRECISION_HELP, plan_fields
 from advisor.search_spaces.space import JointSpace
 from advisor.search_spaces.workloads import ModelRef
 
@@ -214,7 +214,7 @@ class SuggestOptions:
     emulate_cloud: bool = False  # every provider's probe job runs through the local emulation
     data_gb: float | None = None  # issue #14: the dataset a cloud job downloads (GB)
     include_previous_generation: bool = False  # issue #27: old types only when asked for
-    precision: str = "fp32"  # issue #35: auto, fp32, tf32, bf16, fp16 (advisor.prediction.plan)
+    precision: str = DEFAULT_PRECISION  # issue #35: auto (default), fp32, tf32, bf16, fp16
     plan: str | None = None  # issue #35: --plan's fixed fields (the rest searched per machine)
     gpus: str | None = None  # issue #28: filters in SkyPilot's words; None: the space's
     cloud: str | None = None

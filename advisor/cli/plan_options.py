@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from advisor.prediction.plan import PRECISION_CHOICES, PRECISION_HELP
+from advisor.prediction.plan import DEFAULT_PRECISION, PRECISION_CHOICES, PRECISION_HELP
 
 PLAN_HELP = (
     "The rest of the training plan, field=value pairs: accumulation=STEPS (micro-batches per "
@@ -23,7 +23,7 @@ def plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--precision",
         type=click.Choice(PRECISION_CHOICES),
-        default="fp32",
+        default=DEFAULT_PRECISION,
         show_default=True,
         help=PRECISION_HELP,
     )(func)

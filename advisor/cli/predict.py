@@ -161,14 +161,22 @@ def _span(span: Any, fmt: str) -> str:
     return "-" if span is None else _iv(span, fmt)
 
 
+def row_plan(row: Any) -> str:
+    """A row's training plan in words (issue #35): its plan, "fp32" for a GPU's plain float32
+    step (a K80 under ``--precision auto``), "fp32 (CPU, as probed)" for a CPU machine."""
+    if row.prediction.plan:
+        return str(row.prediction.plan)
+    return "fp32" if row.machine.accelerator else "fp32 (CPU, as probed)"
+
+
 def _print_limits_and_calibration(rows: list[Any]) -> None:
     """Name the host-bound machines (the GPU's speed does not decide their time) and show
     each calibration with its evidence (advisor calibration lists them all)."""
     from advisor.prediction.perf.accel import LIMITS
 
     console = output.console()
-    plans = [f"{f.machine.key}: {f.prediction.plan}" for f in rows if f.prediction.plan]
-    if plans:
+    plans = [f"{f.machine.key}: {row_plan(f)}" for f in rows]
+    if any(f.prediction.plan for f in rows):  # every row's plan, once one has a plan
         console.print(f"Training plan: {'; '.join(plans)}.", markup=False)
     for limit in ("dispatch", "input"):
         floor = [f.machine.key for f in rows if f.prediction.bottleneck == limit]

@@ -17,7 +17,7 @@ from advisor.cli.export import ExportTo
 from advisor.cli.saved_files import EXIT_STATUS, write_atomically, write_text
 from advisor.errors import MissingExtraError
 from advisor.options import OBJECTIVES, OPTIONS, SAMPLER_NAMES
-from advisor.prediction.plan import PRECISION_CHOICES
+from advisor.prediction.plan import DEFAULT_PRECISION, PRECISION_CHOICES
 from advisor.search_spaces.workloads import ModelRef
 
 
@@ -54,7 +54,9 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @_option("n_val", type=p.COUNT_OR_ZERO)
 @_option("data_gb", type=p.FiniteFloat(0.0, 1e6))
 @_option("include_previous_generation", is_flag=True)
-@_option("precision", type=click.Choice(PRECISION_CHOICES), default="fp32", show_default=True)
+@_option(
+    "precision", type=click.Choice(PRECISION_CHOICES), default=DEFAULT_PRECISION, show_default=True
+)
 @_option("plan", metavar="FIELD=VALUE,...")
 @_option("gpus", metavar="NAME[:COUNT]")
 @_option("cloud")

@@ -37,6 +37,7 @@ from advisor.evaluation.probe_slot import key_lock_path, probe_slot
 from advisor.evaluation.untimed import default_threads
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.prediction.epochs_model import EpochsEstimate
+from advisor.prediction.plan import DEFAULT_PRECISION
 from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
 from advisor.providers.catalog import InstanceType
 from advisor.search_spaces.space import MachineFilter
@@ -62,7 +63,8 @@ class LocalBackend(Backend):
 
     name = "local"
     # Issues #27: trials charge nothing, repeat their screen; #35: run.py sets --precision
-    probes_run_on_candidates, trials_repeat_screen, precision = False, True, "fp32"
+    probes_run_on_candidates, trials_repeat_screen = False, True
+    precision = DEFAULT_PRECISION
 
     def __init__(
         self,

@@ -309,7 +309,7 @@ def predict(
     meta_only: bool = False,
     overheads: Mapping[str, Any] | None = None,
     run_probe: RunProbe | None = None,
-    precision: str | None = None,
+    precision: str | None = "auto",
     plan: Any = None,
 ) -> Prediction:
     """Predict time and cost of training ``model`` (a built-in workload or your own
@@ -328,7 +328,9 @@ def predict(
     downloads (default: a built-in workload's size model; a user model without it leaves the
     download term out). ``overheads``: start-up terms by machine key where measured (a remote
     probe job's, ``evaluation.measured.measured_overheads``). ``precision``, ``plan``: how each
-    GPU trains (issue #35, ``prediction.plan``); a GPU without the precision is left out.
+    GPU trains (issue #35, ``prediction.plan``): ``auto`` (the default) each GPU's best, bf16,
+    else fp16 with loss scaling, else fp32; None the plan's own precision (fp32 without a
+    plan); a GPU without the precision is left out. CPU machines train in float32 as probed.
     """
     from advisor.evaluation.probe_source import check_sizes, obtain_probe
     from advisor.prediction.perf.forecast import forecast, normalised_tables

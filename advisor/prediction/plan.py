@@ -29,11 +29,14 @@ from advisor.errors import AdvisorError, unknown_value_error
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 PRECISION_CHOICES = ("auto", *PRECISIONS)  # --precision: auto lets the study choose per GPU
+# The default everywhere --precision exists: on tensor-core GPUs mixed precision is what people
+# run; CPUs and GPUs without fast 16-bit arithmetic (K80) keep fp32 (``auto_precision``).
+DEFAULT_PRECISION = "auto"
 PRECISION_HELP = (
     "How each GPU trains: fp32 (PyTorch's defaults), tf32 (matrix products on TF32 tensor "
     "cores), bf16 or fp16 (autocast mixed precision; fp16 with loss scaling), or auto (bf16 "
-    "where the GPU has it, else fp16, else fp32). A GPU without the precision is left out, "
-    "with the reason."
+    "where the GPU has it, else fp16, else fp32; the default). A GPU without the precision is "
+    "left out, with the reason."
 )
 PLAN_SEARCH_HELP = (
     "Fix parts of each GPU's training plan, field=value pairs: accumulation=STEPS, "
@@ -42,9 +45,10 @@ PLAN_SEARCH_HELP = (
 )
 CHECKPOINTING = ("none", "blocks")
 SHARDING = ("none", "optimizer", "gradients", "parameters")
-# What ``python -m advisor.train`` runs today (ZeRO-1 through torch's ZeroRedundancyOptimizer;
-# FSDP is not run yet): the only sharding the suggest search may choose by itself.
-RUNNABLE_SHARDING = ("none", "optimizer")
+# What ``python -m advisor.train`` runs (``advisor.train.sharding``: ZeRO-1 by torch's
+# ZeroRedundancyOptimizer, ZeRO-2/3 by FSDP2's fully_shard): the sharding the suggest search
+# may choose by itself.
+RUNNABLE_SHARDING = ("none", "optimizer", "gradients", "parameters")
 SHARDING_WORDS = {
     "optimizer": "optimizer state sharded (ZeRO-1)",
     "gradients": "optimizer state and gradients sharded (ZeRO-2)",

@@ -7,7 +7,10 @@ micro-batch: accumulation keeps one micro-batch's activations, which that trace 
   for the step (its cast cache): + half the parameters' bytes (prior range: 0, none cached,
   to 0.5); the activations saved for backward are the products' half-precision outputs
   where autocast runs in half and float32 where it does not (layer norm, softmax, the loss):
-  x 0.5 to 0.75, 0.6 (prior).
+  x 0.5 to 0.75, 0.6 (prior). Keras's ``mixed_float16`` / ``mixed_bfloat16`` policies
+  (``advisor.probes.keras_precision``) run every layer in the half type, so the layers'
+  outputs the Keras trace sums are all half precision: x 0.5 (a layer given its own float32
+  dtype would keep its output in float32; the built-in workloads have none).
 - Checkpointed blocks: only each block's input is kept, and one block's activations are
   rebuilt at a time in backward: x 0.25 of the activations (prior, range 0.1 to 0.5; with L
   equal blocks it is about 2 / L of them).
@@ -28,6 +31,7 @@ from advisor.prediction.memory import MemoryTerm, StepMemory
 from advisor.prediction.plan import TrainingPlan
 
 AMP_ACTIVATIONS = (0.6, 0.5, 0.75)  # value, low, high: share of float32 saved bytes (prior)
+KERAS_MIXED_ACTIVATIONS = (0.5, 0.5, 0.5)  # every layer's output in the half type (the policy)
 AMP_WEIGHT_COPIES = (0.5, 0.0, 0.5)  # share of the parameters' bytes (prior)
 CHECKPOINT_ACTIVATIONS = (0.25, 0.1, 0.5)  # share of the activations kept (prior)
 GATHERED_UNIT = (0.1, 0.02, 0.25)  # share of the parameters gathered at once (prior)
@@ -50,9 +54,12 @@ def _scaled(term: MemoryTerm, factor: tuple[float, float, float], why: str) -> M
     )
 
 
-def plan_memory(memory: StepMemory, plan: TrainingPlan, devices: int = 1) -> StepMemory:
+def plan_memory(
+    memory: StepMemory, plan: TrainingPlan, devices: int = 1, framework: str = "torch"
+) -> StepMemory:
     """``memory`` (one device's float32 step at the micro-batch) under ``plan`` on one of
-    ``devices`` GPUs: the rules of the module docstring."""
+    ``devices`` GPUs, for a ``framework`` ("torch", "keras") step: the rules of the module
+    docstring."""
     if not memory.known or plan == TrainingPlan():
         return memory
     n = max(1, devices)
@@ -60,7 +67,10 @@ def plan_memory(memory: StepMemory, plan: TrainingPlan, devices: int = 1) -> Ste
     params = next((t for t in memory.terms if t.name == "parameters"), None)
     sharded = SHARDED.get(plan.sharding, ()) if n > 1 else ()
     for term in memory.terms:
-        if term.name == "activations" and plan.amp:
+        if term.name == "activations" and plan.amp and framework == "keras":
+            policy = "mixed_bfloat16" if plan.precision == "bf16" else "mixed_float16"
+            term = _scaled(term, KERAS_MIXED_ACTIVATIONS, f"Keras {policy} policy")
+        elif term.name == "activations" and plan.amp:
             term = _scaled(term, AMP_ACTIVATIONS, f"{plan.precision} autocast (prior)")
         if term.name == "activations" and plan.checkpointing == "blocks":
             term = _scaled(term, CHECKPOINT_ACTIVATIONS, "checkpointed blocks (prior)")

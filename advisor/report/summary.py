@@ -157,8 +157,8 @@ def _ranking(rows: list[dict[str, Any]], total: int, width: int) -> Any:
 
 def plan_text(row: dict[str, Any]) -> str:
     """The row's training plan in words (issue #35): "fp32" for a GPU row without one (the
-    plain float32 step), "-" without GPUs."""
-    return row.get("plan") or ("fp32" if row.get("gpus") else "-")
+    plain float32 step), "fp32 (CPU)" without GPUs (trained in float32, as probed)."""
+    return row.get("plan") or ("fp32" if row.get("gpus") else "fp32 (CPU)")
 
 
 def _memory_short(row: dict[str, Any]) -> str:

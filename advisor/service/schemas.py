@@ -85,7 +85,7 @@ class SuggestRequest(_Strict):
         False, description=_help("include_previous_generation")
     )
     precision: Literal["auto", "fp32", "tf32", "bf16", "fp16"] = Field(
-        "fp32", description=_help("precision")
+        "auto", description=_help("precision")
     )
     plan: str | None = Field(None, max_length=200, description=_help("plan"))  # issue #35
     value_of_time: float | None = Field(  # issue #37: USD per hour

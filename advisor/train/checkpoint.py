@@ -12,7 +12,9 @@ finished epoch instead of starting over. Where the checkpoints live:
 
 A checkpoint holds the model, optimizer and scheduler state, the epochs done and the metrics
 reported so far; it is written to a temporary file and renamed, so a kill mid-write leaves the
-previous checkpoint intact.
+previous checkpoint intact. A sharded run (ZeRO-1, FSDP: ``advisor.train.sharding``) gathers
+the whole state first (every process calls ``save``; rank 0 writes), so a checkpoint always
+holds the whole model; FSDP's optimizer state is kept by parameter name.
 """
 
 from __future__ import annotations
@@ -49,21 +51,34 @@ def checkpoint_dir(explicit: str | None, env: Mapping[str, str] | None = None) -
     return None
 
 
-def save(folder: Path, setup: Any, epochs_done: int, history: list[dict[str, float]]) -> Path:
-    """Write the checkpoint after ``epochs_done`` epochs; return its path."""
+def save(
+    folder: Path, setup: Any, epochs_done: int, history: list[dict[str, float]], write: bool = True
+) -> Path:
+    """Write the checkpoint after ``epochs_done`` epochs (``write`` False: a sharded run's
+    other processes, which only help gather the state); return its path."""
     import torch
 
+    from advisor.train import sharding
+
+    path = folder / FILE
+    by_name = False
+    if sharding.is_sharded(setup):
+        weights, optim, by_name = sharding.full_state(setup)
+    else:
+        weights = getattr(setup.model, "module", setup.model).state_dict()  # unwrap DDP
+        optim = setup.optimizer.state_dict()
+    if not write:
+        return path
     folder.mkdir(parents=True, exist_ok=True)
-    model = getattr(setup.model, "module", setup.model)  # unwrap DistributedDataParallel
     state = {
         "epochs_done": epochs_done,
         "history": history,
-        "model": model.state_dict(),
-        "optimizer": setup.optimizer.state_dict(),
+        "model": weights,
+        "optimizer": optim,
+        "optimizer_by_name": by_name,
         "scheduler": setup.scheduler.state_dict() if setup.scheduler is not None else None,
         "rng": torch.get_rng_state(),
     }
-    path = folder / FILE
     tmp = folder / (FILE + ".tmp")
     torch.save(state, tmp)
     os.replace(tmp, path)
@@ -80,7 +95,12 @@ def load(folder: Path | None, setup: Any) -> tuple[int, list[dict[str, float]]]:
     state = torch.load(folder / FILE, map_location="cpu", weights_only=False)
     model = getattr(setup.model, "module", setup.model)
     model.load_state_dict(state["model"])
-    setup.optimizer.load_state_dict(state["optimizer"])
+    if state.get("optimizer_by_name"):
+        from advisor.train.sharding import load_by_name
+
+        load_by_name(model, setup.optimizer, state["optimizer"])
+    else:
+        setup.optimizer.load_state_dict(state["optimizer"])
     if setup.scheduler is not None and state.get("scheduler") is not None:
         setup.scheduler.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["rng"])

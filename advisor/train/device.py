@@ -110,9 +110,10 @@ def init_rank(rank: int, plan: DevicePlan) -> None:
     dist.init_process_group(backend, rank=rank, world_size=plan.count)
 
 
-def distribute(setup: Any, plan: DevicePlan, rank: int, seed: int) -> Any:
-    """``setup`` for one rank: the model in ``DistributedDataParallel`` on the rank's device and
-    the training data sharded by a ``DistributedSampler`` at the per-device batch size."""
+def distribute(setup: Any, plan: DevicePlan, rank: int, seed: int, wrap: bool = True) -> Any:
+    """``setup`` for one rank: the model on the rank's device, in ``DistributedDataParallel``
+    unless ``wrap`` is False (FSDP shards it instead: ``advisor.train.sharding``), and the
+    training data sharded by a ``DistributedSampler`` at the per-device batch size."""
     import dataclasses
 
     from torch.nn.parallel import DistributedDataParallel
@@ -128,7 +129,7 @@ def distribute(setup: Any, plan: DevicePlan, rank: int, seed: int) -> Any:
     )
     return dataclasses.replace(
         setup,
-        model=DistributedDataParallel(model, device_ids=ids),
+        model=DistributedDataParallel(model, device_ids=ids) if wrap else model,
         train_loader=DataLoader(loader.dataset, batch_size=per_device, sampler=sampler),
     )
 

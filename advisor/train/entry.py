@@ -71,7 +71,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, d
     parser.add_argument(
         "--plan", default=None,
         help="training plan (issue #35): precision=bf16,accumulation=4,checkpointing=blocks,"
-        "sharding=optimizer (docs/plans.md)",
+        "sharding=none|optimizer|gradients|parameters (docs/plans.md)",
     )  # fmt: skip
     parser.add_argument("--hyperparameters-file", type=Path, default=None)
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -283,6 +283,7 @@ def _train(
     from advisor.probes.torch_loop import build_setup, configure, train
     from advisor.train import checkpoint as ckpt
     from advisor.train.device import distribute, torch_device
+    from advisor.train.sharding import is_sharded, uses_fsdp
 
     lead = rank == 0
     threads, _ = configure(args.threads, "cpu")
@@ -306,12 +307,16 @@ def _train(
     done, history = ckpt.load(folder, setup)
     if done:
         report.out(f"advisor-train: resumed from {folder} after epoch {done}")
-    if plan.distributed:
-        setup = distribute(setup, plan, rank, args.seed)
-    step = _plan_step(args.plan, setup, plan.distributed, device.type, report)
+    training_plan = _training_plan(args.plan)
+    if plan.distributed:  # FSDP shards the model instead of DDP (advisor.train.sharding)
+        fsdp = training_plan is not None and uses_fsdp(training_plan.sharding)
+        setup = distribute(setup, plan, rank, args.seed, wrap=not fsdp)
+    setup, step = _plan_step(training_plan, setup, plan.distributed, device.type, report)
     if done >= args.epochs:
         report.out("advisor-train: every epoch was already done")
         return {"epochs_run": 0, "resumed_from": done, "runtime_s": 0.0}
+
+    sharded = is_sharded(setup)
 
     def on_epoch(epoch: int, metrics: dict[str, float]) -> None:
         sampler: Any = getattr(setup.train_loader, "sampler", None)
@@ -319,8 +324,8 @@ def _train(
             sampler.set_epoch(done + epoch + 1)
         history.append(dict(metrics))
         report(done + epoch, metrics)
-        if folder is not None and lead:
-            ckpt.save(folder, setup, done + epoch + 1, history)
+        if folder is not None and (lead or sharded):  # a sharded state: gathered by all
+            ckpt.save(folder, setup, done + epoch + 1, history, write=lead)
 
     result = train(setup, args.epochs - done, on_epoch=on_epoch, device=str(device),
                    patience=args.patience, step=step)  # fmt: skip
@@ -329,18 +334,24 @@ def _train(
     return result
 
 
-def _plan_step(text: str | None, setup: Any, distributed: bool, device: str, report: Any) -> Any:
-    """The step of ``--plan`` (issue #35; None: the plain float32 step), with ``setup`` made
-    ready for it."""
-    if not text:
-        return None
+def _training_plan(text: str | None) -> Any:
+    """The ``TrainingPlan`` of ``--plan`` (issue #35), or None for the plain float32 step."""
     from advisor.prediction.plan import parse_plan
+
+    return parse_plan(str(text)) if text else None
+
+
+def _plan_step(
+    training_plan: Any, setup: Any, distributed: bool, device: str, report: Any
+) -> tuple[Any, Any]:
+    """``setup`` made ready for the plan, and the plan's step (None: the plain float32 step)."""
+    if training_plan is None:
+        return setup, None
     from advisor.train.plan_step import make_step, prepare
 
-    training_plan = parse_plan(str(text))
-    prepare(setup, training_plan, distributed)
+    setup = prepare(setup, training_plan, distributed)
     report.out(f"advisor-train: plan {training_plan.words()}")
-    return make_step(training_plan, device)
+    return setup, make_step(training_plan, device)
 
 
 def _epochs_arg(model: str, epochs: int) -> dict[str, int]:

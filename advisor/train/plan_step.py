@@ -8,9 +8,14 @@ runs it, with PyTorch's own tools:
   their number, one optimizer step; a DDP model skips the all-reduce on all but the last
   (``no_sync``);
 - checkpointed blocks: every child of the model's longest ``nn.ModuleList`` (else its longest
-  ``nn.Sequential``) runs under ``torch.utils.checkpoint`` (non-reentrant);
-- sharding ``optimizer`` (ZeRO-1): ``ZeroRedundancyOptimizer`` over the process group.
-  Sharded gradients and parameters (FSDP) are not run here yet: a one-line error says so.
+  ``nn.Sequential``) runs under ``torch.utils.checkpoint`` (non-reentrant), wrapped by
+  PyTorch's ``checkpoint_wrapper`` (the one FSDP's ``apply_activation_checkpointing`` uses:
+  its state dict keeps the model's own names, so a checkpoint resumes without the plan);
+- sharding across the processes (``advisor.train.sharding``): ``optimizer`` (ZeRO-1) by
+  ``ZeroRedundancyOptimizer`` under DDP, ``gradients`` (ZeRO-2) and ``parameters`` (ZeRO-3)
+  by FSDP2's ``fully_shard`` on each block and the model (instead of DDP); the micro-steps
+  but the last skip the gradient reduction (``set_requires_gradient_sync(False)``). One
+  process has nothing to shard: the plain step runs.
 """
 
 from __future__ import annotations
@@ -24,27 +29,6 @@ from advisor.errors import AdvisorError
 from advisor.prediction.plan import TrainingPlan
 
 Step = Callable[[Any, Any, Any], float]
-
-
-class _Checkpointed:
-    """A module's forward run under ``torch.utils.checkpoint`` (its activations rebuilt in
-    backward)."""
-
-    def __new__(cls, module: Any) -> Any:
-        import torch
-        from torch.utils.checkpoint import checkpoint
-
-        class Checkpointed(torch.nn.Module):
-            def __init__(self, inner: Any) -> None:
-                super().__init__()
-                self.inner = inner
-
-            def forward(self, *args: Any, **kwargs: Any) -> Any:
-                if not self.training or not torch.is_grad_enabled():
-                    return self.inner(*args, **kwargs)
-                return checkpoint(self.inner, *args, use_reentrant=False, **kwargs)
-
-        return Checkpointed(module)
 
 
 def blocks_of(model: Any) -> Any:
@@ -68,8 +52,13 @@ def checkpoint_blocks(model: Any) -> int:
             "checkpointing=blocks needs a model with an nn.ModuleList or nn.Sequential of blocks.",
             "use checkpointing=none for this model.",
         )
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        CheckpointImpl,
+        checkpoint_wrapper,
+    )
+
     for i in range(len(container)):
-        container[i] = _Checkpointed(container[i])
+        container[i] = checkpoint_wrapper(container[i], checkpoint_impl=CheckpointImpl.NO_REENTRANT)
     return len(container)
 
 
@@ -81,26 +70,26 @@ def _split(batch: Any, parts: int) -> list[tuple[Any, Any]]:
 
 
 def prepare(setup: Any, plan: TrainingPlan, distributed: bool = False) -> Any:
-    """``setup`` ready for ``plan``: blocks checkpointed, TF32 allowed, the optimizer
-    sharded (ZeRO-1); an AdvisorError for what is not run here yet."""
+    """``setup`` ready for ``plan`` (a new one where its optimizer changed): blocks checkpointed, TF32 allowed, and, on several
+    processes (``distributed``), the optimizer sharded (ZeRO-1, the model in DDP already) or
+    the model sharded with FSDP (ZeRO-2/3: the model not in DDP)."""
     import torch
 
-    if plan.sharding in ("gradients", "parameters"):
-        raise AdvisorError(
-            f"sharding={plan.sharding} (FSDP) is not run by advisor.train yet.",
-            "use sharding=optimizer (ZeRO-1) or none.",
-        )
+    from advisor.train import sharding
+
     if plan.checkpointing == "blocks":
         checkpoint_blocks(setup.model)
     if plan.precision == "tf32":
         torch.set_float32_matmul_precision("high")
-    if plan.sharding == "optimizer" and distributed:
-        from torch.distributed.optim import ZeroRedundancyOptimizer
-
-        old = setup.optimizer
-        setup.optimizer = ZeroRedundancyOptimizer(
-            setup.model.parameters(), optimizer_class=type(old), **old.defaults
-        )
+    if distributed and plan.sharding == "optimizer":
+        setup = sharding.zero1(setup)
+    elif distributed and sharding.uses_fsdp(plan.sharding):
+        if hasattr(setup.model, "no_sync"):
+            raise AdvisorError(
+                f"sharding={plan.sharding} shards the model with FSDP: it must not be in DDP.",
+                "distribute the model with wrap=False (advisor.train.device.distribute).",
+            )
+        setup = sharding.fsdp(setup, plan.sharding, blocks_of(setup.model))
     return setup
 
 
@@ -117,8 +106,10 @@ def make_step(plan: TrainingPlan, device_type: str = "cpu") -> Step:
         total = 0.0
         for i, (x, y) in enumerate(parts):
             last = i == len(parts) - 1
-            sync = contextlib.nullcontext()
-            if not last and hasattr(setup.model, "no_sync"):
+            sync: Any = contextlib.nullcontext()
+            if hasattr(setup.model, "set_requires_gradient_sync"):  # FSDP2
+                setup.model.set_requires_gradient_sync(last)
+            elif not last and hasattr(setup.model, "no_sync"):  # DDP
                 sync = setup.model.no_sync()
             cast = (
                 torch.autocast(device_type, dtype=dtype)

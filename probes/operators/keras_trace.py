@@ -41,17 +41,28 @@ UPDATE_KERNELS = {  # per variable, counted in keras/src/optimizers/*.py update_
 
 
 def trace_keras_workload(
-    workload: str, batch_size: int, hyperparameters: dict[str, Any] | None = None, seed: int = 0
+    workload: str,
+    batch_size: int,
+    hyperparameters: dict[str, Any] | None = None,
+    seed: int = 0,
+    precision: str | None = None,
 ) -> OperatorTrace:
-    """Build ``workload`` (built-in name or ``module:function``) with Keras and trace it."""
+    """Build ``workload`` (built-in name or ``module:function``) with Keras and trace it;
+    ``precision`` (bf16, fp16: issue #35) builds it under Keras's mixed-precision policy
+    (``advisor.probes.keras_precision``), so its layers compute, and keep their outputs, in
+    the half type."""
+    from advisor.probes.keras_precision import build_under
     from advisor.search_spaces.workloads import ModelRef, get, load_callable
 
     hp = dict(hyperparameters or {})
     if ModelRef(workload).is_user:
-        setup = load_callable(workload)(batch_size=batch_size, seed=seed, **hp)
+        builder, sizes = load_callable(workload), {}
     else:
-        small = {"n_train": batch_size, "n_val": batch_size}
-        setup = get(workload).builder("keras")(batch_size=batch_size, seed=seed, **small, **hp)
+        builder, sizes = (
+            get(workload).builder("keras"),
+            {"n_train": batch_size, "n_val": batch_size},
+        )
+    setup = build_under(precision, builder, batch_size=batch_size, seed=seed, **sizes, **hp)
     return trace_keras_model(setup.model, batch_size, workload=workload)
 
 
@@ -87,8 +98,11 @@ def trace_keras_model(model: Any, batch_size: int, *, workload: str) -> Operator
         math.prod(v.shape) * ELEMENT_BYTES.get(str(v.dtype), 4)
         for v in getattr(model.optimizer, "variables", [])
     )
-    es = ELEMENT_BYTES.get(dtype, 4)
     from advisor.probes.operators.torch_trace import merge
+
+    def nbytes(variables: Any) -> int:
+        """In the variables' own dtype: float32 under a mixed policy (the master weights)."""
+        return int(sum(math.prod(v.shape) * ELEMENT_BYTES.get(str(v.dtype), 4) for v in variables))
 
     return OperatorTrace(
         workload=workload,
@@ -102,8 +116,8 @@ def trace_keras_model(model: Any, batch_size: int, *, workload: str) -> Operator
             "element-wise kernels unfused (XLA fusion not modelled)",
         ),
         memory_bytes={
-            "parameters": int(sum(math.prod(w.shape) for w in model.weights)) * es,
-            "gradients": params * es,
+            "parameters": nbytes(model.weights),
+            "gradients": nbytes(weights),  # one per trainable variable, in its dtype
             "optimizer_state": int(state),
             "activations": int(acts),
             # backward's working set: the widest layer's output gradient and its input's

@@ -47,7 +47,7 @@ def _text(report: dict[str, Any], verbose: bool = False) -> str:
 
 @pytest.mark.slow  # about 5 s: two small studies with the kernel model
 def test_a_row_that_needs_accumulation_is_recommended_with_its_plan(tmp_path: Path) -> None:
-    t4 = _suggest(tmp_path / "t4", "ec2:g4dn.xlarge", plan="checkpointing=none")
+    t4 = _suggest(tmp_path / "t4", "ec2:g4dn.xlarge", plan="checkpointing=none", precision="fp32")
     rec = t4["recommended"]
     assert rec is not None and rec["batch_size"] == 8  # the global batch, as asked
     plan = rec["training_plan"]
@@ -56,7 +56,7 @@ def test_a_row_that_needs_accumulation_is_recommended_with_its_plan(tmp_path: Pa
     assert rec["plan"] == f"fp32, micro-batch {micro} x {plan['accumulation']} accumulation steps"
     assert " of 16.0 GiB" in rec["memory"]  # fits the T4 under that plan
     assert rec["runtime_s"]["value"] > 0 and rec["cost_usd"]["value"] > 0
-    h100 = _suggest(tmp_path / "h100", "ec2:p5.4xlarge")
+    h100 = _suggest(tmp_path / "h100", "ec2:p5.4xlarge", precision="fp32")
     plain = h100["recommended"]
     assert plain["plan"] is None and plain["training_plan"] is None  # the plain fp32 step
     assert plain["epochs"] == rec["epochs"]  # accumulation leaves the epochs to the target

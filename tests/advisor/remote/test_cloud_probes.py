@@ -132,6 +132,9 @@ def run(
     )
     monkeypatch.setattr(prober_mod, "default_prober", lambda outcome, backend: prober)
     backend = LocalBackend(storage, run_probe=local_probe, remote_lookup=remote_lookup)
+    # the probe jobs measure a float32 step: these checks of which machine is probed, and
+    # of the measured row, are of float32 rows (--precision auto reorders T4 and A10G)
+    fields.setdefault("precision", "fp32")
     options = SuggestOptions(model="fcn", space=space, storage=storage, **fields)
     return run_suggest(options, backend, progress=progress)
 
@@ -395,7 +398,8 @@ def test_a_remote_measurement_corrects_the_next_predictions_through_the_ledger(
         default_space("fcn"), machines=MachineFilter(instance_types=MACHINES, spot=False)
     )
     backend = LocalBackend(storage, run_probe=local_probe, ledger_storage=storage)
-    options = SuggestOptions(model="fcn", space=space, storage=storage, budget_usd=5)
+    options = SuggestOptions(model="fcn", space=space, storage=storage, budget_usd=5,
+                             precision="fp32")  # as run() (the probe jobs' float32 step)  # fmt: skip
     settings = CloudSettings(image="advisor:test")  # a job needs its image, nothing else here
     o = run_suggest(dataclasses.replace(options, cloud_probes=1, cloud_settings=settings), backend)
     assert [j["machine"] for j in o.cloud_probes] == ["ec2:g5.xlarge"], o.cloud

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import torch
 
-from advisor.errors import AdvisorError
 from advisor.prediction.memory import MemoryTerm, StepMemory
 from advisor.prediction.plan import TrainingPlan
 from advisor.prediction.plan_memory import plan_memory
@@ -113,6 +112,10 @@ def test_the_saved_bytes_move_as_the_memory_model_says() -> None:
                         TrainingPlan(checkpointing="blocks")) < fp32  # fmt: skip
 
 
-def test_fsdp_sharding_is_a_one_line_error_here() -> None:
-    with pytest.raises(AdvisorError, match=r"not run by advisor\.train yet"):
-        prepare(_setup(), TrainingPlan(sharding="parameters"))
+def test_a_checkpointed_model_saves_under_the_model_s_own_names() -> None:
+    """A checkpoint of a run with checkpointed blocks resumes into the plain model (the
+    per-epoch checkpoint is loaded before the plan wraps the blocks)."""
+    wrapped = prepare(_setup(), TrainingPlan(checkpointing="blocks")).model
+    plain = _setup().model
+    assert wrapped.state_dict().keys() == plain.state_dict().keys()
+    plain.load_state_dict(wrapped.state_dict())  # strict: every name matches

@@ -17,7 +17,9 @@ from advisor.prediction.perf.model import predict, record_run
 
 
 def _predict_json(runner: CliRunner, path: Path, machine: str) -> dict:  # type: ignore[type-arg]
-    args = ["predict", "-m", "fcn", "-b", "512", "-i", machine, "--probe", str(path), "--json"]
+    # float32, as the measured run recorded below (calibration records a plain step's time)
+    args = ["predict", "-m", "fcn", "-b", "512", "-i", machine, "--probe", str(path), "--json",
+            "--precision", "fp32"]  # fmt: skip
     result = runner.invoke(cli, args)
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)["machines"]

@@ -80,8 +80,8 @@ def test_the_plan_set_of_a_machine() -> None:
     one = {(p.checkpointing, p.sharding) for p in candidates(base, {}, 1)}
     assert one == {("none", "none"), ("blocks", "none")}
     eight = {p.sharding for p in candidates(base, {}, V100X8.accelerator_count)}
-    # the search chooses only what advisor.train runs (ZeRO-1); ZeRO-2/3 only when named
-    assert eight == {"none", "optimizer"}
+    # every sharding advisor.train runs: ZeRO-1 (DDP + ZeroRedundancyOptimizer), ZeRO-2/3 (FSDP2)
+    assert eight == {"none", "optimizer", "gradients", "parameters"}
     named = candidates(base, {"sharding": "parameters"}, V100X8.accelerator_count)
     assert {p.sharding for p in named} == {"parameters"}
     assert {p.sharding for p in candidates(base, {}, 8, strategy="dp")} == {"none"}

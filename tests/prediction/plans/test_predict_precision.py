@@ -72,3 +72,16 @@ def test_the_one_prediction_path_refuses_a_gpu_without_the_precision() -> None:
     row = forecast_machine(p, cat.resolve("g5.xlarge"), cat, 256, 1, 1000, 0, precision="auto")
     assert row.prediction.plan == "bf16"
     assert isinstance(PrecisionLacking("x"), ValueError)  # the suggest back end's failed trial
+
+
+def test_the_default_is_auto_and_every_row_names_its_plan() -> None:
+    """``advisor.predict`` without ``precision``: each GPU at its best (bf16, fp16 with loss
+    scaling, fp32 on a K80), the CPU in float32 as probed, each row's plan in words."""
+    from advisor.cli.predict import row_plan
+
+    p = with_synthetic_trace(probe(batch=2048), width=4096)
+    out = predict("fcn", 2048, [*MACHINES, "p2.xlarge", "local"], probe=p, epochs=1)
+    words = {f.machine.accelerator or "cpu": row_plan(f) for f in out.rows}
+    assert words == {"T4": "fp16 with loss scaling", "V100": "fp16 with loss scaling",
+                     "A10G": "bf16", "H100": "bf16", "K80": "fp32",
+                     "cpu": "fp32 (CPU, as probed)"}  # fmt: skip
