@@ -96,7 +96,8 @@ def run_probes(
         if request.framework not in FRAMEWORK_ENTRY:
             raise unknown_value_error("framework", request.framework, FRAMEWORK_ENTRY)
     start = time.time()
-    first = dataclasses.replace(requests[0], process_start=start)
+    # a fresh child's CPU clock starts at 0 (issue #36: its initialisation in CPU time too)
+    first = dataclasses.replace(requests[0], process_start=start, process_cpu_start=0.0)
     batch = [first, *requests[1:]]
     oom_kills_before = oom_kill_count()
     proc: subprocess.Popen[str] | None = None

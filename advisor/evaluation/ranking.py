@@ -17,24 +17,23 @@ probe noise of a few per cent cannot swap two machines the estimates cannot tell
 
 A band as wide as the noise (issue #36): on a busy machine the probes' timings move by more
 than 5 % between runs, and a row near the band's edge fell in or out of it, so the answer
-changed (batch 512 or 1024 on one machine, 0.062 or 0.063 USD). The band (``share`` of the
-functions below) is then the probes' own measured noise (``noise_band``: the spread of their
-steady iterations), never less than ``TIE_SHARE``, rounded up to a whole 5 % so a band that
-moves by a point or two between runs stays the same, at most ``TIE_MAX_SHARE`` (a prior); the
-same band applies to the time and to the cost, then the stated keys decide.
+changed (batch 512 or 1024 on one machine, 0.062 or 0.063 USD). A band measured from the
+probes' spread moved itself (20 % in one run, 25 % in the next) and split the answers again
+(docs/benchmarks.md, "The same answer on a busy machine"), so the band has two levels only
+(``contention_band``): ``TIE_SHARE`` when every probe had the CPU to itself, ``TIE_MAX_SHARE``
+(a prior) when any probe shared it with other processes -- a yes/no the probes measure
+(``advisor.evaluation.contention``), far from its threshold when the cores are busy. The same
+band applies to the time and to the cost, then the stated keys decide.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 TIE_SHARE = 0.05  # values this close to the best count as ties (the band on a quiet machine)
-TIE_STEP = 0.05  # a measured band is rounded up to a multiple of this
-TIE_MAX_SHARE = 0.25  # a prior: a noisier machine's band stays at a quarter (range 0.05-0.25)
+TIE_MAX_SHARE = 0.25  # a prior: the band when probes shared the CPU (range 0.05-0.25)
 # The rule that picks among a tie group, in words (the report's confidence line).
 TIE_RULE = {
     "time": "the cheapest (costs within the band tie: the lower list price, then the name)",
@@ -66,16 +65,12 @@ def _primary(p: Point, objective: str) -> tuple[float, float]:
     return (p.cost, p.runtime) if objective == "cost" else (p.runtime, p.cost)
 
 
-def noise_band(spreads: Iterable[float]) -> float:
-    """The tie band for timings whose measured relative spreads (max / min - 1 of a probe's
-    steady iterations) are ``spreads``: their median, rounded up to a multiple of
-    ``TIE_STEP``, within [``TIE_SHARE``, ``TIE_MAX_SHARE``] (``TIE_SHARE`` without any)."""
-    found = sorted(s for s in spreads if math.isfinite(s) and s >= 0)
-    if not found:
-        return TIE_SHARE
-    mid = statistics.median(found)
-    stepped = math.ceil(round(mid / TIE_STEP, 6)) * TIE_STEP
-    return round(min(TIE_MAX_SHARE, max(TIE_SHARE, stepped)), 4)
+def contention_band(contended: bool) -> float:
+    """The tie band (issue #36): ``TIE_MAX_SHARE`` when a probe the rows rest on was timed
+    while other processes kept the CPU busy (its times may be off by tens of per cent, and
+    they move between runs), else ``TIE_SHARE``. Two levels, so that the band itself does not
+    move with the noise it stands for."""
+    return TIE_MAX_SHARE if contended else TIE_SHARE
 
 
 def tie_groups(

@@ -30,6 +30,9 @@ def test_real_fcn_probe_in_a_child_process() -> None:
     assert result.framework == "torch" and len(result.iteration_s) == 4
     # init runs from the parent's spawn: it includes interpreter start and `import torch`
     assert result.init_s > 0.3
+    # issue #36: the child's CPU clock read too (0 at its start): the share of it that ran
+    assert 0 < result.fingerprint["init_clocks"]["running"] <= 1
+    assert result.init_s <= result.fingerprint["init_clocks"]["wall_s"]
     assert result.flops_per_iteration and result.flops_per_iteration > 0
     assert ("iterations", 4, 4) in events
 
