@@ -24,6 +24,12 @@ probes' spread moved itself (20 % in one run, 25 % in the next) and split the an
 (a prior) when any probe shared it with other processes -- a yes/no the probes measure
 (``advisor.evaluation.contention``), far from its threshold when the cores are busy. The same
 band applies to the time and to the cost, then the stated keys decide.
+
+One machine, several batch sizes (issue #36): with the rows steady, one machine's batch sizes
+sat 1-4 % apart at the band's edge and whichever fell inside it was recommended (batch 1024 in
+one run, 512 in the next, 0.3 % apart). The pick's machine's rows within the band of the pick
+on time and cost (``same_machine_alternatives``) are one choice, and the stated key -- the
+smaller batch -- takes it and leads the ranking.
 """
 
 from __future__ import annotations
@@ -36,8 +42,10 @@ TIE_SHARE = 0.05  # values this close to the best count as ties (the band on a q
 TIE_MAX_SHARE = 0.25  # a prior: the band when probes shared the CPU (range 0.05-0.25)
 # The rule that picks among a tie group, in words (the report's confidence line).
 TIE_RULE = {
-    "time": "the cheapest (costs within the band tie: the lower list price, then the name)",
-    "cost": "the fastest (times within the band tie: the lower list price, then the name)",
+    "time": "the cheapest (costs within the band tie: the lower list price, then the name; "
+    "its machine's batch sizes within the band of it: the smaller)",
+    "cost": "the fastest (times within the band tie: the lower list price, then the name; "
+    "its machine's batch sizes within the band of it: the smaller)",
 }
 PARETO_MAX = 8  # most points the reported Pareto set keeps (ends and knee always kept)
 
