@@ -22,7 +22,9 @@ absolute figures; the load average is printed with them.
 its output read as it comes, the time to the first answer (the "first answer" block printed
 from the operator trace while the local probes run; for an executable without it, the final
 report is the first) and to the final answer (the command's end), cold, each run in a fresh
-``ADVISOR_HOME``; with ``--other`` alternately.
+``ADVISOR_HOME``; with ``--other`` alternately. The command's CPU seconds at the first answer
+are read from ``/proc/PID/stat`` as it appears; ``--first-only`` stops the command there (on
+a loaded machine the final answer takes minutes).
 """
 
 from __future__ import annotations
@@ -176,13 +178,25 @@ def _print(name: str, m: dict[str, Any]) -> None:
     )
 
 
-def screen_times(advisor: str) -> dict[str, Any]:
-    """One cold run of the terminal command: seconds to the first answer and to the end."""
+def _cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) process ``pid`` has used so far (``/proc/PID/stat``)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def screen_times(advisor: str, first_only: bool = False) -> dict[str, Any]:
+    """One cold run of the terminal command: seconds to the first answer and to the end, and
+    the command's CPU seconds at the first answer (its process, interpreter start included;
+    the first answer runs there before any probe child starts). ``first_only``: stop the
+    command once the first answer is printed (SIGTERM; no final time)."""
     home = Path(tempfile.mkdtemp(prefix="advisor-bench-"))
     try:
         load = os.getloadavg()[0]
         started = time.perf_counter()
-        first, early = None, False
+        first, early, first_cpu = None, False, None
         with subprocess.Popen(
             [advisor, *[c for c in COMMAND if c != "--json"]],
             stdout=subprocess.PIPE,
@@ -193,13 +207,16 @@ def screen_times(advisor: str) -> dict[str, Any]:
             assert proc.stdout is not None
             for line in proc.stdout:
                 if first is None and line.strip():
-                    first = time.perf_counter() - started
+                    first, first_cpu = time.perf_counter() - started, _cpu_s(proc.pid)
                     early = line.startswith("first answer")
+                    if first_only and early:
+                        proc.terminate()
+                        break
         final = time.perf_counter() - started
-        if proc.returncode != 0:
+        if proc.wait() != 0 and not (first_only and early):
             raise SystemExit(f"{advisor} failed ({proc.returncode})")
-        return {"first_s": first if early else final, "final_s": final, "load": load,
-                "early": early}  # fmt: skip
+        return {"first_s": first if early else final, "final_s": None if first_only and early
+                else final, "load": load, "early": early, "first_cpu_s": first_cpu}  # fmt: skip
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
@@ -209,18 +226,28 @@ def screen_main(args: argparse.Namespace) -> None:
     for _ in range(args.repeat):  # alternate, so both see the same machine
         for name, exe in (("this", args.advisor), ("other", args.other)):
             if exe is not None:
-                r = screen_times(exe)
+                r = screen_times(exe, args.first_only)
                 runs.setdefault(name, []).append(r)
+                cpu = r["first_cpu_s"]
+                final = r["final_s"]
                 print(
                     f"{name}: first answer {r['first_s']:.1f} s"
-                    f"{'' if r['early'] else ' (the final report)'}, final {r['final_s']:.1f} s, "
+                    f"{'' if r['early'] else ' (the final report)'}"
+                    f" ({'?' if cpu is None else f'{cpu:.1f}'} s CPU of the command), final "
+                    f"{'not waited for' if final is None else f'{final:.1f} s'}, "
                     f"load average {r['load']:.1f}",
                     flush=True,
                 )
     for name, rs in runs.items():
         first = statistics.median(r["first_s"] for r in rs)
-        final = statistics.median(r["final_s"] for r in rs)
-        print(f"{name}: median first answer {first:.1f} s, final {final:.1f} s ({len(rs)} runs)")
+        cpus = [r["first_cpu_s"] for r in rs if r["first_cpu_s"] is not None]
+        finals = [r["final_s"] for r in rs if r["final_s"] is not None]
+        print(
+            f"{name}: median first answer {first:.1f} s"
+            + (f" ({statistics.median(cpus):.1f} s CPU)" if cpus else "")
+            + (f", final {statistics.median(finals):.1f} s" if finals else "")
+            + f" ({len(rs)} runs)"
+        )
 
 
 def main() -> None:
@@ -229,6 +256,9 @@ def main() -> None:
     parser.add_argument("--advisor", default=shutil.which("advisor") or "advisor")
     parser.add_argument("--other", help="another advisor executable to time alternately")
     parser.add_argument("--screen", action="store_true", help="time the terminal's report")
+    parser.add_argument(
+        "--first-only", action="store_true", help="with --screen: stop at the first answer"
+    )
     args = parser.parse_args()
     if args.screen:
         screen_main(args)

@@ -38,19 +38,19 @@ def main() -> int:
     requests = (
         [ProbeRequest(**r) for r in data] if isinstance(data, list) else [ProbeRequest(**data)]
     )
-    imports_s: float | None = None
+    imports: tuple[float, float] | None = None  # (wall, CPU) seconds
     for position, request in enumerate(requests):
         if position > 0:  # issue #28: one process for several batch sizes
-            assert imports_s is not None
-            request = shared_process(request, imports_s)
+            assert imports is not None
+            request = shared_process(request, *imports)
         _progress(f"start:{position}", position, len(requests))
-        result, imports_s = _run(request, imports_s)
+        result, imports = _run(request, imports)
         if position > 0:
             result = dataclasses.replace(
                 result,
                 fingerprint={
                     **result.fingerprint,
-                    "probe_process": {"position": position, "imports_s": round(imports_s, 4)},
+                    "probe_process": {"position": position, "imports_s": round(imports[0], 4)},
                 },
             )
         sys.stdout.flush()
@@ -58,32 +58,44 @@ def main() -> int:
     return 0
 
 
-def shared_process(request: ProbeRequest, imports_s: float) -> ProbeRequest:
+def shared_process(
+    request: ProbeRequest, imports_s: float, imports_cpu: float = 0.0
+) -> ProbeRequest:
     """A later request of a shared process: its initialisation starts ``imports_s`` (the
     interpreter start and imports this process measured for its first probe) before now, so
-    ``init_s`` is still interpreter + imports + this batch's build, each measured."""
+    ``init_s`` is still interpreter + imports + this batch's build, each measured; on the CPU
+    clock likewise, ``imports_cpu`` before now (issue #36)."""
     from advisor.probes.host import reset_peak_rss
 
     reset_peak_rss()  # its peak memory is its own, not an earlier batch size's
-    return dataclasses.replace(request, process_start=time.time() - imports_s)
+    return dataclasses.replace(
+        request,
+        process_start=time.time() - imports_s,
+        process_cpu_start=time.process_time() - imports_cpu,
+    )
 
 
-def _run(request: ProbeRequest, imports_s: float | None) -> tuple[ProbeResult, float]:
-    """One probe; returns its result and the interpreter-and-import time (measured on the
-    first: process start until the framework's runner is imported)."""
+def _run(
+    request: ProbeRequest, imports: tuple[float, float] | None
+) -> tuple[ProbeResult, tuple[float, float]]:
+    """One probe; returns its result and the interpreter-and-import time, wall and CPU
+    (measured on the first: process start until the framework's runner is imported)."""
     from advisor.probes.framework import classify
     from advisor.probes.runner import resolve_entry
 
     started = request.process_start if request.process_start is not None else time.time()
+    cpu_start = request.process_cpu_start or 0.0
     try:
         entry = resolve_entry(request.framework)
-        if imports_s is None:
-            imports_s = time.time() - started
+        if imports is None:
+            imports = (time.time() - started, time.process_time() - cpu_start)
         result = entry(request, on_progress=_progress)
     except Exception as exc:  # what the runner could not turn into a result itself
         reason = one_line(f"{type(exc).__name__}: {exc}")
         result = ProbeResult.failure(request, classify(exc), reason, time.time() - started)
-    return result, imports_s if imports_s is not None else time.time() - started
+    if imports is None:
+        imports = (time.time() - started, time.process_time() - cpu_start)
+    return result, imports
 
 
 if __name__ == "__main__":

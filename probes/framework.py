@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from advisor.probes.gradient_noise import NoiseScale
-from advisor.probes.host import busy_cpu_s, cores, others_cores, peak_rss_bytes
+from advisor.probes.host import busy_cpu_s, cores, others_cores, peak_rss_bytes, running_share
 from advisor.probes.result import (
     MIN_PROBE_ITERATIONS,
     ProbeRequest,
@@ -89,15 +89,18 @@ class Timed:
 
     ``iteration_s`` per iteration in order; ``step_ends`` (``time.perf_counter``) and
     ``step_cpu`` (``time.process_time``) at each step's end; ``first_batch_wall``
-    (``time.time``) when the first batch was ready, where initialisation ends.
+    (``time.time``) when the first batch was ready, where initialisation ends;
+    ``first_batch_cpu`` the process's CPU clock (``time.process_time``) then (None: not read).
     """
 
     iteration_s: tuple[float, ...]
     step_ends: Sequence[float]
     step_cpu: Sequence[float]
     first_batch_wall: float
+    first_batch_cpu: float | None = None
 
 
+RUNNING_NOTE = "the process's CPU time over its wall time (waiting for a busy core not counted)"
 STEADY_SAMPLES = 3  # steady steps that must agree before a time-boxed probe may stop early
 STEADY_SPREAD = 0.05  # ... within this share of the fastest of them
 
@@ -287,7 +290,12 @@ class FrameworkRunner(ABC):
                 "gradient noise scale", skipped, self.gradient_noise, prepared, request
             )
 
-        init_s, init_note = self._init(prepared, timed.first_batch_wall - started)
+        init_wall = timed.first_batch_wall - started
+        init_s, init_note = self._init(prepared, init_wall)
+        # issue #36: what the process waited for a busy core is not initialisation
+        share = running_share(request.process_cpu_start, timed.first_batch_cpu, init_wall)
+        if share is not None and share < 1:
+            init_s, init_note = init_s * share, f"{init_note}; x{share:.2f}: {RUNNING_NOTE}"
         counted = optional("FLOP count", skipped, self.flops, prepared, request)
         flops, flops_note = counted if counted is not None else (None, "not counted")
         warnings = optional("warnings", skipped, self.warnings, prepared) or ()
@@ -300,6 +308,8 @@ class FrameworkRunner(ABC):
             init_note=init_note,
             generated_train_samples=prepared.generated_train_samples,
         )
+        if share is not None:  # issue #36: the initialisation's wall time and running share
+            fingerprint["init_clocks"] = {"wall_s": round(init_wall, 4), "running": round(share, 4)}
         if others is not None:  # measured: other processes' busy cores over the timed steps
             fingerprint["contention"] = {"others_cores": round(others, 3), "cores": cores()}
         if in_bytes is not None:  # issue #27: measured, not assumed from a shape

@@ -88,3 +88,13 @@ def check_threads(threads: object) -> None:
             f"got {threads!r}.",
             f"give at most {n} (default: all of them).",
         )
+
+
+def running_share(cpu_start: float | None, cpu_end: float | None, wall_s: float) -> float | None:
+    """The share of ``wall_s`` this process ran on the CPU: its CPU seconds over the same span
+    (``time.process_time`` at its start and end) divided by ``wall_s``, at most 1 (threads
+    running side by side count once); None where either reading is missing (issue #36: a
+    probe's initialisation as it runs alone, without the time it waited for a busy core)."""
+    if cpu_start is None or cpu_end is None or wall_s <= 0:
+        return None
+    return max(0.0, min(1.0, (cpu_end - cpu_start) / wall_s))

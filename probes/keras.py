@@ -48,6 +48,7 @@ class ProbeCallback(keras.callbacks.Callback):
         self._on_progress = on_progress
         self._total = total
         self.first_batch_wall: float | None = None
+        self.first_batch_cpu: float | None = None  # time.process_time() then (issue #36)
         self._batch_begin: list[float] = []
         self._batch_end: list[float] = []
         self._test_begin: list[float] = []
@@ -60,6 +61,7 @@ class ProbeCallback(keras.callbacks.Callback):
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         if self.first_batch_wall is None:
             self.first_batch_wall = time.time()
+            self.first_batch_cpu = time.process_time()
         self._batch_begin.append(self._clock())
 
     def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:

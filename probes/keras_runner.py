@@ -181,7 +181,8 @@ class KerasRunner(FrameworkRunner):
         )
         if cb.diverged:
             raise LossDiverged(f"loss became {cb.losses[-1]} during the probe")
-        return Timed(cb.iteration_s, cb.step_ends, cb.cpu_s, cb.first_batch_wall or time.time())
+        wall = cb.first_batch_wall or time.time()
+        return Timed(cb.iteration_s, cb.step_ends, cb.cpu_s, wall, cb.first_batch_cpu)
 
     def validation_pass(self, prepared: Prepared, request: ProbeRequest) -> tuple[float, int]:
         state: _State = prepared.state

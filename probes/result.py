@@ -290,7 +290,9 @@ class ProbeRequest:
     ``validation_batches`` bounds the validation slice run per pass (None: the whole
     generated validation set); the result scales it to the workload's full ``n_val``.
     ``process_start`` is the wall-clock (``time.time()``) when the child process was
-    started, so initialisation includes interpreter start and imports.
+    started, so initialisation includes interpreter start and imports; ``process_cpu_start``
+    the process's CPU clock (``time.process_time()``) at that start (0.0 in a fresh child;
+    None: not known, the initialisation is then wall time only).
     ``max_seconds`` time-boxes the timed iterations (every framework): once at least ``MIN_PROBE_ITERATIONS``
     have run and this many seconds have passed since the first batch was ready, the probe
     stops early (large batches on slow machines); the result holds the iterations it timed.
@@ -309,6 +311,7 @@ class ProbeRequest:
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 300.0
     process_start: float | None = None
+    process_cpu_start: float | None = None  # issue #36: initialisation in CPU time too
     max_seconds: float | None = None
     gradient_noise: bool = True  # issue #19: measure B_simple after the timed iterations
 

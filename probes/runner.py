@@ -9,7 +9,10 @@ What happened is classified where it is known, never guessed from log text: the 
 reports an exception it caught by type in its result (oom, nan, timeout, error; see
 :mod:`advisor.probes.framework`); the parent labels what the child could not report from
 the exit status (``killed``: a signal ended it, named; ``error``: a non-zero exit code) and
-its own timeout (``timeout``). A SIGKILL counts as out of memory only with evidence: the
+its own timeout (``timeout``). The timeout counts the child's CPU time where that is less
+than its wall time (issue #36: a probe that waits for a busy CPU is not slow itself; on a
+loaded machine probes ran past a wall-clock timeout and the answer's candidates changed from
+run to run), and ends a child that sleeps or hangs at ``WALL_CAP`` times it. A SIGKILL counts as out of memory only with evidence: the
 kernel's ``oom_kill`` counter (this cgroup's ``memory.events``/``memory.oom_control`` or
 ``/proc/vmstat``) rose while the probe ran. An interrupt (Ctrl-C) or any other exception in
 the parent kills the child before it propagates.
@@ -42,6 +45,27 @@ FRAMEWORK_ENTRY: dict[str, str] = {
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
 PROGRESS_PREFIX = "@advisor-progress "  # same as advisor.probes.child.PROGRESS_PREFIX
 _STDERR_TAIL = 40
+WALL_CAP = 3.0  # a prior: a child waiting for a busy CPU runs to at most this x its timeout
+POLL_S = 0.5  # how often the child's CPU clock is read while its result is awaited
+
+
+def child_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) process ``pid`` has used (``/proc/PID/stat``); None where
+    it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def probe_time_left(wall_s: float, cpu_s: float | None, timeout_s: float) -> float:
+    """Seconds left of a probe's ``timeout_s`` after ``wall_s`` of wall time in which its
+    process used ``cpu_s`` CPU seconds (None: not known, the wall time counts): what it used
+    counts as min(wall, CPU) -- its threads side by side count once, time waiting for a busy
+    CPU not at all -- and the wall time at most ``WALL_CAP`` x ``timeout_s``."""
+    used = wall_s if cpu_s is None else min(wall_s, cpu_s)
+    return min(timeout_s - used, WALL_CAP * timeout_s - wall_s)
 
 
 def resolve_entry(framework: str) -> Callable[..., ProbeResult]:
@@ -96,7 +120,8 @@ def run_probes(
         if request.framework not in FRAMEWORK_ENTRY:
             raise unknown_value_error("framework", request.framework, FRAMEWORK_ENTRY)
     start = time.time()
-    first = dataclasses.replace(requests[0], process_start=start)
+    # a fresh child's CPU clock starts at 0 (issue #36: its initialisation in CPU time too)
+    first = dataclasses.replace(requests[0], process_start=start, process_cpu_start=0.0)
     batch = [first, *requests[1:]]
     oom_kills_before = oom_kill_count()
     proc: subprocess.Popen[str] | None = None
@@ -134,22 +159,26 @@ def run_probes(
             proc.stdin.close()
         except BrokenPipeError:
             pass
-        since = start
+        since, cpu_since = start, 0.0
         while len(done) < len(batch):
-            wait = batch[len(done)].timeout_s - (time.time() - since)
+            cpu = child_cpu_s(proc.pid)
+            used = None if cpu is None else cpu - cpu_since
+            wait = probe_time_left(time.time() - since, used, batch[len(done)].timeout_s)
             if deadline is not None:
                 wait = min(wait, deadline - time.time())
-            try:
-                line = results.get(timeout=max(wait, 0.0))
-            except queue.Empty:
+            if wait <= 0:
                 timed_out = True
                 break
+            try:
+                line = results.get(timeout=min(wait, POLL_S))
+            except queue.Empty:
+                continue
             if line is None:  # the child ended
                 break
             result = _last_result([line])
             if result is not None:
                 done.append(result)
-                since = time.time()
+                since, cpu_since = time.time(), child_cpu_s(proc.pid) or 0.0
                 if on_result is not None:
                     on_result(len(done) - 1, result)
         if not timed_out and len(done) < len(batch):

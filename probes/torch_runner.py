@@ -149,7 +149,7 @@ class TorchRunner(FrameworkRunner):
             batches = iter(setup.train_loader)
             batch = to_device(next(batches), device)
             sync(device)
-            ready_wall, ready = time.time(), time.perf_counter()
+            ready_wall, ready, ready_cpu = time.time(), time.perf_counter(), time.process_time()
             box.start()
             state.first_batch = batch
             for i in range(request.iterations):
@@ -166,7 +166,7 @@ class TorchRunner(FrameworkRunner):
             timer.remove()
         stamps = [ready, *timer.ends]
         iterations = tuple(stamps[i + 1] - stamps[i] for i in range(len(stamps) - 1))
-        return Timed(iterations, timer.ends, timer.cpu, ready_wall)
+        return Timed(iterations, timer.ends, timer.cpu, ready_wall, ready_cpu)
 
     def validation_pass(self, prepared: Prepared, request: ProbeRequest) -> tuple[float, int]:
         state: _State = prepared.state

@@ -131,27 +131,50 @@ def steady_spread(probe: Any) -> float | None:
 
 
 def tie_band(probes: Iterable[tuple[int, Any]]) -> dict[str, Any]:
-    """The tie band of a report (issue #36) from its probes (batch size, probe): the spread
-    of each timed probe's last three steady iterations (``steady_spread``) made a band by
-    ``advisor.evaluation.ranking.noise_band``, with what it rests on."""
-    from advisor.evaluation.ranking import TIE_SHARE, noise_band
+    """The tie band of a report (issue #36) from its probes (batch size, probe): the
+    quiet band, or the busy machine's when any timed probe was contended
+    (``advisor.evaluation.ranking.contention_band``), with what it rests on. The spread of
+    each probe's last three steady iterations (``steady_spread``) is reported beside it: it
+    says how noisy the timings were, but the band does not follow it (a measured band moved
+    between runs by more than the rows did)."""
+    from advisor.evaluation.ranking import contention_band
 
     spreads: dict[int, float] = {}
+    busy: dict[int, dict[str, float]] = {}
+    timed: set[int] = set()
     for batch, probe in sorted(probes, key=lambda bp: bp[0]):
+        if _timed(probe):
+            timed.add(batch)
         spread = steady_spread(probe)
         if spread is not None and batch not in spreads:
             spreads[batch] = spread
-    share = noise_band(spreads.values())
-    if not spreads:
-        basis = f"{TIE_SHARE:.0%}: no timed probe to measure the noise from"
-    else:
-        shown = ", ".join(f"b{b} {s:.1%}" for b, s in spreads.items())
+        found = contention(probe)
+        if found is not None and batch not in busy:
+            busy[batch] = found
+    share = contention_band(bool(busy))
+    if busy:
+        which = ", ".join(f"b{b}" for b in busy)
         basis = (
-            f"{share:.0%}: the median spread of the probes' last three steady iterations "
-            f"({shown}), rounded up to a whole 5 %, at least {TIE_SHARE:.0%}"
+            f"{share:.0%}: the probes at {which} shared the CPU with other processes "
+            "(their times move between runs); the quiet band is 5 %"
         )
+    elif timed:
+        basis = f"{share:.0%}: every probe had the CPU to itself"
+    else:
+        basis = f"{share:.0%}: no probe timed here"
     return {
         "share": share,
+        "contended": sorted(busy),
         "spreads": {str(b): round(s, 4) for b, s in spreads.items()},
         "basis": basis,
     }
+
+
+def _timed(probe: Any) -> bool:
+    """Whether ``probe`` is an ok probe timed here (not a stand-in traced without a timing)."""
+    if isinstance(probe, dict):
+        status, fingerprint = probe.get("status"), probe.get("fingerprint") or {}
+    else:
+        status = getattr(probe, "status", None)
+        fingerprint = getattr(probe, "fingerprint", None) or {}
+    return status == "ok" and "untimed" not in fingerprint

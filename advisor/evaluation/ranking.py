@@ -17,28 +17,35 @@ probe noise of a few per cent cannot swap two machines the estimates cannot tell
 
 A band as wide as the noise (issue #36): on a busy machine the probes' timings move by more
 than 5 % between runs, and a row near the band's edge fell in or out of it, so the answer
-changed (batch 512 or 1024 on one machine, 0.062 or 0.063 USD). The band (``share`` of the
-functions below) is then the probes' own measured noise (``noise_band``: the spread of their
-steady iterations), never less than ``TIE_SHARE``, rounded up to a whole 5 % so a band that
-moves by a point or two between runs stays the same, at most ``TIE_MAX_SHARE`` (a prior); the
-same band applies to the time and to the cost, then the stated keys decide.
+changed (batch 512 or 1024 on one machine, 0.062 or 0.063 USD). A band measured from the
+probes' spread moved itself (20 % in one run, 25 % in the next) and split the answers again
+(docs/benchmarks.md, "The same answer on a busy machine"), so the band has two levels only
+(``contention_band``): ``TIE_SHARE`` when every probe had the CPU to itself, ``TIE_MAX_SHARE``
+(a prior) when any probe shared it with other processes -- a yes/no the probes measure
+(``advisor.evaluation.contention``), far from its threshold when the cores are busy. The same
+band applies to the time and to the cost, then the stated keys decide.
+
+One machine, several batch sizes (issue #36): with the rows steady, one machine's batch sizes
+sat 1-4 % apart at the band's edge and whichever fell inside it was recommended (batch 1024 in
+one run, 512 in the next, 0.3 % apart). The pick's machine's rows within the band of the pick
+on time and cost (``same_machine_alternatives``) are one choice, and the stated key -- the
+smaller batch -- takes it and leads the ranking.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 TIE_SHARE = 0.05  # values this close to the best count as ties (the band on a quiet machine)
-TIE_STEP = 0.05  # a measured band is rounded up to a multiple of this
-TIE_MAX_SHARE = 0.25  # a prior: a noisier machine's band stays at a quarter (range 0.05-0.25)
+TIE_MAX_SHARE = 0.25  # a prior: the band when probes shared the CPU (range 0.05-0.25)
 # The rule that picks among a tie group, in words (the report's confidence line).
 TIE_RULE = {
-    "time": "the cheapest (costs within the band tie: the lower list price, then the name)",
-    "cost": "the fastest (times within the band tie: the lower list price, then the name)",
+    "time": "the cheapest (costs within the band tie: the lower list price, then the name; "
+    "its machine's batch sizes within the band of it: the smaller)",
+    "cost": "the fastest (times within the band tie: the lower list price, then the name; "
+    "its machine's batch sizes within the band of it: the smaller)",
 }
 PARETO_MAX = 8  # most points the reported Pareto set keeps (ends and knee always kept)
 
@@ -66,16 +73,12 @@ def _primary(p: Point, objective: str) -> tuple[float, float]:
     return (p.cost, p.runtime) if objective == "cost" else (p.runtime, p.cost)
 
 
-def noise_band(spreads: Iterable[float]) -> float:
-    """The tie band for timings whose measured relative spreads (max / min - 1 of a probe's
-    steady iterations) are ``spreads``: their median, rounded up to a multiple of
-    ``TIE_STEP``, within [``TIE_SHARE``, ``TIE_MAX_SHARE``] (``TIE_SHARE`` without any)."""
-    found = sorted(s for s in spreads if math.isfinite(s) and s >= 0)
-    if not found:
-        return TIE_SHARE
-    mid = statistics.median(found)
-    stepped = math.ceil(round(mid / TIE_STEP, 6)) * TIE_STEP
-    return round(min(TIE_MAX_SHARE, max(TIE_SHARE, stepped)), 4)
+def contention_band(contended: bool) -> float:
+    """The tie band (issue #36): ``TIE_MAX_SHARE`` when a probe the rows rest on was timed
+    while other processes kept the CPU busy (its times may be off by tens of per cent, and
+    they move between runs), else ``TIE_SHARE``. Two levels, so that the band itself does not
+    move with the noise it stands for."""
+    return TIE_MAX_SHARE if contended else TIE_SHARE
 
 
 def tie_groups(
@@ -120,8 +123,46 @@ def rank(points: Sequence[Point], objective: str, share: float = TIE_SHARE) -> l
             k = knee_point(front)
             ordered = [k, *(p for p in ordered if p is not k)]
         return ordered + sorted(rest, key=lambda p: (p.runtime, p.cost))
-    ordered = [p for g in tie_groups(feasible, objective, share) for p in g]
+    ordered = _same_machine_by_key(
+        [p for g in tie_groups(feasible, objective, share) for p in g], share
+    )
     return ordered + [p for g in tie_groups(rest, objective, share) for p in g]
+
+
+def same_machine_alternatives(pick: Point, points: Sequence[Point], share: float) -> list[Point]:
+    """The feasible points of ``pick``'s machine (the same list price and name: ``tiebreak``'s
+    first two keys) within ``share`` of ``pick`` on both time and cost: alternatives the
+    measurements cannot tell from it, ``pick`` included; [] without tiebreak keys."""
+    if len(pick.tiebreak) < 2:
+        return []
+    return [
+        p
+        for p in points
+        if p.feasible
+        and p.tiebreak[:2] == pick.tiebreak[:2]
+        and within(p.runtime, pick.runtime, share)
+        and within(p.cost, pick.cost, share)
+    ]
+
+
+def within(value: float, ref: float, share: float) -> bool:
+    """Whether ``value`` and ``ref`` are within ``share`` of the smaller of the two."""
+    low, high = sorted((value, ref))
+    return high <= low * (1 + share)
+
+
+def _same_machine_by_key(ordered: list[Point], share: float) -> list[Point]:
+    """Issue #36: the tie group's pick, and its machine's other batch sizes within the band of
+    it on both metrics, are one choice the probes' noise cannot settle (on a busy machine one
+    machine's rows at batch 512 and 1024, 0.3 % apart, fell on either side of the group's edge
+    from run to run); the stated key (the smaller batch) takes among them and leads."""
+    if not ordered:
+        return ordered
+    same = same_machine_alternatives(ordered[0], ordered, share)
+    if len(same) < 2:
+        return ordered
+    head = min(same, key=lambda p: p.tiebreak)
+    return [head, *(p for p in ordered if p is not head)]
 
 
 def recommended(points: Sequence[Point], objective: str, share: float = TIE_SHARE) -> Point | None:

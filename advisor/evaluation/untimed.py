@@ -52,16 +52,27 @@ def decide(
 ) -> LocalDecision | None:
     """Trace ``model`` on the meta device and judge a local probe (None: it cannot be traced
     here, so the probe runs as before). ``max_step_s``: the step's lower bound beyond which
-    it is not timed here (default ``local_feasibility``'s, what ``advisor predict`` uses)."""
-    from advisor.prediction.perf.traces import user_modules_importable
+    it is not timed here (default ``local_feasibility``'s, what ``advisor predict`` uses).
+    The trace is kept in this process's memo (``perf.traces``, the key the GPU rows' traces
+    use): the first answer and the run's own screen trace each batch size once (issue #36)."""
+    from advisor.prediction.perf.traces import (
+        remember,
+        remembered,
+        trace_key,
+        user_modules_importable,
+    )
     from advisor.probes.operators import local_feasibility, trace_workload
 
     mode = "meta" if framework == "torch" else "auto"
-    try:
-        with user_modules_importable():
-            trace = trace_workload(model, batch_size, framework, hyperparameters, mode=mode)
-    except Exception:  # the probe runs and its own trace is taken after (perf.step)
-        return None
+    key = trace_key(model, framework, batch_size, dict(hyperparameters or {}))
+    trace = remembered(key)
+    if trace is None:
+        try:
+            with user_modules_importable():
+                trace = trace_workload(model, batch_size, framework, hyperparameters, mode=mode)
+        except Exception:  # the probe runs and its own trace is taken after (perf.step)
+            return None
+        remember(key, trace)
     if not trace.memory_bytes:
         return LocalDecision(trace, True, "no memory figure in the trace")
     limit = {} if max_step_s is None else {"max_step_s": max_step_s}

@@ -78,7 +78,8 @@ def probe_request(
 def probe_command(request: ProbeRequest, service: str | None = None) -> tuple[str, ...]:
     """The exact job command for ``request`` (with ``service``'s output argument: Azure ML's
     ``--out ${{outputs.result}}``)."""
-    data = {k: v for k, v in json.loads(request.to_json()).items() if k != "process_start"}
+    local = ("process_start", "process_cpu_start")  # this process's clocks, not the job's
+    data = {k: v for k, v in json.loads(request.to_json()).items() if k not in local}
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     pieces = tuple(text[i : i + ARG_PIECE] for i in range(0, len(text), ARG_PIECE))
     command = (*ENTRY, "--request", *pieces)

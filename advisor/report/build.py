@@ -25,7 +25,7 @@ from advisor.evaluation.ranking import (
 from advisor.options import METRIC_NAMES
 from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
 from advisor.records import TrialRecord, is_accuracy_trial
-from advisor.report.confidence import confidence, quiet_pick, report_band
+from advisor.report.confidence import confidence, quiet_pick, report_band, same_machine_note
 from advisor.report.epochs import epochs_note, epochs_per_batch
 from advisor.report.feasible import check_feasible as check_feasible  # re-exported
 from advisor.report.memory import left_out as memory_left_out
@@ -238,8 +238,7 @@ def _reason(
     front: list[Point],
     share: float = TIE_SHARE,
 ) -> str:
-    """One line: why this run ("fastest within USD 5; the cheapest of 9 machines within 5 %
-    of the best time")."""
+    """One line: why this run ("fastest within USD 5; the cheapest of 9 within 5 % of ...")."""
     opts, objective = outcome.options, outcome.objective
     if objective == "pareto":
         return (
@@ -257,6 +256,7 @@ def _reason(
     if len(group) > 1:
         pick = "cheapest" if objective == "time" else "fastest"
         text += f"; the {pick} of {len(group)} candidates within {share:.0%} of the best {other}"
+    text += same_machine_note(best, group, share)  # issue #36
     neck = best.ref.get("limiting") or ""
     if "host-bound" in neck:
         text = f"{text} (host-bound, so a bigger accelerator does not help)"

@@ -127,3 +127,15 @@ def quiet_pick(
     row = quiet.ref
     return {"machine": row["machine"], "batch_size": row["batch_size"],
             "runtime_s": row["runtime_s"]["value"], "cost_usd": row["cost_usd"]["value"]}  # fmt: skip
+
+
+def same_machine_note(best: Point, group: Sequence[Point], share: float) -> str:
+    """Issue #36: the words for a recommendation its machine's smaller batch took over from
+    the tie group's pick (``advisor.evaluation.ranking.same_machine_alternatives``); "" when
+    it is the group's pick."""
+    if any(p is best for p in group):
+        return ""
+    return (
+        f"; then batch {best.ref['batch_size']}, the smallest of its machine's batch sizes "
+        f"within {share:.0%} of that pick on time and cost"
+    )

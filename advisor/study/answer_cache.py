@@ -12,6 +12,10 @@ inputs:
 - the catalog snapshot's files (names and modification times);
 - this package's version and the report format (``FORMAT``).
 
+An answer with probes timed on a busy machine is reused while the machine is still busy
+(re-screening then would retake nothing: issue #36) and recomputed once it is quiet, when
+those probes are retaken.
+
 ``cached_answer`` recomputes the fingerprint by reading the SQLite file directly (no Optuna,
 no SQLAlchemy: importing them alone takes most of a second) and returns the kept report only
 when every input is unchanged and the study had stopped on its own; otherwise None, and the
@@ -125,7 +129,8 @@ def cached_answer(
             answer = _attr(con, sid, ANSWER)
         if not last_run.get("final") or not isinstance(answer, dict):
             return None
-        if answer["report"].get("contention_notes"):  # a busy machine's probe: may be retaken
+        busy = bool(answer["report"].get("contention_notes"))
+        if busy and _quiet_now():  # a busy machine's probes: retaken now that it is quiet
             return None
         if answer.get("key") != fingerprint(db, study, workload, framework, snapshot):
             return None
@@ -141,7 +146,19 @@ def cached_answer(
     report.setdefault("trials", {})["new"] = 0
     report.setdefault("probes", {})["new"] = 0
     report["answered_from"] = "kept answer (every input unchanged)"
+    if busy:  # issue #36: a re-run on a machine still busy screened again for nothing
+        report["answered_from"] += (
+            "; the machine is still busy, so the probes timed while it was are kept"
+        )
     return report
+
+
+def _quiet_now() -> bool:
+    """Whether the machine is quiet now (``advisor.evaluation.contention.quiet_now``): then a
+    run retakes the probes timed while it was busy, so their kept answer is not reused."""
+    from advisor.evaluation.contention import quiet_now
+
+    return quiet_now()
 
 
 def answer_for(options: Any) -> dict[str, Any] | None:

@@ -112,7 +112,7 @@ class _Recording(FrameworkRunner):
             cpu.append(time.process_time())
             if box.after_step():
                 break
-        return Timed(tuple([0.01] * len(ends)), ends, cpu, time.time())
+        return Timed(tuple([0.01] * len(ends)), ends, cpu, time.time(), time.process_time())
 
     def validation_pass(self, prepared: Prepared, request: ProbeRequest) -> tuple[float, int]:
         self.calls.append("validation")
@@ -185,3 +185,41 @@ def test_a_steady_probe_stops_early_but_never_below_the_minimum(
     assert _time_box_stops_at(steady, monkeypatch) == 5  # steady from step 4; floor 5
     noisy = [3.0, 1.0, 1.5, 1.0, 1.4, 1.0, 1.3, 1.0]
     assert _time_box_stops_at(noisy, monkeypatch) == len(noisy)  # keeps measuring
+
+
+class _Waiting(_Recording):
+    """Builds its workload by waiting (``sleep``: off the CPU, as a process that waits for a
+    busy core) or by computing (``spin``: the CPU clock advances)."""
+
+    def __init__(self, wait_s: float = 0.0, spin_s: float = 0.0) -> None:
+        super().__init__()
+        self.wait_s, self.spin_s = wait_s, spin_s
+
+    def prepare(self, request: ProbeRequest) -> Prepared:
+        time.sleep(self.wait_s)
+        end = time.process_time() + self.spin_s
+        while time.process_time() < end:
+            pass
+        return super().prepare(request)
+
+
+def test_the_initialisation_leaves_out_the_time_spent_off_the_cpu() -> None:
+    """Issue #36: a probe's initialisation, carried into every GPU row, was its wall time and
+    doubled when other processes kept the cores busy; it is now scaled by the share of that
+    time the process ran (its CPU clock over the wall clock)."""
+
+    def request() -> ProbeRequest:
+        now = (time.time(), time.process_time())
+        return ProbeRequest("fcn", 32, iterations=4, process_start=now[0], process_cpu_start=now[1])
+
+    waited = _Waiting(wait_s=0.5).probe_in_process(request())
+    clocks = waited.fingerprint["init_clocks"]
+    assert clocks["wall_s"] >= 0.5 and clocks["running"] < 0.5
+    assert waited.init_s < 0.25 and "CPU time over its wall time" in waited.fingerprint["init_note"]
+    worked = _Waiting(spin_s=0.3).probe_in_process(request())
+    assert worked.init_s >= 0.3  # the CPU seconds it spent building are initialisation
+    # without the CPU clock's start (a probe run in a long-lived process) the wall time stays
+    plain = _Waiting(wait_s=0.5).probe_in_process(
+        ProbeRequest("fcn", 32, iterations=4, process_start=time.time())
+    )
+    assert plain.init_s >= 0.5 and "init_clocks" not in plain.fingerprint

@@ -30,6 +30,9 @@ def test_real_fcn_probe_in_a_child_process() -> None:
     assert result.framework == "torch" and len(result.iteration_s) == 4
     # init runs from the parent's spawn: it includes interpreter start and `import torch`
     assert result.init_s > 0.3
+    # issue #36: the child's CPU clock read too (0 at its start): the share of it that ran
+    assert 0 < result.fingerprint["init_clocks"]["running"] <= 1
+    assert result.init_s <= result.fingerprint["init_clocks"]["wall_s"]
     assert result.flops_per_iteration and result.flops_per_iteration > 0
     assert ("iterations", 4, 4) in events
 
@@ -150,3 +153,29 @@ def test_child_reports_a_framework_that_cannot_be_imported(
     result = run_probe(ProbeRequest("fcn", 32, iterations=5, timeout_s=120))
     assert result.status == "oom"
     assert result.reason == "MemoryError: no memory to import"
+
+
+def test_a_probe_waiting_for_a_busy_cpu_is_not_timed_out_by_the_wait() -> None:
+    """Issue #36: on a loaded machine probes ran past a wall-clock timeout and the answer's
+    candidates changed between runs; the timeout counts min(wall, CPU) of the child."""
+    from advisor.probes.runner import WALL_CAP, probe_time_left
+
+    assert probe_time_left(100.0, 100.0, 120.0) == pytest.approx(20.0)  # alone: as before
+    assert probe_time_left(100.0, None, 120.0) == pytest.approx(20.0)  # CPU unknown: wall
+    assert probe_time_left(100.0, 190.0, 120.0) == pytest.approx(20.0)  # 2 threads: wall
+    assert probe_time_left(200.0, 60.0, 120.0) == pytest.approx(60.0)  # a third of a core
+    assert probe_time_left(130.0, 125.0, 120.0) < 0  # its own work took too long
+    hung = probe_time_left(WALL_CAP * 120.0, 1.0, 120.0)  # asleep: the wall cap ends it
+    assert hung <= 0
+
+
+def test_the_childs_cpu_clock_is_read_from_proc() -> None:
+    import time
+
+    from advisor.probes.runner import child_cpu_s
+
+    mine = child_cpu_s(os.getpid())
+    if mine is None:
+        pytest.skip("no /proc here")
+    assert abs(mine - time.process_time()) < 0.2  # clock ticks of 10 ms, threads included
+    assert child_cpu_s(2**22 + 12345) is None  # no such process

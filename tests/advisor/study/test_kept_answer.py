@@ -61,3 +61,34 @@ def test_a_changed_input_is_recomputed_not_answered_from_the_kept_answer(
     study.add_trial(optuna.trial.create_trial(value=1.0))  # one more trial in the study
     assert answer_for(options) is None
     assert answer_for(SuggestOptions(model="fcn", budget_usd=5, trials=3)) is None
+
+
+def test_a_busy_machines_answer_is_kept_while_it_is_busy_and_recomputed_when_quiet(
+    _advisor_home: Path, monkeypatch: Any
+) -> None:
+    """Issue #36: re-running the same command re-screened (11-13 s) whenever its probes had
+    been contended, though a machine still busy retakes nothing; it now answers from the
+    kept answer then, and recomputes once the machine is quiet (the probes are retaken)."""
+    import dataclasses
+
+    import advisor.evaluation.contention as contention
+
+    def busy_probe(request: Any) -> Any:
+        done = probe(request)
+        busy = {"others_cores": 1.9, "cores": 2.0}
+        return dataclasses.replace(done, fingerprint={**done.fingerprint, "contention": busy})
+
+    options = SuggestOptions(model="fcn", budget_usd=5)
+    first = suggest(options, backend=LocalBackend(default_storage_url(), run_probe=busy_probe))
+    assert first["contention_notes"] and first["tie_share"] == 0.25  # the busy band
+    monkeypatch.setattr(contention, "quiet_now", lambda *a, **k: False)
+    again = run("suggest", "--model", "fcn", "--budget", "5", "--json")
+    assert again.code == 0, again
+    report = json.loads(again.out)
+    assert (
+        report["answered_from"].startswith("kept answer")
+        and "still busy" in report["answered_from"]
+    )
+    assert report["recommended"] == first["recommended"]
+    monkeypatch.setattr(contention, "quiet_now", lambda *a, **k: True)
+    assert answer_for(options) is None  # quiet now: the run retakes the busy probes
