@@ -41,11 +41,15 @@ internet; a fresh ADVISOR_HOME needs no Optuna. Install the advisor from the wor
 that travels and run the check in one call (``timeout_s`` 600)::
 
     python3 -m pip install -q --no-deps --no-build-isolation --no-index --target /tmp/site . \
-      && export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 \
-      && python3 benchmarks/gpu_check.py --budget-s 480 --write-docs --json >$OUT/gpu_check.json; \
-      cp docs/benchmarks.md $OUT/
+      && export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 && cd /tmp \
+      && python3 $OLDPWD/benchmarks/gpu_check.py --budget-s 480 --write-docs --json \
+         >$OUT/gpu_check.json; cp $OLDPWD/docs/benchmarks.md $OUT/
 
-(progress goes to stderr, the output tail). A case that does not fit is skipped and listed:
+(progress goes to stderr, the output tail). Run it from outside the checkout (``cd /tmp``):
+there the probe's child process, started with ``python -m advisor.probes.child``, would find
+the checkout's ``advisor/`` folder first, which has no ``probes`` (the package maps it from
+``probes/``), and every case fails with "No module named 'advisor.probes'" (seen on the H200,
+2026-11-27). A case that does not fit is skipped and listed:
 run those in a second call (e.g. ``--workloads resnet50 --batches 256,512``). Then copy the
 section it appended to the returned ``benchmarks.md`` into docs/benchmarks.md here and commit
 it. The per-operator comparison needs the operator trace and the kernel model, which travel
