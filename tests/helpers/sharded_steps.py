@@ -17,13 +17,14 @@ WIDTH, BLOCKS, BATCH, STEPS = 64, 4, 128, 20
 
 
 class Blocks(torch.nn.Module):
-    """Residual blocks of two linear + ReLU layers in an ``nn.ModuleList``, then a head."""
+    """Residual blocks of ``layers`` linear + ReLU layers in an ``nn.ModuleList``, then a
+    head: each block saves ``layers`` activations, of which checkpointing keeps its input."""
 
-    def __init__(self) -> None:
+    def __init__(self, layers: int = 2) -> None:
         super().__init__()
         self.blocks = torch.nn.ModuleList(
-            torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU(),
-                                torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU())
+            torch.nn.Sequential(*(m for _ in range(layers) for m in (torch.nn.Linear(WIDTH, WIDTH),
+                                                                       torch.nn.ReLU())))
             for _ in range(BLOCKS)
         )  # fmt: skip
         self.head = torch.nn.Linear(WIDTH, 4)
@@ -34,9 +35,10 @@ class Blocks(torch.nn.Module):
         return self.head(x)
 
 
-def setup() -> Any:
+def setup(layers: int = 2) -> Any:
+    """A seeded ``Blocks`` model with Adam, as a training setup (no scheduler)."""
     torch.manual_seed(0)
-    model = Blocks()
+    model = Blocks(layers)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     return SimpleNamespace(model=model, loss_fn=torch.nn.CrossEntropyLoss(), optimizer=opt,
                            scheduler=None)  # fmt: skip

@@ -3,44 +3,24 @@ and the bytes saved for backward move the way the memory model under the plan sa
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import sharded_steps
 import torch
+from sharded_steps import WIDTH
 
 from advisor.prediction.memory import MemoryTerm, StepMemory
 from advisor.prediction.plan import TrainingPlan
 from advisor.prediction.plan_memory import plan_memory
 from advisor.train.plan_step import make_step, prepare
 
-WIDTH, BLOCKS, BATCH = 64, 4, 256
-
-
-class _Blocks(torch.nn.Module):
-    """Blocks of four linear + ReLU layers, residual, then a head: each block saves four activations,
-    of which checkpointing keeps the block's input."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.blocks = torch.nn.ModuleList(
-            torch.nn.Sequential(*(m for _ in range(4) for m in (torch.nn.Linear(WIDTH, WIDTH),
-                                                                  torch.nn.ReLU())))
-            for _ in range(BLOCKS)
-        )  # fmt: skip
-        self.head = torch.nn.Linear(WIDTH, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for block in self.blocks:
-            x = x + block(x)
-        return self.head(x)
+BATCH = 256
 
 
 def _setup() -> Any:
-    torch.manual_seed(0)
-    model = _Blocks()
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    return SimpleNamespace(model=model, loss_fn=torch.nn.CrossEntropyLoss(), optimizer=opt)
+    """Blocks of four linear + ReLU layers, residual, then a head (``sharded_steps.Blocks``)."""
+    return sharded_steps.setup(layers=4)
 
 
 def _batch() -> tuple[torch.Tensor, torch.Tensor]:
