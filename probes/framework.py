@@ -294,8 +294,12 @@ class FrameworkRunner(ABC):
         init_s, init_note = self._init(prepared, init_wall)
         # issue #36: what the process waited for a busy core is not initialisation
         share = running_share(request.process_cpu_start, timed.first_batch_cpu, init_wall)
+        data_s = prepared.data_s
         if share is not None and share < 1:
             init_s, init_note = init_s * share, f"{init_note}; x{share:.2f}: {RUNNING_NOTE}"
+            # its data preparation is a part of it, on the same clock: scaled alike (rescaling
+            # it to another dataset size would otherwise take more than init holds)
+            data_s = None if data_s is None else data_s * share
         counted = optional("FLOP count", skipped, self.flops, prepared, request)
         flops, flops_note = counted if counted is not None else (None, "not counted")
         warnings = optional("warnings", skipped, self.warnings, prepared) or ()
@@ -336,7 +340,7 @@ class FrameworkRunner(ABC):
             cpu_utilisation=cpu_utilisation(timed, threads),
             wall_s=time.time() - started,
             fingerprint=fingerprint,
-            data_s=prepared.data_s,
+            data_s=data_s,
             data_samples=prepared.data_samples,
             warnings=(*warnings, *skipped),
             gradient_noise=noise.to_dict() if noise is not None else None,  # issue #19

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,6 +20,8 @@ from advisor.probes.framework import (
 from advisor.probes.gradient_noise import NoiseScale, estimate_noise_scale
 from advisor.probes.result import ProbeRequest
 from repo_paths import HELPERS
+
+from advisor.prediction.iteration_model import init_for_size
 
 
 def test_classification_is_by_exception_type_not_by_message() -> None:
@@ -196,11 +199,14 @@ class _Waiting(_Recording):
         self.wait_s, self.spin_s = wait_s, spin_s
 
     def prepare(self, request: ProbeRequest) -> Prepared:
+        started = time.perf_counter()
         time.sleep(self.wait_s)
         end = time.process_time() + self.spin_s
         while time.process_time() < end:
             pass
-        return super().prepare(request)
+        # all of it is the data's generation, timed on the wall clock as the workloads do
+        return replace(super().prepare(request), data_s=time.perf_counter() - started,
+                       data_samples=1100)  # fmt: skip
 
 
 def test_the_initialisation_leaves_out_the_time_spent_off_the_cpu() -> None:
@@ -216,6 +222,10 @@ def test_the_initialisation_leaves_out_the_time_spent_off_the_cpu() -> None:
     clocks = waited.fingerprint["init_clocks"]
     assert clocks["wall_s"] >= 0.5 and clocks["running"] < 0.5
     assert waited.init_s < 0.25 and "CPU time over its wall time" in waited.fingerprint["init_note"]
+    # its data preparation, a part of it, is scaled alike: rescaled to a tenth of the samples
+    # the initialisation shrinks but stays positive (it once fell to 0 s on a busy machine)
+    assert waited.data_s is not None and waited.data_s <= waited.init_s
+    assert 0 < init_for_size(waited, 100, 10) < waited.init_s
     worked = _Waiting(spin_s=0.3).probe_in_process(request())
     assert worked.init_s >= 0.3  # the CPU seconds it spent building are initialisation
     # without the CPU clock's start (a probe run in a long-lived process) the wall time stays
