@@ -3,7 +3,6 @@ summarised, and bounded by --timeout (local back end with an injected probe runn
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,11 +32,15 @@ class Runner:
     def __init__(self, fail: dict[int, str], sleep_s: float = 0.0) -> None:
         self.fail = fail
         self.sleep_s = sleep_s
+        self.now = 0.0  # a simulated clock: each call takes ``sleep_s`` of it
         self.calls: list[ProbeRequest] = []
+
+    def clock(self) -> float:
+        return self.now
 
     def __call__(self, req: ProbeRequest) -> ProbeResult:
         self.calls.append(req)
-        time.sleep(self.sleep_s)
+        self.now += self.sleep_s
         status = self.fail.get(req.batch_size)
         if status is not None:
             return ProbeResult.failure(req, status, f"{status} at batch {req.batch_size}", 0.1)  # type: ignore[arg-type]
@@ -56,10 +59,11 @@ class Runner:
 
 
 def _run(tmp_path: Path, runner: Runner, **kw: Any) -> Any:
+    """The search over ``runner``'s probes, ``--timeout`` measured on its simulated clock."""
     url = f"sqlite:///{tmp_path / 's.db'}"
     backend = LocalBackend(url, run_probe=runner, threads=2)
     opts = SuggestOptions(model="fcn", space=kw.pop("space", LOCAL), storage=url, **kw)
-    return run_suggest(opts, backend=backend)
+    return run_suggest(opts, backend=backend, clock=runner.clock)
 
 
 def _failed(outcome: Any) -> list[optuna.trial.FrozenTrial]:
@@ -119,13 +123,13 @@ def test_transient_failures_are_reused_within_a_run_and_retried_by_the_next(
 
 def test_timeout_bounds_the_screen_and_the_probes(tmp_path: Path) -> None:
     space = replace(LOCAL, batch_sizes=tuple(2**i for i in range(3, 13)))  # 10 batch sizes
-    runner = Runner({}, sleep_s=0.4)
-    started = time.monotonic()
-    outcome = _run(tmp_path, runner, budget_usd=5.0, space=space, timeout_s=1.0)
-    assert time.monotonic() - started < 4.0  # 10 probes would take 4 s or more
+    runner = Runner({}, sleep_s=0.8)  # on the simulated clock: the machine's load is not in it
+    outcome = _run(tmp_path, runner, budget_usd=5.0, space=space, timeout_s=2.0)
     assert outcome.stop_reason == "timeout (during screening)"
-    assert 1 <= len(runner.calls) <= 4
-    assert all(r.timeout_s <= 1.0 + 1e-9 for r in runner.calls)  # each probe's time-out too
+    # Probes at 0, 0.8 and 1.6 s start before the 2 s deadline; a fourth would start at 2.4 s.
+    assert len(runner.calls) == 3
+    # Each probe's own time-out is what --timeout leaves, at least 1 s.
+    assert [round(r.timeout_s, 6) for r in runner.calls] == [2.0, 1.2, 1.0]
 
 
 def test_the_report_carries_the_failure_summary(tmp_path: Path) -> None:
