@@ -116,9 +116,29 @@ def _sharded_optimizer(ops: list[Operator], devices: int) -> list[Operator]:
     return out
 
 
+# plan_trace's results by (id(trace), plan, devices), each with the trace it was made from:
+# a screen plans the same few traces for a thousand machines (issue #36's first answer).
+_PLANNED: dict[tuple[int, TrainingPlan, int], tuple[OperatorTrace, OperatorTrace]] = {}
+_MAX_PLANNED = 512
+
+
 def plan_trace(trace: OperatorTrace, plan: TrainingPlan, devices: int = 1) -> OperatorTrace:
     """``trace`` (one float32 step at the micro-batch) as one optimizer step under ``plan`` on
-    one of ``devices`` GPUs: the rules in the module docstring."""
+    one of ``devices`` GPUs: the rules in the module docstring. Memoised by the trace's
+    identity (traces are frozen)."""
+    devices = devices if plan.sharding != "none" else 1
+    key = (id(trace), plan, devices)
+    hit = _PLANNED.get(key)
+    if hit is not None and hit[0] is trace:
+        return hit[1]
+    if len(_PLANNED) >= _MAX_PLANNED:
+        _PLANNED.clear()
+    planned = _plan_trace(trace, plan, devices)
+    _PLANNED[key] = (trace, planned)
+    return planned
+
+
+def _plan_trace(trace: OperatorTrace, plan: TrainingPlan, devices: int) -> OperatorTrace:
     from advisor.probes.operators.torch_trace import merge
 
     ops = list(trace.operators)
