@@ -67,9 +67,11 @@ def relative_spread(samples: Iterable[float]) -> float:
 
 
 def _single(value: float, rel: float) -> Interval:
-    # On a busy machine the steady iterations' spread can pass 100 %: the low end stops at 0.
+    """``value`` with its relative spread ``rel`` as a factor either way, value / (1 + rel) to
+    value x (1 + rel): on a busy machine the steady iterations' spread can pass 100 %, and a
+    time's low end at value x (1 - rel) would reach 0 s, which no phase takes."""
     value = max(value, 0.0)
-    return Interval(value, value * max(0.0, 1.0 - rel), value * (1.0 + rel))
+    return Interval(value, value / (1.0 + rel), value * (1.0 + rel))
 
 
 def init_for_size(probe: ProbeResult, n_train: int | None, n_val: int | None) -> float:
