@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# OpenMP threads that wait for work sleep instead of spinning (torch's CPU build uses GNU
+# OpenMP; set before any test imports torch, and inherited by every child process). With more
+# test processes than cores, spinning threads burned the CPU the other workers needed: three
+# fcn trainings at once on 2 cores took 96 s of CPU and 45 s of wall time spinning, 36 s and
+# 16 s passive (docs/benchmarks.md, "CI time"). What the tests time is their own code paths,
+# not OpenMP's wake-up latency.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # Fixtures shared by tests under tests/providers and tests/advisor, kept in tests/helpers:
 # the managed-tuning specs and studies (make_spec, storage, study_factory) and moto's SageMaker
@@ -29,8 +38,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     lease to lapse, a server to restart, a child to time out) while holding a worker; the
     extra worker keeps the cores busy meanwhile (the suite on 2 cores: 712 s with 3 workers,
     about 800 s with 2; docs/benchmarks.md, "CI time")."""
-    import os
-
     try:
         cores = len(os.sched_getaffinity(0))  # the cores this process may run on
     except AttributeError:  # not on Linux
