@@ -12,6 +12,7 @@ import pytest
 from advisor.probes.result import ProbeRequest, ProbeResult
 from advisor.search_spaces.loader import default_space
 from advisor.search_spaces.space import MachineFilter
+from short_runs import Clock
 
 from advisor.errors import AdvisorError
 from advisor.evaluation.local import LocalBackend
@@ -32,15 +33,12 @@ class Runner:
     def __init__(self, fail: dict[int, str], sleep_s: float = 0.0) -> None:
         self.fail = fail
         self.sleep_s = sleep_s
-        self.now = 0.0  # a simulated clock: each call takes ``sleep_s`` of it
+        self.clock = Clock()  # a simulated clock: each call takes ``sleep_s`` of it
         self.calls: list[ProbeRequest] = []
-
-    def clock(self) -> float:
-        return self.now
 
     def __call__(self, req: ProbeRequest) -> ProbeResult:
         self.calls.append(req)
-        self.now += self.sleep_s
+        self.clock.t += self.sleep_s
         status = self.fail.get(req.batch_size)
         if status is not None:
             return ProbeResult.failure(req, status, f"{status} at batch {req.batch_size}", 0.1)  # type: ignore[arg-type]
