@@ -15,6 +15,23 @@ import pytest
 # not OpenMP's wake-up latency.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+
+def _compile_the_project() -> None:
+    """Write the project's ``.pyc`` files once, before the test processes start. An editable
+    install leaves the project's own modules uncompiled, and where PYTHONDONTWRITEBYTECODE is
+    set (the CI image sets it) every process the tests start -- CLI runs, probe children,
+    workers, trainings -- compiled the modules it imported again (docs/benchmarks.md, "CI
+    time"). Best effort: a tree that cannot be written is left as it is."""
+    import compileall
+
+    root = Path(__file__).resolve().parents[1]
+    for folder in ("advisor", "probes", "providers", "search_spaces"):
+        compileall.compile_dir(root / folder, quiet=2, workers=0)
+
+
+if "PYTEST_XDIST_WORKER" not in os.environ:  # once, in the process that starts the workers
+    _compile_the_project()
+
 # Fixtures shared by tests under tests/providers and tests/advisor, kept in tests/helpers:
 # the managed-tuning specs and studies (make_spec, storage, study_factory) and moto's SageMaker
 # running probe jobs here (sagemaker_on_moto), and local JSON servers (http_server).

@@ -115,16 +115,19 @@ def test_sigkill_mid_probe_loses_no_finished_trial_and_its_claim_is_taken_over(
     req = _req(tmp_path, "kill-fcn")
     victim = _worker(replay, req, pg_url, 8, 0, sleep=0.4, log=tmp_path / "victim.log")
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # kill it mid-probe: it holds a claim
-        done = [t for t in _trials(pg_url, "kill-fcn") if t.state.is_finished()]
-        if len(done) >= 3:
-            # frozen while the claims are read, so it cannot drop its claim between the read
-            # and the kill (on a loaded machine it did, between two probes)
-            victim.send_signal(signal.SIGSTOP)
-            if _claims(pg_url, "kill-fcn"):
-                break
-            victim.send_signal(signal.SIGCONT)
+    while time.monotonic() < deadline:  # three trials finished first
+        if sum(t.state.is_finished() for t in _trials(pg_url, "kill-fcn")) >= 3:
+            break
         time.sleep(0.05)
+    while time.monotonic() < deadline and victim.poll() is None:  # kill it mid-probe
+        # frozen while the claims are read, so it cannot drop its claim between the read and
+        # the kill (on a loaded machine it did, between two probes); only the claims are read
+        # in this loop (a quick query), so it catches the victim inside a probe
+        victim.send_signal(signal.SIGSTOP)
+        if _claims(pg_url, "kill-fcn"):
+            break
+        victim.send_signal(signal.SIGCONT)
+        time.sleep(0.02)
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     held = [c.probe_key for c in _claims(pg_url, "kill-fcn")]
