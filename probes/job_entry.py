@@ -102,11 +102,22 @@ def _local_path(value: str, env: dict[str, str], paths: ServicePaths = ServicePa
     return Path(value)
 
 
-def resolve_device(device: str, framework: str) -> tuple[str, str]:
+# The device files a GPU driver makes (NVIDIA's, AMD ROCm's, WSL's): a framework sees a GPU
+# only through one of them, and a GPU container gets them from its runtime.
+GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg")
+
+
+def resolve_device(
+    device: str, framework: str, device_files: tuple[str, ...] = GPU_DEVICE_FILES
+) -> tuple[str, str]:
     """``device`` as the probe runs it, and why: "auto" is CUDA when the framework sees a GPU
-    on this machine, else the CPU (``advisor.train``'s ``--device auto`` rule)."""
+    on this machine, else the CPU (``advisor.train``'s ``--device auto`` rule). Without any
+    GPU driver's device file the answer is the CPU without importing the framework (the
+    probe's child imports it again: 2-6 s of a billed job's time)."""
     if device != "auto":
         return device, "asked for"
+    if not any(os.path.exists(f) for f in device_files):
+        return "cpu", f"auto: no GPU visible, no GPU driver here ({', '.join(device_files)})"
     gpus = _visible_gpus(framework)
     if gpus:
         return "cuda", f"auto: {gpus} GPU(s) visible"

@@ -59,7 +59,7 @@ def test_the_job_command_runs_in_each_service_layout(service: str, tmp_path: Pat
     folder = runner.folder(out.job_id)
     assert (folder / WHERE[service].format(job=out.job_id) / RESULT_FILE).is_file()
     log = (folder / "job.log").read_text()
-    assert log.splitlines()[0].startswith("advisor-probe-job: device=cpu (auto: no GPU visible)")
+    assert log.splitlines()[0].startswith("advisor-probe-job: device=cpu (auto: no GPU visible")
 
 
 @pytest.mark.slow
@@ -113,11 +113,27 @@ def test_no_output_folder_is_one_line_and_exit_2(
     assert "bad --request" in capsys.readouterr().err
 
 
-def test_device_rule() -> None:
+def test_device_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import advisor.probes.job_entry as entry
+
     assert resolve_device("cpu", "torch") == ("cpu", "asked for")
     assert resolve_device("cuda", "torch")[0] == "cuda"  # asked for: the probe reports if absent
     device, why = resolve_device("auto", "torch")
     assert (device, why.startswith("auto:")) in (("cpu", True), ("cuda", True))
+    asked: list[str] = []
+
+    def visible(framework: str) -> int:  # what the framework would say, asked only with a driver
+        asked.append(framework)
+        return 2
+
+    monkeypatch.setattr(entry, "_visible_gpus", visible)
+    no_driver = (str(tmp_path / "nvidiactl"),)
+    device, why = resolve_device("auto", "keras", no_driver)
+    assert device == "cpu" and "no GPU driver here" in why and asked == []
+    driver = tmp_path / "nvidiactl"
+    driver.touch()
+    assert resolve_device("auto", "keras", (str(driver),)) == ("cuda", "auto: 2 GPU(s) visible")
+    assert asked == ["keras"]
 
 
 def test_azure_command_gets_the_output_placeholder_once() -> None:
