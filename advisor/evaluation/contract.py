@@ -32,6 +32,7 @@ the replay back end (each replayed row stands for a probe run there). A scored c
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -162,6 +163,9 @@ class Backend(ABC):
         # sets both; the replay back end's can be simulated: ``ReplayClock``).
         self.deadline: float | None = None
         self.clock: Callable[[], float] = time.monotonic
+        # The last ``_screen`` call's machine, batch and hyperparameters, and its run time: a
+        # spot candidate follows its on-demand twin (``candidates``), the same machine.
+        self._last_screen: tuple[tuple[Any, ...], RunTime] | None = None
 
     @property
     def snapshot(self) -> str:
@@ -209,8 +213,16 @@ class Backend(ABC):
     def screen(
         self, workload: WorkloadInfo, candidate: Candidate, batch_size: int, hps: dict[str, Any]
     ) -> Scored | None:
-        """A cheap prediction used to order the search, or None if unavailable."""
-        rt = self._screen(workload, candidate.instance, batch_size, hps)
+        """A cheap prediction used to order the search, or None if unavailable. A spot
+        candidate screened right after its on-demand twin takes the twin's run time (the same
+        machine, batch and hyperparameters: only the price and the spot terms differ, in
+        ``_finish``), so the model runs once per machine, not once per offer."""
+        key = (id(workload), candidate.instance.key, batch_size, repr(sorted(hps.items())))
+        if self._last_screen is not None and self._last_screen[0] == key:
+            rt: RunTime | None = dataclasses.replace(self._last_screen[1], new_probe=False)
+        else:
+            rt = self._screen(workload, candidate.instance, batch_size, hps)
+            self._last_screen = None if rt is None else (key, rt)
         if rt is None:
             return None
         self.new_probes += int(rt.new_probe)
