@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,19 @@ import pytest
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+# The tests' processes write the .pyc files of what they import, whatever the environment says:
+# where PYTHONDONTWRITEBYTECODE is set (the CI image sets it), every process the tests start --
+# CLI runs, probe children, service workers, trainings -- compiled every module it imported
+# again (docs/benchmarks.md, "CI time"). The first import of a module writes it, later ones
+# read it; so the README's test install does not compile every installed package up front.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
 def _compile_the_project() -> None:
-    """Write the project's ``.pyc`` files once, before the test processes start. An editable
-    install leaves the project's own modules uncompiled, and where PYTHONDONTWRITEBYTECODE is
-    set (the CI image sets it) every process the tests start -- CLI runs, probe children,
-    workers, trainings -- compiled the modules it imported again (docs/benchmarks.md, "CI
-    time"). Best effort: a tree that cannot be written is left as it is."""
+    """Write the project's ``.pyc`` files once, before the test processes start (an editable
+    install leaves the project's own modules uncompiled; the workers would compile them side
+    by side). Best effort: a tree that cannot be written is left as it is."""
     import compileall
 
     root = Path(__file__).resolve().parents[1]
