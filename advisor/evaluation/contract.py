@@ -218,7 +218,7 @@ class Backend(ABC):
         machine, batch and hyperparameters: only the price and the spot terms differ, in
         ``_finish``), so the model runs once per machine, not once per offer."""
         key = (id(workload), candidate.instance.key, batch_size, repr(sorted(hps.items())))
-        if self._last_screen is not None and self._last_screen[0] == key:
+        if candidate.spot and self._last_screen is not None and self._last_screen[0] == key:
             rt: RunTime | None = dataclasses.replace(self._last_screen[1], new_probe=False)
         else:
             rt = self._screen(workload, candidate.instance, batch_size, hps)
