@@ -32,11 +32,10 @@ the replay back end (each replayed row stands for a probe run there). A scored c
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from advisor.evaluation.candidates import Candidate, offered, predicted_only
@@ -219,7 +218,7 @@ class Backend(ABC):
         ``_finish``), so the model runs once per machine, not once per offer."""
         key = (id(workload), candidate.instance.key, batch_size, repr(sorted(hps.items())))
         if candidate.spot and self._last_screen is not None and self._last_screen[0] == key:
-            rt: RunTime | None = dataclasses.replace(self._last_screen[1], new_probe=False)
+            rt: RunTime | None = replace(self._last_screen[1], new_probe=False)
         else:
             rt = self._screen(workload, candidate.instance, batch_size, hps)
             self._last_screen = None if rt is None else (key, rt)
