@@ -9,9 +9,10 @@ benchmark, so every probe is timed on a machine whose cores other work keeps bus
 the answer must not move with the probes' noise). The machine's own load average at each run's
 start is printed too: on a shared machine the cores are busy before the benchmark adds any.
 
-Each run also prints its tie band (issue #36: the probes' measured noise) and what the quiet
-machine's 5 % band would have recommended from the same rows, so one set of runs compares the
-two rules on the same measurements. The default command is `advisor suggest --model fcn --budget 5`; options after `--` replace
+Each run also prints where its time band ended (issue #36: in the time-cost front's widest gap
+between 5 % and 25 % of the fastest; the widest and next widest gaps say how clearly), its
+cost band (5 %, or 25 % when a probe shared the CPU), and what the quiet machine's cost band
+would have recommended from the same rows. The default command is `advisor suggest --model fcn --budget 5`; options after `--` replace
 `--budget 5`. A differing recommendation is printed with its time next to the majority's, so
 the size of the disagreement is seen (and whether the tie rule or the probes moved it).
 """
@@ -56,6 +57,8 @@ def one_run(advisor: str, extra: list[str], save: Path | None = None) -> dict[st
         quiet = band.get("pick_at_quiet_band") or rec
         return {
             "band": report.get("tie_share"),
+            "edge": band.get("edge"),
+            "gaps": (band.get("gap"), band.get("next_gap")),
             "quiet_pick": (quiet["machine"], quiet["batch_size"]),
             "machine": rec["machine"],
             "batch": rec["batch_size"],
@@ -113,12 +116,21 @@ def _runs(args: argparse.Namespace) -> list[dict[str, Any]]:
     return runs
 
 
+def _edge(r: dict[str, Any]) -> str:
+    """Where the time band ended and the gaps that put it there (absent before issue #36's
+    third round)."""
+    if r.get("edge") is None:
+        return ""
+    gap, following = r["gaps"]
+    return f" (edge +{r['edge']:.1%}, widest gap {gap:.1%}, next {following:.1%})"
+
+
 def _tally(runs: list[dict[str, Any]]) -> None:
     picks = collections.Counter((r["machine"], r["batch"]) for r in runs if "error" not in r)
     print("tally:", ", ".join(f"{m} b{b}: {n}" for (m, b), n in picks.most_common()))
     quiet = collections.Counter(r["quiet_pick"] for r in runs if "error" not in r)
     print(
-        "tally of the 5 % band's picks from the same rows:",
+        "tally of the quiet band's picks from the same rows:",
         ", ".join(f"{m} b{b}: {n}" for (m, b), n in quiet.most_common()),
     )
     if len(picks) > 1:

@@ -131,12 +131,13 @@ def steady_spread(probe: Any) -> float | None:
 
 
 def tie_band(probes: Iterable[tuple[int, Any]]) -> dict[str, Any]:
-    """The tie band of a report (issue #36) from its probes (batch size, probe): the
-    quiet band, or the busy machine's when any timed probe was contended
-    (``advisor.evaluation.ranking.contention_band``), with what it rests on. The spread of
-    each probe's last three steady iterations (``steady_spread``) is reported beside it: it
-    says how noisy the timings were, but the band does not follow it (a measured band moved
-    between runs by more than the rows did)."""
+    """The band of a report's deciding metric (issue #36: the cost among the fastest, or the
+    time among the cheapest) from its probes (batch size, probe): the quiet band, or the busy
+    machine's when any timed probe was contended (``advisor.evaluation.ranking.
+    contention_band``), with what it rests on. The spread of each probe's last three steady
+    iterations (``steady_spread``) is reported beside it: it says how noisy the timings were,
+    but the band does not follow it (a measured band moved between runs by more than the rows
+    did). The objective's own band ends in the front's widest gap (``ranking.band_limit``)."""
     from advisor.evaluation.ranking import contention_band
 
     spreads: dict[int, float] = {}
@@ -155,13 +156,13 @@ def tie_band(probes: Iterable[tuple[int, Any]]) -> dict[str, Any]:
     if busy:
         which = ", ".join(f"b{b}" for b in busy)
         basis = (
-            f"{share:.0%}: the probes at {which} shared the CPU with other processes "
-            "(their times move between runs); the quiet band is 5 %"
+            f"{share:.0%} on the deciding metric: the probes at {which} shared the CPU with "
+            "other processes (their times move between runs); the quiet band is 5 %"
         )
     elif timed:
-        basis = f"{share:.0%}: every probe had the CPU to itself"
+        basis = f"{share:.0%} on the deciding metric: every probe had the CPU to itself"
     else:
-        basis = f"{share:.0%}: no probe timed here"
+        basis = f"{share:.0%} on the deciding metric: no probe timed here"
     return {
         "share": share,
         "contended": sorted(busy),

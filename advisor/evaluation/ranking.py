@@ -9,42 +9,52 @@ estimates' intervals -- and the other metric decides among them (the cheapest of
 or the fastest of the cheapest). The ranking is ordered by tie groups, so the first group holds
 the recommendation; a Pareto study recommends the knee of the front.
 
-Stable ties (issue #28): the deciding metric ties too when within ``TIE_SHARE`` of the group's
+Stable ties (issue #28): the deciding metric ties too when within ``share`` of the group's
 best on it; those candidates are then ordered by a key that no measurement moves, the point's
 ``tiebreak`` (the report's rows: list price per hour, then machine name, then batch size), so
 probe noise of a few per cent cannot swap two machines the estimates cannot tell apart
-(``TIE_RULE`` says it in words).
+(``TIE_RULE`` says it in words). ``share`` is ``TIE_SHARE`` when every probe had the CPU to
+itself, ``TIE_MAX_SHARE`` (a prior) when any shared it (``contention_band``).
 
-A band as wide as the noise (issue #36): on a busy machine the probes' timings move by more
-than 5 % between runs, and a row near the band's edge fell in or out of it, so the answer
-changed (batch 512 or 1024 on one machine, 0.062 or 0.063 USD). A band measured from the
-probes' spread moved itself (20 % in one run, 25 % in the next) and split the answers again
-(docs/benchmarks.md, "The same answer on a busy machine"), so the band has two levels only
-(``contention_band``): ``TIE_SHARE`` when every probe had the CPU to itself, ``TIE_MAX_SHARE``
-(a prior) when any probe shared it with other processes -- a yes/no the probes measure
-(``advisor.evaluation.contention``), far from its threshold when the cores are busy. The same
-band applies to the time and to the cost, then the stated keys decide.
+The band's edge in the front's widest gap (issue #36): with a band of a fixed share, "the
+cheapest within the band" is by construction the front row nearest the band's edge (along the
+time-cost front the cost falls as the time rises), so a few per cent of noise in that one row
+moved it in or out and changed the answer: on a quiet machine the 5 % band gave five answers
+in ten runs (the rows 1-5 % apart there, denser than their noise), on a busy one the 25 %
+band two in ten (one row at +22.9 % to +25.2 %). The band now runs at least ``TIE_SHARE`` past
+the best and at most ``reach`` (``TIE_MAX_SHARE``), and ends in the widest gap of the front
+within that range (``band_limit``): no front row lies near the edge, and it moves only when
+another gap grows wider. ``reach`` equal to ``TIE_SHARE`` keeps the fixed 5 % band (a total of
+cost and time under ``--value-of-time``, one metric the user priced).
 
 One machine, several batch sizes (issue #36): with the rows steady, one machine's batch sizes
 sat 1-4 % apart at the band's edge and whichever fell inside it was recommended (batch 1024 in
-one run, 512 in the next, 0.3 % apart). The pick's machine's rows within the band of the pick
-on time and cost (``same_machine_alternatives``) are one choice, and the stated key -- the
-smaller batch -- takes it and leads the ranking.
+one run, 512 in the next, 0.3 % apart). The pick's machine's rows within ``share`` of the
+pick on time and cost (``same_machine_alternatives``) are one choice, and the stated key --
+the smaller batch -- takes it and leads the ranking.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-TIE_SHARE = 0.05  # values this close to the best count as ties (the band on a quiet machine)
-TIE_MAX_SHARE = 0.25  # a prior: the band when probes shared the CPU (range 0.05-0.25)
+TIE_SHARE = 0.05  # values this close to the best always tie (and the quiet machine's cost band)
+# A prior: how far the band may reach past the best, and the other metric's band when probes
+# shared the CPU (contention moved rows by up to this much: docs/benchmarks.md).
+TIE_MAX_SHARE = 0.25
 # The rule that picks among a tie group, in words (the report's confidence line).
 TIE_RULE = {
-    "time": "the cheapest (costs within the band tie: the lower list price, then the name; "
-    "its machine's batch sizes within the band of it: the smaller)",
-    "cost": "the fastest (times within the band tie: the lower list price, then the name; "
+    "time": "the cheapest (the band ends in the front's widest gap between 5 % and 25 %; "
+    "costs within the cost band tie: the lower list price, then the name; its machine's "
+    "batch sizes within that band of it: the smaller)",
+    "cost": "the fastest (the band ends in the front's widest gap between 5 % and 25 %; "
+    "times within the time band tie: the lower list price, then the name; its machine's "
+    "batch sizes within that band of it: the smaller)",
+    # --value-of-time: one priced metric, the fixed 5 % band (``reach`` = ``TIE_SHARE``)
+    "total": "the fastest (times within the band tie: the lower list price, then the name; "
     "its machine's batch sizes within the band of it: the smaller)",
 }
 PARETO_MAX = 8  # most points the reported Pareto set keeps (ends and knee always kept)
@@ -82,19 +92,79 @@ def contention_band(contended: bool) -> float:
 
 
 def tie_groups(
-    points: Sequence[Point], objective: str, share: float = TIE_SHARE
+    points: Sequence[Point], objective: str, share: float = TIE_SHARE, reach: float = TIE_MAX_SHARE
 ) -> list[list[Point]]:
     """Points grouped by the tie rule on the objective's metric (time, or cost for "cost"):
-    each group spans ``share`` from its best; inside a group the other metric decides."""
-    ordered = sorted(points, key=lambda p: _primary(p, objective))
+    each group runs from its best to its band's edge (``band_limit``: at least ``TIE_SHARE``
+    past the best, at most ``reach``); inside a group the other metric decides, its values
+    within ``share`` of the group's best on it tying again."""
+    rest = sorted(points, key=lambda p: _primary(p, objective))
     groups: list[list[Point]] = []
-    for p in ordered:
-        v = _primary(p, objective)[0]
-        if groups and v <= _primary(groups[-1][0], objective)[0] * (1 + share):
-            groups[-1].append(p)
-        else:
-            groups.append([p])
+    while rest:
+        limit = band_limit(rest, objective, reach)
+        n = next((i for i, p in enumerate(rest) if _primary(p, objective)[0] > limit), len(rest))
+        groups.append(rest[:n])
+        rest = rest[n:]
     return [_order_inside(g, objective, share) for g in groups]
+
+
+def band_limit(points: Sequence[Point], objective: str, reach: float = TIE_MAX_SHARE) -> float:
+    """The tie band's edge on the objective's metric (issue #36, third round), as a value:
+    everything within ``TIE_SHARE`` of the best value ties; past it the band reaches on, at
+    most to ``reach`` past the best, and ends in the widest gap of the front there (the
+    points no other point beats on both metrics: the only ones "the cheapest within the
+    band" can take). Each gap between neighbouring front values counts only its part inside
+    [``TIE_SHARE``, ``reach``]; the band ends at the gap's lower front value, or at
+    ``TIE_SHARE`` when that value lies below it. No front point lies within the widest gap,
+    so the edge moves only when another gap grows wider than it, not when one point's noise
+    carries it across a fixed share. ``reach`` <= ``TIE_SHARE`` gives the fixed 5 % band."""
+    return band_edge(points, objective, reach)[0]
+
+
+def band_edge(
+    points: Sequence[Point], objective: str, reach: float = TIE_MAX_SHARE
+) -> tuple[float, float, float]:
+    """``band_limit``'s value, with the widest gap and the next widest (shares of the best
+    value, clipped to [``TIE_SHARE``, ``reach``]; 0 when none): how clearly the edge lies
+    where it does."""
+    values = _front_values(points, objective)
+    best = values[0]
+    floor = best * (1 + TIE_SHARE)
+    if best <= 0 or reach <= TIE_SHARE:
+        return floor, 0.0, 0.0
+    shares = [v / best - 1 for v in values]
+    gaps = [
+        (min(above, reach) - max(below, TIE_SHARE), value)
+        for value, below, above in zip(values, shares, [*shares[1:], math.inf], strict=True)
+        if below < reach
+    ]
+    gaps.sort(key=lambda g: -g[0])  # stable: of two equal gaps the nearer one
+    widest, value = gaps[0]
+    second = gaps[1][0] if len(gaps) > 1 else 0.0
+    return max(value, floor), max(widest, 0.0), max(second, 0.0)
+
+
+def band_share(points: Sequence[Point], objective: str, reach: float = TIE_MAX_SHARE) -> float:
+    """The first tie band's edge as a share of the best value (0.05 to ``reach``; 0 without
+    points or when the best value is 0): what the report says the band was."""
+    if not points:
+        return 0.0
+    best = _front_values(points, objective)[0]
+    return band_limit(points, objective, reach) / best - 1 if best > 0 else 0.0
+
+
+def _front_values(points: Sequence[Point], objective: str) -> list[float]:
+    """The objective metric's values of the points no other point beats on both metrics,
+    ascending (the best first): a sweep that keeps a point when its other metric is below
+    every better point's."""
+    values: list[float] = []
+    other = float("inf")
+    for p in sorted(points, key=lambda p: _primary(p, objective)):
+        v, w = _primary(p, objective)
+        if w < other:
+            values.append(v)
+            other = w
+    return values
 
 
 def _order_inside(group: list[Point], objective: str, share: float = TIE_SHARE) -> list[Point]:
@@ -109,7 +179,9 @@ def _order_inside(group: list[Point], objective: str, share: float = TIE_SHARE) 
     return tied + [p for p in by_other if p not in tied]
 
 
-def rank(points: Sequence[Point], objective: str, share: float = TIE_SHARE) -> list[Point]:
+def rank(
+    points: Sequence[Point], objective: str, share: float = TIE_SHARE, reach: float = TIE_MAX_SHARE
+) -> list[Point]:
     """The ranking: feasible points first; by tie group (band ``share``) and the other metric
     for "time" and "cost", by distance to the ideal point (the knee first) for "pareto"."""
     feasible = [p for p in points if p.feasible]
@@ -124,9 +196,9 @@ def rank(points: Sequence[Point], objective: str, share: float = TIE_SHARE) -> l
             ordered = [k, *(p for p in ordered if p is not k)]
         return ordered + sorted(rest, key=lambda p: (p.runtime, p.cost))
     ordered = _same_machine_by_key(
-        [p for g in tie_groups(feasible, objective, share) for p in g], share
+        [p for g in tie_groups(feasible, objective, share, reach) for p in g], share
     )
-    return ordered + [p for g in tie_groups(rest, objective, share) for p in g]
+    return ordered + [p for g in tie_groups(rest, objective, share, reach) for p in g]
 
 
 def same_machine_alternatives(pick: Point, points: Sequence[Point], share: float) -> list[Point]:
@@ -165,9 +237,11 @@ def _same_machine_by_key(ordered: list[Point], share: float) -> list[Point]:
     return [head, *(p for p in ordered if p is not head)]
 
 
-def recommended(points: Sequence[Point], objective: str, share: float = TIE_SHARE) -> Point | None:
+def recommended(
+    points: Sequence[Point], objective: str, share: float = TIE_SHARE, reach: float = TIE_MAX_SHARE
+) -> Point | None:
     """The run to train with: the ranking's first feasible point (None when none fits)."""
-    ranked = rank(points, objective, share)
+    ranked = rank(points, objective, share, reach)
     return ranked[0] if ranked and ranked[0].feasible else None
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.durations import format_duration
 from advisor.evaluation.contention import notes as contention_notes
 from advisor.evaluation.ranking import (
+    TIE_MAX_SHARE,
     TIE_SHARE,
     Point,
     cheapest,
@@ -20,17 +20,17 @@ from advisor.evaluation.ranking import (
     pareto_set,
     rank,
     recommended,
-    tie_groups,
 )
 from advisor.options import METRIC_NAMES
 from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
 from advisor.records import TrialRecord, is_accuracy_trial
-from advisor.report.confidence import confidence, quiet_pick, report_band, same_machine_note
+from advisor.report.confidence import confidence, edge_section, quiet_pick, report_band
 from advisor.report.epochs import epochs_note, epochs_per_batch
 from advisor.report.feasible import check_feasible as check_feasible  # re-exported
 from advisor.report.memory import left_out as memory_left_out
 from advisor.report.overheads import overheads_notes, overheads_section, run_overheads_of
 from advisor.report.owned import section as owned_section
+from advisor.report.reason import why
 from advisor.report.rows import KNOWN, managed_rows, runtime_params, scored_rows, tuned_ranges
 from advisor.report.value_of_time import reason as value_reason
 from advisor.report.value_of_time import section as value_section
@@ -70,10 +70,12 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     vot = getattr(outcome.options, "value_of_time", None)  # issue #37: rank cost + time x V
     chosen_by = total_points(rows, vot) if vot else points
     band = report_band(outcome.screen.values())  # issue #36: as wide as the probes' noise
-    ranked = rank(chosen_by, objective, band["share"])
+    reach = TIE_SHARE if vot else TIE_MAX_SHARE  # a priced total keeps the fixed 5 % band
+    ranked = rank(chosen_by, objective, band["share"], reach)
     ranking = [p.ref for p in ranked]
-    best = recommended(chosen_by, objective, band["share"])
-    band["pick_at_quiet_band"] = quiet_pick(chosen_by, objective, best, band["share"])
+    best = recommended(chosen_by, objective, band["share"], reach)
+    band.update(edge_section(chosen_by, objective, reach))
+    band["pick_at_quiet_band"] = quiet_pick(chosen_by, objective, best, band["share"], reach)
     front = pareto_set(points)
     # issue #29: the short accuracy runs of --tune are reported apart (report.hyperparameters)
     machine_trials = [t for t in study.get_trials(deepcopy=False) if not is_accuracy_trial(t)]
@@ -81,12 +83,12 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     states = [t.state for t in machine_trials]
     rec_row = None
     if best is not None:
-        rec_row = dict(best.ref, reason=_reason(outcome, chosen_by, best, front, band["share"]))
+        rec_row = dict(best.ref, reason=why(outcome, chosen_by, best, front, band["share"], reach))
         rec_row["region_note"] = _region_note(outcome, rec_row)
     value = value_section(points, best, vot) if vot else None
     if rec_row is not None and value is not None:
         rec_row["reason"] = value_reason(value)
-    conf = confidence(chosen_by, best, objective, KNOWN, band["share"])  # issue #28, #36
+    conf = confidence(chosen_by, best, objective, KNOWN, band["share"], reach)  # #28, #36
     if conf is not None and value is not None:
         conf["objective"] = "total"  # ties are of cost + time x value
     fast, cheap = fastest(points), cheapest(points)
@@ -229,38 +231,6 @@ def _compact(row: dict[str, Any]) -> list[Any]:
           for d in (row["runtime_s"], row["cost_usd"])),
         row.get("known"),
     ]  # fmt: skip
-
-
-def _reason(
-    outcome: SuggestOutcome,
-    points: list[Point],
-    best: Point,
-    front: list[Point],
-    share: float = TIE_SHARE,
-) -> str:
-    """One line: why this run ("fastest within USD 5; the cheapest of 9 within 5 % of ...")."""
-    opts, objective = outcome.options, outcome.objective
-    if objective == "pareto":
-        return (
-            f"knee of the time-cost front ({len(front)} points after the {TIE_SHARE:.0%} tie "
-            "rule): closest to both the fastest and the cheapest run"
-        )
-    limit = ""
-    if opts.budget_usd is not None:
-        limit = f" within USD {opts.budget_usd:g}"
-    elif opts.deadline_s is not None:
-        limit = f" within {format_duration(opts.deadline_s)}"
-    what, other = ("fastest", "time") if objective == "time" else ("cheapest", "cost")
-    group = tie_groups([p for p in points if p.feasible], objective, share)[0]
-    text = f"{what}{limit}"
-    if len(group) > 1:
-        pick = "cheapest" if objective == "time" else "fastest"
-        text += f"; the {pick} of {len(group)} candidates within {share:.0%} of the best {other}"
-    text += same_machine_note(best, group, share)  # issue #36
-    neck = best.ref.get("limiting") or ""
-    if "host-bound" in neck:
-        text = f"{text} (host-bound, so a bigger accelerator does not help)"
-    return text
 
 
 def _region_note(outcome: SuggestOutcome, row: dict[str, Any]) -> str | None:

@@ -15,9 +15,12 @@ from typing import Any
 
 from advisor.evaluation.contention import tie_band
 from advisor.evaluation.ranking import (
+    TIE_MAX_SHARE,
     TIE_RULE,
     TIE_SHARE,
     Point,
+    band_edge,
+    band_share,
     pareto_set,
     recommended,
     tie_groups,
@@ -30,23 +33,28 @@ def confidence(
     objective: str,
     legend: dict[str, str],
     share: float = TIE_SHARE,
+    reach: float = TIE_MAX_SHARE,
 ) -> dict[str, Any] | None:
     """The recommendation's confidence (None without a recommendation): ``how`` it is known
     (the legend's words for its ``known`` key, and its ``source``), ``tied`` (candidates in
-    its tie band, itself included), the ``rule`` that chose among them, and the interval of
-    its time and cost as multiples of the estimate (``time_x``, ``cost_x``: [low, high]);
-    ``share`` is the report's tie band (issue #36: as wide as the probes' noise)."""
+    its tie band, itself included), the band's edge (``band``, a share of the best value:
+    ``advisor.evaluation.ranking.band_limit``), the ``rule`` that chose among them, and the
+    interval of its time and cost as multiples of the estimate (``time_x``, ``cost_x``: [low,
+    high]); ``share`` is the other metric's band (issue #36: wider when probes were
+    contended), ``reach`` the farthest the band may go."""
     if best is None:
         return None
     row = best.ref
     feasible = [p for p in points if p.feasible]
+    band = TIE_SHARE
     if objective == "pareto":
         tied = len(pareto_set(feasible))
         rule = "the knee of the time-cost front (closest to both the fastest and the cheapest)"
     else:
-        group = next((g for g in tie_groups(feasible, objective, share) if best in g), [best])
-        tied = len(group)
-        rule = TIE_RULE[objective]
+        # the first group decides: its pick, or that pick's machine at a smaller batch
+        tied = len(tie_groups(feasible, objective, share, reach)[0])
+        band = band_share(feasible, objective, reach)
+        rule = TIE_RULE[objective] if reach > TIE_SHARE else TIE_RULE["total"]
     known = row.get("known") or ""
     return {
         "how": legend.get(known, row.get("source", "")),
@@ -54,6 +62,7 @@ def confidence(
         "source": row.get("source", ""),
         "tied": tied,
         "tie_share": share,
+        "band": round(band, 4),
         "objective": objective,
         "rule": rule,
         "time_x": _ratio(row.get("runtime_s")),
@@ -87,19 +96,19 @@ def confidence_line(c: dict[str, Any], short: bool = False) -> str:
         parts.append(f"{c['tied']} points on the time-cost front; chosen: {c['rule']}")
     else:
         metric = {"time": "time", "total": "total"}.get(c["objective"], "cost")  # total: #37
+        band = c.get("band", c["tie_share"])
         if c["tied"] > 1 and short:
             pick = "cheapest" if metric == "time" else "fastest"
             parts.append(
-                f"{c['tied']} candidates within {c['tie_share']:.0%} of its {metric}, the {pick} "
-                "taken"
+                f"{c['tied']} candidates within {band:.0%} of the best {metric}, the {pick} taken"
             )
         elif c["tied"] > 1:
             parts.append(
-                f"{c['tied']} candidates within {c['tie_share']:.0%} of the best {metric}; "
+                f"{c['tied']} candidates within {band:.0%} of the best {metric}; "
                 f"chosen: {c['rule']}"
             )
         else:
-            parts.append(f"no other candidate within {c['tie_share']:.0%} of its {metric}")
+            parts.append(f"no other candidate within {band:.0%} of its {metric}")
     ratio = c.get("time_x")
     if ratio:
         lo, hi = ratio
@@ -116,12 +125,33 @@ def report_band(evaluations: Any) -> dict[str, Any]:
     return tie_band((ev.batch_size, ev.probe) for ev in evaluations if ev.probe is not None)
 
 
+def edge_section(points: Sequence[Point], objective: str, reach: float) -> dict[str, Any]:
+    """Issue #36: where the first tie band ends on the objective's metric and why there
+    (``advisor.evaluation.ranking.band_edge``): its edge as a share of the best value, and the
+    front's widest and next widest gaps between 5 % and ``reach`` (shares of the best)."""
+    feasible = [p for p in points if p.feasible]
+    if objective == "pareto" or not feasible:
+        return {}
+    _, widest, second = band_edge(feasible, objective, reach)
+    return {
+        "edge": round(band_share(feasible, objective, reach), 4),
+        "reach": reach,
+        "gap": round(widest, 4),
+        "next_gap": round(second, 4),
+    }
+
+
 def quiet_pick(
-    points: Sequence[Point], objective: str, best: Point | None, share: float
+    points: Sequence[Point],
+    objective: str,
+    best: Point | None,
+    share: float,
+    reach: float = TIE_MAX_SHARE,
 ) -> dict[str, Any] | None:
-    """What the quiet machine's 5 % band would take from the same points (the report's
-    ``tie_band.pick_at_quiet_band``, read by ``benchmarks/same_answer.py``)."""
-    quiet = best if share == TIE_SHARE else recommended(points, objective)
+    """What the quiet machine's bands would take from the same points (the other metric's
+    band 5 %; the report's ``tie_band.pick_at_quiet_band``, read by
+    ``benchmarks/same_answer.py``)."""
+    quiet = best if share == TIE_SHARE else recommended(points, objective, TIE_SHARE, reach)
     if quiet is None:
         return None
     row = quiet.ref

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from advisor.durations import format_duration
+from advisor.evaluation.ranking import TIE_SHARE
 from advisor.report.confidence import confidence_line
 from advisor.report.epochs import render_epochs  # issue #19
 from advisor.report.hyperparameters import print_lines as print_hyperparameters
@@ -271,8 +272,7 @@ def _render_full(report: dict[str, Any], console: Console, top: int) -> None:
     render_epochs(report.get("epochs_per_batch") or [], console)  # issue #19
     console.print(
         _table(
-            f"Pareto set (time vs cost, sorted; points within {report.get('tie_share', 0.05):.0%} "
-            "merged)",
+            f"Pareto set (time vs cost, sorted; points within {TIE_SHARE:.0%} merged)",
             report["pareto"],
             console.width,
         )

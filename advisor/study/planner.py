@@ -9,7 +9,7 @@ Issue #27: when a trial repeats its screen (``Backend.trials_repeat_screen``: th
 end without runtime hyperparameters -- the cached probe and the same model give the same
 values), evaluating a configuration reveals nothing its prediction did not say, so the
 optimistic bound is not a reason to try it. The planner then walks the screen in the report's
-own ranking order (``advisor.evaluation.ranking.rank``: feasible first, the 5 % tie rule) and
+own ranking order (``advisor.evaluation.ranking.rank``: feasible first, the tie rule) and
 stops ("converged") once the best configuration tried so far is the first feasible one left
 in that order: nothing below it could become the recommendation. For a Pareto search it tries
 the points of the predicted front. The probe budget is no stop rule there: those trials

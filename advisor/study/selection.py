@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 PROBE_CACHE_STUDY = "advisor-probe-cache"  # advisor.evaluation.local's cache: never a study
-TIE_BAND_ATTR = "tie_share"  # issue #36: the last report's tie band (its probes' noise)
+TIE_BAND_ATTR = "tie_share"  # issue #36: the last report's cost band (25 % when contended)
 
 
 def feasible_trials(study: optuna.Study) -> list[FrozenTrial]:
@@ -74,7 +74,7 @@ def recommended_trial(study: optuna.Study, services: Sequence[str] | None = None
         objective = "pareto"
     # Lowest trial number first, so an exact tie goes to the earlier trial.
     points.sort(key=lambda p: p.ref.number)
-    share = study.user_attrs.get(TIE_BAND_ATTR)  # the report's band, when it measured one
+    share = study.user_attrs.get(TIE_BAND_ATTR)  # the report's cost band, when it had one
     best = recommended(points, objective, float(share) if share else TIE_SHARE)
     assert best is not None
     trial: FrozenTrial = best.ref

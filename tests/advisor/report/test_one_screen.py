@@ -38,10 +38,33 @@ def test_the_default_report_fits_one_screen(report: dict, width: int, height: in
     assert max(len(line) for line in lines) <= width
     text = buf.getvalue()
     assert text.startswith("fcn (torch): fastest run within USD 5000")
-    assert "recommended: ec2:p3.2xlarge (1x V100), batch 512, 10 epochs" in text
+    # issue #36: the band ends in the front's widest gap between 5 % and 25 %: past the spot
+    # twin (+8.7 %, a third of the cost) lies only this machine, so the twin is in it
+    assert "recommended: ec2:p3.2xlarge spot (1x V100), batch 512, 10 epochs" in text
     assert "how sure:" in text and "fastest:" in text and "cheapest:" in text
     assert "Top 5 of" in text and "More: --verbose, --json, `advisor dashboard`" in text
     assert "Pareto set" not in text and "Epoch sweep" not in text  # the full report's
+
+
+def test_the_report_says_where_the_tie_band_ends_and_why(report: dict) -> None:
+    """Issue #36: the band's edge, in the front's widest gap between 5 % and 25 %, is in the
+    JSON report (``tie_band``) and in the recommendation's reason."""
+    times = {(p[0], p[1]): p[5][0] for p in report["points"] if p[4]}
+    fastest = min(times.values())
+    edge = times[("ec2:p3.2xlarge:spot", 512)] / fastest - 1
+    band = report["tie_band"]
+    assert band["edge"] == pytest.approx(edge, abs=1e-4) and band["reach"] == 0.25
+    assert band["gap"] == pytest.approx(0.25 - edge, abs=1e-4)  # from the twin to 25 %
+    assert report["confidence"]["band"] == pytest.approx(edge, abs=1e-4)
+    # the confidence line and the reason count the same tie group
+    assert (
+        f"the cheapest of {report['confidence']['tied']} candidates"
+        in report["recommended"]["reason"]
+    )
+    assert report["recommended"]["reason"].endswith(
+        f"within {edge:.0%} of the best time (the band ends in the front's widest gap "
+        "between 5 % and 25 %)"
+    )
 
 
 def test_verbose_is_the_full_report_with_the_confidence_line(report: dict) -> None:
@@ -58,6 +81,7 @@ def test_the_confidence_line_says_how_it_is_known_the_tie_band_and_the_interval(
         "source": "modelled",
         "tied": 187,
         "tie_share": 0.05,
+        "band": 0.087,
         "objective": "time",
         "rule": "the cheapest (costs within 5 % tie: the lower list price, then the name)",
         "time_x": [0.45, 2.7],
@@ -65,8 +89,8 @@ def test_the_confidence_line_says_how_it_is_known_the_tie_band_and_the_interval(
     }
     short = confidence_line(conf, short=True)
     assert short == (
-        "modelled (this machine's probe, performance model); 187 candidates within 5% of its "
-        "time, the cheapest taken; its time may be 0.45-2.7x the estimate"
+        "modelled (this machine's probe, performance model); 187 candidates within 9% of the "
+        "best time, the cheapest taken; its time may be 0.45-2.7x the estimate"
     )
     assert "the lower list price, then the name" in confidence_line(conf)
 
