@@ -232,10 +232,12 @@ def test_redis_queue_workers_and_a_sigkilled_worker(
     assert done["status"] == "done", done["error"]
     assert done["attempts"] == 2  # the killed run, then the re-queued one
     report = done["result"]
-    # the replay table's answer, as the CLI gives it (test_one_screen): the spot twin of the
-    # fastest machine, in the tie band that ends in the front's widest gap (issue #36)
-    assert report["recommended"]["machine"] == "ec2:p3.2xlarge:spot"
-    assert report["best_by_time"]["machine"] == "ec2:p3.2xlarge"
+    # the tie rule over the trials this job sampled: within the band of the fastest (it ends
+    # in the front's widest gap, issue #36), and no dearer than the fastest
+    rec, fast = report["recommended"], report["best_by_time"]
+    edge = report["tie_band"]["edge"]
+    assert rec["runtime_s"]["value"] <= fast["runtime_s"]["value"] * (1 + edge) + 1e-6
+    assert rec["cost_usd"]["value"] <= fast["cost_usd"]["value"]
     logs = [srv.log.read_text()] + [p.read_text() for p in tmp_path.glob("worker-*.log")]
     assert any("re-queued" in text for text in logs)  # by the server's or a worker's sweeper
     # The killed attempt's finished trials were kept and the re-queued one resumed the study.
