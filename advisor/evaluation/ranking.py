@@ -101,11 +101,21 @@ def tie_groups(
     rest = sorted(points, key=lambda p: _primary(p, objective))
     groups: list[list[Point]] = []
     while rest:
-        limit = band_limit(rest, objective, reach)
-        n = next((i for i, p in enumerate(rest) if _primary(p, objective)[0] > limit), len(rest))
-        groups.append(rest[:n])
-        rest = rest[n:]
+        groups.append(first_tie_group(rest, objective, reach))
+        rest = rest[len(groups[-1]) :]
     return [_order_inside(g, objective, share) for g in groups]
+
+
+def first_tie_group(
+    points: Sequence[Point], objective: str, reach: float = TIE_MAX_SHARE
+) -> list[Point]:
+    """The points in the best point's tie band (``band_limit``), best first: the group the
+    recommendation is taken from."""
+    limit = band_limit(points, objective, reach)
+    return sorted(
+        (p for p in points if _primary(p, objective)[0] <= limit),
+        key=lambda p: _primary(p, objective),
+    )
 
 
 def band_limit(points: Sequence[Point], objective: str, reach: float = TIE_MAX_SHARE) -> float:
@@ -149,7 +159,7 @@ def band_share(points: Sequence[Point], objective: str, reach: float = TIE_MAX_S
     points or when the best value is 0): what the report says the band was."""
     if not points:
         return 0.0
-    best = _front_values(points, objective)[0]
+    best = min(_primary(p, objective)[0] for p in points)
     return band_limit(points, objective, reach) / best - 1 if best > 0 else 0.0
 
 

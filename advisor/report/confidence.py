@@ -21,9 +21,9 @@ from advisor.evaluation.ranking import (
     Point,
     band_edge,
     band_share,
+    first_tie_group,
     pareto_set,
     recommended,
-    tie_groups,
 )
 
 
@@ -52,7 +52,7 @@ def confidence(
         rule = "the knee of the time-cost front (closest to both the fastest and the cheapest)"
     else:
         # the first group decides: its pick, or that pick's machine at a smaller batch
-        tied = len(tie_groups(feasible, objective, share, reach)[0])
+        tied = len(first_tie_group(feasible, objective, reach))
         band = band_share(feasible, objective, reach)
         rule = TIE_RULE[objective] if reach > TIE_SHARE else TIE_RULE["total"]
     known = row.get("known") or ""
@@ -132,9 +132,10 @@ def edge_section(points: Sequence[Point], objective: str, reach: float) -> dict[
     feasible = [p for p in points if p.feasible]
     if objective == "pareto" or not feasible:
         return {}
-    _, widest, second = band_edge(feasible, objective, reach)
+    limit, widest, second = band_edge(feasible, objective, reach)
+    best = min(p.runtime if objective == "time" else p.cost for p in feasible)
     return {
-        "edge": round(band_share(feasible, objective, reach), 4),
+        "edge": round(limit / best - 1, 4) if best > 0 else 0.0,
         "reach": reach,
         "gap": round(widest, 4),
         "next_gap": round(second, 4),

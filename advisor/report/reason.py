@@ -8,7 +8,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from advisor.durations import format_duration
-from advisor.evaluation.ranking import TIE_MAX_SHARE, TIE_SHARE, Point, band_share, tie_groups
+from advisor.evaluation.ranking import (
+    TIE_MAX_SHARE,
+    TIE_SHARE,
+    Point,
+    band_share,
+    first_tie_group,
+)
 from advisor.report.confidence import same_machine_note
 
 if TYPE_CHECKING:
@@ -38,7 +44,7 @@ def why(
         limit = f" within {format_duration(opts.deadline_s)}"
     what, other = ("fastest", "time") if objective == "time" else ("cheapest", "cost")
     feasible = [p for p in points if p.feasible]
-    group = tie_groups(feasible, objective, share, reach)[0]
+    group = first_tie_group(feasible, objective, reach)
     text = f"{what}{limit}"
     if len(group) > 1:
         pick = "cheapest" if objective == "time" else "fastest"
