@@ -94,9 +94,9 @@ class TrialLoop:
         """At most ``n`` trials; ``extend``: go on past the planner's stop (a re-run asked
         for more trials). Returns why it stopped. Ctrl-C: the trial in progress is written as
         FAIL (interrupted), its claim released, and KeyboardInterrupt re-raised."""
-        with sigint_deferred():
-            self.claims.hello()
-        try:
+        try:  # the presence mark inside: a Ctrl-C held over its write still marks it ended
+            with sigint_deferred():
+                self.claims.hello()
             for i in range(n):
                 if self.progress:
                     self.progress("trials", i, n)
