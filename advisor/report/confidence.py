@@ -132,10 +132,9 @@ def edge_section(points: Sequence[Point], objective: str, reach: float) -> dict[
     feasible = [p for p in points if p.feasible]
     if objective == "pareto" or not feasible:
         return {}
-    limit, widest, second = band_edge(feasible, objective, reach)
-    best = min(p.runtime if objective == "time" else p.cost for p in feasible)
+    _, widest, second = band_edge(feasible, objective, reach)
     return {
-        "edge": round(limit / best - 1, 4) if best > 0 else 0.0,
+        "edge": round(band_share(feasible, objective, reach), 4),
         "reach": reach,
         "gap": round(widest, 4),
         "next_gap": round(second, 4),
