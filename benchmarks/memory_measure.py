@@ -121,3 +121,57 @@ def cuda_step_peak(model: Any, loss_fn: Any, optimizer: Any, x: Any, y: Any) -> 
         "max_memory_allocated": int(torch.cuda.max_memory_allocated()),
         "max_memory_reserved": int(torch.cuda.max_memory_reserved()),
     }
+
+
+def cpu_peak(step: Callable[[], Any], setup: Any, batch: Any, warm_up: int = 2) -> int:
+    """The measured peak of allocated bytes of one steady ``step()`` of a training ``setup``
+    (its model, optimizer and the ``batch``; sharded tensors by their local shards): ``warm_up``
+    steps first (optimizer state, DDP's rebuilt buckets), then the bytes live before the step
+    plus the largest rise of the allocator's total during it (the profiler's records).
+
+    The gradients the last step left are released first, as the step itself does on entry
+    (``zero_grad``; DDP's bucket views are zeroed in place and stay): the profiler cannot
+    subtract the free of a block allocated before it started, so they would count twice."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(warm_up):
+        step()
+    keep = bool(getattr(setup.model, "gradient_as_bucket_view", False))
+    setup.optimizer.zero_grad(set_to_none=not keep)
+    base = local_bytes(setup.model, setup.optimizer, batch)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    totals = allocation_totals(prof)
+    if not totals:
+        return base
+    start = totals[0][0] - totals[0][1]
+    return base + max(0, max(t for t, _ in totals) - start)
+
+
+def local_bytes(model: Any, optimizer: Any, batch: Any) -> int:
+    """Bytes of the distinct storages this process holds for ``model`` (parameters, their
+    gradients, buffers), ``optimizer``'s state (ZeRO-1's local part) and ``batch`` (a
+    DTensor by its local shard)."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    seen: dict[int, int] = {}
+
+    def add(t: Any) -> None:
+        if isinstance(t, torch.Tensor):
+            local = t.to_local() if hasattr(t, "to_local") else t
+            storage = local.untyped_storage()
+            seen[storage.data_ptr()] = int(storage.nbytes())
+
+    for p in model.parameters():
+        add(p)
+        add(p.grad)
+    for b in model.buffers():
+        add(b)
+    inner = getattr(optimizer, "optim", optimizer)
+    for state in inner.state.values():
+        for v in state.values():
+            add(v)
+    for leaf in tree_leaves(batch):
+        add(leaf)
+    return sum(seen.values())

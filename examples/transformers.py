@@ -167,6 +167,15 @@ def opt_13(**kwargs: Any) -> Any:
     return build_language_model("opt_13", **kwargs)
 
 
+def gpt2_mini(**kwargs: Any) -> Any:
+    """GPT-2 Large's architecture scaled down to train on a CPU in seconds (4 layers of 256, 4
+    heads, sequences of 128, a vocabulary of 8,192): the plans' memory benchmark measures its
+    real step (``benchmarks/plan_conformance.py``)."""
+    config = {**load_config("gpt2_large"), "n_layer": 4, "n_embd": 256, "n_head": 4,
+              "n_positions": 128, "n_ctx": 128, "vocab_size": 8192}  # fmt: skip
+    return build_language_model(config, **kwargs)
+
+
 def opt_small(**kwargs: Any) -> Any:
     """The artefact's small ``opt`` config (1 layer of 512, embeddings of 2048 projected in
     and out), sequences of 2048."""

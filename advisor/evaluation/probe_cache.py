@@ -104,6 +104,16 @@ class ProbeCache:
         """Keep ``trace`` under ``key``."""
         self._storage.set_study_user_attr(self._study_id, key, trace.to_dict())
 
+    # Issue #45: a plan's traced peak lines (``prediction.plan_memory``), JSON kept the same way.
+    def get_data(self, key: str) -> dict[str, Any] | None:
+        """The JSON object kept under ``key``, or None."""
+        value = self._storage.get_study_user_attrs(self._study_id).get(key)
+        return value if isinstance(value, dict) else None
+
+    def put_data(self, key: str, value: dict[str, Any]) -> None:
+        """Keep the JSON object ``value`` under ``key``."""
+        self._storage.set_study_user_attr(self._study_id, key, value)
+
 
 def machine_fingerprint(threads: int) -> str:
     """Identifies this machine and thread count in probe-cache keys."""

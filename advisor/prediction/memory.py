@@ -18,7 +18,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.prediction.memory_priors import fixed_gib, reserve_fraction
+from advisor.prediction.memory_priors import (
+    collective_gib,
+    fixed_gib,
+    reserve_fraction,
+    trace_margin,
+)
 from advisor.probes.operators.types import OperatorTrace
 
 GIB = 1024**3
@@ -28,6 +33,7 @@ TRACE_TERMS = ("parameters", "gradients", "optimizer_state", "activations")
 # The peak snapshot's keys (probes/operators/peak_memory.PEAK_KEYS) as the model's terms.
 PEAK_TERMS = {
     "parameters": "parameters",
+    "gathered_parameters": "gathered_parameters",
     "gradients": "gradients",
     "optimizer_state": "optimizer_state",
     "activations": "activations",
@@ -103,28 +109,41 @@ class StepMemory:
 
 @dataclass(frozen=True)
 class MemoryFit:
-    """A step's memory against a device's: ``fits`` is None when the memory is unknown."""
+    """A step's memory against a device's usable memory (``have_bytes``: the board's memory
+    less what the driver keeps, ``memory_priors.usable_gib``): it ``fits`` only when its
+    upper estimate does; ``tight`` when the central estimate fits and the upper one does not
+    (then ``fits`` is False); ``fits`` is None when the memory is unknown (never "fits")."""
 
     need_bytes: float
     have_bytes: float
     fits: bool | None
     reason: str = ""
+    need_high_bytes: float = 0.0
+    tight: bool = False
 
     def text(self) -> str:
-        """``21.3 of 22.0 GiB``, ``does not fit: needs X GiB per GPU, has Y`` or
-        ``memory unknown``."""
+        """``21.3 (up to 23.0) of 22.1 GiB``, ``does not fit: needs X GiB per GPU, has Y``,
+        ``does not fit (tight): needs X (up to Z) GiB per GPU, has Y`` or ``memory unknown``."""
         need, have = self.need_bytes / GIB, self.have_bytes / GIB
+        high = max(self.need_high_bytes, self.need_bytes) / GIB
         if self.fits is None:
             return "memory unknown" + (f" ({self.reason})" if self.reason else "")
+        if self.tight:
+            return (
+                f"does not fit (tight): needs {need:.1f} (up to {high:.1f}) GiB per GPU, "
+                f"has {have:.1f}"
+            )
         if not self.fits:
             return f"does not fit: needs {need:.1f} GiB per GPU, has {have:.1f}"
-        return f"{need:.1f} of {have:.1f} GiB"
+        return f"{need:.1f} (up to {high:.1f}) of {have:.1f} GiB"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "need_bytes": self.need_bytes,
+            "need_high_bytes": max(self.need_high_bytes, self.need_bytes),
             "have_bytes": self.have_bytes,
             "fits": self.fits,
+            "tight": self.tight,
             "reason": self.reason,
             "text": self.text(),
         }
@@ -167,10 +186,20 @@ def step_memory(
 
 
 def gpu_terms(
-    trace: OperatorTrace, tensor_bytes: float, generation: str | None
+    trace: OperatorTrace, tensor_bytes: float, generation: str | None, devices: int = 1
 ) -> list[MemoryTerm]:
-    """The priors a GPU adds to ``tensor_bytes`` of tensors (all ``prior=True``)."""
-    framework = trace.framework
+    """The priors a GPU adds to ``tensor_bytes`` of ``trace``'s tensors (``prior_terms``)."""
+    convolves = any(o.kind == "conv" for o in trace.operators)
+    return prior_terms(trace.framework, convolves, tensor_bytes, generation, devices)
+
+
+def prior_terms(
+    framework: str, convolves: bool, tensor_bytes: float, generation: str | None, devices: int = 1
+) -> list[MemoryTerm]:
+    """What a GPU holds beyond the step's tensors (all ``prior=True``): the framework's fixed
+    cost on ``generation``, the caching allocator's reserve, cuDNN's workspace when the step
+    convolves, NCCL's buffers on ``devices`` > 1, and the trace's own measured margin (0 at
+    the centre, its largest measured under-prediction at the top)."""
     (v, lo, hi), source = fixed_gib(framework, generation)
     out = [MemoryTerm("framework_fixed", v * GIB, lo * GIB, hi * GIB, source, prior=True)]
     fv, flo, fhi = reserve_fraction(framework)
@@ -185,18 +214,20 @@ def gpu_terms(
             prior=True,
         )
     )
-    if any(o.kind == "conv" for o in trace.operators):
+    if convolves:
         wv, wlo, whi = CONV_WORKSPACE_PRIOR
         out.append(
-            MemoryTerm(
-                "conv_workspace",
-                wv,
-                wlo,
-                whi,
-                "prior: cuDNN convolution workspace (algorithm-dependent)",
-                prior=True,
-            )
+            MemoryTerm("conv_workspace", wv, wlo, whi,
+                       "prior: cuDNN convolution workspace (algorithm-dependent)", prior=True)
+        )  # fmt: skip
+    if devices > 1:
+        (cv, clo, chi), csource = collective_gib()
+        out.append(
+            MemoryTerm("collective_buffers", cv * GIB, clo * GIB, chi * GIB, csource, prior=True)
         )
+    margin, msource = trace_margin(framework)
+    if margin:
+        out.append(MemoryTerm("trace_margin", 0.0, 0.0, margin * tensor_bytes, msource))
     return out
 
 
@@ -216,11 +247,15 @@ def untraceable(per_device_batch: int, error: BaseException | str) -> StepMemory
     return StepMemory(per_device_batch, known=False, unknown_reason=reason)
 
 
-def memory_fit(memory: StepMemory, capacity_bytes: float) -> MemoryFit:
-    """Whether ``memory`` fits a device of ``capacity_bytes`` (on its central value)."""
+def memory_fit(memory: StepMemory, usable_bytes: float) -> MemoryFit:
+    """Whether ``memory`` fits a device of ``usable_bytes``: its upper estimate must
+    (``MemoryFit``); unknown memory never fits (``fits`` None)."""
     if not memory.known:
-        return MemoryFit(0.0, capacity_bytes, None, memory.unknown_reason)
-    return MemoryFit(memory.bytes, capacity_bytes, memory.bytes <= capacity_bytes)
+        return MemoryFit(0.0, usable_bytes, None, memory.unknown_reason)
+    central, high = memory.bytes, max(memory.high, memory.bytes)
+    fits = high <= usable_bytes
+    tight = not fits and central <= usable_bytes
+    return MemoryFit(central, usable_bytes, fits, need_high_bytes=high, tight=tight)
 
 
 def largest_fitting_batch(

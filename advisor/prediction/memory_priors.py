@@ -19,16 +19,22 @@ GPU beside the prediction: the measured figures these priors stand in for.
 
 from __future__ import annotations
 
-# (value, low, high) GiB of the context + library handles, by framework and generation.
+from typing import Any
+
+# (value, low, high) GiB of the context + library handles, by framework and generation. The
+# PyTorch ranges hold the read-outs of benchmarks/data/gpu-memory (a process's memory outside
+# PyTorch's caching allocator, from published out-of-memory messages: T4 0.10-0.14, A10 0.22,
+# L4 0.23, A100 0.4-0.5, L40S 0.49, RTX 4090 0.49, H200 0.65, B200 0.69 GiB); the values
+# remain priors (no GPU of this project measured them).
 FIXED_GIB: dict[str, dict[str, tuple[float, float, float]]] = {
     "torch": {
         "Pascal": (0.35, 0.25, 0.6),
         "Volta": (0.4, 0.3, 0.7),
-        "Turing": (0.35, 0.25, 0.6),
-        "Ampere": (0.45, 0.3, 0.8),
-        "Ada Lovelace": (0.45, 0.3, 0.8),
-        "Hopper": (0.55, 0.4, 1.0),
-        "Blackwell": (0.6, 0.4, 1.2),
+        "Turing": (0.3, 0.1, 0.6),
+        "Ampere": (0.45, 0.2, 0.8),
+        "Ada Lovelace": (0.45, 0.2, 0.8),
+        "Hopper": (0.65, 0.4, 1.0),
+        "Blackwell": (0.7, 0.4, 1.2),
     },
     "keras": {
         "Pascal": (0.5, 0.3, 1.0),
@@ -40,6 +46,40 @@ FIXED_GIB: dict[str, dict[str, tuple[float, float, float]]] = {
         "Blackwell": (0.9, 0.5, 1.8),
     },
 }
+# The memory CUDA reports per catalog GPU (MiB: ``torch.cuda.get_device_properties().total_memory``,
+# PyTorch's "total capacity" in its out-of-memory message, or deviceQuery's global memory):
+# published read-outs, each row's source in benchmarks/data/gpu-memory/usable.csv. The CUDA
+# context comes on top of what a step allocates (``FIXED_GIB``). Where two drivers disagree
+# the smaller figure is kept (a larger one would let a step "fit" that does not).
+USABLE_MIB: dict[str, tuple[int, str]] = {
+    "K80": (11438, "PyTorch 'total capacity 11.17 GiB' per GK210 die, Colab and Azure NC"),
+    "P4": (7608, "PyTorch 'total capacity 7.43 GiB' on Colab (board not named; nvidia-smi 7611)"),
+    "P100": (16282, "PyTorch 'total capacity 15.90 GiB' on Colab (nvidia-smi 16280)"),
+    "V100": (16160, "cutorch total 16945512448 B, nvidia-smi 16160 MiB (V100-SXM2 16 GB)"),
+    "V100-32GB": (32502, "PyTorch 'total capacity 31.74 GiB' (V100-SXM2 32 GB)"),
+    "V100-PCIe-32GB": (32480, "nvidia-smi 32480 MiB on driver 410 (then equal to CUDA's)"),
+    "T4": (15104, "PyTorch 'total capacity 14.75 GiB' on Colab (nvidia-smi 15360: ECC on)"),
+    "A10": (22518, "PyTorch 2.0.1 'total capacity of 21.99 GiB' (nvidia-smi 23028: ECC on)"),
+    "A10G": (22518, "the A10's 21.99 GiB (same 24 GB GDDR6 board; 22.49 GiB on a 2022 driver)"),
+    "L4": (22559, "PyTorch 'total capacity of 22.03 GiB' (nvidia-smi 23034: ECC on)"),
+    "L40S": (45599, "PyTorch 'total capacity of 44.53 GiB' (nvidia-smi 46068: ECC on)"),
+    "A100-40GB": (40339, "deviceQuery 40339 MBytes, A100-SXM4-40GB, CUDA 12.2"),
+    "A100-40GB-PCIe": (40339, "the SXM4 board's 40339 MiB (same 40 GB HBM2)"),
+    "A100-80GB": (81152, "PyTorch 'total capacity 79.25 GiB' (A100-SXM4-80GB)"),
+    "A100-80GB-PCIe": (81152, "the SXM4 board's 79.25 GiB (same 80 GB HBM2e)"),
+    "H100": (81009, "PyTorch 'total capacity of 79.11 GiB' (H100 80GB HBM3)"),
+    "H100-NVL": (95330, "Linux DRM dedicated total 99961274368 B, driver 570 (nvidia-smi 95830)"),
+    "H200": (143155, "PyTorch 'total capacity of 139.80 GiB' (nvidia-smi 143771)"),
+    "B200": (182630, "deviceQuery and PyTorch 'total capacity of 178.35 GiB' (nvidia-smi 183359)"),
+    "RTX4090": (24207, "PyTorch 'total capacity 23.64 GiB' (nvidia-smi 24564)"),
+}
+# GDDR boards run with ECC on in the clouds, which keeps 1/16 of the memory for check bits.
+ECC_GDDR = frozenset({"K80", "P4", "T4", "A10", "A10G", "L4", "L40S"})
+RESERVED_SHARE = {
+    "ecc_gddr": (1 / 16, "ECC on GDDR memory keeps 1/16 for check bits (prior)"),
+    "other": (0.02, "what the driver and firmware keep on an HBM board (prior)"),
+}
+
 # Any generation or framework not listed: the widest range of the table.
 GENERIC_FIXED_GIB = (0.6, 0.25, 1.8)
 
@@ -58,3 +98,48 @@ def fixed_gib(framework: str, generation: str | None) -> tuple[tuple[float, floa
 
 def reserve_fraction(framework: str) -> tuple[float, float, float]:
     return RESERVE_FRACTION.get(framework, GENERIC_RESERVE_FRACTION)
+
+
+# NCCL's own buffers on each GPU of a multi-GPU step, outside PyTorch's caching allocator (GiB:
+# value, low, high). NCCL's documentation (Environment Variables, NCCL_BUFFSIZE): 4 MiB per
+# buffer by default, one per channel and peer in each direction; with the 8-32 channels NCCL
+# opens on NVLink machines that is 64 MiB to about 0.5 GiB; plus its proxy and work FIFOs.
+COLLECTIVE_GIB = (0.25, 0.06, 0.75)
+
+
+def collective_gib() -> tuple[tuple[float, float, float], str]:
+    """The collective library's buffers per GPU (a prior) and the words saying so."""
+    return COLLECTIVE_GIB, (
+        "prior: NCCL's communication buffers (NCCL_BUFFSIZE 4 MiB per channel and peer), "
+        "outside the caching allocator"
+    )
+
+
+# The trace's own largest under-prediction of a step's allocated peak, per framework, as a
+# share of the traced tensors (issue #45: the fit keeps the model's measured error as a
+# margin). Measured by benchmarks/plan_conformance.py on its fitting half (docs/benchmarks.md);
+# 0 where no under-prediction was measured.
+TRACE_MARGIN = {"torch": 0.0, "keras": 0.0}
+
+
+def trace_margin(framework: str) -> tuple[float, str]:
+    """The margin's share of the traced tensors for ``framework`` and its source."""
+    value = TRACE_MARGIN.get(framework, max(TRACE_MARGIN.values()))
+    return value, (
+        f"measured: the trace's largest under-prediction, {value:.0%} of the tensors "
+        "(benchmarks/plan_conformance.py)"
+    )
+
+
+def usable_gib(spec: Any) -> tuple[float, str]:
+    """The GPU memory a program can allocate on ``spec``'s board (GiB) and its source: the
+    total the driver reports where a read-out is known (``USABLE_MIB``), else the board's
+    memory less what the driver keeps (``RESERVED_SHARE`` by memory type, a prior)."""
+    name = str(getattr(spec, "name", ""))
+    nominal = float(spec.memory_gib)
+    found = USABLE_MIB.get(name)
+    if found is not None:
+        mib, source = found
+        return mib / 1024, f"read-out: the driver reports {mib:,} MiB ({source})"
+    share, why = RESERVED_SHARE["ecc_gddr" if name in ECC_GDDR else "other"]
+    return nominal * (1 - share), f"prior: {nominal:g} GiB less {share:.1%} ({why})"

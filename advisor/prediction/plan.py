@@ -45,7 +45,7 @@ PLAN_SEARCH_HELP = (
 )
 CHECKPOINTING = ("none", "blocks")
 SHARDING = ("none", "optimizer", "gradients", "parameters")
-# What ``python -m advisor.train`` runs (``advisor.train.sharding``: ZeRO-1 by torch's
+# What ``python -m advisor.train`` runs (``advisor.probes.sharding``: ZeRO-1 by torch's
 # ZeroRedundancyOptimizer, ZeRO-2/3 by FSDP2's fully_shard): the sharding the suggest search
 # may choose by itself.
 RUNNABLE_SHARDING = ("none", "optimizer", "gradients", "parameters")

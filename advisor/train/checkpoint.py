@@ -12,7 +12,7 @@ finished epoch instead of starting over. Where the checkpoints live:
 
 A checkpoint holds the model, optimizer and scheduler state, the epochs done and the metrics
 reported so far; it is written to a temporary file and renamed, so a kill mid-write leaves the
-previous checkpoint intact. A sharded run (ZeRO-1, FSDP: ``advisor.train.sharding``) gathers
+previous checkpoint intact. A sharded run (ZeRO-1, FSDP: ``advisor.probes.sharding``) gathers
 the whole state first (every process calls ``save``; rank 0 writes), so a checkpoint always
 holds the whole model; FSDP's optimizer state is kept by parameter name.
 """
@@ -58,7 +58,7 @@ def save(
     other processes, which only help gather the state); return its path."""
     import torch
 
-    from advisor.train import sharding
+    from advisor.probes import sharding
 
     path = folder / FILE
     by_name = False
@@ -96,7 +96,7 @@ def load(folder: Path | None, setup: Any) -> tuple[int, list[dict[str, float]]]:
     model = getattr(setup.model, "module", setup.model)
     model.load_state_dict(state["model"])
     if state.get("optimizer_by_name"):
-        from advisor.train.sharding import load_by_name
+        from advisor.probes.sharding import load_by_name
 
         load_by_name(model, setup.optimizer, state["optimizer"])
     else:

@@ -112,8 +112,14 @@ def init_rank(rank: int, plan: DevicePlan) -> None:
 
 def distribute(setup: Any, plan: DevicePlan, rank: int, seed: int, wrap: bool = True) -> Any:
     """``setup`` for one rank: the model on the rank's device, in ``DistributedDataParallel``
-    unless ``wrap`` is False (FSDP shards it instead: ``advisor.train.sharding``), and the
-    training data sharded by a ``DistributedSampler`` at the per-device batch size."""
+    unless ``wrap`` is False (FSDP shards it instead: ``advisor.probes.sharding``), and the
+    training data sharded by a ``DistributedSampler`` at the per-device batch size.
+
+    DDP runs with ``gradient_as_bucket_view=True``: the gradients are views into its
+    all-reduce buckets, not a second flat copy of them (issue #45: by default DDP keeps both,
+    one more gradient-sized buffer per GPU). The buckets live for the whole run, so the
+    gradients' bytes are held through every forward pass too; the memory model traces it so
+    (``advisor.probes.operators.plan_peak``)."""
     import dataclasses
 
     from torch.nn.parallel import DistributedDataParallel
@@ -129,7 +135,11 @@ def distribute(setup: Any, plan: DevicePlan, rank: int, seed: int, wrap: bool = 
     )
     return dataclasses.replace(
         setup,
-        model=DistributedDataParallel(model, device_ids=ids) if wrap else model,
+        model=(
+            DistributedDataParallel(model, device_ids=ids, gradient_as_bucket_view=True)
+            if wrap
+            else model
+        ),
         train_loader=DataLoader(loader.dataset, batch_size=per_device, sampler=sampler),
     )
 

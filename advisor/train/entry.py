@@ -280,10 +280,10 @@ def _train(
     hps: dict[str, Any],
     out: Callable[[str], None] | None,
 ) -> dict[str, Any]:
+    from advisor.probes.sharding import is_sharded, uses_fsdp
     from advisor.probes.torch_loop import build_setup, configure, train
     from advisor.train import checkpoint as ckpt
     from advisor.train.device import distribute, torch_device
-    from advisor.train.sharding import is_sharded, uses_fsdp
 
     lead = rank == 0
     threads, _ = configure(args.threads, "cpu")
@@ -308,7 +308,7 @@ def _train(
     if done:
         report.out(f"advisor-train: resumed from {folder} after epoch {done}")
     training_plan = _training_plan(args.plan)
-    if plan.distributed:  # FSDP shards the model instead of DDP (advisor.train.sharding)
+    if plan.distributed:  # FSDP shards the model instead of DDP (advisor.probes.sharding)
         fsdp = training_plan is not None and uses_fsdp(training_plan.sharding)
         setup = distribute(setup, plan, rank, args.seed, wrap=not fsdp)
     setup, step = _plan_step(training_plan, setup, plan.distributed, device.type, report)

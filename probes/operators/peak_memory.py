@@ -44,7 +44,7 @@ class PeakMemory:
 
     def __enter__(self) -> PeakMemory:
         try:
-            tracker = _tracker()
+            tracker = tracker_for()
             tracker.track_external(self._model, self._optimizer, *self._batch)
             tracker.__enter__()
             self._tracker = tracker
@@ -89,8 +89,13 @@ def split_peak(
     return out
 
 
-def _tracker() -> Any:
-    """A ``MemTracker`` that also follows models with frozen parameters (it would register a
+def tracker_for() -> Any:
+    """A ``MemTracker`` that also follows models with frozen parameters."""
+    return tracker_class()()
+
+
+def tracker_class() -> Any:
+    """``MemTracker`` made to follow models with frozen parameters too (it would register a
     gradient hook on each parameter, which fails on one that needs no gradient)."""
     from torch.distributed._tools.mem_tracker import MemTracker
 
@@ -107,7 +112,7 @@ def _tracker() -> Any:
                     self._param_to_grad_hook_handles[p] = (_NoHook(), _NoHook())
             return super()._track_module_params_and_buffers(module, install_grad_hooks)
 
-    return Tracker()
+    return Tracker
 
 
 def _reason(exc: BaseException) -> str:

@@ -67,7 +67,7 @@ def run_plan(rank: int, text: str) -> dict[str, Any]:
 
     from advisor.prediction.plan import parse_plan
     from advisor.train.plan_step import make_step, prepare
-    from advisor.train.sharding import uses_fsdp
+    from advisor.probes.sharding import uses_fsdp
 
     plan = parse_plan(text)
     s = setup()

@@ -2,11 +2,14 @@
 
 ``machine_memory`` is what the one prediction path (``perf.forecast.forecast_machine``)
 attaches to every accelerator row: the step at the per-device batch (data parallel keeps a
-full replica of the model, its gradients and optimizer state on every device, so only the
-batch is split: ``ceil(B / n)``), its memory from the memory model
-(``advisor.prediction.memory.step_memory``) and whether it fits the device
-(``memory_fit``, against ``AcceleratorSpec.memory_gib``). ``batch_limit`` is the largest
-batch of a search that fits a machine, computed once per machine and trace.
+full replica of the model, its gradients and optimizer state on every device unless the plan
+shards them, so the batch is split: ``ceil(B / n)``). On a GPU its memory is that of the
+step ``advisor.train`` runs under the row's plan (the plain float32 step when it has none),
+traced (``advisor.prediction.plan_memory``), plus what the GPU holds beyond the tensors
+(``memory.prior_terms``, with the GPU generation's own priors); it fits when its upper
+estimate fits the board's usable memory (``memory_priors.usable_gib``: less than its nominal
+size). ``batch_limit`` is the largest batch of a search that fits a machine, computed once per
+machine and trace.
 
 Where the step at that batch cannot be traced here, the probe's own trace is used and its
 batch-dependent terms (everything but the parameters, gradients, optimizer state and the
@@ -27,9 +30,11 @@ from advisor.prediction.memory import (
     StepMemory,
     largest_fitting_batch,
     memory_fit,
+    prior_terms,
     step_memory,
 )
 from advisor.prediction.perf.traces import TraceStore, per_device_batch, step_trace
+from advisor.prediction.plan import TrainingPlan
 from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
 
@@ -79,16 +84,25 @@ class DeviceMemory:
 
 
 def capacity_bytes(machine: InstanceType, catalog: Any) -> float | None:
-    """One device's memory in bytes (the catalog's ``memory_gib``); a cloud CPU machine's
-    RAM; None for this machine (its check is the memory available now,
-    ``probes.operators.feasibility``) or an accelerator the catalog has no spec for."""
+    """One device's usable memory in bytes: a GPU's board memory less what its driver keeps
+    (``memory_priors.usable_gib``); a cloud CPU machine's RAM; None for this machine (its
+    check is the memory available now, ``probes.operators.feasibility``) or an accelerator
+    the catalog has no spec for."""
     if machine.accelerator is None:
         return None if machine.provider == "local" else float(machine.memory_gib) * GIB
+    spec = _spec(machine, catalog)
+    if spec is None:
+        return None
+    from advisor.prediction.memory_priors import usable_gib
+
+    return usable_gib(spec)[0] * GIB
+
+
+def _spec(machine: InstanceType, catalog: Any) -> Any:
     try:
-        spec = catalog.accelerator(machine.accelerator)
+        return catalog.accelerator(machine.accelerator)
     except (KeyError, LookupError, AttributeError):
         return None
-    return float(spec.memory_gib) * GIB
 
 
 def device_kind(machine: InstanceType) -> str:
@@ -107,22 +121,60 @@ def machine_memory(
     plan: Any = None,
 ) -> DeviceMemory | None:
     """The step memory per device of ``probe``'s workload on ``machine`` at the global
-    ``batch_size`` (a cloud CPU machine: against its RAM); None for this machine. ``plan``
-    (issue #35): the step at its micro-batch under the plan (``prediction.plan_memory``)."""
+    ``batch_size`` under ``plan`` (None: the plain float32 step) (a cloud CPU machine:
+    against its RAM); None for this machine."""
     have = capacity_bytes(machine, catalog)
     if have is None:
         return None
     devices = max(1, machine.accelerator_count)
     per_device = per_device_batch(batch_size, devices)
     kind = device_kind(machine)
-    if plan is not None and kind == "gpu":
-        from advisor.prediction.plan_memory import plan_memory
-
-        memory, how = _step(probe, plan.micro_batch(per_device), kind, trace_store)
-        memory = plan_memory(memory, plan, devices, probe.framework)
-    else:
-        memory, how = _step(probe, per_device, kind, trace_store)
+    if kind == "gpu":
+        spec = _spec(machine, catalog)
+        generation = getattr(spec, "generation", None)
+        memory, how = gpu_step(probe, per_device, plan or TrainingPlan(), devices, generation,
+                               trace_store)  # fmt: skip
+    else:  # a CPU's RAM; a TPU's memory per core: the tensors (issue #47 models XLA's own)
+        memory, how = _step(probe, per_device, "cpu", trace_store)
     return DeviceMemory(memory, memory_fit(memory, have), devices, per_device, how, kind)
+
+
+def gpu_step(
+    probe: ProbeResult,
+    per_device: int,
+    plan: TrainingPlan,
+    devices: int,
+    generation: str | None,
+    store: TraceStore | None = None,
+) -> tuple[StepMemory, str]:
+    """One GPU's memory for ``probe``'s step at ``per_device`` samples under ``plan`` on one
+    of ``devices`` GPUs: the plan's step traced (PyTorch), else the float32 step's memory
+    rewritten by the plan's rules (priors), plus the GPU's own priors."""
+    from advisor.prediction.perf.traces import probe_hyperparameters
+    from advisor.prediction.plan_memory import factor_memory, traced_memory
+    from advisor.probes.operators.stored import operator_trace_of
+
+    memory = StepMemory(per_device, known=False, unknown_reason="not traced")
+    how = "the plan's step traced on fake tensors"
+    if probe.framework == "torch":
+        hps = probe_hyperparameters(probe)
+        memory = traced_memory(probe.workload, hps, per_device, plan, devices, store)
+    if not memory.known:
+        why = memory.unknown_reason
+        micro = plan.micro_batch(per_device)
+        base, base_how = _step(probe, micro, "cpu", store)
+        memory = factor_memory(base, plan, devices, probe.framework)
+        if base.known and plan != TrainingPlan():
+            how = f"{base_how}; the plan by rules (priors)" + (f": {why}" if why else "")
+        else:
+            how = base_how
+    if not memory.known:
+        return memory, how
+    own = operator_trace_of(probe)
+    convolves = own is not None and any(o.kind == "conv" for o in own.operators)
+    tensors = sum(t.value for t in memory.terms)
+    extra = prior_terms(probe.framework, convolves, tensors, generation, devices)
+    return replace(memory, terms=(*memory.terms, *extra)), how
 
 
 _STEPS: dict[tuple[str, str, str, int, str], tuple[StepMemory, str]] = {}
@@ -183,11 +235,11 @@ def batch_limit(
     have = capacity_bytes(machine, catalog)
     if have is None or not batches:
         return batches[-1] if batches else None
-    devices = max(1, machine.accelerator_count)
-    kind = device_kind(machine)
 
     def at(b: int) -> StepMemory:
-        return _step(probe, per_device_batch(b, devices), kind, trace_store)[0]
+        found = machine_memory(probe, machine, catalog, b, trace_store)
+        assert found is not None
+        return found.memory
 
     if not at(batches[0]).known:
         return batches[-1]
@@ -196,4 +248,7 @@ def batch_limit(
 
 def forget() -> None:
     """Drop this process's memo (tests)."""
+    from advisor.prediction.plan_memory import forget as forget_plans
+
     _STEPS.clear()
+    forget_plans()

@@ -37,16 +37,17 @@ def zero1(setup: Any) -> Any:
 
     old = setup.optimizer
     groups = [dict(g) for g in old.param_groups]
-    new = ZeroRedundancyOptimizer(groups, optimizer_class=type(old), **old.defaults)
+    new = ZeroRedundancyOptimizer(groups, optimizer_class=type(old), **options(old))
     if old.state:
         new.load_state_dict(old.state_dict())
     return _follow(setup, new)
 
 
-def fsdp(setup: Any, sharding: str, blocks: Any) -> Any:
+def fsdp(setup: Any, sharding: str, blocks: Any, mesh: Any = None) -> Any:
     """``setup`` with its model sharded by ``fully_shard`` (each module of ``blocks``, then the
     model) over every process of the group, for ``sharding`` gradients (ZeRO-2) or parameters
-    (ZeRO-3), and its optimizer rebuilt over the sharded parameters."""
+    (ZeRO-3), and its optimizer rebuilt over the sharded parameters. ``mesh``: the device mesh
+    (default: every process of the group, on the model's device type)."""
     import torch.distributed as dist
     from torch.distributed.checkpoint.state_dict import (
         StateDictOptions,
@@ -64,7 +65,8 @@ def fsdp(setup: Any, sharding: str, blocks: Any) -> Any:
     full = StateDictOptions(full_state_dict=True)
     carried = get_optimizer_state_dict(model, old, options=full) if old.state else None
     device = next(model.parameters()).device.type
-    mesh = init_device_mesh(device, (dist.get_world_size(),))
+    if mesh is None:
+        mesh = init_device_mesh(device, (dist.get_world_size(),))
     again = sharding == "parameters"
     for block in blocks if blocks is not None else ():
         fully_shard(block, mesh=mesh, reshard_after_forward=again)
@@ -75,10 +77,19 @@ def fsdp(setup: Any, sharding: str, blocks: Any) -> Any:
          "params": [now[names[id(p)]] for p in g["params"]]}
         for g in old.param_groups
     ]  # fmt: skip
-    new = type(old)(groups, **old.defaults)
+    new = type(old)(groups, **options(old))
     if carried is not None:
         set_optimizer_state_dict(model, new, carried, options=full)
     return _follow(setup, new)
+
+
+def options(optimizer: Any) -> dict[str, Any]:
+    """The optimizer's defaults its constructor takes (torch 2.13's AdamW keeps
+    ``decoupled_weight_decay`` in its defaults but does not take it)."""
+    import inspect
+
+    takes = inspect.signature(type(optimizer).__init__).parameters
+    return {k: v for k, v in optimizer.defaults.items() if k in takes}
 
 
 def _follow(setup: Any, optimizer: Any) -> Any:
