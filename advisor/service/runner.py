@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +77,11 @@ class LeaseKeeper(threading.Thread):
         self.stopped = threading.Event()
         self.waiting_since: float | None = None  # monotonic; None: not waiting for the slot
         self.last_progress = time.monotonic()
+        # A renewal and the job's end never overlap (issue #50: a renewal whose UPDATE ran just
+        # after ``finish`` committed found the job no longer running and warned "lease taken
+        # over" after a normal finish, 2 jobs in 72): ``ending`` holds this lock around each
+        # attempt to record the end, and a renewal checks ``stopped`` under it.
+        self._renewing = threading.Lock()
 
     def run(self) -> None:
         pause = min(self.every_s, self.RETRY_S)
@@ -85,7 +91,10 @@ class LeaseKeeper(threading.Thread):
                 pause = self.RETRY_S  # waiting too long: not progressing, no renewal
                 continue
             try:
-                lease_s = jobs.renew(self.storage, self.lease, self.progress or None)
+                with self._renewing:
+                    if self.stopped.is_set():  # the job's end was recorded meanwhile
+                        return
+                    lease_s = jobs.renew(self.storage, self.lease, self.progress or None)
             except Exception as exc:  # the database may be restarting: keep trying
                 log.warning("job %s: lease renewal failed (%s)", self.lease.job_id, describe(exc))
                 pause = self.RETRY_S
@@ -115,6 +124,15 @@ class LeaseKeeper(threading.Thread):
         self.progress = {"phase": phase, "done": done, "total": total}  # one atomic swap
         self.last_progress = time.monotonic()
         self.check()
+
+    def ending(self, record: Callable[[], None]) -> None:
+        """``record`` the job's end (``jobs.finish``, conditional on the lease) with no renewal
+        in flight, and stop renewing once it is recorded: a renewal after the end would find
+        the job no longer running and say its lease was taken over. A failed attempt (the
+        database restarting) leaves the renewals going until the next one."""
+        with self._renewing:
+            record()
+            self.stopped.set()
 
     def check(self) -> None:
         """Raise LeaseLost once the lease was taken over."""
@@ -170,7 +188,7 @@ def execute_job(
             error = _error_text(job_id, exc, settings)
         try:  # outside the fence: finish is itself conditional on the lease
             retry_transient(
-                lambda: jobs.finish(storage, lease, result, error),
+                lambda: keeper.ending(lambda: jobs.finish(storage, lease, result, error)),
                 settings.storage_retry_s,
                 on_retry=retried,
             )
