@@ -6,7 +6,7 @@ A table is JSON::
     {"snapshot": "replay-2026-11", "source": "how the numbers were obtained",
      "epochs": 10,
      "delay_s": 0.0,   # optional: seconds each evaluation takes (emulates a probe in tests)
-     "host_probe": false,  # optional: the delay holds this host's probe slot, as a probe
+     "host_probe": false,  # optional: the delay is a probe of this host, under its locks
      "instances": [InstanceType.to_dict(), ...],
      "entries": [{"machine": "ec2:p3.2xlarge", "batch_size": 512,
                   "runtime_s": {"value": 620, "low": 600, "high": 650},   # or a number
@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from typing import Any
 from advisor.errors import AdvisorError
 from advisor.evaluation.candidates import matches, owned_candidates
 from advisor.evaluation.contract import Backend, RunTime
-from advisor.evaluation.probe_slot import probe_slot
+from advisor.evaluation.probe_slot import probe_key_lock, probe_slot
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.intervals import Interval
 from advisor.probes.result import PhaseTimes
@@ -99,7 +99,7 @@ class ReplayTable:
     source: str = ""
     epochs: int = 10
     delay_s: float = 0.0
-    host_probe: bool = False  # the delay is a probe of this host: it holds the probe slot
+    host_probe: bool = False  # the delay is a probe of this host, under its probe locks
     _index: dict[tuple[str, int], ReplayEntry] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -211,6 +211,17 @@ class ReplayBackend(Backend):
         found = owned_candidates(catalog.load().accelerators, machines, rest)
         return [i for i in found if i.key not in have]
 
+    @contextlib.contextmanager
+    def _probing(self, workload: WorkloadInfo, batch_size: int) -> Iterator[None]:
+        """With ``host_probe``, the delay holds the locks a local probe holds (as
+        ``LocalBackend.probe`` takes them): its configuration's -- one per workload and batch
+        size, whatever the machine, as a local probe's key -- then this host's slot."""
+        if not self.table.host_probe:
+            yield
+            return
+        with probe_key_lock(f"replay|{workload.name}|{batch_size}"), probe_slot():
+            yield
+
     def _runtime(
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
     ) -> RunTime:
@@ -219,7 +230,7 @@ class ReplayBackend(Backend):
         per_batch = {"epochs_model": epochs_est.to_dict()}
         entry = self.table.entry(instance.key, batch_size)
         if self.table.delay_s > 0:
-            with probe_slot() if self.table.host_probe else contextlib.nullcontext():
+            with self._probing(workload, batch_size):
                 time.sleep(self.table.delay_s)
         new = (instance.key, batch_size) not in self.probed
         if new:
