@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.durations import MAX_DURATION_S
+from advisor.providers.owned_checks import BOUNDS as _OWNED
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_SPACE_CHARS = 64_000
@@ -264,16 +265,31 @@ class TuningImportRequest(TuningTarget):
 
 class HardwareRequest(_Strict):
     """A machine the team owns (issue #37), as ``advisor hardware add`` takes it: a candidate
-    of the team's suggestions, priced by amortisation + energy."""
+    of the team's suggestions, priced by amortisation + energy. The ranges are the machine's
+    own (``advisor.providers.owned_checks.BOUNDS``), stated once for the CLI, hardware.json
+    and the service."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$", description="Its name.")
-    gpus: str = Field(max_length=64, description="COUNTxBOARD, e.g. 4xRTX4090.")
-    purchase_usd: float = Field(ge=0, le=1e9, description="What it cost, USD.")
-    lifetime: str = Field(max_length=16, description="How long it is used: 3y, 36mo, 26000h.")
-    power_w: float = Field(ge=0, le=1e6, description="Power draw, W.")
-    usd_per_kwh: float = Field(ge=0, le=100, description="Electricity price, USD per kWh.")
-    utilisation: float = Field(
-        0.5, gt=0, le=1, description="Share of its lifetime it is busy (a prior: give yours)."
+    gpus: str = Field(max_length=64, description="COUNTxBOARD, 1 to 16 GPUs, e.g. 4xRTX4090.")
+    purchase_usd: float = Field(
+        gt=_OWNED["purchase_usd"].low, le=_OWNED["purchase_usd"].high, description="USD paid."
     )
-    vcpus: int | None = Field(None, gt=0, le=100_000, description="CPU cores.")
-    memory_gib: float | None = Field(None, ge=1, le=1e6, description="RAM, GiB.")
+    lifetime: str = Field(max_length=16, description="How long it is used: 3y, 36mo, 26000h.")
+    power_w: float = Field(
+        gt=_OWNED["power_w"].low, le=_OWNED["power_w"].high, description="Power draw, W."
+    )
+    usd_per_kwh: float = Field(
+        ge=_OWNED["usd_per_kwh"].low, le=_OWNED["usd_per_kwh"].high, description="USD per kWh."
+    )
+    utilisation: float = Field(
+        0.5,
+        ge=_OWNED["utilisation"].low,
+        le=_OWNED["utilisation"].high,
+        description="Share of its lifetime it is busy (a prior: give yours).",
+    )
+    vcpus: int | None = Field(
+        None, ge=_OWNED["vcpus"].low, le=_OWNED["vcpus"].high, description="CPU cores."
+    )
+    memory_gib: float | None = Field(
+        None, ge=_OWNED["memory_gib"].low, le=_OWNED["memory_gib"].high, description="RAM, GiB."
+    )
