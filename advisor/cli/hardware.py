@@ -162,8 +162,10 @@ def _edit(change: Callable[[list[Any]], list[Any]]) -> Any:
     that commands run at once each keep their change; the write is atomic (``save_owned``).
     Ctrl-C waits for the write. Returns the file's path."""
     from advisor.providers.owned import load_owned, lock_path, save_owned
+    from advisor.storage.checks import check_home
     from advisor.storage.locks import file_lock, sigint_deferred
 
+    check_home()  # ADVISOR_HOME a file or read-only: one line, before the lock is made
     with file_lock(lock_path()):
         machines = change(load_owned())
         with sigint_deferred():

@@ -120,6 +120,16 @@ def test_a_hardware_file_that_is_no_regular_file_is_one_line_at_once(
     assert "is not a regular file" in cli.run_checked("hardware", "list").err
 
 
+def test_hardware_add_with_advisor_home_a_file_is_one_line(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home-file"
+    home.write_text("x")
+    monkeypatch.setenv("ADVISOR_HOME", str(home))
+    for args in (("hardware", "add", "rig", "--gpus", "4xL4", *ADD), ("hardware", "list")):
+        assert cli.run_checked(*args).code == 2
+
+
 @pytest.mark.parametrize(
     ("flag", "value", "words"),
     [
