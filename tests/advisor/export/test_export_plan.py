@@ -159,3 +159,51 @@ def test_an_on_demand_row_runs_the_plan_without_checkpoint_mounts(
     task = yaml.safe_load(export("skypilot", report=dict(report, recommended=row)).text)
     assert "file_mounts" not in task and "--checkpoint-dir" not in task["run"]
     assert f"--plan {ISSUE_PLAN.arg()}" in task["run"]
+
+
+@pytest.mark.slow  # trains fcn for one short epoch under the plan (about 30-60 s here)
+def test_the_exported_command_runs_here_and_says_what_it_measured(
+    plan_study: dict[str, Any],
+) -> None:
+    """The SageMaker job of the 1x A10G row (bf16, 2 accumulation steps, checkpointed blocks),
+    run as exported on this machine's CPU with a few hundred samples: it says the plan it ran
+    and the report's predictions first, its measured peak and steady step beside them last."""
+    import re
+    import subprocess
+    import sys
+
+    from advisor.providers.tuning import metric_regex
+
+    report = plan_study["report"]
+    n = next(i for i, r in enumerate(report["ranking"], 1) if r["machine"] == "ec2:g5.xlarge:spot")
+    row = report["ranking"][n - 1]
+    out = plan_study["folder"] / "a10g-job.json"
+    assert export_cli(plan_study, "--to", "sagemaker", "--row", str(n), "--out", str(out)).code == 0
+    spec = json.loads(out.read_text())["AlgorithmSpecification"]
+    argv = [*spec["ContainerEntrypoint"], *spec["ContainerArguments"]]
+    args = args_of(argv)
+    assert parse_plan(args["plan"]) == TrainingPlan("bf16", 2, "blocks", "none")
+    # this machine: its CPU, a small batch and a few hundred samples, its own checkpoint folder
+    args |= {"device": "cpu", "batch-size": "64", "epochs": "1", "n-train": "256", "n-val": "64",
+             "threads": "1", "checkpoint-dir": str(plan_study["folder"] / "a10g-ckpt")}  # fmt: skip
+    command = [sys.executable, "-m", "advisor.train"]
+    for name, value in args.items():
+        command += [f"--{name}", value]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[1] == (
+        "advisor-train: plan bf16, micro-batch 32 x 2 accumulation steps, checkpointed blocks; "
+        f"the report predicted peak memory {row['expected']['peak_gib']:.4g} GiB (up to "
+        f"{row['expected']['peak_high_gib']:.4g}) per device, steady step "
+        f"{row['expected']['step_s']:.4g} s"
+    )
+    (last,) = [line for line in lines if line.startswith("advisor-train: measured")]
+    want = row["expected"]
+    assert "(process peak RSS on the CPU" in last
+    assert f"vs predicted {want['peak_gib']:.4g} GiB (up to {want['peak_high_gib']:.4g})" in last
+    assert re.search(r"steady step [0-9.e+-]+ s \(median of steps 2\.\.n\) vs predicted "
+                     + re.escape(f"{want['step_s']:.4g} s"), last)  # fmt: skip
+    peak = [float(v) for v in re.findall(metric_regex("peak_memory_gib"), done.stdout)]
+    step = [float(v) for v in re.findall(metric_regex("steady_step_s"), done.stdout)]
+    assert len(peak) == 1 and 0.05 < peak[0] < 64 and len(step) == 1 and step[0] > 0
