@@ -207,3 +207,13 @@ def test_the_exported_command_runs_here_and_says_what_it_measured(
     peak = [float(v) for v in re.findall(metric_regex("peak_memory_gib"), done.stdout)]
     step = [float(v) for v in re.findall(metric_regex("steady_step_s"), done.stdout)]
     assert len(peak) == 1 and 0.05 < peak[0] < 64 and len(step) == 1 and step[0] > 0
+
+
+def test_export_help_says_the_plan_is_exported() -> None:
+    from cli_run import run
+
+    result = run("export", "--help")
+    text = " ".join(result.out.split())
+    assert result.code == 0
+    assert "the training plan (precision, accumulation, checkpointing, sharding)" in text
+    assert "python -m advisor.train" in text
