@@ -256,8 +256,11 @@ class ReplayBackend(Backend):
             source,
             self.table.epochs,
             entry.probe_s,
-            estimate={"runtime": entry.runtime.to_dict(), "source": "replay table",
-                      **entry.estimate},  # fmt: skip
+            estimate={
+                "runtime": entry.runtime.to_dict(),
+                "source": "replay table",
+                **entry.estimate,
+            },
             new_probe=new,
         )
 
