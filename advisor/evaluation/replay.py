@@ -56,6 +56,9 @@ class ReplayEntry:
     phases: PhaseTimes | None = None
     probe_s: float = 60.0
     error: str | None = None
+    # What the recorded row's estimate held besides its times (issue #45: its training plan,
+    # the plan in words, its memory per device), kept in the row's estimate as recorded.
+    estimate: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.runtime is None and self.error is None:
@@ -75,6 +78,7 @@ class ReplayEntry:
             phases=PhaseTimes.from_dict(d["phases"]) if d.get("phases") else None,
             probe_s=float(d.get("probe_s", 60.0)),
             error=d.get("error"),
+            estimate=dict(d.get("estimate") or {}),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,6 +90,7 @@ class ReplayEntry:
             "phases": self.phases.to_dict() if self.phases else None,
             "probe_s": self.probe_s,
             "error": self.error,
+            "estimate": dict(self.estimate),
         }
 
 
@@ -253,7 +258,7 @@ class ReplayBackend(Backend):
                 entry.phases.source,
                 epochs,
                 entry.probe_s,
-                estimate={**est.to_dict(), **per_batch},
+                estimate={**est.to_dict(), **per_batch, **entry.estimate},
                 phases=entry.phases,
                 new_probe=new,
             )
@@ -262,7 +267,11 @@ class ReplayBackend(Backend):
             source,
             self.table.epochs,
             entry.probe_s,
-            estimate={"runtime": entry.runtime.to_dict(), "source": "replay table"},
+            estimate={
+                "runtime": entry.runtime.to_dict(),
+                "source": "replay table",
+                **entry.estimate,
+            },
             new_probe=new,
         )
 
@@ -275,7 +284,8 @@ class ReplayBackend(Backend):
             return RunTime(None, "modelled", self.table.epochs, 0.0, error=error)
         if entry.predicted is None:
             return None
-        return RunTime(entry.predicted, "modelled", self.table.epochs, entry.probe_s)
+        return RunTime(entry.predicted, "modelled", self.table.epochs, entry.probe_s,
+                       estimate=dict(entry.estimate), phases=entry.phases)  # fmt: skip
 
 
 def backend_from_spec(spec: str) -> Backend:
