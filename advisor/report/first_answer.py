@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.report.summary import _time
+from advisor.report.summary import time_text
 
 HEADING = (
     "first answer (from the operator trace: GPU machines only, their init a prior; the local "
@@ -21,7 +21,7 @@ HEADING = (
 def _row(row: dict[str, Any]) -> str:
     c = row["cost_usd"]
     return (
-        f"{row['machine']} batch {row['batch_size']}: {_time(row['runtime_s'])}, "
+        f"{row['machine']} batch {row['batch_size']}: {time_text(row['runtime_s'])}, "
         f"USD {c['value']:.3f} ({c['low']:.3f}-{c['high']:.3f})"
     )
 

@@ -31,7 +31,7 @@ WARNINGS_SHOWN = 3  # warning lines of the one-screen report (--verbose: all not
 SCREEN_LINES = 24  # the screen the default report fits (80x24); warnings past it: --verbose
 
 
-def _time(d: dict[str, float] | None, interval: bool = True) -> str:
+def time_text(d: dict[str, float] | None, interval: bool = True) -> str:
     """ "1.4 min (0.6-3.4)": the value's unit for the interval too."""
     if not d:
         return "-"
@@ -99,13 +99,13 @@ def _pick(row: dict[str, Any]) -> list[str]:
             f"; {format_duration(startup['value'])} start-up + "
             f"{format_duration(row['training_s']['value'])} training"
         )
-    cost = f"{_time(row['runtime_s'])}, USD {_usd(row['cost_usd'])}{split}"
+    cost = f"{time_text(row['runtime_s'])}, USD {_usd(row['cost_usd'])}{split}"
     return [head, *(["; ".join(x for x in (plan, memory) if x)] if plan or memory else []), cost]
 
 
 def _alternative(label: str, row: dict[str, Any]) -> str:
     return (
-        f"{label}: {machine_label(row)} b{row['batch_size']}: {_time(row['runtime_s'], False)}, "
+        f"{label}: {machine_label(row)} b{row['batch_size']}: {time_text(row['runtime_s'], False)}, "
         f"USD {_usd(row['cost_usd'], False)} ({row.get('known') or row['source']})"
         + (f", {row['plan']}" if row.get("plan") else "")
     )
@@ -133,8 +133,8 @@ def ranking_lines(rows: list[dict[str, Any]], total: int, width: int) -> list[st
         col("machine", [machine_label(r) for r in rows]),
         col("GPUs", [_gpus(r) for r in rows], True),
         col("batch", [str(r["batch_size"]) for r in rows], True),
-        col("time (interval)", [_time(r["runtime_s"]) for r in rows], True,
-            short=tuple(_time(r["runtime_s"], False) for r in rows), short_header="time"),
+        col("time (interval)", [time_text(r["runtime_s"]) for r in rows], True,
+            short=tuple(time_text(r["runtime_s"], False) for r in rows), short_header="time"),
         col("cost USD", [_usd(r["cost_usd"], False) for r in rows], True, short_header="USD"),
     ]  # fmt: skip
     if any(r.get("memory") for r in rows):  # issue #34
