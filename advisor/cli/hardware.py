@@ -3,6 +3,7 @@ energy (issue #37; ``advisor.providers.owned``)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -101,8 +102,9 @@ def add(
 
 
 @hardware.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of lines.")
 @_service
-def list_(server: str | None, token: str | None) -> None:
+def list_(server: str | None, token: str | None, as_json: bool) -> None:
     """List the machines you own and their price per hour of use."""
     from advisor.providers.owned import OwnedMachine, hardware_path, load_owned
 
@@ -118,16 +120,30 @@ def list_(server: str | None, token: str | None) -> None:
             )
             for i, m in enumerate(listed)
         ]
-        if not machines:
-            click.echo(
-                f"your team owns no machines on {server}; add one with `advisor hardware add`"
-            )
     else:
         machines = load_owned()
-    if not machines and not server:
+    if as_json:  # issue #50: every listing has --json
+        click.echo(json.dumps([_as_dict(m) for m in machines], indent=1))
+        return
+    if not machines and server:
+        click.echo(f"your team owns no machines on {server}; add one with `advisor hardware add`")
+    elif not machines:
         click.echo(f"no machines in {hardware_path()}; add one with `advisor hardware add`")
     for m in machines:
         click.echo(f"owned:{m.name}: {m.count} x {m.board}; {m.formula()}")
+
+
+def _as_dict(machine: Any) -> dict[str, Any]:
+    """A machine as ``hardware list --json`` prints it: its key, its fields, and its price per
+    hour of use with the formula behind it."""
+    from dataclasses import asdict
+
+    return {
+        "key": f"owned:{machine.name}",
+        **asdict(machine),
+        "usd_per_hour": machine.usd_per_hour,
+        "formula": machine.formula(),
+    }
 
 
 @hardware.command("remove")
