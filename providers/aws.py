@@ -13,10 +13,16 @@ from advisor.errors import AdvisorError
 # -- validation against botocore's service model ------------------------------------------------
 
 
-def validate_request(operation: str, request: dict[str, Any]) -> None:
+def validate_request(
+    operation: str,
+    request: dict[str, Any],
+    feature: str = "SageMaker tuning",
+    fix: str = "change the values named (e.g. --instance, --job-name, --role).",
+) -> None:
     """Check enums, lengths, patterns and numeric ranges of ``request`` against the SageMaker
-    API model (botocore checks only types and required keys). Raises ``AdvisorError``."""
-    botocore_session = require("botocore.session", "aws", "SageMaker tuning")
+    API model (botocore checks only types and required keys). Raises ``AdvisorError`` (with
+    ``fix``; ``feature`` names what needed botocore when it is missing)."""
+    botocore_session = require("botocore.session", "aws", feature)
     model = botocore_session.get_session().get_service_model("sagemaker")
     shape = model.operation_model(operation).input_shape
     problems: list[str] = []
@@ -24,7 +30,7 @@ def validate_request(operation: str, request: dict[str, Any]) -> None:
     if problems:
         raise AdvisorError(
             f"SageMaker would reject this request: {'; '.join(problems[:3])}.",
-            "change the values named (e.g. --instance, --job-name, --role).",
+            fix,
         )
 
 

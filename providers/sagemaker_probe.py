@@ -52,10 +52,16 @@ class SageMakerProbeJobRunner(ProbeJobRunner):
         poll_s: float = 15.0,
         sts: Any = None,
         clock: Callable[[], float] = time.time,
+        feature: str = "SageMaker probe jobs",
+        fix: str = "pass --role, --output and --image (or set them under 'sagemaker:' in "
+        "cloud.yaml).",
     ) -> None:
         super().__init__(poll_s=poll_s, clock=clock)
         self._client, self._s3, self._sts = client, s3, sts
         self.role, self.region, self.output, self.volume_gb = role, region, output, volume_gb
+        # What the jobs are for, in errors ("SageMaker probe jobs", "the SageMaker export"),
+        # and the fix an invalid request's error names.
+        self.feature, self.fix = feature, fix
 
     def can_run(self, machine: InstanceType) -> bool:
         return machine.service in ("sagemaker", "ec2")
@@ -82,13 +88,14 @@ class SageMakerProbeJobRunner(ProbeJobRunner):
     def check(self) -> None:
         if not self.role:
             raise AdvisorError(
-                "SageMaker probe jobs need an execution role.",
+                f"{self.feature[0].upper()}{self.feature[1:]} need an execution role.",
                 "pass --role arn:aws:iam::<account>:role/<SageMakerExecutionRole> "
                 "(or sagemaker: role: in cloud.yaml).",
             )
         if not (self.output or "").startswith("s3://"):
             raise AdvisorError(
-                f"SageMaker probe jobs need an s3:// output location, got {self.output!r}.",
+                f"{self.feature[0].upper()}{self.feature[1:]} need an s3:// output location, "
+                f"got {self.output!r}.",
                 "pass --output s3://<bucket>/<prefix> (or sagemaker: output: in cloud.yaml).",
             )
         if self._sts is None:
@@ -127,7 +134,7 @@ class SageMakerProbeJobRunner(ProbeJobRunner):
             request["AlgorithmSpecification"]["ContainerArguments"] = arguments
         if spec.env:
             request["Environment"] = dict(spec.env)
-        validate_request("CreateTrainingJob", request)
+        validate_request("CreateTrainingJob", request, self.feature, self.fix)
         return request
 
     # -- the hooks -------------------------------------------------------------------------

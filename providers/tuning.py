@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from advisor.providers import registry
 from advisor.providers.catalog import MachineKey
+from advisor.providers.train_command import ENTRY_POINT, EXPECT_OPTIONS, train_args, train_values
 from advisor.search_spaces.space import FloatParam, IntParam, Param
 
 from advisor.errors import AdvisorError
@@ -30,7 +31,6 @@ Strategy = Literal["bayesian", "random", "grid", "hyperband"]
 STRATEGIES: tuple[str, ...] = ("bayesian", "random", "grid", "hyperband")
 TrialStatus = Literal["completed", "failed", "stopped", "running", "pending"]
 
-ENTRY_POINT: tuple[str, ...] = ("python", "-m", "advisor.train")
 DEFAULT_METRIC = "val_accuracy"
 # What ``advisor.train`` reports after every epoch (val_accuracy for classifiers only), and
 # whether a smaller value is better.
@@ -171,18 +171,18 @@ class TuningSpec:
         return "tpu" if self.accelerator.upper().startswith("TPU") else "cuda"
 
     def static_values(self) -> dict[str, str]:
-        """Every fixed value of the entry point as strings: ``fixed``, the metric, the device."""
-        out = {k: str(v) for k, v in self.fixed.items()}
-        out["metric"] = self.objective_metric
-        out["device"] = self.device
-        return out
+        """Every fixed value of the entry point as strings (``fixed``: model, batch size,
+        epochs, plan, the predictions, hyperparameters; the metric, the device), built by the
+        one function export builds its command with (``providers.train_command``)."""
+        rest = dict(self.fixed)
+        named = {k: rest.pop(k) for k in ("model", "batch_size", "epochs", "plan",
+                                          *EXPECT_OPTIONS) if k in rest}  # fmt: skip
+        return train_values(**named, hyperparameters=rest, metric=self.objective_metric,
+                            device=self.device)  # fmt: skip
 
     def entry_args(self) -> list[str]:
         """The fixed command-line arguments of the entry point (``--batch-size 512`` ...)."""
-        args: list[str] = []
-        for name, value in self.static_values().items():
-            args += [f"--{name.replace('_', '-')}", value]
-        return args
+        return train_args(self.static_values())
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

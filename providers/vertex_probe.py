@@ -67,8 +67,10 @@ class VertexProbeJobRunner(ProbeJobRunner):
         poll_s: float = 15.0,
         storage: Any = None,
         clock: Callable[[], float] = time.time,
+        feature: str = FEATURE,
     ) -> None:
         super().__init__(poll_s=poll_s, clock=clock)
+        self.feature = feature  # what the jobs are for, in errors ("the Vertex AI export")
         self.project = project
         self.location = location
         self.output = output
@@ -83,7 +85,8 @@ class VertexProbeJobRunner(ProbeJobRunner):
         if not self.output or not self.output.startswith("gs://"):
             got = f", not {self.output!r}" if self.output else ""
             raise AdvisorError(
-                f"Vertex AI probe jobs write their result to Cloud Storage{got}.",
+                f"{self.feature[0].upper()}{self.feature[1:]} write their result to Cloud "
+                f"Storage{got}.",
                 "pass a gs://BUCKET/PATH output folder (cloud settings: vertex output).",
             )
         if self.credentials is None and self._client is None:
@@ -94,7 +97,7 @@ class VertexProbeJobRunner(ProbeJobRunner):
             self.project = backend.project
         if not self.project:
             raise AdvisorError(
-                "No Google Cloud project is set for Vertex AI probe jobs.",
+                f"No Google Cloud project is set for {self.feature}.",
                 "pass a project or run `gcloud config set project PROJECT`.",
             )
 
@@ -109,7 +112,7 @@ class VertexProbeJobRunner(ProbeJobRunner):
             if self.credentials is None:
                 self._client = VertexBackend(project=self.project, location=self.location).client
             else:
-                v1 = require("google.cloud.aiplatform_v1", "gcp", FEATURE)
+                v1 = require("google.cloud.aiplatform_v1", "gcp", self.feature)
                 self._client = v1.JobServiceClient(
                     credentials=self.credentials,
                     client_options={"api_endpoint": f"{self.location}-aiplatform.googleapis.com"},
@@ -120,7 +123,7 @@ class VertexProbeJobRunner(ProbeJobRunner):
     def storage(self) -> Any:
         """The Cloud Storage client that reads the result file (built on first use)."""
         if self._storage is None:
-            gcs = require("google.cloud.storage", "gcp", FEATURE)
+            gcs = require("google.cloud.storage", "gcp", self.feature)
             self._storage = gcs.Client(project=self.project, credentials=self.credentials)
         return self._storage
 
@@ -132,12 +135,13 @@ class VertexProbeJobRunner(ProbeJobRunner):
 
     def job(self, spec: ProbeJobSpec) -> Any:
         """The ``aiplatform_v1.CustomJob`` that runs ``spec``."""
-        v1 = require("google.cloud.aiplatform_v1", "gcp", FEATURE)
+        v1 = require("google.cloud.aiplatform_v1", "gcp", self.feature)
         row = spec.machine
         if row.accelerator is not None and row.accelerator.upper().startswith("TPU"):
             raise AdvisorError(
-                f"{row.key} is a TPU machine; the advisor image probes on CUDA GPUs or the CPU.",
-                "probe a GPU or CPU machine remotely, or probe the TPU locally.",
+                f"{row.key} is a TPU machine; the advisor image runs on CUDA GPUs or the CPU "
+                f"({self.feature}).",
+                "pick a GPU or CPU machine.",
             )
         machine = v1.MachineSpec(
             machine_type=VertexBackend._map_type(row.service, row.instance_type)

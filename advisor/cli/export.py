@@ -48,8 +48,11 @@ def export(
     disk_gb: int,
 ) -> None:
     """Write what the report of STUDY printed -- machine, region, spot, batch size, epochs,
-    hyperparameters, plan -- as a SkyPilot task or a SageMaker / Vertex AI / Azure ML
-    training job.
+    hyperparameters, the training plan (precision, accumulation, checkpointing, sharding) and
+    the predicted peak memory and step time -- as a SkyPilot task or a SageMaker / Vertex AI /
+    Azure ML training job that runs `python -m advisor.train` with them. A spot row resumes
+    from checkpoints (a SkyPilot managed job with a bucket mounted, SageMaker
+    CheckpointConfig, Vertex AI's checkpoint folder, an Azure ML checkpoint output).
 
     \b
     Example: advisor export --study fcn-1a2b --to skypilot --out task.yaml

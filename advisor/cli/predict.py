@@ -9,11 +9,10 @@ from typing import Any
 
 import click
 
-from advisor.cli import console as output
 from advisor.cli import params as p
 from advisor.cli.operators_view import operator_options
 from advisor.cli.plan_options import plan_of, plan_options
-from advisor.durations import format_duration
+from advisor.cli.predict_view import row_plan as row_plan  # re-exported
 from advisor.errors import AdvisorError
 from advisor.options import OPTIONS
 from advisor.search_spaces.workloads import ModelRef
@@ -34,8 +33,10 @@ def _machines(
     given = {k: v for k, v in filters.items() if v is not None}
     if names is None and not given:
         raise AdvisorError(
-            "No machines to predict on.",
-            "pass --instances p3.2xlarge,... or filters such as --gpus A100:1 --cloud aws.",
+            "No machines to predict on: `advisor predict` needs --instances (-i) or a filter "
+            "(--gpus, --cloud, --region).",
+            "name them, e.g. -i ec2:p3.2xlarge,ec2:g5.xlarge, or choose them, e.g. --gpus "
+            "A100:1 --cloud aws (`advisor catalog` lists the machines).",
         )
     wanted = narrow(MachineFilter(), **given)
     catalog = catalog_mod.load(snapshot, region=wanted.region)
@@ -58,138 +59,6 @@ def _machines(
     return catalog, kept
 
 
-def _iv(iv: Any, fmt: str) -> str:
-    return f"{fmt.format(iv.value)} [{fmt.format(iv.low)}-{fmt.format(iv.high)}]"
-
-
-def _print(rows: list[Any], tables: dict[str, Any], header: str) -> None:
-    from rich.table import Table
-
-    # Wide enough for the intervals when piped (rich falls back to 80 columns).
-    console = output.console()
-    console.print(header)
-    table = Table(show_lines=False)
-    for col in (
-        "#", "machine", "GPUs", "b/GPU", "t2 ms", "training h:mm:ss",
-        "source", "limit", "memory/device", "start-up s", "job h:mm:ss", "job cost USD",
-    ):  # fmt: skip
-        table.add_column(col)
-    for i, f in enumerate(rows, 1):
-        m, pred = f.machine, f.prediction
-        fits = f.fits  # issue #34: a row that does not fit has no time or cost to give
-        table.add_row(
-            str(i),
-            m.key,
-            f"{m.accelerator_count}x {m.accelerator}" if m.accelerator else "-",
-            str(pred.per_device_batch) if m.accelerator else "-",
-            _iv(pred.phases.t2.scale(1000), "{:.1f}") if fits else "-",
-            _hms(f.job.training if f.job is not None else f.estimate.runtime) if fits else "-",
-            ("probed here, extrapolated" if pred.source == "measured" else pred.source)
-            + (f" x{pred.calibration:.2f}" if pred.calibration_points else "")
-            + ("" if m.current else f" ({m.lifecycle})")
-            + (" (predicted only)" if _predicted_only(m) else ""),
-            pred.bottleneck or "-",
-            "-" if f.memory is None else f.memory.text(),
-            _span(_startup(f), "{:.0f}") if fits else "-",
-            _hms(f.job_wall_s) if fits else "-",
-            _span(f.job_cost_usd, "{:.2f}") if fits else "-",
-        )
-    console.print(table)
-    _print_limits_and_calibration(rows)
-    console.print(
-        "\\[interval] in brackets; modelled = predicted from the local probe "
-        "(docs/calibration.md); probed here, extrapolated = this machine's probe over the run; "
-        "limit = what bounds the step; memory/device = the step's predicted peak per GPU "
-        "against its memory (CPU machines: RAM); "
-        "start-up = provisioning or VM boot, image pull, data download before training "
-        "(priors unless documented, providers/overheads.py); job = start-up + training (what "
-        "advisor suggest ranks); job cost = billed start-up + training, rounded once to the "
-        "service's billing increment and minimum; the tables below are whole jobs too."
-    )
-    from advisor.evaluation.predict_api import job_cost
-
-    fitting = [f for f in rows if f.fits]
-    if not fitting:  # issue #34
-        console.print(
-            "None of these machines fits a step at this batch size in its memory (the "
-            "memory/device column): no fastest or cheapest; try a smaller --batch-size."
-        )
-        return
-    fastest, cheapest = fitting[0], min(fitting, key=job_cost)
-    console.print(
-        f"Fastest: {fastest.machine.key}   Cheapest: {cheapest.machine.key} "
-        "(whole jobs: start-up included; machines that fit their GPU memory)"
-    )
-    for kind in ("runtime", "cost"):
-        norm = tables[kind]
-        cols = sorted({c for row in norm.values() for c in row})
-        t = Table(title=f"{kind} / best, by epochs")
-        t.add_column("machine")
-        for c in cols:
-            t.add_column(f"{c} ep")
-        for key, row in norm.items():
-            t.add_row(key, *(_ratio(row.get(c)) for c in cols))
-        console.print(t)
-
-
-def _ratio(value: float | None) -> str:
-    """A cell of a ``/ best`` table: a free machine (cost 0) is "free", never a ratio."""
-    if value is None:
-        return "-"
-    return "free" if value == 0 else f"{value:.2f}"
-
-
-def _predicted_only(machine: Any) -> bool:
-    from advisor.evaluation.candidates import predicted_only
-
-    return predicted_only(machine) is not None
-
-
-def _hms(span: Any) -> str:
-    if span is None:
-        return "-"
-    return (
-        f"{format_duration(span.value)} [{format_duration(span.low)}-{format_duration(span.high)}]"
-    )
-
-
-def _startup(f: Any) -> Any:
-    return None if f.overheads is None else f.overheads.wall
-
-
-def _span(span: Any, fmt: str) -> str:
-    return "-" if span is None else _iv(span, fmt)
-
-
-def row_plan(row: Any) -> str:
-    """A row's training plan in words (issue #35): its plan, "fp32" for a GPU's plain float32
-    step (a K80 under ``--precision auto``), "fp32 (CPU, as probed)" for a CPU machine."""
-    if row.prediction.plan:
-        return str(row.prediction.plan)
-    return "fp32" if row.machine.accelerator else "fp32 (CPU, as probed)"
-
-
-def _print_limits_and_calibration(rows: list[Any]) -> None:
-    """Name the host-bound machines (the GPU's speed does not decide their time) and show
-    each calibration with its evidence (advisor calibration lists them all)."""
-    from advisor.prediction.perf.accel import LIMITS
-
-    console = output.console()
-    plans = [f"{f.machine.key}: {row_plan(f)}" for f in rows]
-    if any(f.prediction.plan for f in rows):  # every row's plan, once one has a plan
-        console.print(f"Training plan: {'; '.join(plans)}.", markup=False)
-    for limit in ("dispatch", "input"):
-        floor = [f.machine.key for f in rows if f.prediction.bottleneck == limit]
-        if floor:
-            console.print(
-                f"{LIMITS[limit]}: {', '.join(floor)} (the host floor's priors decide these "
-                "times; the interval carries them)."
-            )
-    for f in rows:
-        if f.prediction.calibration_points:
-            console.print(f"{f.machine.key}: {f.prediction.calibration_evidence}")
-
-
 @click.command()
 @click.option(
     "--model",
@@ -204,7 +73,8 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
     "-i",
     default=None,
     help="Comma-separated instance types: catalog keys or the providers' own names "
-    "(Standard_NC6s_v3, ml.p3.2xlarge, compute-engine:n1-standard-8+T4); or filters below.",
+    "(Standard_NC6s_v3, ml.p3.2xlarge, compute-engine:n1-standard-8+T4). Needed unless "
+    "--gpus, --cloud or --region choose the machines.",
 )
 @click.option("--gpus", metavar="NAME[:COUNT]", help=OPTIONS["gpus"].help)
 @click.option("--cloud", help=OPTIONS["cloud"].help)
@@ -269,8 +139,17 @@ def predict(
     """Predict time and cost of training MODEL (a built-in workload or your own
     module:function) on each instance from one local probe: --probe FILE, else the probe
     `advisor suggest` cached here, else a new one -- or, for a model too big or too slow for
-    this machine, its training step traced without running it."""
+    this machine, its training step traced without running it.
+
+    The machines are needed: name them with --instances (-i), or choose them with --gpus,
+    --cloud and --region (both: the named ones the filters keep).
+
+    \b
+    Example: advisor predict -m fcn -b 512 -i ec2:p3.2xlarge,ec2:g5.xlarge --spot
+             advisor predict -m resnet50 -b 256 --gpus A100:1 --cloud aws
+    """
     from advisor.cli.operators_view import show_operators
+    from advisor.cli.predict_view import print_table, say
     from advisor.cli.probe_view import run_with_progress
     from advisor.evaluation.predict_api import load_probe
     from advisor.evaluation.predict_api import predict as run_predict
@@ -319,11 +198,11 @@ def predict(
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=1))
         return
-    _print(result.rows, result.tables, _header(result, model, batch_size, spot))
+    print_table(result.rows, result.tables, _header(result, model, batch_size, spot))
     for warning in result.probe.warnings:
-        output.console().print(f"warning (probe): {warning}")
+        say(f"warning (probe): {warning}")
     for line in result.notes:  # #26: how obtained, no local timing; #27: predicted only, ...
-        output.console().print(line, markup=False)
+        say(line)
     show_operators(result.probe, top_ops, on_gpu)
 
 

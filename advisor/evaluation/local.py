@@ -33,7 +33,7 @@ from advisor.evaluation.probe_cache import (
     machine_fingerprint,
     probe_cache_key,
 )
-from advisor.evaluation.probe_slot import key_lock_path, probe_slot
+from advisor.evaluation.probe_slot import probe_key_lock, probe_slot
 from advisor.evaluation.untimed import default_threads
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.prediction.epochs_model import EpochsEstimate
@@ -41,7 +41,6 @@ from advisor.prediction.plan import DEFAULT_PRECISION
 from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
 from advisor.providers.catalog import InstanceType
 from advisor.search_spaces.space import MachineFilter
-from advisor.storage.locks import file_lock
 
 if TYPE_CHECKING:
     from optuna.storages import BaseStorage
@@ -158,8 +157,9 @@ class LocalBackend(Backend):
             return cached, fresh
         stale = cached  # None, or a busy machine's probe to retake now
         # One probe per key across cooperating processes on this machine: the second waits
-        # for the first and reads its result from the cache.
-        with file_lock(key_lock_path(key)):
+        # for the first and reads its result from the cache (a stopped first one is passed,
+        # and the wait is told to the service's lease keeper: ``probe_slot``).
+        with probe_key_lock(key):
             cached = self.cache.get(key, since=self.started_at)
             # issue #36: the probe judged to retake is retaken (asking ``due`` again here
             # answered "judged already", so it was reused); one another process took

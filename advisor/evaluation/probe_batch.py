@@ -15,10 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.evaluation.probe_cache import probe_cache_key
-from advisor.evaluation.probe_slot import key_lock_path, probe_slot
+from advisor.evaluation.probe_slot import probe_key_lock, probe_slot
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.probes.result import ProbeResult
-from advisor.storage.locks import file_lock
 
 
 def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -> None:
@@ -57,7 +56,7 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
     judged = {p: self.cache.get(keys[p], since=self.started_at) for p in missing}
     with contextlib.ExitStack() as held:  # the same locks as one probe takes, in key order
         for key in sorted(keys[p] for p in missing):
-            held.enter_context(file_lock(key_lock_path(key)))
+            held.enter_context(probe_key_lock(key))
         # still missing, or still the busy machine's probe judged to retake (issue #36: asking
         # ``Retakes.due`` again here heard "judged already" and dropped every retake); one another
         # process took meanwhile is used

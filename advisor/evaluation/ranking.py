@@ -27,11 +27,13 @@ within that range (``band_limit``): no front row lies near the edge, and it move
 another gap grows wider. ``reach`` equal to ``TIE_SHARE`` keeps the fixed 5 % band (a total of
 cost and time under ``--value-of-time``, one metric the user priced).
 
-One machine, several batch sizes (issue #36): with the rows steady, one machine's batch sizes
-sat 1-4 % apart at the band's edge and whichever fell inside it was recommended (batch 1024 in
-one run, 512 in the next, 0.3 % apart). The pick's machine's rows within ``share`` of the
-pick on time and cost (``same_machine_alternatives``) are one choice, and the stated key --
-the smaller batch -- takes it and leads the ranking.
+Never a beaten row (issue #50): the keys choose only among the rows no other feasible row
+beats on both time and cost, so the recommendation is on the time-cost front. Before, they
+took a row the one beside it beat on both (fcn: batch 256, 2.4 min, USD 0.0085, over batch
+512 of the same machine, 2.3 min, USD 0.0082). ``decide`` says which step took it. One
+machine's rows within ``share`` of the pick on both metrics and unbeaten are one choice the
+smaller batch takes (issue #36; ``same_machine_alternatives``); as one machine's rows cost the
+same per hour, the faster is the cheaper too, and the noise picks the batch, not the machine.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 TIE_SHARE = 0.05  # values this close to the best always tie (and the quiet machine's cost band)
@@ -48,15 +51,20 @@ TIE_MAX_SHARE = 0.25
 # The rule that picks among a tie group, in words (the report's confidence line).
 TIE_RULE = {
     "time": "the cheapest (the band ends in the front's widest gap between 5 % and 25 %; "
-    "costs within the cost band tie: the lower list price, then the name; its machine's "
-    "batch sizes within that band of it: the smaller)",
+    "of the rows no other beats on both time and cost, costs within the cost band tie: the "
+    "lower list price, then the name, then the smaller batch; its machine's batch sizes "
+    "within that band of it and not beaten on both: the smaller)",
     "cost": "the fastest (the band ends in the front's widest gap between 5 % and 25 %; "
-    "times within the time band tie: the lower list price, then the name; its machine's "
-    "batch sizes within that band of it: the smaller)",
+    "of the rows no other beats on both time and cost, times within the time band tie: the "
+    "lower list price, then the name, then the smaller batch; its machine's batch sizes "
+    "within that band of it and not beaten on both: the smaller)",
     # --value-of-time: one priced metric, the fixed 5 % band (``reach`` = ``TIE_SHARE``)
-    "total": "the fastest (times within the band tie: the lower list price, then the name; "
-    "its machine's batch sizes within the band of it: the smaller)",
+    "total": "the fastest (of the rows no other beats on both time and total, times within "
+    "the band tie: the lower list price, then the name, then the smaller batch; its "
+    "machine's batch sizes within the band of it and not beaten on both: the smaller)",
 }
+# What decided, in ``Decision.by``: the only row in the band, the other metric, or a key.
+KEYS = ("price", "name", "batch")
 PARETO_MAX = 8  # most points the reported Pareto set keeps (ends and knee always kept)
 
 
@@ -178,15 +186,45 @@ def _front_values(points: Sequence[Point], objective: str) -> list[float]:
 
 
 def _order_inside(group: list[Point], objective: str, share: float = TIE_SHARE) -> list[Point]:
-    """A tie group ordered by the other metric; the points within ``share`` of the best
-    on it tie again and come first, ordered by their ``tiebreak`` (then the metrics)."""
+    """A tie group ordered by the other metric; its points no other point of the group beats
+    on both metrics (``beaten``) and within ``share`` of the best on the other metric tie
+    again and come first, ordered by their ``tiebreak`` (then the metrics)."""
     by_other = sorted(group, key=lambda p: (_primary(p, objective)[1], _primary(p, objective)[0]))
-    best = _primary(by_other[0], objective)[1]
-    tied = [p for p in by_other if _primary(p, objective)[1] <= best * (1 + share)]
+    tied = _key_tied(by_other, objective, share)
     if not any(p.tiebreak for p in tied):
         return by_other
-    tied.sort(key=lambda p: (p.tiebreak, *reversed(_primary(p, objective))))
-    return tied + [p for p in by_other if p not in tied]
+    return tied + [p for p in by_other if not any(p is t for t in tied)]
+
+
+def _key_tied(by_other: list[Point], objective: str, share: float) -> list[Point]:
+    """The points of a tie group (sorted by the other metric) that the stated keys choose
+    among, in the keys' order: within ``share`` of the best on the other metric, and beaten
+    on both metrics by no point of the group (issue #50). The group's best on the other
+    metric is never beaten, so there is always one."""
+    best = _primary(by_other[0], objective)[1]
+    out = beaten(by_other)
+    tied = [
+        p for p in by_other if _primary(p, objective)[1] <= best * (1 + share) and id(p) not in out
+    ]
+    if any(p.tiebreak for p in tied):
+        tied.sort(key=lambda p: (p.tiebreak, *reversed(_primary(p, objective))))
+    return tied
+
+
+def beaten(points: Sequence[Point]) -> set[int]:
+    """The ``id``s of the points another of ``points`` beats on both run time and cost (no
+    worse on both, better on one; ``dominates``), in one sweep by run time."""
+    out: set[int] = set()
+    low = math.inf  # the least cost of the distinct (time, cost) pairs before this one
+    for (_, cost), same in groupby(sorted(points, key=_pair), key=_pair):
+        if low <= cost:
+            out.update(id(p) for p in same)
+        low = min(low, cost)
+    return out
+
+
+def _pair(p: Point) -> tuple[float, float]:
+    return (p.runtime, p.cost)
 
 
 def rank(
@@ -205,23 +243,27 @@ def rank(
             k = knee_point(front)
             ordered = [k, *(p for p in ordered if p is not k)]
         return ordered + sorted(rest, key=lambda p: (p.runtime, p.cost))
-    ordered = _same_machine_by_key(
-        [p for g in tie_groups(feasible, objective, share, reach) for p in g], share
-    )
+    ordered = [p for g in tie_groups(feasible, objective, share, reach) for p in g]
+    choice = decide(feasible, objective, share, reach)
+    if choice is not None:  # the recommendation leads (a smaller batch may have taken it)
+        ordered = [choice.pick, *(p for p in ordered if p is not choice.pick)]
     return ordered + [p for g in tie_groups(rest, objective, share, reach) for p in g]
 
 
 def same_machine_alternatives(pick: Point, points: Sequence[Point], share: float) -> list[Point]:
     """The feasible points of ``pick``'s machine (the same list price and name: ``tiebreak``'s
-    first two keys) within ``share`` of ``pick`` on both time and cost: alternatives the
-    measurements cannot tell from it, ``pick`` included; [] without tiebreak keys."""
+    first two keys) within ``share`` of ``pick`` on both time and cost and beaten on both by
+    no feasible point (issue #50): alternatives the measurements cannot tell from it that no
+    row beats, ``pick`` included; [] without tiebreak keys."""
     if len(pick.tiebreak) < 2:
         return []
+    feasible = [p for p in points if p.feasible]
+    out = beaten(feasible)
     return [
         p
-        for p in points
-        if p.feasible
-        and p.tiebreak[:2] == pick.tiebreak[:2]
+        for p in feasible
+        if p.tiebreak[:2] == pick.tiebreak[:2]
+        and id(p) not in out
         and within(p.runtime, pick.runtime, share)
         and within(p.cost, pick.cost, share)
     ]
@@ -233,18 +275,53 @@ def within(value: float, ref: float, share: float) -> bool:
     return high <= low * (1 + share)
 
 
-def _same_machine_by_key(ordered: list[Point], share: float) -> list[Point]:
-    """Issue #36: the tie group's pick, and its machine's other batch sizes within the band of
-    it on both metrics, are one choice the probes' noise cannot settle (on a busy machine one
-    machine's rows at batch 512 and 1024, 0.3 % apart, fell on either side of the group's edge
-    from run to run); the stated key (the smaller batch) takes among them and leads."""
-    if not ordered:
-        return ordered
-    same = same_machine_alternatives(ordered[0], ordered, share)
-    if len(same) < 2:
-        return ordered
-    head = min(same, key=lambda p: p.tiebreak)
-    return [head, *(p for p in ordered if p is not head)]
+@dataclass(frozen=True)
+class Decision:
+    """How the tie rule reached its recommendation, step by step (the report's words say
+    exactly this): the first tie ``group`` (the band's points, best first) and its ``edge``
+    (a share of the best value); ``beaten``, how many of them another beats on both metrics;
+    ``tied``, the unbeaten ones within ``share`` of the group's best on the other metric,
+    in the keys' order; ``by``, what took the group's pick: "alone" (the band holds one
+    point), "metric" (the other metric: the cheapest, or the fastest), or a key of ``KEYS``
+    ("price", "name", "batch": where the pick's tiebreak differs from the runner-up's); and
+    ``pick``, which is the group's pick unless its machine's smaller batch took it
+    (``group_pick`` then; issue #36)."""
+
+    pick: Point
+    group_pick: Point
+    group: tuple[Point, ...]
+    edge: float
+    beaten: int
+    tied: tuple[Point, ...]
+    by: str
+
+
+def decide(
+    points: Sequence[Point], objective: str, share: float = TIE_SHARE, reach: float = TIE_MAX_SHARE
+) -> Decision | None:
+    """The recommendation of "time" and "cost" by the tie rule, with how it was reached
+    (``Decision``); None when no point is feasible."""
+    feasible = [p for p in points if p.feasible]
+    if not feasible or objective == "pareto":
+        return None
+    group = first_tie_group(feasible, objective, reach)
+    by_other = sorted(group, key=lambda p: (_primary(p, objective)[1], _primary(p, objective)[0]))
+    tied = _key_tied(by_other, objective, share)
+    keyed = any(p.tiebreak for p in tied)
+    first = tied[0] if keyed else by_other[0]
+    by = "alone" if len(group) == 1 else "metric"
+    if keyed and len(tied) > 1:  # the first key on which the runner-up differs
+        a, b = tied[0].tiebreak, tied[1].tiebreak
+        by = next((KEYS[i] for i in range(min(len(a), len(b), 3)) if a[i] != b[i]), by)
+    # issue #36: its machine's other batch sizes within the band of it on both metrics, not
+    # beaten on both, are one choice; the smaller batch takes it
+    same = same_machine_alternatives(first, feasible, share)
+    pick = min(same, key=lambda p: p.tiebreak) if len(same) > 1 else first
+    out = beaten(group)
+    return Decision(
+        pick, first, tuple(group), band_share(feasible, objective, reach),
+        sum(1 for p in group if id(p) in out), tuple(tied), by,
+    )  # fmt: skip
 
 
 def recommended(
@@ -269,8 +346,8 @@ def cheapest(points: Sequence[Point]) -> Point | None:
 
 def non_dominated(points: Sequence[Point]) -> list[Point]:
     """Points no other point dominates in (runtime, cost), sorted by run time."""
-    vals = [(p.runtime, p.cost) for p in points]
-    front = [p for p in points if not any(dominates(q, (p.runtime, p.cost)) for q in vals)]
+    out_ids = beaten(points)
+    front = [p for p in points if id(p) not in out_ids]
     out: list[Point] = []
     for p in sorted(front, key=lambda p: (p.runtime, p.cost)):
         if not out or (p.runtime, p.cost) != (out[-1].runtime, out[-1].cost):

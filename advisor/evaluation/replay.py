@@ -6,7 +6,7 @@ A table is JSON::
     {"snapshot": "replay-2026-11", "source": "how the numbers were obtained",
      "epochs": 10,
      "delay_s": 0.0,   # optional: seconds each evaluation takes (emulates a probe in tests)
-     "host_probe": false,  # optional: the delay holds this host's probe slot, as a probe
+     "host_probe": false,  # optional: the delay is a probe of this host, under its locks
      "instances": [InstanceType.to_dict(), ...],
      "entries": [{"machine": "ec2:p3.2xlarge", "batch_size": 512,
                   "runtime_s": {"value": 620, "low": 600, "high": 650},   # or a number
@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from typing import Any
 from advisor.errors import AdvisorError
 from advisor.evaluation.candidates import matches, owned_candidates
 from advisor.evaluation.contract import Backend, RunTime
-from advisor.evaluation.probe_slot import probe_slot
+from advisor.evaluation.probe_slot import probe_key_lock, probe_slot
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.intervals import Interval
 from advisor.probes.result import PhaseTimes
@@ -56,6 +56,9 @@ class ReplayEntry:
     phases: PhaseTimes | None = None
     probe_s: float = 60.0
     error: str | None = None
+    # What the recorded row's estimate held besides its times (issue #45: its training plan,
+    # the plan in words, its memory per device), kept in the row's estimate as recorded.
+    estimate: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.runtime is None and self.error is None:
@@ -75,6 +78,7 @@ class ReplayEntry:
             phases=PhaseTimes.from_dict(d["phases"]) if d.get("phases") else None,
             probe_s=float(d.get("probe_s", 60.0)),
             error=d.get("error"),
+            estimate=dict(d.get("estimate") or {}),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,6 +90,7 @@ class ReplayEntry:
             "phases": self.phases.to_dict() if self.phases else None,
             "probe_s": self.probe_s,
             "error": self.error,
+            "estimate": dict(self.estimate),
         }
 
 
@@ -99,7 +104,7 @@ class ReplayTable:
     source: str = ""
     epochs: int = 10
     delay_s: float = 0.0
-    host_probe: bool = False  # the delay is a probe of this host: it holds the probe slot
+    host_probe: bool = False  # the delay is a probe of this host, under its probe locks
     _index: dict[tuple[str, int], ReplayEntry] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -211,6 +216,17 @@ class ReplayBackend(Backend):
         found = owned_candidates(catalog.load().accelerators, machines, rest)
         return [i for i in found if i.key not in have]
 
+    @contextlib.contextmanager
+    def _probing(self, workload: WorkloadInfo, batch_size: int) -> Iterator[None]:
+        """With ``host_probe``, the delay holds the locks a local probe holds (as
+        ``LocalBackend.probe`` takes them): its configuration's -- one per workload and batch
+        size, whatever the machine, as a local probe's key -- then this host's slot."""
+        if not self.table.host_probe:
+            yield
+            return
+        with probe_key_lock(f"replay|{workload.name}|{batch_size}"), probe_slot():
+            yield
+
     def _runtime(
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
     ) -> RunTime:
@@ -219,7 +235,7 @@ class ReplayBackend(Backend):
         per_batch = {"epochs_model": epochs_est.to_dict()}
         entry = self.table.entry(instance.key, batch_size)
         if self.table.delay_s > 0:
-            with probe_slot() if self.table.host_probe else contextlib.nullcontext():
+            with self._probing(workload, batch_size):
                 time.sleep(self.table.delay_s)
         new = (instance.key, batch_size) not in self.probed
         if new:
@@ -242,7 +258,7 @@ class ReplayBackend(Backend):
                 entry.phases.source,
                 epochs,
                 entry.probe_s,
-                estimate={**est.to_dict(), **per_batch},
+                estimate={**est.to_dict(), **per_batch, **entry.estimate},
                 phases=entry.phases,
                 new_probe=new,
             )
@@ -251,7 +267,11 @@ class ReplayBackend(Backend):
             source,
             self.table.epochs,
             entry.probe_s,
-            estimate={"runtime": entry.runtime.to_dict(), "source": "replay table"},
+            estimate={
+                "runtime": entry.runtime.to_dict(),
+                "source": "replay table",
+                **entry.estimate,
+            },
             new_probe=new,
         )
 
@@ -264,7 +284,8 @@ class ReplayBackend(Backend):
             return RunTime(None, "modelled", self.table.epochs, 0.0, error=error)
         if entry.predicted is None:
             return None
-        return RunTime(entry.predicted, "modelled", self.table.epochs, entry.probe_s)
+        return RunTime(entry.predicted, "modelled", self.table.epochs, entry.probe_s,
+                       estimate=dict(entry.estimate), phases=entry.phases)  # fmt: skip
 
 
 def backend_from_spec(spec: str) -> Backend:

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import AdvisorError
+from advisor.export.names import check_name
 from advisor.export.row import ExportRow, check_target, pick_row
 from advisor.export.services import BUILDERS, JobFile, job_name
-from advisor.export.skypilot import DEFAULT_DISK_GB, task_yaml
+from advisor.export.skypilot import DEFAULT_DISK_GB, launch_hint, task_yaml
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Exported:
     submit_hint: str
     fill_in: tuple[str, ...] = ()
     job_id: str | None = None
+    notes: tuple[str, ...] = ()
 
     def summary(self) -> str:
         r = self.row
@@ -36,9 +38,13 @@ class Exported:
             f"{r.label}: {r.machine} ({r.region or 'cheapest region'}, "
             f"{'spot' if r.spot else 'on demand'}), batch {r.batch_size}, "
             f"{r.epochs if r.epochs is not None else 'default'} epochs, hyperparameters "
-            f"{hps}; {r.plan()}",
-            f"{self.target} {'task' if self.target == 'skypilot' else 'job'} {where}",
+            f"{hps}; {r.layout()}",
+            f"  plan: {r.plan_text()}" + (f" (--plan {r.plan_arg()})" if r.plan_arg() else ""),
         ]
+        if r.predicted():
+            lines.append(f"  predicted: {r.predicted()} (the job prints what it measures beside)")
+        lines.append(f"{self.target} {'task' if self.target == 'skypilot' else 'job'} {where}")
+        lines += [f"note: {note}" for note in self.notes]
         if self.fill_in:
             lines.append(
                 f"fill in before submitting: {', '.join(self.fill_in)} (placeholders; or set them "
@@ -103,10 +109,10 @@ def export(
             "run `sky launch FILE` on the written task.",
         )
     cloud = settings if settings is not None else CloudSettings.load()
-    job = name or job_name(chosen)
+    job = check_name(to, name) if name is not None else job_name(chosen)
     built: JobFile
     if to == "skypilot":
-        built = JobFile(task_yaml(chosen, disk_gb), ".yaml", "sky launch FILE")
+        built = JobFile(task_yaml(chosen, disk_gb, job), ".yaml", launch_hint(chosen))
     else:
         built = BUILDERS[to](chosen, cloud, job)
     path = Path(out) if out is not None else None
@@ -117,7 +123,8 @@ def export(
         from advisor.export.services import submit as send
 
         job_id = send(to, chosen, cloud, job)
-    return Exported(chosen, to, path, built.text, built.submit_hint, built.fill_in, job_id)
+    return Exported(chosen, to, path, built.text, built.submit_hint, built.fill_in, job_id,
+                    built.notes)  # fmt: skip
 
 
 def write_whole(path: Path, text: str) -> None:

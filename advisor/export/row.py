@@ -1,14 +1,18 @@
 """The row an export writes: the report's recommendation or row N of its ranking, and the
-training command that runs it (``python -m advisor.train``, the managed tuning jobs' entry)."""
+training command that runs it (``python -m advisor.train``, the managed tuning jobs' entry),
+built by the one function ``advisor submit`` builds its trials' command with
+(``advisor.providers.train_command``): workload, batch, epochs, hyperparameters, the whole
+training plan the row was predicted under, the device, and what the report predicted for it."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.errors import AdvisorError
 from advisor.providers.catalog import MachineKey
-from advisor.providers.tuning import ENTRY_POINT
+from advisor.providers.train_command import ENTRY_POINT, train_args, train_values
 
 TARGETS = ("skypilot", "sagemaker", "vertex", "azureml")
 # The catalog providers each target runs (SkyPilot: every cloud's virtual machines).
@@ -24,7 +28,9 @@ TARGET_PROVIDERS: dict[str, tuple[str, ...]] = {
 class ExportRow:
     """What the report printed for one row: machine (catalog key, ``:spot`` included), its
     provider, service, instance type, accelerator and count, region, batch size, epochs,
-    hyperparameters, and the predicted run time and cost the report gave it."""
+    hyperparameters, the predicted run time and cost the report gave it, its training plan
+    (``TrainingPlan.to_dict()`` fields and the report's words) and what its run should measure
+    (``advisor.report.expected``: peak memory per device, steady step time)."""
 
     rank: int  # 1-based; 0: the recommendation
     machine: str
@@ -44,6 +50,9 @@ class ExportRow:
     runtime_high_s: float | None = None
     cost_usd: float | None = None
     price_per_hour: float | None = None
+    training_plan: dict[str, Any] | None = None
+    plan_words: str | None = None
+    expected: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -53,22 +62,57 @@ class ExportRow:
     def device(self) -> str:
         return "cuda" if self.gpus else "cpu"
 
-    def train_args(self) -> list[str]:
-        """``advisor.train``'s arguments for this row: the workload, batch size, epochs, the
-        device, and each hyperparameter the report gave (sorted by name)."""
-        args = ["--model", self.workload, "--batch-size", str(self.batch_size)]
-        if self.epochs is not None:
-            args += ["--epochs", str(self.epochs)]
-        args += ["--device", self.device]
-        for name, value in sorted(self.hyperparameters.items()):
-            args += [f"--{name.replace('_', '-')}", str(value)]
-        return args
+    @property
+    def per_device_batch(self) -> int:
+        return math.ceil(self.batch_size / max(self.gpus, 1))
 
-    def command(self) -> list[str]:
+    def plan(self) -> Any:
+        """The row's ``TrainingPlan`` (None: the plain float32 step, or a CPU row)."""
+        if not isinstance(self.training_plan, dict):
+            return None
+        from advisor.prediction.plan import TrainingPlan
+
+        return TrainingPlan.from_dict(self.training_plan)
+
+    def plan_arg(self) -> str | None:
+        """The plan as ``--plan`` text (``TrainingPlan.arg()``), as ``advisor submit`` passes it."""
+        plan = self.plan()
+        return None if plan is None else str(plan.arg())
+
+    def plan_text(self) -> str:
+        """The plan in words, as the report printed it."""
+        if self.plan_words:
+            return self.plan_words
+        plan = self.plan()
+        if plan is not None:
+            return str(plan.words(self.per_device_batch))
+        return "float32, the plain step (no plan)" if self.gpus else "float32 on the CPU"
+
+    def expect(self) -> dict[str, float]:
+        """``advisor.train``'s ``--expect-*`` values: the report's predictions for this row."""
+        from advisor.report.expected import expect_options
+
+        return expect_options(self.expected)
+
+    def train_values(self, checkpoint_dir: str | None = None) -> dict[str, str]:
+        """``advisor.train``'s values for this row (``providers.train_command.train_values``,
+        the one place export and submit build them): workload, batch size, epochs, plan,
+        hyperparameters, device, the predictions, the checkpoint folder when given."""
+        return train_values(
+            model=self.workload, batch_size=self.batch_size, epochs=self.epochs,
+            plan=self.plan_arg(), hyperparameters=self.hyperparameters, device=self.device,
+            checkpoint_dir=checkpoint_dir, **self.expect(),
+        )  # fmt: skip
+
+    def train_args(self, checkpoint_dir: str | None = None) -> list[str]:
+        """``advisor.train``'s command-line arguments for this row."""
+        return train_args(self.train_values(checkpoint_dir))
+
+    def command(self, checkpoint_dir: str | None = None) -> list[str]:
         """The whole command: ``python -m advisor.train`` and ``train_args``."""
-        return [*ENTRY_POINT, *self.train_args()]
+        return [*ENTRY_POINT, *self.train_args(checkpoint_dir)]
 
-    def plan(self) -> str:
+    def layout(self) -> str:
         """How the run is laid out, as ``advisor.train`` runs it (``advisor.train.device``)."""
         if self.gpus > 1:
             per = self.batch_size / self.gpus
@@ -79,6 +123,19 @@ class ExportRow:
         if self.gpus == 1:
             return f"1 machine, 1 x {self.accelerator}, batch {self.batch_size}"
         return f"1 machine, CPU only, batch {self.batch_size}"
+
+    def predicted(self) -> str:
+        """What the report predicted the run measures, in words ("" when it predicted none)."""
+        found = self.expected or {}
+        parts = []
+        if found.get("peak_gib"):
+            high = found.get("peak_high_gib")
+            upper = f" (up to {high:.4g})" if high else ""
+            have = f" of {found['have_gib']:.4g}" if found.get("have_gib") else ""
+            parts.append(f"peak memory {found['peak_gib']:.4g}{upper}{have} GiB per device")
+        if found.get("step_s"):
+            parts.append(f"steady step {found['step_s']:.4g} s")
+        return ", ".join(parts)
 
 
 def pick_row(report: dict[str, Any], row: int | None) -> ExportRow:
@@ -128,6 +185,9 @@ def _row(report: dict[str, Any], r: dict[str, Any], rank: int) -> ExportRow:
         runtime_high_s=runtime.get("high"),
         cost_usd=cost.get("value"),
         price_per_hour=r.get("price_per_hour"),
+        training_plan=r.get("training_plan") if isinstance(r.get("training_plan"), dict) else None,
+        plan_words=r.get("plan") or None,
+        expected=r.get("expected") if isinstance(r.get("expected"), dict) else None,
     )
 
 

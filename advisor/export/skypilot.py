@@ -1,9 +1,15 @@
-"""A row as a SkyPilot task (``sky launch task.yaml``): the machine as SkyPilot names it, the
-region, spot or on demand, the disk; ``setup`` installs this project; ``run`` starts
-``python -m advisor.train`` with the batch size, epochs and hyperparameters of the row, the
-values that vary (workload, batch size, epochs) in ``envs`` so ``sky launch --env`` can change
-them. One machine: ``advisor.train`` runs one data-parallel process per GPU of one machine
+"""A row as a SkyPilot task: the machine as SkyPilot names it, the region, spot or on demand,
+the disk; ``setup`` installs this project; ``run`` starts ``python -m advisor.train`` with the
+row's batch size, epochs, plan, hyperparameters and predictions, the values that vary
+(workload, batch size, epochs) in ``envs`` so ``sky launch --env`` can change them. One
+machine: ``advisor.train`` runs one data-parallel process per GPU of one machine
 (``advisor.train.device``), so ``num_nodes`` is 1.
+
+An on-demand row is a plain task (``sky launch``). A spot row is a managed job (``sky jobs
+launch``: SkyPilot's jobs controller relaunches it when the spot machine is taken back) with a
+checkpoint bucket mounted as SkyPilot's storage docs describe -- ``file_mounts`` with ``name``,
+``store`` and ``mode: MOUNT`` -- and ``advisor.train --checkpoint-dir`` on that mount, so the
+relaunched ``run`` resumes from the last finished epoch.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from advisor.export.names import bucket_name, check_bucket, check_name
 from advisor.export.row import ExportRow
 
 DEFAULT_DISK_GB = 100  # the user's choice (--disk-gb); SkyPilot's own default is 256 GB
@@ -23,6 +30,8 @@ SKY_CLOUD = {"aws": "aws", "gcp": "gcp", "azure": "azure"}
 SKY_ACCELERATOR = {"A100-40GB": "A100", "A100-40GB-PCIe": "A100"}
 ENVS = {"ADVISOR_MODEL": "--model", "ADVISOR_BATCH_SIZE": "--batch-size",
         "ADVISOR_EPOCHS": "--epochs"}  # fmt: skip
+CHECKPOINTS = "/checkpoints"  # where a spot row's bucket is mounted
+SKY_STORE = {"aws": "s3", "gcp": "gcs", "azure": "azure"}  # the bucket on the row's own cloud
 
 
 def sky_instance(row: ExportRow) -> tuple[str, str | None]:
@@ -48,8 +57,16 @@ def project_root() -> Path | None:
     return root if (root / "pyproject.toml").is_file() else None
 
 
+def launch_hint(row: ExportRow) -> str:
+    """How to start it: a managed job for a spot row, a plain launch on demand."""
+    return "sky jobs launch FILE" if row.spot else "sky launch FILE"
+
+
 def task(row: ExportRow, disk_gb: int = DEFAULT_DISK_GB, name: str | None = None) -> dict[str, Any]:
     """The SkyPilot task for ``row`` as a mapping (``sky.Task.from_yaml_config`` reads it)."""
+    from advisor.export.names import job_name
+
+    name = check_name("skypilot", name or job_name(row.workload, row.batch_size, "task"))
     instance_type, accelerators = sky_instance(row)
     resources: dict[str, Any] = {"cloud": SKY_CLOUD[row.provider]}
     if row.region:
@@ -62,18 +79,21 @@ def task(row: ExportRow, disk_gb: int = DEFAULT_DISK_GB, name: str | None = None
     envs = {"ADVISOR_MODEL": row.workload, "ADVISOR_BATCH_SIZE": str(row.batch_size)}
     if row.epochs is not None:
         envs["ADVISOR_EPOCHS"] = str(row.epochs)
-    args = row.train_args()
+    args = row.train_args(f"{CHECKPOINTS}/{name}" if row.spot else None)
     for env, flag in ENVS.items():  # "--batch-size 512" -> "--batch-size ${ADVISOR_BATCH_SIZE}"
         if flag in args:
             args[args.index(flag) + 1] = f"${{{env}}}"
     root = project_root()
-    out: dict[str, Any] = {"name": name or f"advisor-{row.workload}-b{row.batch_size}"}
+    out: dict[str, Any] = {"name": name}
     if root is not None:
         out["workdir"] = str(root)
+    out |= {"resources": resources, "num_nodes": 1, "envs": envs}
+    if row.spot:  # the checkpoint bucket, created on first use and kept (SkyPilot storage)
+        bucket = check_bucket(bucket_name(name))
+        out["file_mounts"] = {
+            CHECKPOINTS: {"name": bucket, "store": SKY_STORE[row.provider], "mode": "MOUNT"}
+        }
     out |= {
-        "resources": resources,
-        "num_nodes": 1,
-        "envs": envs,
         "setup": _setup(root is not None),
         "run": " ".join(["python", "-m", "advisor.train", *(_quote(a) for a in args)]),
     }
@@ -105,18 +125,25 @@ _Dumper.add_representer(
 )
 
 
-def task_yaml(row: ExportRow, disk_gb: int = DEFAULT_DISK_GB) -> str:
+def task_yaml(row: ExportRow, disk_gb: int = DEFAULT_DISK_GB, name: str | None = None) -> str:
     """The task as YAML text, with a header that says what it runs and what the report said."""
     head = [
-        f"# SkyPilot task: {row.label} of the advisor's report (`sky launch` this file).",
+        f"# SkyPilot task: {row.label} of the advisor's report "
+        f"(`{launch_hint(row).replace(' FILE', '')}` this file).",
         f"# {row.machine} in {row.region or 'its cheapest region'}, "
-        f"{'spot' if row.spot else 'on demand'}; {row.plan()}.",
+        f"{'spot' if row.spot else 'on demand'}; {row.layout()}.",
+        f"# Plan: {row.plan_text()}.",
     ]
     if row.runtime_s is not None and row.cost_usd is not None:
         head.append(
             f"# Predicted: {row.runtime_s:.0f} s (up to {row.runtime_high_s or row.runtime_s:.0f}"
             f" s), USD {row.cost_usd:.4g} at USD {row.price_per_hour or 0:.4g}/h "
-            f"({row.service} price)."
+            f"({row.service} price)" + (f"; {row.predicted()}." if row.predicted() else ".")
         )
-    body = yaml.dump(task(row, disk_gb), Dumper=_Dumper, sort_keys=False)
+    if row.spot:
+        head.append(
+            "# Spot: a managed job; when the machine is taken back SkyPilot relaunches it and "
+            f"advisor.train resumes from the checkpoint bucket mounted at {CHECKPOINTS}."
+        )
+    body = yaml.dump(task(row, disk_gb, name), Dumper=_Dumper, sort_keys=False)
     return "\n".join(head) + "\n" + body

@@ -89,7 +89,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
     if rec_row is not None and value is not None:
         rec_row["reason"] = value_reason(value)
     conf = confidence(chosen_by, best, objective, KNOWN, band["share"], reach)  # #28, #36
-    if conf is not None and value is not None:
+    if conf is not None and value is not None and objective == "cost":
         conf["objective"] = "total"  # ties are of cost + time x value
     fast, cheap = fastest(points), cheapest(points)
     memory_out = memory_left_out(outcome)

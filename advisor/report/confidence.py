@@ -18,10 +18,11 @@ from advisor.evaluation.ranking import (
     TIE_MAX_SHARE,
     TIE_RULE,
     TIE_SHARE,
+    Decision,
     Point,
     band_edge,
     band_share,
-    first_tie_group,
+    decide,
     pareto_set,
     recommended,
 )
@@ -46,28 +47,49 @@ def confidence(
         return None
     row = best.ref
     feasible = [p for p in points if p.feasible]
-    band = TIE_SHARE
-    if objective == "pareto":
-        tied = len(pareto_set(feasible))
-        rule = "the knee of the time-cost front (closest to both the fastest and the cheapest)"
-    else:
-        # the first group decides: its pick, or that pick's machine at a smaller batch
-        tied = len(first_tie_group(feasible, objective, reach))
-        band = band_share(feasible, objective, reach)
+    steps: dict[str, Any] = {"tied": len(pareto_set(feasible)), "band": TIE_SHARE}
+    rule = "the knee of the time-cost front (closest to both the fastest and the cheapest)"
+    decision = decide(feasible, objective, share, reach)
+    if decision is not None:  # the first group decides: the steps that took its pick
+        steps = decision_steps(decision, share)
         rule = TIE_RULE[objective] if reach > TIE_SHARE else TIE_RULE["total"]
     known = row.get("known") or ""
     return {
         "how": legend.get(known, row.get("source", "")),
         "known": known,
         "source": row.get("source", ""),
-        "tied": tied,
+        **steps,
         "tie_share": share,
-        "band": round(band, 4),
         "objective": objective,
         "rule": rule,
         "time_x": _ratio(row.get("runtime_s")),
         "cost_x": _ratio(row.get("cost_usd")),
     }
+
+
+def decision_steps(d: Decision, share: float) -> dict[str, Any]:
+    """What took the recommendation (issue #50), as the report's fields: ``tied`` (the first
+    tie band's candidates), ``band`` (its edge, a share of the best value), ``decided_by``
+    (``Decision.by``), ``key_tied`` (the candidates the stated keys chose among: not beaten
+    on both metrics, within ``share`` of the best on the other one), ``beaten`` (the band's
+    candidates another beats on both), and ``smaller_batch`` (the group's pick its machine's
+    smaller batch took over from, or None)."""
+    over = d.group_pick if d.pick is not d.group_pick else None
+    return {
+        "tied": len(d.group),
+        "band": round(d.edge, 6),  # the words round it once, to a whole per cent
+        "decided_by": d.by,
+        "key_tied": len(d.tied),
+        "beaten": d.beaten,
+        "smaller_batch": None if over is None else _named(over.ref),
+    }
+
+
+def _named(ref: Any) -> Any:
+    """A row's machine and batch size (a plain ref, as the tests' points, as it is)."""
+    if isinstance(ref, dict) and "machine" in ref:
+        return {"machine": ref["machine"], "batch_size": ref.get("batch_size")}
+    return ref
 
 
 def _ratio(d: dict[str, float] | None) -> list[float] | None:
@@ -95,20 +117,7 @@ def confidence_line(c: dict[str, Any], short: bool = False) -> str:
     if c["objective"] == "pareto":
         parts.append(f"{c['tied']} points on the time-cost front; chosen: {c['rule']}")
     else:
-        metric = {"time": "time", "total": "total"}.get(c["objective"], "cost")  # total: #37
-        band = c.get("band", c["tie_share"])
-        if c["tied"] > 1 and short:
-            pick = "cheapest" if metric == "time" else "fastest"
-            parts.append(
-                f"{c['tied']} candidates within {band:.0%} of the best {metric}, the {pick} taken"
-            )
-        elif c["tied"] > 1:
-            parts.append(
-                f"{c['tied']} candidates within {band:.0%} of the best {metric}; "
-                f"chosen: {c['rule']}"
-            )
-        else:
-            parts.append(f"no other candidate within {band:.0%} of its {metric}")
+        parts.append(tie_words(c, short))
     ratio = c.get("time_x")
     if ratio:
         lo, hi = ratio
@@ -159,13 +168,45 @@ def quiet_pick(
             "runtime_s": row["runtime_s"]["value"], "cost_usd": row["cost_usd"]["value"]}  # fmt: skip
 
 
-def same_machine_note(best: Point, group: Sequence[Point], share: float) -> str:
-    """Issue #36: the words for a recommendation its machine's smaller batch took over from
-    the tie group's pick (``advisor.evaluation.ranking.same_machine_alternatives``); "" when
-    it is the group's pick."""
-    if any(p is best for p in group):
-        return ""
-    return (
-        f"; then batch {best.ref['batch_size']}, the smallest of its machine's batch sizes "
-        f"within {share:.0%} of that pick on time and cost"
-    )
+# The metric each objective ranks by, and the other one (--value-of-time: a total, #37).
+METRICS = {"time": ("time", "cost"), "cost": ("cost", "time"), "total": ("total", "time")}
+# What took the pick when the rows the keys chose among were more than one (issue #50).
+KEY_WORDS = {
+    "price": "the lowest list price per hour",
+    "name": "the first by name (equal list prices)",
+    "batch": "the smallest batch (one machine)",
+}
+
+
+def tie_words(c: dict[str, Any], short: bool = False, band_note: str = "") -> str:
+    """How the tie band and the rule took the recommendation, exactly (issue #50), from the
+    report's ``confidence`` fields (``decision_steps``): how many candidates the band held,
+    then the step that decided -- the other metric (the cheapest, the fastest), or, when
+    several rows no row beats on both metrics tied on it too, the stated key -- and a
+    smaller batch of the same machine when one took over; ``band_note``, in brackets after
+    the band, says where it ends."""
+    metric, other = METRICS.get(c["objective"], METRICS["cost"])
+    band, n = c.get("band", c["tie_share"]), c["tied"]
+    if n <= 1:
+        text = f"no other candidate within {band:.0%} of its {metric}"
+    else:
+        best = "cheapest" if other == "cost" else "fastest"
+        text = f"{n} candidates within {band:.0%} of the best {metric}"
+        text += f" ({band_note})" if band_note else ""
+        key = KEY_WORDS.get(c.get("decided_by") or "")
+        if key is None:
+            text += f", the {best} taken" if short else f"; the {best} of them taken"
+        else:
+            unbeaten = "none beaten" if short else "no candidate beats them"
+            text += (
+                f"; of the {c['key_tied']} within {c['tie_share']:.0%} of the {best} "
+                f"({unbeaten} on both time and {'total' if metric == 'total' else 'cost'}), "
+                f"{key} taken"
+            )
+    over = c.get("smaller_batch")
+    if over:
+        text += (
+            f"; then its machine's smaller batch, within {c['tie_share']:.0%} of that pick "
+            "on time and cost and not beaten on both"
+        )
+    return text

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.durations import format_duration
+from advisor.report.summary import time_text
 
 HEADING = (
     "first answer (from the operator trace: GPU machines only, their init a prior; the local "
@@ -19,11 +19,10 @@ HEADING = (
 
 
 def _row(row: dict[str, Any]) -> str:
-    t, c = row["runtime_s"], row["cost_usd"]
+    c = row["cost_usd"]
     return (
-        f"{row['machine']} batch {row['batch_size']}: {format_duration(t['value'])} "
-        f"({format_duration(t['low'])}-{format_duration(t['high'])}), USD {c['value']:.3f} "
-        f"({c['low']:.3f}-{c['high']:.3f})"
+        f"{row['machine']} batch {row['batch_size']}: {time_text(row['runtime_s'])}, "
+        f"USD {c['value']:.3f} ({c['low']:.3f}-{c['high']:.3f})"
     )
 
 
@@ -43,11 +42,16 @@ def lines(report: dict[str, Any], top: int = 3) -> list[str]:
 
 
 def print_block(report: dict[str, Any], console: Any, top: int = 3) -> None:
-    """Print ``lines(report, top)`` on a rich console (escaped), then a blank line."""
-    from rich.markup import escape
+    """Print ``lines(report, top)`` on a rich console, each broken at spaces to its width
+    with a hanging indent and no trailing spaces (issue #50), then a blank line."""
+    from rich.text import Text
+
+    from advisor.report.text_table import wrap
 
     text = lines(report, top)
     for i, line in enumerate(text):
-        console.print(f"[bold]{escape(line)}[/]" if i == 0 else escape(line), highlight=False)
+        indent = len(line) - len(line.lstrip())
+        for part in wrap(line.lstrip(), console.width, indent):
+            console.print(Text(part, style="bold" if i == 0 else ""), soft_wrap=True)
     if text:
         console.print()

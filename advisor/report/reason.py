@@ -1,24 +1,22 @@
 """Why the recommended run, in one line (the report's ``recommended.reason``): the limit it
-met, the tie band it was chosen from and by which rule ("fastest within USD 5; the cheapest of
-9 candidates within 12 % of the best time (the band ends in the front's widest gap between
-5 % and 25 %)"), and a host-bound run's warning."""
+met, the tie band it was chosen from and exactly which step of the rule took it ("fastest
+within USD 5; 9 candidates within 12% of the best time (the band ends in the front's widest
+gap between 5 % and 25 %); the cheapest of them taken"; ``tie_words``), and a host-bound
+run's warning."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from advisor.durations import format_duration
-from advisor.evaluation.ranking import (
-    TIE_MAX_SHARE,
-    TIE_SHARE,
-    Point,
-    band_share,
-    first_tie_group,
-)
-from advisor.report.confidence import same_machine_note
+from advisor.evaluation.ranking import TIE_MAX_SHARE, TIE_SHARE, Point, decide
+from advisor.report.confidence import decision_steps, tie_words
 
 if TYPE_CHECKING:
     from advisor.outcome import SuggestOutcome
+
+
+BAND_NOTE = "the band ends in the front's widest gap between 5 % and 25 %"
 
 
 def why(
@@ -42,17 +40,12 @@ def why(
         limit = f" within USD {opts.budget_usd:g}"
     elif opts.deadline_s is not None:
         limit = f" within {format_duration(opts.deadline_s)}"
-    what, other = ("fastest", "time") if objective == "time" else ("cheapest", "cost")
-    feasible = [p for p in points if p.feasible]
-    group = first_tie_group(feasible, objective, reach)
+    what = "fastest" if objective == "time" else "cheapest"
     text = f"{what}{limit}"
-    if len(group) > 1:
-        pick = "cheapest" if objective == "time" else "fastest"
-        edge = band_share(feasible, objective, reach)
-        text += f"; the {pick} of {len(group)} candidates within {edge:.0%} of the best {other}"
-        if reach > TIE_SHARE:
-            text += " (the band ends in the front's widest gap between 5 % and 25 %)"
-    text += same_machine_note(best, group, share)  # issue #36
+    decision = decide(points, objective, share, reach)
+    if decision is not None:  # issue #50: exactly the steps that took it
+        steps = dict(decision_steps(decision, share), objective=objective, tie_share=share)
+        text += f"; {tie_words(steps, band_note=BAND_NOTE if reach > TIE_SHARE else '')}"
     neck = best.ref.get("limiting") or ""
     if "host-bound" in neck:
         text = f"{text} (host-bound, so a bigger accelerator does not help)"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.evaluation.contract import Evaluation
 from advisor.options import is_feasible
 from advisor.records import TrialRecord, is_managed
+from advisor.report.expected import expected
 from advisor.report.memory import memory_text
 
 if TYPE_CHECKING:
@@ -180,6 +181,7 @@ def trial_row(t: FrozenTrial, space: JointSpace) -> dict[str, Any]:
         "memory": memory_text(rec.estimate),  # issue #34: step memory per GPU vs the GPU's
         "plan": rec.estimate.get("plan") or None,  # issue #35: the training plan in words
         "training_plan": rec.estimate.get("training_plan"),
+        "expected": expected(rec.estimate, rec.phases),  # issue #45: what its run measures
     }
 
 
@@ -212,6 +214,7 @@ def screen_row(
         "memory": memory_text(ev.estimate),  # issue #34
         "plan": ev.estimate.get("plan") or None,  # issue #35
         "training_plan": ev.estimate.get("training_plan"),
+        "expected": expected(ev.estimate, ev.phases),  # issue #45
     }
 
 

@@ -5,6 +5,12 @@ how sure it is in plain words (``advisor.report.confidence``); the fastest and t
 alternatives; the top of the ranking; the warnings that change the answer's meaning (failed
 or contended probes, stale prices); where the study is and why it stopped; and one line
 pointing to the rest (``--verbose`` for the full report, ``--json``, the dashboard).
+
+Issue #50: every line is broken at spaces to the console's width with a hanging indent and no
+trailing spaces (``advisor.report.text_table.wrap``), the ranking's columns never wrap and are
+narrowed (intervals and plans shortened, memory and then GPUs dropped) until the table fits
+(``text_table.fit``), so a machine name is never broken; and the warnings shown are as many as
+keep the report within ``SCREEN_LINES``, the rest counted in the last line.
 """
 
 from __future__ import annotations
@@ -14,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.durations import format_duration
 from advisor.report.confidence import confidence_line
-from advisor.report.hyperparameters import print_lines as print_hyperparameters
 from advisor.report.owned import lines as owned_lines
 from advisor.report.value_of_time import lines as value_lines
 
@@ -23,9 +28,10 @@ if TYPE_CHECKING:
 
 TOP_ROWS = 5  # ranking rows of the one-screen report (--top changes it)
 WARNINGS_SHOWN = 3  # warning lines of the one-screen report (--verbose: all notes)
+SCREEN_LINES = 24  # the screen the default report fits (80x24); warnings past it: --verbose
 
 
-def _time(d: dict[str, float] | None, interval: bool = True) -> str:
+def time_text(d: dict[str, float] | None, interval: bool = True) -> str:
     """ "1.4 min (0.6-3.4)": the value's unit for the interval too."""
     if not d:
         return "-"
@@ -79,80 +85,92 @@ def _asked(report: dict[str, Any]) -> str:
     )
 
 
-def _pick(label: str, row: dict[str, Any]) -> str:
-    from rich.markup import escape
-
+def _pick(row: dict[str, Any]) -> list[str]:
+    """The recommendation's lines (plain text): the machine, batch and epochs; the plan and
+    memory; the run time and cost with their intervals, then the time's two terms."""
+    epochs = f", {row['epochs']} epochs" if row.get("epochs") else ""
+    head = f"recommended: {machine_label(row)} ({_gpus(row)}), batch {row['batch_size']}{epochs}"
+    memory = f"memory {row['memory']} per device" if row.get("memory") else ""
+    plan = f"plan: {plan_text(row)}" if row.get("gpus") else ""  # issue #35
     startup = row.get("startup_s")
     split = ""
     if startup and startup["value"] > 0 and row.get("training_s"):
         split = (
-            f" = {format_duration(startup['value'])} start-up + "
+            f"; {format_duration(startup['value'])} start-up + "
             f"{format_duration(row['training_s']['value'])} training"
         )
-    epochs = f", {row['epochs']} epochs" if row.get("epochs") else ""
-    return (
-        f"[bold]{label}:[/] "
-        + escape(f"{machine_label(row)} ({_gpus(row)}), batch {row['batch_size']}{epochs}")
-        + escape(f", memory {row['memory']} per device" if row.get("memory") else "")
-        + escape(f"\n  plan: {plan_text(row)}" if row.get("gpus") else "")  # issue #35
-        + "\n  "
-        + escape(f"{_time(row['runtime_s'])}{split}, USD {_usd(row['cost_usd'])}")
-    )
+    cost = f"{time_text(row['runtime_s'])}, USD {_usd(row['cost_usd'])}{split}"
+    return [head, *(["; ".join(x for x in (plan, memory) if x)] if plan or memory else []), cost]
 
 
 def _alternative(label: str, row: dict[str, Any]) -> str:
-    from rich.markup import escape
-
-    return f"[bold]{label}:[/] " + escape(
-        f"{machine_label(row)} b{row['batch_size']}: {_time(row['runtime_s'], False)}, "
+    return (
+        f"{label}: {machine_label(row)} b{row['batch_size']}: {time_text(row['runtime_s'], False)}, "
         f"USD {_usd(row['cost_usd'], False)} ({row.get('known') or row['source']})"
         + (f", {row['plan']}" if row.get("plan") else "")
     )
 
 
-def _ranking(rows: list[dict[str, Any]], total: int, width: int) -> Any:
-    from rich import box
-    from rich.markup import escape
-    from rich.table import Table
+# The order in which the ranking's columns give way when the table is wider than the terminal
+# (issue #50): the plan to its precision, the memory column, the intervals, the plan column,
+# the cost's header, the rank numbers, the GPUs (the pick's line names them).
+NARROWING = (
+    ("short", "plan"), ("drop", "GiB/dev"), ("short", "time (interval)"), ("drop", "plan"),
+    ("short", "cost USD"), ("drop", "#"), ("drop", "GPUs"),
+)  # fmt: skip
 
-    wide = width >= 100
-    table = Table(
-        title=f"Top {len(rows)} of {total}"
-        + (" (* screened, not a trial)" if any(r["trial"] is None for r in rows) else ""),
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        padding=(0, 1),
+
+def ranking_lines(rows: list[dict[str, Any]], total: int, width: int) -> list[str]:
+    """The top of the ranking as plain lines: its title, then a table that fits ``width``
+    (``NARROWING``; every cell whole)."""
+    from advisor.report.text_table import Column, fit, table_lines
+
+    def col(header: str, cells: list[str], right: bool = False, **short: Any) -> Column:
+        return Column(header, tuple(cells), right, **short)
+
+    cols = [
+        col("#", [str(i) for i in range(1, len(rows) + 1)], True),
+        col("machine", [machine_label(r) for r in rows]),
+        col("GPUs", [_gpus(r) for r in rows], True),
+        col("batch", [str(r["batch_size"]) for r in rows], True),
+        col("time (interval)", [time_text(r["runtime_s"]) for r in rows], True,
+            short=tuple(time_text(r["runtime_s"], False) for r in rows), short_header="time"),
+        col("cost USD", [_usd(r["cost_usd"], False) for r in rows], True, short_header="USD"),
+    ]  # fmt: skip
+    if any(r.get("memory") for r in rows):  # issue #34
+        cols.append(col("GiB/dev", [_memory_short(r) for r in rows], True))
+    if any(r.get("plan") for r in rows):  # issue #35: the training plan
+        cols.append(
+            col("plan", [plan_text(r) for r in rows], short=tuple(_plan_short(r) for r in rows))
+        )
+    known = [
+        (r.get("known") or r["source"])
+        + ("" if r["trial"] is not None else "*")
+        + ("" if r["feasible"] else " over")
+        for r in rows
+    ]
+    cols.append(col("known", known))
+    title = f"Top {len(rows)} of {total}" + (
+        " (* screened, not a trial)" if any(r["trial"] is None for r in rows) else ""
     )
-    table.add_column("#", justify="right")
-    table.add_column("machine", max_width=36 if wide else 24, overflow="fold")
-    table.add_column("GPUs", justify="right", no_wrap=True)
-    table.add_column("batch", justify="right")
-    table.add_column("time (interval)" if wide else "time", justify="right", no_wrap=True)
-    table.add_column("cost USD", justify="right", no_wrap=True)
-    memory = wide and any(r.get("memory") for r in rows)  # issue #34: 80 columns: pick only
-    if memory:
-        table.add_column("GiB/dev", justify="right", no_wrap=True)
-    plans = wide and any(r.get("plan") for r in rows)  # issue #35: the training plan
-    if plans:
-        table.add_column("plan", overflow="fold")
-    table.add_column("known", no_wrap=True)
-    for i, r in enumerate(rows, 1):
-        known = (r.get("known") or r["source"]) + ("" if r["trial"] is not None else "*")
-        cells = [
-            str(i),
-            escape(machine_label(r)),
-            escape(_gpus(r)),
-            str(r["batch_size"]),
-            _time(r["runtime_s"], wide),
-            _usd(r["cost_usd"], False),
-            *([escape(_memory_short(r))] if memory else []),
-            *([escape(plan_text(r))] if plans else []),
-            escape(known + ("" if r["feasible"] else " over")),
-        ]
-        table.add_row(*cells)
-    return table
+    return [title, *table_lines(fit(cols, width, NARROWING))]
+
+
+def _plan_short(row: dict[str, Any]) -> str:
+    """The plan in a few characters: the precision, then what else it does ("fp16",
+    "bf16 acc4 ckpt zero3"); "fp32" / "cpu" without a plan."""
+    plan = row.get("training_plan") or {}
+    if not plan:
+        return "fp32" if row.get("gpus") else "cpu"
+    zero = {"optimizer": "zero1", "gradients": "zero2", "parameters": "zero3"}
+    parts = [str(plan.get("precision", "fp32"))]
+    if int(plan.get("accumulation") or 1) > 1:
+        parts.append(f"acc{plan['accumulation']}")
+    if plan.get("checkpointing", "none") != "none":
+        parts.append("ckpt")
+    if plan.get("sharding", "none") in zero:
+        parts.append(zero[plan["sharding"]])
+    return " ".join(parts)
 
 
 def plan_text(row: dict[str, Any]) -> str:
@@ -206,58 +224,69 @@ def stop_text(report: dict[str, Any]) -> str:
 
 
 def render_summary(report: dict[str, Any], console: Console, top: int = TOP_ROWS) -> None:
-    """Draw the one-screen report (every value escaped)."""
-    from rich.markup import escape
+    """Draw the one-screen report: plain lines wrapped to the console's width (labels in
+    bold, warnings in yellow), warnings as many as fit ``SCREEN_LINES``."""
+    from rich.text import Text
 
-    console.print(escape(_asked(report)), highlight=False)
+    from advisor.report.hyperparameters import lines as hyperparameter_lines
+    from advisor.report.text_table import wrap
+
+    width = console.width
+    head: list[Text] = []
+
+    def say(text: str, indent: int = 0, label: bool = False, style: str = "") -> list[Text]:
+        out = [Text(line, style=style) for line in wrap(text, width, indent)]
+        if label and out:  # the words before the first colon, in bold
+            cut = out[0].plain.find(":")
+            out[0].stylize("bold", 0, cut + 1)
+        return out
+
+    head += say(_asked(report))
     rec = report.get("recommended")
     if rec:
-        console.print(_pick("recommended", rec), highlight=False)
+        first, *rest = _pick(rec)
+        head += say(first, label=True)
+        for line in rest:
+            head += say(line, 2)
         conf = report.get("confidence")
         if conf:
-            from rich.padding import Padding
-            from rich.text import Text
-
-            sure = Text.assemble(("how sure: ", "bold"), confidence_line(conf, short=True))
-            console.print(Padding(sure, (0, 0, 0, 2)), highlight=False)
-        print_hyperparameters(report, console, "  ", short=True)  # issue #29: --tune
-        for line in [
-            *value_lines(report),
-            *owned_lines(report),
-        ]:  # issue #37: --value-of-time's split and front
-            console.print(escape(line), highlight=False)
-    shown = {id(rec)} if rec else set()
+            head += say("how sure: " + confidence_line(conf, short=True), 2, label=True)
+        for line in hyperparameter_lines(report, short=True):  # issue #29: --tune
+            head += say(line, 2, label=True)
+        for line in [*value_lines(report), *owned_lines(report)]:  # issue #37
+            head += say(line)
     for label, key in (("fastest", "best_by_time"), ("cheapest", "best_by_cost")):
         row = report.get(key)
         if row and not _same(row, rec):
-            console.print(_alternative(label, row), highlight=False)
-            shown.add(id(row))
+            head += say(_alternative(label, row), label=True)
         elif row:
-            console.print(f"[bold]{label}:[/] the recommendation", highlight=False)
+            head += say(f"{label}: the recommendation", label=True)
     rows = report["ranking"][:top]
     if rows:
-        console.print(_ranking(rows, report["ranking_total"], console.width))
-    lines = warnings(report)
-    for line in lines[:WARNINGS_SHOWN]:
-        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
-    more = len(lines) - WARNINGS_SHOWN
+        head += [Text(line) for line in ranking_lines(rows, report["ranking_total"], width)]
     t = report["trials"]
     trials = f"{t['total']} trial{'' if t['total'] == 1 else 's'}"
-    console.print(
-        escape(
-            f"{trials}, {stop_text(report)}, {report['wall_s']:.1f} s - study {report['study']}"
-        ),
-        highlight=False,
-    )
+    foot = say(f"{trials}, {stop_text(report)}, {report['wall_s']:.1f} s - study {report['study']}")
     cloud = report.get("cloud_probes")
     if cloud:
-        console.print(escape(cloud_line(cloud)), highlight=False)
-    console.print(
-        "[dim]More: --verbose"
-        + (f" ({more} more warnings)" if more > 0 else "")
-        + ", --json, `advisor dashboard`[/]",
-        highlight=False,
-    )
+        foot += say(cloud_line(cloud))
+    notes = warnings(report)
+    shown: list[Text] = []
+    count = 0
+    for note in notes[:WARNINGS_SHOWN]:  # the first always; the others while the screen holds
+        lines = say(note, style="yellow")
+        if count and len(head) + len(shown) + len(lines) + len(foot) + 1 > SCREEN_LINES:
+            break
+        shown += lines
+        count += 1
+    more = len(notes) - count
+    foot += say(
+        "More: --verbose" + (f" ({more} more warnings)" if more > 0 else "")
+        + ", --json, `advisor dashboard`",
+        style="dim",
+    )  # fmt: skip
+    for printed in [*head, *shown, *foot]:
+        console.print(printed, soft_wrap=True, highlight=False)
 
 
 def cloud_line(cloud: dict[str, Any]) -> str:

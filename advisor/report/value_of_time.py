@@ -63,17 +63,14 @@ def section(points: Sequence[Point], best: Point | None, usd_per_hour: float) ->
     if best is None:
         return out
     front = non_dominated([p for p in points if p.feasible])
-    on = next((i for i, p in enumerate(front) if p.ref is best.ref), None)
-    if on is None:  # a near-tie the tie rule took: a front point that dominates it
-        real = next(p for p in points if p.ref is best.ref)  # ``best`` holds the total
-        by = next(p for p in front if p.runtime <= real.runtime and p.cost <= real.cost)
-        out["front"] = {
-            "on_front": False,
-            "points": len(front),
-            "dominated_by": _split(by.ref, v),
-            "text": f"off the front by less than the 5 % tie band: {by.ref['machine']} batch "
-            f"{by.ref['batch_size']}, on it, is no slower and no dearer",
-        }
+    # issue #50: the tie rule takes no row another beats on both time and total, so none
+    # another beats on both time and cost: the choice is on the front (or equal to a point
+    # of it, which ``non_dominated`` keeps one of)
+    real = next(p for p in points if p.ref is best.ref)  # ``best`` holds the total
+    pair = (real.runtime, real.cost)
+    on = next((i for i, p in enumerate(front) if (p.runtime, p.cost) == pair), None)
+    if on is None:  # only when two totals round to one float: say so, claim no place
+        out["front"] = {"on_front": False, "points": len(front), "text": "off the front"}
         return out
     # Front sorted by run time (cost falling): point i is the best total for V between the
     # slopes to its neighbours, USD saved per hour of run time.

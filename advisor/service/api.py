@@ -25,7 +25,8 @@ Progress = Callable[[str, int, int], None]
 
 def probe_slot_listener(listener: Callable[[bool], None]) -> Any:
     """``advisor.evaluation.probe_slot.on_wait``: ``listener`` hears when this thread waits
-    for the host's probe slot (a probe times the CPU: one at a time per host)."""
+    for one of the host's probe locks (a probe times the CPU: one at a time per host; one
+    probe per configuration)."""
     from advisor.evaluation.probe_slot import on_wait
 
     return on_wait(listener)

@@ -23,6 +23,7 @@ from advisor.service import api, auth, fencing, hardware, jobs, studies, teams, 
 from advisor.service.middleware import AccessLog, BodyLimit, install_error_handlers
 from advisor.service.outages import describe, is_queue_error
 from advisor.service.schemas import (
+    MAX_USD,
     HardwareRequest,
     PredictRequest,
     SuggestRequest,
@@ -167,7 +168,7 @@ def create_app(settings: Settings) -> FastAPI:
         provider: list[str] = Query([]),
         service: list[str] = Query([]),
         accelerator: list[str] = Query([]),
-        max_price: float | None = Query(None, gt=0),
+        max_price: float | None = Query(None, gt=0, le=MAX_USD, allow_inf_nan=False),
         spot: bool = False,
         snapshot: str | None = Query(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"),
         _who: auth.Caller = Depends(caller),

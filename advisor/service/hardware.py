@@ -68,13 +68,16 @@ def machines(url: str, team: str) -> list[OwnedMachine]:
         rows = conn.execute(
             select(table.c.machine).where(table.c.team == team).order_by(table.c.name)
         ).all()
-    try:
-        return [OwnedMachine(**json.loads(r.machine)) for r in rows]
-    except (ValueError, TypeError) as exc:
-        raise AdvisorError(
-            f"A machine of team '{team}' in the service's database is damaged ({exc}).",
-            "remove it (DELETE /v1/hardware/NAME) and add it again.",
-        ) from exc
+    out = []
+    for i, row in enumerate(rows):  # the one reader of a machine (``OwnedMachine.from_dict``)
+        where = f"Machine {i} of team '{team}' in the service's database"
+        fix = "remove it (DELETE /v1/hardware/NAME) and add it again."
+        try:
+            item = json.loads(row.machine)
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise AdvisorError(f"{where} is not JSON ({type(exc).__name__}).", fix) from exc
+        out.append(OwnedMachine.from_dict(item, where, fix))
+    return out
 
 
 def remove(url: str, team: str, name: str) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,9 +44,10 @@ class RunSettings:
 
     heartbeat_s: float = 2.0
     storage_retry_s: float = 120.0
-    # How long waiting for this host's probe slot still renews the lease: a live holder
-    # keeps it for a probe (time-out 120 s) or a screen's few probes in one process. A prior
-    # (a screen of 2 probes at their time-out, with a margin; 120-600 s would do).
+    # How long waiting for one of this host's probe locks (the slot, a configuration's) still
+    # renews the lease: a live holder keeps one for a probe (time-out 120 s) or a screen's
+    # few probes in one process. A prior (a screen of 2 probes at their time-out, with a
+    # margin; 120-600 s would do).
     slot_wait_s: float = 300.0
 
     def __post_init__(self) -> None:
@@ -58,10 +60,10 @@ class LeaseKeeper(threading.Thread):
 
     It renews every quarter of the deployment's lease (read back at each renewal, so a
     changed lease is followed), at most every ``every_s``; after a failed renewal (the
-    database restarting) it tries again every ``RETRY_S``. A job that waits for this host's
-    probe slot longer than ``slot_wait_s`` is not progressing: renewals stop, so a sweeper
-    re-queues it for a worker where the slot is free (a stopped holder is passed after a
-    second: ``advisor.evaluation.probe_slot``)."""
+    database restarting) it tries again every ``RETRY_S``. A job that waits for one of this
+    host's probe locks (the slot, or a configuration's: issue #50) longer than ``slot_wait_s``
+    is not progressing: renewals stop, so a sweeper re-queues it for a worker where the lock
+    is free (a stopped holder is passed after a second: ``advisor.evaluation.probe_slot``)."""
 
     RETRY_S = 0.25
 
@@ -74,8 +76,13 @@ class LeaseKeeper(threading.Thread):
         self.progress: dict[str, Any] = {}
         self.lost = threading.Event()
         self.stopped = threading.Event()
-        self.waiting_since: float | None = None  # monotonic; None: not waiting for the slot
+        self.waiting_since: float | None = None  # monotonic; None: waiting for no probe lock
         self.last_progress = time.monotonic()
+        # A renewal and the job's end never overlap (issue #50: a renewal whose UPDATE ran just
+        # after ``finish`` committed found the job no longer running and warned "lease taken
+        # over" after a normal finish, 2 jobs in 72): ``ending`` holds this lock around each
+        # attempt to record the end, and a renewal checks ``stopped`` under it.
+        self._renewing = threading.Lock()
 
     def run(self) -> None:
         pause = min(self.every_s, self.RETRY_S)
@@ -85,7 +92,10 @@ class LeaseKeeper(threading.Thread):
                 pause = self.RETRY_S  # waiting too long: not progressing, no renewal
                 continue
             try:
-                lease_s = jobs.renew(self.storage, self.lease, self.progress or None)
+                with self._renewing:
+                    if self.stopped.is_set():  # the job's end was recorded meanwhile
+                        return
+                    lease_s = jobs.renew(self.storage, self.lease, self.progress or None)
             except Exception as exc:  # the database may be restarting: keep trying
                 log.warning("job %s: lease renewal failed (%s)", self.lease.job_id, describe(exc))
                 pause = self.RETRY_S
@@ -97,7 +107,8 @@ class LeaseKeeper(threading.Thread):
             pause = min(self.every_s, lease_s / 4)
 
     def wait_for_slot(self, waiting: bool) -> None:
-        """The host's probe slot is busy (True: the wait starts) or now held (False). After a
+        """A probe lock of this host (the slot, a configuration's) is busy (True: the wait
+        starts) or now held or passed (False). After a
         wait past ``slot_wait_s`` the lease is renewed at once, and LeaseLost raised when it
         expired meanwhile."""
         if waiting:
@@ -115,6 +126,15 @@ class LeaseKeeper(threading.Thread):
         self.progress = {"phase": phase, "done": done, "total": total}  # one atomic swap
         self.last_progress = time.monotonic()
         self.check()
+
+    def ending(self, record: Callable[[], None]) -> None:
+        """``record`` the job's end (``jobs.finish``, conditional on the lease) with no renewal
+        in flight, and stop renewing once it is recorded: a renewal after the end would find
+        the job no longer running and say its lease was taken over. A failed attempt (the
+        database restarting) leaves the renewals going until the next one."""
+        with self._renewing:
+            record()
+            self.stopped.set()
 
     def check(self) -> None:
         """Raise LeaseLost once the lease was taken over."""
@@ -170,7 +190,7 @@ def execute_job(
             error = _error_text(job_id, exc, settings)
         try:  # outside the fence: finish is itself conditional on the lease
             retry_transient(
-                lambda: jobs.finish(storage, lease, result, error),
+                lambda: keeper.ending(lambda: jobs.finish(storage, lease, result, error)),
                 settings.storage_retry_s,
                 on_retry=retried,
             )
@@ -243,7 +263,7 @@ def _suggest(
     settings: RunSettings,
 ) -> dict[str, Any]:
     """``api.suggest``: a probe of this host holds the host's probe slot only while it
-    runs, and a long wait for the slot stops the lease's renewals (``LeaseKeeper``); a finished
+    runs, and a long wait for a probe lock stops the lease's renewals (``LeaseKeeper``); a finished
     probe or trial whose write meets a storage outage is written again with backoff (up to
     ``storage_retry_s``) instead of being lost with the run."""
 

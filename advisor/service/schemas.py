@@ -8,8 +8,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from advisor.durations import MAX_DURATION_S
+from advisor.providers.owned_checks import BOUNDS as _OWNED
+
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_SPACE_CHARS = 64_000
+# Stated bounds, the CLI's own (``advisor.cli.params``): money up to USD 1e9 (``USD``: a
+# budget above it is a typo, and 1e308 was accepted and run), durations up to 366 days
+# (``advisor.durations``), dataset sizes up to 1e9 samples (``POSITIVE``).
+MAX_USD = 1e9
+MAX_SAMPLES = 10**9
 
 
 def check_name(value: str, what: str = "study name") -> str:
@@ -39,7 +47,9 @@ def check_study(value: str) -> str:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_max_length=MAX_SPACE_CHARS)
+    # allow_inf_nan=False: JSON's NaN and Infinity (and 1e400, decoded as inf) are refused as
+    # "Input should be a finite number" where they enter, naming the field
+    model_config = ConfigDict(extra="forbid", str_max_length=MAX_SPACE_CHARS, allow_inf_nan=False)
 
 
 class SuggestRequest(_Strict):
@@ -49,12 +59,14 @@ class SuggestRequest(_Strict):
     model: str = Field(description=_help("model"))
     framework: Literal["torch", "keras"] = Field("torch", description=_help("framework"))
     space: str | None = Field(None, description=_help("space"))
-    budget_usd: float | None = Field(None, gt=0, description=_help("budget_usd"))
-    deadline_s: float | None = Field(None, gt=0, description=_help("deadline_s"))
+    budget_usd: float | None = Field(None, gt=0, le=MAX_USD, description=_help("budget_usd"))
+    deadline_s: float | None = Field(None, gt=0, le=MAX_DURATION_S, description=_help("deadline_s"))
     objective: Literal["time", "cost", "pareto"] | None = Field(
         None, description=_help("objective")
     )
-    probe_budget_usd: float | None = Field(None, ge=0, description=_help("probe_budget_usd"))
+    probe_budget_usd: float | None = Field(
+        None, ge=0, le=MAX_USD, description=_help("probe_budget_usd")
+    )
     epochs: int | None = Field(None, gt=0, le=10_000, description=_help("epochs"))
     at_batch: int | None = Field(None, gt=0, le=10**9, description=_help("at_batch"))
     epochs_at: list[tuple[int, int]] = Field(
@@ -65,14 +77,14 @@ class SuggestRequest(_Strict):
     )
     seed: int = Field(0, ge=0, le=2**32 - 1, description=_help("seed"))  # what samplers take
     trials: int = Field(60, gt=0, le=2000, description=_help("trials"))
-    timeout_s: float | None = Field(None, gt=0, description=_help("timeout_s"))
+    timeout_s: float | None = Field(None, gt=0, le=MAX_DURATION_S, description=_help("timeout_s"))
     tune_s: float | None = Field(None, gt=0, le=86_400, description=_help("tune_s"))
     snapshot: str | None = Field(None, description=_help("snapshot"))
     study_name: str | None = Field(None, description=_help("study_name"))
     probe_iterations: int = Field(8, ge=3, le=200, description=_help("probe_iterations"))
     threads: int | None = Field(None, gt=0, le=1024, description=_help("threads"))
-    n_train: int | None = Field(None, gt=0, description=_help("n_train"))
-    n_val: int | None = Field(None, gt=0, description=_help("n_val"))
+    n_train: int | None = Field(None, gt=0, le=MAX_SAMPLES, description=_help("n_train"))
+    n_val: int | None = Field(None, gt=0, le=MAX_SAMPLES, description=_help("n_val"))
     screen: bool = Field(True, description=_help("screen"))
     data_gb: float | None = Field(None, ge=0, le=1e6, description=_help("data_gb"))
     # issue #28: machine filters in SkyPilot's words (advisor.search_spaces.filters)
@@ -89,7 +101,7 @@ class SuggestRequest(_Strict):
     )
     plan: str | None = Field(None, max_length=200, description=_help("plan"))  # issue #35
     value_of_time: float | None = Field(  # issue #37: USD per hour
-        None, gt=0, le=1e9, description=_help("value_of_time")
+        None, gt=0, le=MAX_USD, description=_help("value_of_time")
     )
 
     @field_validator("model")
@@ -157,7 +169,7 @@ class CatalogQuery(_Strict):
     accelerators: list[str] = []
     min_gpus: int = Field(0, ge=0)
     max_gpus: int | None = Field(None, ge=0)
-    max_price: float | None = Field(None, gt=0)
+    max_price: float | None = Field(None, gt=0, le=MAX_USD)
     spot: bool = False
     snapshot: str | None = None
 
@@ -253,16 +265,31 @@ class TuningImportRequest(TuningTarget):
 
 class HardwareRequest(_Strict):
     """A machine the team owns (issue #37), as ``advisor hardware add`` takes it: a candidate
-    of the team's suggestions, priced by amortisation + energy."""
+    of the team's suggestions, priced by amortisation + energy. The ranges are the machine's
+    own (``advisor.providers.owned_checks.BOUNDS``), stated once for the CLI, hardware.json
+    and the service."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$", description="Its name.")
-    gpus: str = Field(max_length=64, description="COUNTxBOARD, e.g. 4xRTX4090.")
-    purchase_usd: float = Field(ge=0, le=1e9, description="What it cost, USD.")
-    lifetime: str = Field(max_length=16, description="How long it is used: 3y, 36mo, 26000h.")
-    power_w: float = Field(ge=0, le=1e6, description="Power draw, W.")
-    usd_per_kwh: float = Field(ge=0, le=100, description="Electricity price, USD per kWh.")
-    utilisation: float = Field(
-        0.5, gt=0, le=1, description="Share of its lifetime it is busy (a prior: give yours)."
+    gpus: str = Field(max_length=64, description="COUNTxBOARD, 1 to 16 GPUs, e.g. 4xRTX4090.")
+    purchase_usd: float = Field(
+        gt=_OWNED["purchase_usd"].low, le=_OWNED["purchase_usd"].high, description="USD paid."
     )
-    vcpus: int | None = Field(None, gt=0, le=100_000, description="CPU cores.")
-    memory_gib: float | None = Field(None, ge=1, le=1e6, description="RAM, GiB.")
+    lifetime: str = Field(max_length=16, description="How long it is used: 3y, 36mo, 26000h.")
+    power_w: float = Field(
+        gt=_OWNED["power_w"].low, le=_OWNED["power_w"].high, description="Power draw, W."
+    )
+    usd_per_kwh: float = Field(
+        ge=_OWNED["usd_per_kwh"].low, le=_OWNED["usd_per_kwh"].high, description="USD per kWh."
+    )
+    utilisation: float = Field(
+        0.5,
+        ge=_OWNED["utilisation"].low,
+        le=_OWNED["utilisation"].high,
+        description="Share of its lifetime it is busy (a prior: give yours).",
+    )
+    vcpus: int | None = Field(
+        None, ge=_OWNED["vcpus"].low, le=_OWNED["vcpus"].high, description="CPU cores."
+    )
+    memory_gib: float | None = Field(
+        None, ge=_OWNED["memory_gib"].low, le=_OWNED["memory_gib"].high, description="RAM, GiB."
+    )

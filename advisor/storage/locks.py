@@ -9,6 +9,8 @@
   write is held until the write is done.
 - ``owner_id()``/``owner_gone()``: this process as it signs what it holds, and whether the
   holder of a mark left on this host has exited (SIGKILL, a crash).
+- ``live_lock(path)``: an exclusive lock that only a live holder keeps (this host's probe
+  locks, ``advisor.evaluation.probe_slot``); see its docstring.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from advisor.config import home
@@ -55,6 +58,106 @@ def file_lock(path: Path | None) -> Iterator[None]:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+STOPPED_S = 1.0  # a holder stopped this long is passed (a probe's own pauses are far shorter)
+POLL_S = 0.1  # how often a waiter for a live lock looks again
+
+
+@contextlib.contextmanager
+def live_lock(
+    path: Path, on_wait: Callable[[bool], None] | None = None, stopped_s: float = STOPPED_S
+) -> Iterator[bool]:
+    """Hold an exclusive ``flock`` on ``path`` that only a live holder keeps; yields True when
+    held, False when this process went ahead past a stopped holder.
+
+    Why: a plain ``flock`` outlives its holder's usefulness when the holder is paused
+    (SIGSTOP, Ctrl-Z, a debugger): the kernel frees the lock of a process that exits, never
+    of one that is stopped, and everything behind it waits for as long as the pause lasts --
+    for good if it never resumes (issue #50: a service job re-run on the same host waited on
+    its own paused worker's per-configuration probe lock, its lease renewed all the while).
+    So the holder writes its process id and host into the file, and a waiter polls (every
+    ``POLL_S``) instead of blocking: when the recorded holder is a process of this host that
+    has been stopped (state T or t) for ``stopped_s``, the waiter goes ahead without the lock.
+    A stopped process uses no CPU and writes nothing, so passing it disturbs no timing; a
+    holder that resumes finds its work done or, in the service, its lease taken over (every
+    write is fenced). A heartbeat the holder renews was not chosen: on a loaded machine (load
+    13-20 on two cores in the fault runs) a live holder's heartbeat thread can miss its bound,
+    while the process state is exact and costs the holder nothing. A holder on another host
+    (a shared home) is never judged and is waited for.
+
+    ``on_wait(True)`` is called when the wait starts and ``on_wait(False)`` once this process
+    holds the lock or goes ahead (it may raise to give up): a service job's lease keeper
+    renews nothing for a job that waits too long (``advisor.service.runner.LeaseKeeper``),
+    since waiting alone is not progress. Where ``flock`` is unavailable it yields True at once.
+    """
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no cross-process lock
+        yield True
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    held = told = False
+    stopped_since: float | None = None
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held = True
+                break
+            except BlockingIOError:
+                pass
+            if not told and on_wait is not None:
+                on_wait(True)
+            told = True
+            pid = lock_holder(path)
+            if pid is not None and process_stopped(pid):
+                stopped_since = stopped_since or time.monotonic()
+                if time.monotonic() - stopped_since >= stopped_s:
+                    import logging
+
+                    logging.getLogger("advisor").warning(
+                        "the holder of %s (process %d) is stopped; going on without it",
+                        path.name,
+                        pid,
+                    )
+                    break
+            else:
+                stopped_since = None
+            time.sleep(POLL_S)
+        if held:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n{socket.gethostname()}\n".encode(), 0)
+        if told and on_wait is not None:
+            on_wait(False)
+        yield held
+    finally:
+        if held:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def lock_holder(path: Path) -> int | None:
+    """The process id a ``live_lock``'s last holder wrote, when it ran on this host (None:
+    never held, unreadable, or another host's)."""
+    try:
+        lines = path.read_text().split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not lines or not lines[0].isdigit() or lines[1:2] not in ([], [socket.gethostname()]):
+        return None
+    return int(lines[0])
+
+
+def process_stopped(pid: int) -> bool:
+    """Whether process ``pid`` of this host is stopped (SIGSTOP, Ctrl-Z, a tracer: state T or
+    t in ``/proc``); False where that cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] in (["T"], ["t"])
 
 
 def storage_lock(url: str) -> contextlib.AbstractContextManager[None]:

@@ -23,25 +23,26 @@ to the workload builder) and, when present, from SageMaker's
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import math
-import os
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from advisor.errors import AdvisorError
+from advisor.providers.train_command import EXPECT_OPTIONS
 from advisor.providers.tuning import DEFAULT_METRIC, METRIC_LINE
 from advisor.search_spaces.workloads import ModelRef
+from advisor.train.expect import Expected, end_line, measured_peak, start_line
+from advisor.train.reporting import HYPERTUNE_FILE, Reporter
+
+__all__ = ["HYPERTUNE_FILE", "Reporter", "main", "parse_args", "run"]
 
 SAGEMAKER_HYPERPARAMETERS = "input/config/hyperparameters.json"  # under /opt/ml
-HYPERTUNE_FILE = "/tmp/hypertune/output.metrics"
 _RESERVED = {
     "model", "batch_size", "epochs", "n_train", "n_val", "threads", "device", "metric",
-    "seed", "patience", "report", "checkpoint_dir", "plan",
+    "seed", "patience", "report", "checkpoint_dir", "plan", *EXPECT_OPTIONS,
 }  # fmt: skip
 
 
@@ -73,6 +74,13 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, d
         help="training plan (issue #35): precision=bf16,accumulation=4,checkpointing=blocks,"
         "sharding=none|optimizer|gradients|parameters (docs/plans.md)",
     )  # fmt: skip
+    for flag, what in (("peak-gib", "the step's peak memory per device, GiB"),
+                       ("peak-high-gib", "its upper estimate, GiB"),
+                       ("step-s", "the steady step time, seconds")):  # fmt: skip
+        parser.add_argument(
+            f"--expect-{flag}", dest=f"expect_{flag.replace('-', '_')}", type=float, default=None,
+            help=f"what the report predicted (issue #45): {what}; printed beside the measured",
+        )  # fmt: skip
     parser.add_argument("--hyperparameters-file", type=Path, default=None)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["train"]:  # SageMaker starts the container as `<entrypoint> train`
@@ -151,95 +159,6 @@ def _int(value: Any) -> int:
     return round(float(value))
 
 
-# -- reporting --------------------------------------------------------------------------------
-
-
-class Reporter:
-    """Reports each epoch's metrics to stdout, Vertex (hypertune) and MLflow (Azure ML)."""
-
-    def __init__(self, objective: str, out: Callable[[str], None] | None = None) -> None:
-        self.objective = objective
-        self.out = out or (lambda line: print(line, flush=True))
-        self._hypertune = _hypertune()
-        self._history: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
-        self._mlflow = _mlflow(self.out)
-
-    def params(self, values: dict[str, Any]) -> None:
-        """Log the run's parameters to MLflow (Azure ML imports read them back)."""
-        if self._mlflow is not None:
-            self._mlflow.log_params({k: str(v) for k, v in values.items()})
-
-    def __call__(self, epoch: int, metrics: dict[str, float]) -> None:
-        step = epoch + 1
-        for name, value in metrics.items():
-            if isinstance(value, int | float) and math.isfinite(value):
-                self.out(METRIC_LINE.format(name=name, value=value))
-        objective = metrics.get(self.objective)
-        if objective is not None and math.isfinite(objective):
-            self._vertex(objective, step)
-        if self._mlflow is not None:
-            self._mlflow.log_metrics(
-                {k: float(v) for k, v in metrics.items() if math.isfinite(v)}, step=step
-            )
-
-    def _vertex(self, value: float, step: int) -> None:
-        if self._hypertune is not None:
-            self._hypertune.report_hyperparameter_tuning_metric(
-                hyperparameter_metric_tag=self.objective, metric_value=value, global_step=step
-            )
-            return
-        path = os.environ.get("CLOUD_ML_HP_METRIC_FILE")
-        if path is None and "CLOUD_ML_TRIAL_ID" not in os.environ:
-            return  # not in a Vertex trial: nothing reads the file
-        path = path or HYPERTUNE_FILE
-        # The same record and file layout cloudml-hypertune writes (whole file, last 100).
-        self._history.append(
-            {
-                "timestamp": time.time(),
-                "trial": str(os.environ.get("CLOUD_ML_TRIAL_ID", 0)),
-                self.objective: str(float(value)),
-                "global_step": str(step),
-            }
-        )
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w") as fh:
-            for record in self._history:
-                fh.write(json.dumps(record, sort_keys=True) + "\n")
-
-
-def _hypertune() -> Any:
-    try:
-        import hypertune
-    except ImportError:
-        return None
-    return hypertune.HyperTune()
-
-
-def _mlflow(out: Callable[[str], None]) -> Any:
-    """MLflow, only when a tracking run is configured (Azure ML sets MLFLOW_RUN_ID and an
-    ``azureml://`` MLFLOW_TRACKING_URI, which needs the ``azureml-mlflow`` plugin)."""
-    if not (os.environ.get("MLFLOW_RUN_ID") or os.environ.get("AZUREML_RUN_ID")):
-        return None
-    try:
-        import mlflow
-    except ImportError:
-        out("advisor-train: warning: MLflow run configured but mlflow is not installed")
-        return None
-    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
-    if uri.startswith("azureml:"):
-        import importlib.util
-
-        if importlib.util.find_spec("azureml") is None or (
-            importlib.util.find_spec("azureml.mlflow") is None
-        ):
-            out(
-                "advisor-train: warning: azureml:// tracking needs azureml-mlflow (in the "
-                "advisor image); metrics are not sent to MLflow"
-            )
-            return None
-    return mlflow
-
-
 # -- main ---------------------------------------------------------------------------------------
 
 
@@ -295,6 +214,9 @@ def _train(
         f"batch_size={args.batch_size} epochs={args.epochs} threads={threads} "
         f"checkpoints={folder or 'none'} hyperparameters={json.dumps(hps, sort_keys=True)}"
     )
+    training_plan = _training_plan(args.plan)
+    expected = Expected.from_args(args)
+    report.out(start_line(_plan_words(training_plan, args.batch_size, plan.count), expected))
     if lead:
         report.params({"model": args.model, "batch_size": args.batch_size,
                        "epochs": args.epochs, **hps})  # fmt: skip
@@ -307,7 +229,6 @@ def _train(
     done, history = ckpt.load(folder, setup)
     if done:
         report.out(f"advisor-train: resumed from {folder} after epoch {done}")
-    training_plan = _training_plan(args.plan)
     if plan.distributed:  # FSDP shards the model instead of DDP (advisor.probes.sharding)
         fsdp = training_plan is not None and uses_fsdp(training_plan.sharding)
         setup = distribute(setup, plan, rank, args.seed, wrap=not fsdp)
@@ -331,7 +252,18 @@ def _train(
                    patience=args.patience, step=step)  # fmt: skip
     result["resumed_from"] = done
     report.out(METRIC_LINE.format(name="runtime_s", value=result["runtime_s"]))
+    line, measured = end_line(expected, measured_peak(device), result.get("steady_iteration_s"))
+    report.out(line)  # issue #45: what the run measured, beside what the report predicted
+    report.final(measured)
+    result.update(measured)
     return result
+
+
+def _plan_words(training_plan: Any, batch_size: int, devices: int) -> str:
+    """The plan in words with each device's micro-batch (the report's words)."""
+    if training_plan is None:
+        return "fp32, the plain step (no --plan)"
+    return str(training_plan.words(math.ceil(batch_size / max(devices, 1))))
 
 
 def _training_plan(text: str | None) -> Any:
@@ -350,7 +282,6 @@ def _plan_step(
     from advisor.train.plan_step import make_step, prepare
 
     setup = prepare(setup, training_plan, distributed)
-    report.out(f"advisor-train: plan {training_plan.words()}")
     return setup, make_step(training_plan, device)
 
 

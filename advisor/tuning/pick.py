@@ -24,6 +24,7 @@ RECOMMENDATION = "recommendation"
 FIELDS = (
     "machine", "batch_size", "epochs", "price_per_hour", "hyperparameters", "trial", "source",
     "training_plan",  # issue #35: the plan the row was predicted under (None: plain fp32)
+    "plan", "expected",  # issue #45: the plan in words; what its run should measure
 )  # fmt: skip
 # Issue #37: what `advisor export --row N` needs of each ranked row (the report's own values).
 RANKING_FIELDS = (
@@ -44,6 +45,7 @@ class Pick:
     price_per_hour: float | None = None
     notes: tuple[str, ...] = ()
     plan: str | None = None  # issue #35: the training plan as ``--plan`` text (None: plain fp32)
+    expected: dict[str, Any] | None = None  # issue #45: what the run should measure
 
     def __post_init__(self) -> None:
         if not self.machine:
@@ -104,6 +106,7 @@ def study_pick(study: optuna.Study, services: tuple[str, ...], name: str) -> Pic
         price_per_hour=row.get("price_per_hour"),
         notes=notes,
         plan=plan_arg(row.get("training_plan")),
+        expected=row.get("expected"),
     )
 
 
@@ -141,7 +144,16 @@ def _trial_pick(study: optuna.Study, services: tuple[str, ...], name: str) -> Pi
         price_per_hour=trial.user_attrs.get("price_per_hour"),
         notes=tuple(notes),
         plan=plan_arg(estimate.get("training_plan")),
+        expected=_expected(trial, estimate),
     )
+
+
+def _expected(trial: Any, estimate: dict[str, Any]) -> dict[str, Any] | None:
+    from advisor.records import TrialRecord
+    from advisor.report.expected import expected
+
+    rec = TrialRecord.from_trial(trial)
+    return expected(estimate, rec.phases if rec is not None else None)
 
 
 def plan_arg(fields: Any) -> str | None:

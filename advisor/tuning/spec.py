@@ -60,6 +60,10 @@ def spec_from_study(
         fixed["plan"] = pick.plan
     elif pick.plan:
         notes.append(f"the study's plan ({pick.plan}) is for {pick.machine}: not carried over")
+    if not instance:  # issue #45: what the report predicted, printed beside what the run measures
+        from advisor.report.expected import expect_options
+
+        fixed.update(expect_options(pick.expected))
     wanted = set(tune) if tune is not None else None
     tuned: list[Param] = []
     for p in space.hyperparameters:

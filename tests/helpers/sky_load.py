@@ -72,6 +72,11 @@ def _load(sky: Any, path: str) -> dict[str, Any]:
         "num_nodes": task.num_nodes,
         "run": task.run,
         "envs": dict(task.envs),
+        "name": task.name,
+        "storage_mounts": {  # issue #45: a spot task's checkpoint bucket
+            path: {"name": st.name, "mode": st.mode.value, "stores": [t.value for t in st.stores]}
+            for path, st in task.storage_mounts.items()
+        },
         "repr": repr(res),
     }
 

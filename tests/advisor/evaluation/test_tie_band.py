@@ -20,6 +20,7 @@ from advisor.evaluation.ranking import (
     band_edge,
     band_limit,
     contention_band,
+    dominates,
     rank,
     recommended,
 )
@@ -117,13 +118,15 @@ def _busy_rows(fastest: float, g6: dict[int, tuple[float, float]]) -> list[Point
     return rows
 
 
-def test_one_machines_batch_sizes_the_noise_cannot_tell_apart_give_one_answer() -> None:
+def test_one_machines_batch_sizes_the_noise_cannot_tell_apart_give_one_machine() -> None:
     """Issue #36, measured: with every probe contended (band 25 %) two runs picked batch 1024
     and batch 512 of the same machine, 0.3 % apart, as one or the other fell inside the
-    fastest row's band; the machine's smaller batch within the band of the pick leads. (The
-    fastest row is put at 142 s, so that the machine lies before the front's widest gap, as
-    it did among the runs' other rows: alone behind a dear fastest row at +24 %, it would lie
-    past the widest gap, 5-24 %.)"""
+    fastest row's band. The smaller batch within the band then took it (b256), but b256 was
+    slower and dearer than its machine's fastest batch in both runs (issue #50: a row another
+    beats on both is never recommended); one machine's rows cost the same per hour, so its
+    fastest batch is its cheapest too, and that is taken: the same machine in both runs, the
+    batch the noise made fastest. (The fastest row is put at 142 s, so that the machine lies
+    before the front's widest gap, as it did among the runs' other rows.)"""
     run1 = _busy_rows(
         142.0,
         {1024: (158.62, 0.01529), 512: (161.31, 0.01555), 256: (163.57, 0.01577),
@@ -136,12 +139,16 @@ def test_one_machines_batch_sizes_the_noise_cannot_tell_apart_give_one_answer() 
     )  # fmt: skip
     band = contention_band(True)
     picks = [recommended(rows, "time", band) for rows in (run1, run2)]
-    assert [p.ref for p in picks if p] == [("g6.xlarge", 256), ("g6.xlarge", 256)]
-    for rows in (run1, run2):  # the ranking leads with the recommendation
-        assert rank(rows, "time", band)[0].ref == ("g6.xlarge", 256)
-    # without tiebreak keys (points that are not machines' rows) the group's pick stands
-    bare = [Point(p.runtime, p.cost, True, p.ref) for p in run1]
-    assert recommended(bare, "time", band).ref == ("g6.xlarge", 1024)  # type: ignore[union-attr]
+    assert [p.ref for p in picks if p] == [("g6.xlarge", 1024), ("g6.xlarge", 512)]
+    for rows, pick in zip((run1, run2), picks, strict=True):
+        assert rank(rows, "time", band)[0] is pick  # the ranking leads with the recommendation
+        assert pick is not None and not any(dominates(_xy(q), _xy(pick)) for q in rows)
+        b256 = next(q for q in rows if q.ref == ("g6.xlarge", 256))
+        assert dominates(_xy(pick), _xy(b256))  # what the smaller batch's key took before
+
+
+def _xy(p: Point) -> tuple[float, float]:
+    return (p.runtime, p.cost)
 
 
 def _front(shares: list[float], best: float = 100.0) -> list[Point]:
@@ -197,20 +204,27 @@ def _measured(name: str) -> list[tuple[list[Point], float, tuple[str, int]]]:
 
 
 @pytest.mark.parametrize("name", ["quiet", "busy"])
-def test_the_measured_runs_give_one_answer(name: str) -> None:
+def test_the_measured_runs_give_one_machine_never_a_beaten_row(name: str) -> None:
     """Issue #36, measured: the saved reports of fresh `advisor suggest --model fcn --budget 5`
     runs gave three answers in three quiet runs (band 5 %) and two in ten busy ones (band
-    25 %); from the same rows the band that ends in the front's widest gap gives one."""
+    25 %); from the same rows the band that ends in the front's widest gap gives one machine.
+    Issue #50: its smaller batch's key took batch 256 there, which a batch of the same machine
+    beat on both time and cost in every one of the 13 runs; now the machine's fastest (and so
+    cheapest) batch is taken, 512 or 1024 as the noise fell, never a beaten row."""
     runs = _measured(name)
     recorded = {r for _, _, r in runs}
     assert len(recorded) > 1  # what the runs recommended then
     fixed = {recommended(rows, "time", share, TIE_SHARE).ref[0] for rows, share, _ in runs}  # type: ignore[union-attr]
     assert len(fixed) > 1  # the fixed 5 % band: more than one machine
-    picks = {recommended(rows, "time", share).ref for rows, share, _ in runs}  # type: ignore[union-attr]
-    assert len(picks) == 1
-    for rows, _, _ in runs:  # the edge lies clearly in its gap: twice the next one's width
+    picks = [recommended(rows, "time", share) for rows, share, _ in runs]
+    assert len({p.ref[0] for p in picks if p}) == 1  # one machine in every run
+    for (rows, _, _), pick in zip(runs, picks, strict=True):
+        assert pick is not None and not any(dominates(_xy(q), _xy(pick)) for q in rows)
+        # the machine's batch sizes: the pick is the fastest and the cheapest of them
+        mine = [q for q in rows if q.ref[0] == pick.ref[0]]
+        assert _xy(pick) == (min(q.runtime for q in mine), min(q.cost for q in mine))
         _, widest, second = band_edge(rows, "time")
-        assert widest > 2 * second
+        assert widest > 2 * second  # the edge lies clearly in its gap: twice the next one
 
 
 def test_the_busy_runs_cheap_row_straddled_the_25_per_cent_edge() -> None:

@@ -16,19 +16,32 @@ from export_study import export_cli, row_number
 from advisor.errors import AdvisorError
 from advisor.export.api import export
 from advisor.export.skypilot import sky_instance
+from advisor.prediction.plan import TrainingPlan
 
 
 def _train_args(argv: list[str]) -> dict[str, str]:
-    """``--name value`` pairs of an advisor.train command line."""
+    """``--name value`` pairs of an advisor.train command line, without the checkpoint folder
+    (where each service keeps a spot job's checkpoints: test_export_plan.py)."""
     start = argv.index("advisor.train") + 1
     rest = argv[start:]
-    return {rest[i].lstrip("-"): rest[i + 1] for i in range(0, len(rest), 2)}
+    pairs = {rest[i].lstrip("-"): rest[i + 1] for i in range(0, len(rest), 2)}
+    pairs.pop("checkpoint-dir", None)
+    return pairs
 
 
 def _expected_args(row: dict[str, Any], workload: str) -> dict[str, str]:
+    """What the row's command must say: its workload, batch, epochs, device, hyperparameters,
+    and (issue #45) the whole plan it was predicted under and what the report predicted."""
     out = {"model": workload, "batch-size": str(row["batch_size"]), "epochs": str(row["epochs"])}
     out["device"] = "cuda" if row["gpus"] else "cpu"
     out |= {k.replace("_", "-"): str(v) for k, v in (row["hyperparameters"] or {}).items()}
+    if row.get("training_plan"):
+        out["plan"] = TrainingPlan.from_dict(row["training_plan"]).arg()
+    expected = row.get("expected") or {}
+    for flag, key in (("expect-peak-gib", "peak_gib"), ("expect-peak-high-gib", "peak_high_gib"),
+                      ("expect-step-s", "step_s")):  # fmt: skip
+        if expected.get(key):
+            out[flag] = f"{expected[key]:.4g}"
     return out
 
 

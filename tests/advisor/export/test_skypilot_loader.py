@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from repo_paths import HELPERS, ROOT
 
 from advisor.export.api import export
@@ -143,3 +144,61 @@ def test_skypilot_refuses_a_broken_task(loaded: dict[str, Any]) -> None:
     broken = loaded["broken"]
     assert broken["unknown type"]["error"] and "p9.mega" in broken["unknown type"]["error"]
     assert broken["unknown key"]["error"] and "use_spots" in broken["unknown key"]["error"]
+
+
+# Issue #45: model references whose names no cloud takes as they are (dots, a colon, 200+
+# characters, non-ASCII), each made into valid task and bucket names.
+ODD_MODELS = (
+    "examples.transformers:gpt2_large",
+    "deeply." * 30 + "nested_module:build_the_model",
+    "paquete.módulo_ñ:construir_modelo",
+    "模型.训练:构建",
+)
+STORES = {"aws": "S3", "gcp": "GCS", "azure": "AZURE"}
+
+
+@pytest.fixture(scope="module")
+def plan_loaded(plan_study: dict[str, Any]) -> dict[str, Any]:
+    """Every cloud row of the planned report, and its recommendation under each odd model
+    reference, exported as tasks and loaded by SkyPilot in one child process."""
+    report, folder = plan_study["report"], plan_study["folder"]
+    rows = [n for n, r in enumerate(report["ranking"], 1) if r["provider"] in PROVIDERS]
+    exported = {}
+    for n in [None, *rows]:
+        path = folder / f"plan-sky-{n}.yaml"
+        exported[path] = export("skypilot", report=report, row=n, out=path)
+    for i, model in enumerate(ODD_MODELS):
+        path = folder / f"odd-sky-{i}.yaml"
+        exported[path] = export("skypilot", report=dict(report, workload=model), out=path)
+    tasks = load_in_skypilot(report, folder, *exported)
+    return {"exported": exported, "tasks": dict(zip(exported, tasks, strict=True))}
+
+
+def test_planned_tasks_load_with_their_plan_and_checkpoint_bucket(
+    plan_loaded: dict[str, Any],
+) -> None:
+    for path, exported in plan_loaded["exported"].items():
+        task = plan_loaded["tasks"][path]
+        assert task["error"] is None, task
+        row = exported.row
+        assert f"--plan {row.plan_arg()}" in task["run"]
+        assert task["name"] == yaml.safe_load(exported.text)["name"]
+        if row.spot:  # a managed job: the bucket on the row's cloud, mounted for checkpoints
+            mount = task["storage_mounts"]["/checkpoints"]
+            assert mount["mode"] == "MOUNT" and mount["stores"] == [STORES[row.provider]]
+            assert f"--checkpoint-dir /checkpoints/{task['name']}" in task["run"]
+        else:
+            assert task["storage_mounts"] == {}
+
+
+def test_odd_model_references_give_valid_names(plan_loaded: dict[str, Any]) -> None:
+    names = set()
+    for path, exported in plan_loaded["exported"].items():
+        if not path.name.startswith("odd-"):
+            continue
+        task = plan_loaded["tasks"][path]
+        assert task["error"] is None, task  # SkyPilot's own name rules accepted it
+        assert task["envs"]["ADVISOR_MODEL"] == exported.row.workload  # the reference, whole
+        assert len(task["name"]) <= 63
+        names.add(task["name"])
+    assert len(names) == len(ODD_MODELS)

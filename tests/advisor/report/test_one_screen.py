@@ -56,14 +56,11 @@ def test_the_report_says_where_the_tie_band_ends_and_why(report: dict) -> None:
     assert band["edge"] == pytest.approx(edge, abs=1e-4) and band["reach"] == 0.25
     assert band["gap"] == pytest.approx(0.25 - edge, abs=1e-4)  # from the twin to 25 %
     assert report["confidence"]["band"] == pytest.approx(edge, abs=1e-4)
-    # the confidence line and the reason count the same tie group
-    assert (
-        f"the cheapest of {report['confidence']['tied']} candidates"
-        in report["recommended"]["reason"]
-    )
+    # the confidence line and the reason count the same tie group, and say what took it
+    assert report["confidence"]["decided_by"] == "metric"
     assert report["recommended"]["reason"].endswith(
-        f"within {edge:.0%} of the best time (the band ends in the front's widest gap "
-        "between 5 % and 25 %)"
+        f"; {report['confidence']['tied']} candidates within {edge:.0%} of the best time (the "
+        "band ends in the front's widest gap between 5 % and 25 %); the cheapest of them taken"
     )
 
 
@@ -92,20 +89,35 @@ def test_the_confidence_line_says_how_it_is_known_the_tie_band_and_the_interval(
         "modelled (this machine's probe, performance model); 187 candidates within 9% of the "
         "best time, the cheapest taken; its time may be 0.45-2.7x the estimate"
     )
-    assert "the lower list price, then the name" in confidence_line(conf)
+    assert "187 candidates within 9% of the best time; the cheapest of them taken" in (
+        confidence_line(conf)
+    )
+    # issue #50: when a stated key took it, the words name that key, not "the cheapest"
+    keyed = dict(conf, decided_by="price", key_tied=3, tie_share=0.25)
+    assert "187 candidates within 9% of the best time; of the 3 within 25% of the cheapest " \
+        "(none beaten on both time and cost), the lowest list price per hour taken" in (
+        confidence_line(keyed, short=True)
+    )  # fmt: skip
+    assert "cheapest taken" not in confidence_line(keyed, short=True)
 
 
 def test_ties_are_broken_by_list_price_then_name_not_by_a_few_per_cent_of_noise() -> None:
     def pt(name: str, runtime: float, cost: float, price: float) -> Point:
         return Point(runtime, cost, True, name, tiebreak=(price, name, 512))
 
-    # b is 2 % slower and 3 % dearer in this run; the next run's noise may flip both.
-    run_a = [pt("a", 100.0, 1.00, 0.90), pt("b", 102.0, 1.03, 0.80), pt("c", 150.0, 0.5, 0.1)]
-    run_b = [pt("a", 102.0, 1.03, 0.90), pt("b", 100.0, 1.00, 0.80), pt("c", 150.0, 0.5, 0.1)]
+    # b is 2 % slower and 2 % cheaper in this run; the next run's noise may swap them.
+    run_a = [pt("a", 100.0, 1.00, 0.90), pt("b", 102.0, 0.98, 0.80), pt("c", 150.0, 0.5, 0.1)]
+    run_b = [pt("a", 102.0, 0.98, 0.90), pt("b", 100.0, 1.00, 0.80), pt("c", 150.0, 0.5, 0.1)]
     assert rank(run_a, "time")[0].ref == rank(run_b, "time")[0].ref == "b"  # the lower price
     # without a tiebreak (as before) the noise decided
     plain = [Point(p.runtime, p.cost, True, p.ref) for p in run_a]
+    assert rank(plain, "time")[0].ref == "b"
+    plain = [Point(p.runtime, p.cost, True, p.ref) for p in run_b]
     assert rank(plain, "time")[0].ref == "a"
+    # issue #50: a row the other beats on both time and cost is never taken, whatever its
+    # list price (b 2 % slower and 3 % dearer: a is taken)
+    beaten = [pt("a", 100.0, 1.00, 0.90), pt("b", 102.0, 1.03, 0.80), pt("c", 150.0, 0.5, 0.1)]
+    assert rank(beaten, "time")[0].ref == "a"
 
 
 def test_the_study_note_is_optuna_dashboards_without_importing_it(report: dict) -> None:

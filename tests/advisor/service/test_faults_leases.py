@@ -151,6 +151,46 @@ def test_a_paused_worker_sharing_a_home_stalls_no_other_job(
         c.close()
 
 
+def test_a_paused_workers_own_job_is_rerun_past_its_probe_locks(
+    tmp_path: Path, pg_url: str, redis: Any
+) -> None:
+    """Issue #50: a worker paused (SIGSTOP) mid-probe, never resumed until its job ended; the
+    other worker, on the same ADVISOR_HOME, re-runs that job, whose trials need the paused
+    probe's configuration (a probe lock per batch size, as a local probe's). Before, the
+    re-run waited on the paused process's lock for the whole pause while its lease renewed
+    (the issue: 65 s for a 40 s pause; for good if it never resumed)."""
+    from advisor.evaluation.probe_slot import holder, slot_path
+
+    started = time.monotonic()
+    c = _cluster(tmp_path, pg_url, redis, 1.0, host_probe=True)
+    try:
+        c.start_worker(1)
+        c.start_worker(2)
+        job = c.submit(904)
+        assert job
+        c.wait_for(lambda: c.status(job) == "running" and c.trials_done(job) >= 1)
+        c.wait_for(lambda: holder(slot_path()) in c.worker_of(job).pids())
+        paused = c.worker_of(job)
+        paused.pause()  # mid-probe, holding its configuration's lock and the slot
+        at = time.monotonic()
+        try:
+            c.wait_for(lambda: c.status(job) == "done", 100)
+            done_after = time.monotonic() - at
+        finally:
+            paused.resume()
+        tally = _check(
+            c,
+            "a worker paused (SIGSTOP) mid-probe; its own job re-run on the same host",
+            ["mid-probe after its 1st trial, never resumed until the job ended"],
+            started,
+            done_after_pause_s=round(done_after),
+        )
+        assert tally["take_overs"] >= 1  # re-run by the other worker
+        assert "is stopped; going on without it" in c.logs()  # a lock it held was passed
+    finally:
+        c.close()
+
+
 def test_sigterm_and_sigint_stop_an_idle_worker_at_once(
     tmp_path: Path, pg_url: str, redis: Any
 ) -> None:

@@ -113,6 +113,71 @@ def test_bad_machines_are_refused_in_one_line(client: Any, storage: str) -> None
     assert client.get("/v1/hardware", headers=_h(alice)).json() == []
 
 
+@pytest.mark.parametrize(
+    ("change", "status", "field", "words"),
+    [
+        ({"gpus": "1000000000xH100"}, 400, None, "count of COUNTxBOARD must be an integer"),
+        ({"gpus": "9" * 40 + "xH100"}, 400, None, "from 1 to 16"),  # 64 characters at most
+        ({"gpus": "0xRTX4090"}, 400, None, "from 1 to 16"),
+        ({"purchase_usd": 0}, 422, "purchase_usd", "greater than 0"),
+        ({"power_w": 500_000}, 422, "power_w", "less than or equal to 100000"),
+        ({"utilisation": 1e-300}, 422, "utilisation", "greater than or equal to 0.01"),
+        ({"lifetime": "1000000y"}, 400, None, "--lifetime for 'rig' must be a number from 1"),
+        ({"vcpus": 100_000}, 422, "vcpus", "less than or equal to 4096"),
+    ],
+)
+def test_machines_no_one_owns_are_refused(
+    client: Any, storage: str, change: dict[str, Any], status: int, field: str | None, words: str
+) -> None:
+    """Issue #50: the service's bounds are the CLI's and hardware.json's (one table,
+    ``advisor.providers.owned_checks``); before, a billion H100s was accepted at the price
+    and power of four and a 400-digit count was a 500."""
+    alice = auth.create_token(storage, "alice", "research")
+    r = client.post("/v1/hardware", json={**RIG, **change}, headers=_h(alice))
+    assert r.status_code == status, r.text
+    detail = r.json()["detail"]
+    text = detail if field is None else {d["field"]: d["problem"] for d in detail}.get(field, "")
+    assert words in text, detail
+    assert client.get("/v1/hardware", headers=_h(alice)).json() == []
+
+
+@pytest.mark.parametrize(
+    ("machine", "words"),
+    [
+        ({"count": "four"}, "count must be an integer from 1 to 16"),
+        ({"count": 0}, "count must be an integer from 1 to 16"),
+        ({"count": 10**400}, "but got a 401-digit integer"),
+        ({"purchase_usd": 0.0, "power_w": 0.0}, "purchase_usd must be a number above 0"),
+        ({"colour": "red"}, "unknown field(s) colour"),
+    ],
+)
+def test_a_damaged_machine_in_the_database_is_one_line(
+    client: Any, storage: str, machine: dict[str, Any], words: str
+) -> None:
+    """A team's machine row the service did not write (edited by hand, an older version) is
+    read by the same reader as hardware.json: one line naming the machine, the field and the
+    fix, for the listing and for a suggestion of that team -- never a 500, never a run on
+    "0 x RTX4090"."""
+    import json
+
+    from advisor.service import db
+
+    alice = auth.create_token(storage, "alice", "research")
+    assert client.post("/v1/hardware", json=RIG, headers=_h(alice)).status_code == 201
+    stored = {"name": "rig", "board": "RTX4090", "count": 8, "purchase_usd": 20000.0,
+              "lifetime_h": 26298.0, "power_w": 3600.0, "usd_per_kwh": 0.3, **machine}  # fmt: skip
+    with db.engine_for(storage).begin() as conn:
+        conn.execute(db.owned_machines.update().values(machine=json.dumps(stored)))
+    for r in (
+        client.get("/v1/hardware", headers=_h(alice)),
+        client.post("/v1/suggestions", json=BODY, headers=_h(alice)),
+    ):
+        assert r.status_code == 400, r.text
+        line = r.json()["detail"]
+        assert "team 'research'" in line and words in line and "DELETE /v1/hardware" in line
+    assert client.delete("/v1/hardware/rig", headers=_h(alice)).status_code == 204  # the fix
+
+
 @pytest.mark.slow  # a real `advisor serve` process
 def test_the_cli_keeps_a_teams_machines_on_the_service(
     sqlite_url: str, replay: str, make_server: Any, _advisor_home: Path

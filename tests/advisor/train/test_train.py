@@ -12,6 +12,7 @@ import pytest
 from advisor.providers.tuning import metric_regex
 
 from advisor.train.entry import Reporter, parse_args
+from advisor.train.expect import CUDA_LABEL, RSS_LABEL, Expected, end_line, start_line
 
 
 def test_cli_values_win_over_sagemaker_hyperparameters(tmp_path: Path) -> None:
@@ -66,3 +67,37 @@ def test_a_tiny_real_run_prints_what_sagemaker_reads(tmp_path: Path) -> None:
     epochs = [float(v) for v in re.findall(metric_regex("epoch_s"), proc.stdout)]
     assert len(steps) == 2 and all(0 < s < e for s, e in zip(steps, epochs, strict=True))
     assert '"lr": 0.05' in proc.stdout and '"momentum": 0.9' in proc.stdout
+
+
+def test_the_reports_predictions_are_options_not_hyperparameters(tmp_path: Path) -> None:
+    """Issue #45: --expect-* (or SageMaker's static hyperparameters of the same names) are the
+    entry point's own: never passed to the workload's builder."""
+    hp = tmp_path / "hyperparameters.json"
+    hp.write_text(json.dumps({"model": "fcn", "expect_peak_gib": "110.7", "expect_step_s": "1.21",
+                              "plan": "precision=bf16,accumulation=2", "lr": "0.1"}))  # fmt: skip
+    args, hps = parse_args(["--hyperparameters-file", str(hp), "--expect-peak-high-gib", "125.2"])
+    assert hps == {"lr": 0.1}
+    expected = Expected.from_args(args)
+    assert (expected.peak_gib, expected.peak_high_gib, expected.step_s) == (110.7, 125.2, 1.21)
+    assert start_line("bf16, micro-batch 16 x 2 accumulation steps", expected) == (
+        "advisor-train: plan bf16, micro-batch 16 x 2 accumulation steps; the report predicted "
+        "peak memory 110.7 GiB (up to 125.2) per device, steady step 1.21 s"
+    )
+    assert start_line("fp32", Expected()).endswith("no prediction given (--expect-*)")
+
+
+def test_the_closing_line_puts_the_measured_beside_the_predicted() -> None:
+    expected = Expected(peak_gib=10.0, peak_high_gib=12.0, step_s=0.5)
+    line, metrics = end_line(expected, (11.0, CUDA_LABEL), 0.55)
+    assert line == (
+        "advisor-train: measured peak memory 11 GiB (torch.cuda.max_memory_allocated) vs "
+        "predicted 10 GiB (up to 12) per device, 1.1x the prediction; steady step 0.55 s (median "
+        "of steps 2..n) vs predicted 0.5 s, 1.1x the prediction"
+    )
+    assert metrics == {"peak_memory_gib": 11.0, "steady_step_s": 0.55}
+    line, _ = end_line(expected, (0.4, RSS_LABEL), None)
+    assert "x the prediction; steady" not in line and "process peak RSS" in line  # no ratio
+    assert "steady step not measured" in line
+    lines: list[str] = []
+    Reporter("val_accuracy", out=lines.append).final(metrics)
+    assert lines == ["advisor-metric: peak_memory_gib=11;", "advisor-metric: steady_step_s=0.55;"]
