@@ -349,7 +349,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_docs:
         command = "python benchmarks/gpu_check.py " + " ".join(argv or sys.argv[1:])
         write_docs(doc, text, args.docs, command.strip())
+        keep_raw(doc, args.docs.parent / "data")
     return 0
+
+
+def keep_raw(doc: dict[str, Any], folder: Path) -> Path:
+    """The raw JSON of a run kept beside the docs (``docs/data/gpu_check-<device>-<date>.json``),
+    so a later reading can go back to every figure (issue #45)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    device = str(doc.get("device_name") or doc.get("device") or "unknown")
+    device = "".join(c if c.isalnum() or c in "-_." else "_" for c in device)
+    path = folder / f"gpu_check-{device}-{time.strftime('%Y-%m-%d')}.json"
+    path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    return path
 
 
 if __name__ == "__main__":

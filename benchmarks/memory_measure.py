@@ -114,6 +114,8 @@ def cuda_step_peak(model: Any, loss_fn: Any, optimizer: Any, x: Any, y: Any) -> 
     model.train()
     one_step(model, loss_fn, optimizer, x, y)
     torch.cuda.synchronize()
+    # issue #45: an earlier case's cached blocks would count in this one's reserved peak
+    torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     one_step(model, loss_fn, optimizer, x, y)
     torch.cuda.synchronize()

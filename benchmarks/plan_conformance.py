@@ -12,14 +12,18 @@ and the allocator's measured peak is set beside the prediction for that plan, pe
   bytes from the profiler's allocator records (``memory_measure.cpu_peak``), the worst rank's.
   As a GPU runs it: the optimizer's multi-tensor implementation, dropout's fused kernel.
 - **predicted**: the product's ``advisor.prediction.plan_memory.traced_memory`` for the plan
-  at the per-process batch, with the CPU's autocast lists (the run is on the CPU; a GPU row
-  uses CUDA's), the traced tensors alone (the GPU's priors do not apply here); **upper**: that
-  plus the trace's measured margin (``memory_priors.TRACE_MARGIN``).
+  at the per-process batch, with the autocast lists of the device it runs on (the CPU's here;
+  CUDA's on a GPU), the traced tensors (the context and the allocator's rounding are not in
+  the allocated peak); **upper**: that plus the upper terms the product adds for the step's
+  own kernels: the trace's measured margin (``memory_priors.TRACE_MARGIN``) and, where the step
+  convolves, the convolution library's workspace (``memory.CONV_WORKSPACE_PRIOR``'s high end).
 
 Goal: median |error| <= 10 % per plan, and no plan under-predicted by more than 5 % at its
-upper estimate.
+upper estimate. On a machine with a GPU the same script runs unchanged with ``--device cuda``
+(one process per plan; ``torch.cuda.max_memory_allocated`` after the allocator's cache is
+emptied and its peak reset).
 
-    python benchmarks/plan_conformance.py [--quick] [--json FILE] [--write-docs]
+    python benchmarks/plan_conformance.py [--device cpu|cuda] [--quick] [--json FILE] [--write-docs]
 """
 
 from __future__ import annotations
@@ -72,19 +76,44 @@ QUICK_PLANS = ("", "precision=bf16,accumulation=2,checkpointing=blocks", "shardi
 RANKS = 2
 
 
-def predicted(workload: str, hp: dict[str, Any], batch: int, text: str, ranks: int) -> float:
-    """The product's traced tensors for the plan at ``batch`` per process (CPU autocast)."""
+def predicted(
+    workload: str, hp: dict[str, Any], batch: int, text: str, ranks: int, device: str = "cpu"
+) -> float:
+    """The product's traced tensors for the plan at ``batch`` per process (the autocast lists
+    of ``device``)."""
     from advisor.prediction.plan import parse_plan
     from advisor.prediction.plan_memory import traced_memory
 
-    memory = traced_memory(workload, hp, batch, parse_plan(text), ranks, rules="cpu")
+    rules = "cuda" if device == "cuda" else "cpu"
+    memory = traced_memory(workload, hp, batch, parse_plan(text), ranks, rules=rules)
     if not memory.known:
         raise RuntimeError(memory.unknown_reason)
     return memory.bytes
 
 
-def measured(workload: str, hp: dict[str, Any], batch: int, text: str, ranks: int) -> float:
+def upper(workload: str, hp: dict[str, Any], tensors: float) -> float:
+    """``tensors`` plus the upper terms the product adds for the step's own kernels."""
+    from advisor.probes.operators.torch_workload import trace_torch_workload
+
+    from advisor.prediction.memory import CONV_WORKSPACE_PRIOR
+    from advisor.prediction.memory_priors import trace_margin
+
+    if workload not in _CONVOLVES:
+        trace = trace_torch_workload(workload, 2, hp, mode="meta")
+        _CONVOLVES[workload] = any(o.kind == "conv" for o in trace.operators)
+    workspace = CONV_WORKSPACE_PRIOR[2] if _CONVOLVES[workload] else 0.0
+    return tensors * (1 + trace_margin("torch")[0]) + workspace
+
+
+_CONVOLVES: dict[str, bool] = {}
+
+
+def measured(
+    workload: str, hp: dict[str, Any], batch: int, text: str, ranks: int, device: str = "cpu"
+) -> float:
     """The allocator's peak of the real steady step, the worst process's."""
+    if device == "cuda":
+        return _cuda_run(workload, hp, batch, text)
     if ranks == 1:
         return _run(0, 1, workload, hp, batch, text)
     import tempfile
@@ -140,26 +169,59 @@ def _run(rank: int, ranks: int, workload: str, hp: dict[str, Any], batch: int, t
         return cpu_peak(lambda: step(setup, (x, y), "cpu"), setup, (x, y), warm_up=2)
 
 
-def run_case(
-    workload: str, hp: dict[str, Any], batch: int, text: str, ranks: int
-) -> dict[str, Any]:
-    from advisor.prediction.memory_priors import trace_margin
+def _cuda_run(workload: str, hp: dict[str, Any], batch: int, text: str) -> int:
+    """On the GPU: ``advisor.train``'s setup and step under the plan, the allocator's peak of
+    a steady step (its cache emptied and its peak reset first)."""
+    import torch
+    from advisor.probes.plan_step import make_step
+    from advisor.probes.torch_loop import build_setup, split_batch, to_device
 
+    from advisor.prediction.plan import parse_plan
+    from advisor.train.plan_step import prepare
+
+    plan = parse_plan(text)
+    dev = torch.device("cuda")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        setup, _, _ = build_setup(workload, batch, batch, 8, 0, hp)
+    setup.model.to(dev)
+    setup = prepare(setup, plan)
+    x, y = to_device(split_batch(next(iter(setup.train_loader))), dev)
+    step = make_step(plan, "cuda")
+    setup.model.train()
+    for _ in range(2):
+        step(setup, (x, y), dev)
+    setup.optimizer.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    step(setup, (x, y), dev)
+    torch.cuda.synchronize()
+    peak = int(torch.cuda.max_memory_allocated())
+    del setup, x, y
+    torch.cuda.empty_cache()
+    return peak
+
+
+def run_case(
+    workload: str, hp: dict[str, Any], batch: int, text: str, ranks: int, device: str = "cpu"
+) -> dict[str, Any]:
     start = time.perf_counter()
-    pred = predicted(workload, hp, batch, text, ranks)
-    meas = measured(workload, hp, batch, text, ranks)
-    margin = trace_margin("torch")[0]
+    pred = predicted(workload, hp, batch, text, ranks, device)
+    meas = measured(workload, hp, batch, text, ranks, device)
+    top = upper(workload, hp, pred)
     gc.collect()
     return {
         "workload": workload,
         "batch": batch,
         "plan": text or "fp32",
         "processes": ranks,
+        "device": device,
         "predicted_mib": pred / MIB,
-        "upper_mib": pred * (1 + margin) / MIB,
+        "upper_mib": top / MIB,
         "measured_mib": meas / MIB,
         "error": (pred - meas) / meas,
-        "upper_error": (pred * (1 + margin) - meas) / meas,
+        "upper_error": (top - meas) / meas,
         "seconds": time.perf_counter() - start,
     }
 
@@ -210,6 +272,8 @@ def markdown(rows: list[dict[str, Any]], command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two workloads, three plans")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the real steps run (cuda: one process per plan)")  # fmt: skip
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args(argv)
@@ -217,17 +281,20 @@ def main(argv: list[str] | None = None) -> int:
     for workload, hp, batches, sharded in CASES:
         if args.quick and workload not in QUICK:
             continue
-        runs = [(t, 1) for t in SINGLE] + ([(t, RANKS) for t in SHARDED] if sharded else [])
+        runs = [(t, 1) for t in SINGLE]
+        if sharded and args.device == "cpu":  # two processes over gloo; one GPU runs one
+            runs += [(t, RANKS) for t in SHARDED]
         for text, ranks in runs:
             if args.quick and text not in QUICK_PLANS:
                 continue
             for batch in QUICK.get(workload, batches) if args.quick else batches:
-                row = run_case(workload, hp, batch, text, ranks)
+                row = run_case(workload, hp, batch, text, ranks, args.device)
                 print(f"{workload} b{batch} {row['plan']} x{ranks}: predicted "
                       f"{row['predicted_mib']:.1f} MiB, measured {row['measured_mib']:.1f} "
                       f"({row['error']:+.1%}) [{row['seconds']:.0f} s]", file=sys.stderr)  # fmt: skip
                 rows.append(row)
     command = "python benchmarks/plan_conformance.py" + (" --quick" if args.quick else "")
+    command += " --device cuda" if args.device == "cuda" else ""
     from docs_section import publish
 
     publish("## Plans' memory against the step that runs", markdown(rows, command),

@@ -67,8 +67,10 @@ def print_table(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     fitting = [f for f in rows if f.fits]
     if not fitting:  # issue #34
         say(
-            "None of these machines fits a step at this batch size in its memory (the "
-            "memory/device column): no fastest or cheapest; try a smaller --batch-size."
+            "None of these machines is known to fit a step at this batch size in its memory "
+            "(the memory/device column: an upper estimate must fit): no fastest or cheapest; "
+            "try a smaller --batch-size, a --plan (accumulation, checkpointing, sharding) or "
+            "a machine with more GPU memory."
         )
         return
     fastest, cheapest = fitting[0], min(fitting, key=job_cost)
@@ -95,7 +97,7 @@ def machines_columns(rows: list[Any]) -> list[Column]:
         return Column(header, tuple(full), short=None if short is None else tuple(short), **kw)
 
     def cells(get: Any, fmt: str) -> tuple[list[str], list[str]]:
-        spans = [get(f) if f.fits else None for f in rows]
+        spans = [get(f) if f.fits or f.memory_unknown else None for f in rows]
         return [_span(s, fmt) for s in spans], [_value(s, fmt) for s in spans]
 
     gpu = [f.machine.accelerator for f in rows]

@@ -39,7 +39,16 @@ def constraints(options: Limits, ev: Evaluation, optimistic: bool = False) -> di
     if options.deadline_s is not None:
         runtime = ev.runtime.low if optimistic else ev.runtime.value
         out["deadline"] = runtime - options.deadline_s
+    if memory_unknown(ev):
+        out["memory"] = 1.0  # issue #45: a step whose memory is unknown is never recommended
     return out
+
+
+def memory_unknown(ev: Evaluation) -> bool:
+    """Whether ``ev``'s step memory on its GPUs could not be told (a GPU row's memory with
+    ``fits`` None): such a row is shown but never recommended."""
+    memory = (ev.estimate or {}).get("memory")
+    return isinstance(memory, dict) and "fits" in memory and memory["fits"] is None
 
 
 def is_feasible(options: Limits, ev: Evaluation, optimistic: bool = False) -> bool:

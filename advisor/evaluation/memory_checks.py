@@ -177,7 +177,7 @@ def planned_row(
         data_bytes=workload.data_bytes, data_basis=workload.data_basis,
         ledger_storage=backend.ledger_storage, trace_store=backend.cache,
     )  # fmt: skip
-    if row.memory is not None and not row.fits:
+    if row.memory is not None and row.memory.fits is False:
         return does_not_fit(row.memory, epochs, probe, new)
     pred = row.prediction
     extra: dict[str, Any] = {"bottleneck": pred.bottleneck, "basis": pred.basis, "plan": pred.plan}

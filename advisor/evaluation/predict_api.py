@@ -52,8 +52,8 @@ class Prediction:
 
     @property
     def fitting(self) -> list[Forecast]:
-        """Issue #34: the rows whose step fits their devices' memory (or whose memory is
-        unknown); the others are never named fastest or cheapest."""
+        """Issue #34: the rows whose step fits their devices' memory (issue #45: an unknown
+        memory never fits); the others are never named fastest or cheapest."""
         return [f for f in self.rows if f.fits]
 
     @property
@@ -80,7 +80,12 @@ class Prediction:
             "notes": list(self.notes),
             "fastest": self.fastest.machine.key if self.fastest else None,
             "cheapest": self.cheapest.machine.key if self.cheapest else None,
-            "left_out": {"does not fit": [f.machine.key for f in self.rows if not f.fits]},
+            "left_out": {
+                "does not fit": [
+                    f.machine.key for f in self.rows if not f.fits and not f.memory_unknown
+                ],
+                "memory unknown": [f.machine.key for f in self.rows if f.memory_unknown],
+            },
             "normalised": {
                 k: {m: {str(c): v for c, v in row.items()} for m, row in t.items()}
                 for k, t in self.tables.items()
@@ -153,7 +158,7 @@ def memory_notes(rows: Sequence[Forecast]) -> list[str]:
     from advisor.prediction.perf.device_memory import REPLICA_NOTE
 
     gpu = [f for f in rows if f.memory is not None]
-    out = [f for f in gpu if not f.fits]
+    out = [f for f in gpu if not f.fits and not f.memory_unknown]
     unknown = [f.machine.key for f in gpu if f.memory is not None and f.memory.fits is None]
     notes = []
     if out:
@@ -176,14 +181,15 @@ def memory_notes(rows: Sequence[Forecast]) -> list[str]:
         )
     if gpu:
         notes.append(
-            "Memory per device: the step's predicted peak against one GPU's memory (a CPU "
-            f"machine's: its RAM) ({REPLICA_NOTE}; the GPU's fixed cost is a prior; "
-            "docs/predict.md)."
+            "Memory per device: the step's predicted peak (up to its upper estimate) against "
+            "one GPU's usable memory (a CPU machine's: its RAM); a row fits only when its "
+            f"upper estimate does ({REPLICA_NOTE}; the plan's step traced as advisor.train "
+            "runs it; the GPU's fixed cost is a prior; docs/memory-model.md)."
         )
     if unknown:
         notes.append(
             f"Memory unknown for {', '.join(unknown)}: the step could not be traced, so whether "
-            "it fits is not known (never said to fit)."
+            "it fits is not known: shown, never named fastest or cheapest, never recommended."
         )
     return notes
 

@@ -197,6 +197,11 @@ class PrecisionLacking(AdvisorError, ValueError):
     """A machine's GPU lacks the precision asked for: the machine is left out."""
 
 
+class PlanNotRunnable(AdvisorError, ValueError):
+    """``python -m advisor.train`` cannot run the plan on this model (checkpointing=blocks on
+    a model with no container of blocks): the plan is never offered for it."""
+
+
 FIELDS = {"precision": "precision", "accumulation": "accumulation", "accumulate": "accumulation",
           "checkpointing": "checkpointing", "checkpoint": "checkpointing",
           "sharding": "sharding", "shard": "sharding"}  # fmt: skip

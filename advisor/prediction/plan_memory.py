@@ -25,9 +25,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from advisor.errors import AdvisorError
 from advisor.prediction.memo import Memo
 from advisor.prediction.memory import MemoryTerm, StepMemory
-from advisor.prediction.plan import TrainingPlan
+from advisor.prediction.plan import PlanNotRunnable, TrainingPlan
 from advisor.probes.operators.plan_peak import NotLinear
 
 TRACED_SOURCE = "traced: the plan's step as advisor.train runs it"
@@ -104,8 +105,12 @@ def traced_memory(
             held = lines.at(micro)
         except Exception as exc:
             return untraceable(per_device_batch, exc)
+    except AdvisorError as exc:  # advisor.train refuses the plan for this model
+        raise PlanNotRunnable(exc.problem, exc.fix) from None
     except Exception as exc:  # an op the fake tensors cannot run, a module not importable here
         return untraceable(per_device_batch, exc)
+    if plan.accumulation > 2 and "batch" in held:  # two micro-steps traced, the batch whole
+        held = {**held, "batch": round(held["batch"] * plan.accumulation / 2)}
     terms = tuple(
         MemoryTerm(TERMS[k], float(v), float(v), float(v), TRACED_SOURCE) for k, v in held.items()
     )

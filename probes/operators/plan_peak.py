@@ -35,6 +35,7 @@ allocator's rounding) is added by the memory model as priors (``advisor.predicti
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -218,8 +219,9 @@ def trace_plan_peak(
     steps = min(plan.accumulation, 2)
     batch = micro_batch * steps
     notes = ["the step advisor.train runs under the plan, traced on fake tensors"]
-    if plan.accumulation > 2:
+    if steps != plan.accumulation:  # the step splits its batch into the plan's micro-steps
         notes.append(f"{plan.accumulation} micro-steps: two traced (the rest repeat the second)")
+        plan = dataclasses.replace(plan, accumulation=steps)
     small = min(batch, 8)
     with torch.device("meta"), warnings.catch_warnings():
         warnings.simplefilter("ignore")

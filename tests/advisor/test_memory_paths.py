@@ -4,10 +4,11 @@ memory -- the one prediction path, ``advisor predict`` (CLI and Python API), the
 
 The steps are hand-built traces (``perf_fixtures.mlp_trace``) given memory terms far from any
 GPU's edge: 4 GiB of parameters, as much in gradients, and 3 GiB of saved activations per
-sample. At batch 8 a step needs about 32 GiB per device: more than a 16 GB V100 or T4 and a
-24 GB L4, less than a 40 GB A100 or an 80 GB H100; at one sample per device (8 GPUs) about
-11 GiB, which fits a V100. Expected figures are the memory model's own
-(``advisor.prediction.memory.step_memory``), never numbers written here.
+sample (the plan's traced step stands in as ``memory_fixtures.sized_lines``). At batch 8 a
+step needs about 32 GiB per device: more than a 16 GB V100 or T4 and a 24 GB L4, less than a
+40 GB A100 or an 80 GB H100; at one sample per device (8 GPUs) about 11 GiB, which fits a
+V100. Expected figures are the memory model's own (``memory_fixtures.expected_bytes``: its
+terms; ``device_memory.capacity_bytes``: a board's usable memory), never numbers written here.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from memory_fixtures import (
     V100,
     V100X8,
     Store,
+    expected_bytes,
     remember,
     sized,
     sized_probe,
@@ -49,11 +51,22 @@ def test_memory_per_device_follows_the_per_device_batch_with_a_full_replica() ->
     eight = device_memory.machine_memory(p, V100X8, FakeCatalog(), 8, store)
     assert one is not None and eight is not None
     assert (one.per_device_batch, eight.per_device_batch) == (8, 1)
-    assert one.fit.need_bytes == step_memory(sized(8)).bytes
-    assert eight.fit.need_bytes == step_memory(sized(1)).bytes  # replica whole, batch split
+    assert one.fit.need_bytes == pytest.approx(expected_bytes(8, V100, FakeCatalog()))
+    # the replica whole, the batch split (and NCCL's buffers on 8 GPUs)
+    assert eight.fit.need_bytes == pytest.approx(expected_bytes(1, V100X8, FakeCatalog()))
+    assert eight.fit.need_high_bytes == pytest.approx(
+        expected_bytes(1, V100X8, FakeCatalog(), high=True)
+    )
     assert one.fits is False and eight.fits is True
-    assert one.text() == f"does not fit: needs {one.fit.need_bytes / GIB:.1f} GiB per GPU, has 16.0"
-    assert eight.text().endswith(" of 16.0 GiB") and "does not fit" not in eight.text()
+    usable = device_memory.capacity_bytes(V100, FakeCatalog())
+    assert usable is not None and usable < 16 * GIB  # the board's 16 GB less the driver's
+    assert one.text() == (
+        f"does not fit: needs {one.fit.need_bytes / GIB:.1f} GiB per GPU, has {usable / GIB:.1f}"
+    )
+    assert (
+        eight.text().endswith(f" of {usable / GIB:.1f} GiB") and "does not fit" not in eight.text()
+    )
+    assert "(up to " in eight.text()  # the upper estimate decides
 
 
 def _untraceable(*_: Any) -> Any:
@@ -82,17 +95,30 @@ def test_without_a_trace_the_memory_is_unknown_and_never_said_to_fit(
     row = forecast_machine(bare, V100, FakeCatalog(), 8, 5, 1000, 0, sweep_epochs=())
     assert row.memory is not None and row.memory.fits is None
     assert row.memory.text().startswith("memory unknown")
-    assert row.fits  # not ruled out, but never said to fit
+    assert not row.fits and row.memory_unknown  # issue #45: unknown never counts as fitting
     assert row.to_dict()["memory"]["need_gib"] is None
 
 
-def test_the_largest_fitting_batch_is_found_without_tracing_larger_ones() -> None:
+def test_the_largest_fitting_batch_is_found_from_one_traced_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #45: the plan's step is traced once (at two micro-batches) and read at every
+    batch: the search's batches cost no trace each."""
+    from advisor.probes.operators import plan_peak
+
+    calls: list[str] = []
+
+    def counted(workload: str, *args: Any, **kw: Any) -> Any:
+        calls.append(workload)
+        return memory_fixtures.sized_lines(workload, *args, **kw)
+
+    monkeypatch.setattr(plan_peak, "peak_lines", counted)
     store = Store()
     limit = device_memory.batch_limit(
         sized_probe(1), A100, FakeCatalog(), (1, 2, 4, 8, 16, 32, 64), store
     )
-    assert limit == 8  # 8 GiB + 3 GiB a sample: batch 8 fits 40 GB, 16 does not
-    assert max(store.asked) == 16  # the first that does not fit; 32 and 64 never traced
+    assert limit == 8  # 8 GiB + 3 GiB a sample: batch 8 fits 40 GB (its upper estimate too)
+    assert calls == [MODEL]
     assert device_memory.batch_limit(sized_probe(1), V100, FakeCatalog(), (8, 16), store) is None
 
 
@@ -117,12 +143,14 @@ def test_predict_api_never_names_a_row_that_does_not_fit() -> None:
     assert result.fastest is not None and result.fastest.machine.key != V100.key
     assert result.rows[-1].machine.key == V100.key  # ranked after every row that fits
     doc = result.to_dict()
-    assert doc["left_out"] == {"does not fit": [V100.key]}
+    assert doc["left_out"] == {"does not fit": [V100.key], "memory unknown": []}
     assert V100.key not in doc["normalised"]["cost"]
     rows = {r["machine"]: r for r in doc["machines"]}
     assert rows[V100.key]["fits"] is False and rows[V100.key]["memory"]["fits"] is False
     assert rows[V100.key]["memory"]["text"].startswith("does not fit: needs")
-    assert rows[A100.key]["memory"]["text"].endswith("of 40.0 GiB")
+    usable = device_memory.capacity_bytes(A100, FakeCatalog())
+    assert usable is not None
+    assert rows[A100.key]["memory"]["text"].endswith(f"of {usable / GIB:.1f} GiB")
     assert rows[A100.key]["memory"]["per_device_batch"] == 8
     assert rows[V100X8.key]["memory"]["per_device_batch"] == 1
     assert any(n.startswith("Does not fit: 1 of 3") for n in doc["notes"])
@@ -147,7 +175,9 @@ def test_predict_cli_shows_the_memory_and_leaves_the_row_out(
             str(path), "--instances", ",".join(machines)]  # fmt: skip
     shown = CliRunner().invoke(cli, [*args], env={"COLUMNS": "250"})
     assert shown.exit_code == 0, shown.output
-    assert "does not fit: needs" in shown.output and "of 40.0 GiB" in shown.output
+    usable = device_memory.capacity_bytes(A100, FakeCatalog())
+    assert usable is not None
+    assert "does not fit: needs" in shown.output and f"of {usable / GIB:.1f} GiB" in shown.output
     cheapest = next(line for line in shown.output.splitlines() if "Cheapest:" in line)
     assert V100.key not in cheapest
     doc = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)
@@ -208,7 +238,12 @@ def test_suggest_never_recommends_tries_or_charges_a_row_that_does_not_fit(
     report, url = _suggest(tmp_path, plan=PLAIN)
     rec = report["recommended"]
     assert (rec["machine"].removesuffix(":spot"), rec["batch_size"]) in FITTING
-    assert rec["memory"].endswith("of 80.0 GiB")
+    from advisor.providers.catalog import load
+
+    from advisor.prediction.memory_priors import usable_gib
+
+    h100 = usable_gib(load().accelerator("H100"))[0]  # the board's 80 GB less the driver's
+    assert rec["memory"].endswith(f"of {h100:.1f} GiB")
     for row in report["ranking"]:
         assert (row["machine"].removesuffix(":spot"), row["batch_size"]) in FITTING
     out = {tuple(p.rsplit(" b", 1)) for p in report["memory_left_out"]["pairs"]}

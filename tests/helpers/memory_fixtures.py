@@ -61,14 +61,42 @@ V100 = gpu_machine("v100.1", "V100", 1, 0.5)  # the cheapest by far, and too sma
 V100X8 = gpu_machine("v100.8", "V100", 8, 24.0)
 
 
+def sized_lines(workload: str, plan: Any, *_: Any, **__: Any) -> Any:
+    """The plan's traced peak (``plan_peak.peak_lines``) of ``sized``'s step: the replica's
+    parameters and gradients and ``PER_SAMPLE`` of activations a sample, whatever the plan (a
+    stand-in for tracing ``MODEL``, which is never built here); any other workload cannot be
+    traced here."""
+    from advisor.probes.operators.plan_peak import PeakLines
+
+    if workload != MODEL:
+        raise ModuleNotFoundError(f"no module named {workload.partition(':')[0]!r}")
+    at = [(REPLICA, 0, REPLICA, 0, PER_SAMPLE * b, 0, 0) for b in (2, 4)]
+    return PeakLines(2, 4, ((at[0], at[1]),), 0, ("sized's step",))
+
+
 @pytest.fixture(autouse=True)
-def fresh_memos() -> Iterator[None]:
-    """The memos of traces and device memory forgotten before and after a test (assign it in
-    a test module to use it there)."""
+def fresh_memos(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The memos of traces and device memory forgotten before and after a test, and the plan
+    tracer answering with ``sized_lines`` (assign it in a test module to use it there)."""
+    from advisor.probes.operators import plan_peak
+
     from advisor.prediction.perf import device_memory, traces
 
+    monkeypatch.setattr(plan_peak, "peak_lines", sized_lines)
     traces.forget()
     device_memory.forget()
     yield
     traces.forget()
     device_memory.forget()
+
+
+def expected_bytes(batch: int, machine: Any, catalog: Any, high: bool = False) -> float:
+    """What one GPU of ``machine`` needs for ``sized``'s step at ``batch`` per GPU, by the
+    memory model's own terms: the traced tensors plus the GPU's priors (``high``: the upper
+    estimate)."""
+    from advisor.prediction.memory import prior_terms
+
+    tensors = 2 * REPLICA + PER_SAMPLE * batch
+    spec = catalog.accelerator(machine.accelerator)
+    terms = prior_terms("torch", False, tensors, spec.generation, machine.accelerator_count)
+    return tensors + sum(t.high if high else t.value for t in terms)

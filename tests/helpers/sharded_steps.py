@@ -63,11 +63,11 @@ def _optimizer_state(optimizer: Any) -> int:
 def run_plan(rank: int, text: str) -> dict[str, Any]:
     """Train ``setup()`` under the plan ``text`` in this process of the group; the losses
     and the bytes held."""
+    from advisor.probes.sharding import uses_fsdp
     from torch.nn.parallel import DistributedDataParallel
 
     from advisor.prediction.plan import parse_plan
     from advisor.train.plan_step import make_step, prepare
-    from advisor.probes.sharding import uses_fsdp
 
     plan = parse_plan(text)
     s = setup()

@@ -11,6 +11,7 @@ from advisor.prediction.memory import (
     GIB,
     MIB,
     MemoryFit,
+    MemoryTerm,
     StepMemory,
     largest_fitting_batch,
     memory_fit,
@@ -95,13 +96,44 @@ def test_bad_device_is_a_value_error() -> None:
 
 
 def test_fit_texts() -> None:
-    assert MemoryFit(21.3 * GIB, 22 * GIB, True).text() == "21.3 of 22.0 GiB"
+    assert MemoryFit(21.3 * GIB, 22 * GIB, True, need_high_bytes=21.8 * GIB).text() == (
+        "21.3 (up to 21.8) of 22.0 GiB"
+    )
     assert (
         MemoryFit(30 * GIB, 22 * GIB, False).text()
         == "does not fit: needs 30.0 GiB per GPU, has 22.0"
     )
+    tight = MemoryFit(21 * GIB, 22 * GIB, False, need_high_bytes=23 * GIB, tight=True)
+    assert tight.text() == "does not fit (tight): needs 21.0 (up to 23.0) GiB per GPU, has 22.0"
     m = step_memory(_trace(peak_memory=PEAK), device="cpu")
     assert memory_fit(m, m.bytes).fits and not memory_fit(m, m.bytes - 1).fits
+
+
+def test_a_row_fits_only_when_its_upper_estimate_does() -> None:
+    """Issue #45: the fit keeps a margin: the central estimate fitting is "tight", not a fit;
+    unknown memory never fits."""
+    m = step_memory(_trace(peak_memory=PEAK), device="gpu", generation="Hopper")
+    assert m.high > m.bytes  # the priors' ranges
+    fit = memory_fit(m, m.high)
+    assert fit.fits and not fit.tight
+    between = memory_fit(m, (m.bytes + m.high) / 2)
+    assert between.fits is False and between.tight and "tight" in between.text()
+    assert memory_fit(m, m.bytes - 1).tight is False and not memory_fit(m, m.bytes - 1).fits
+    unknown = memory_fit(StepMemory(8, known=False, unknown_reason="x"), 1e12)
+    assert unknown.fits is None and unknown.text().startswith("memory unknown")
+
+
+def test_each_generation_has_its_own_fixed_cost() -> None:
+    """Issue #45: the per-generation priors are the ones used (a Turing T4's context is not a
+    Hopper's)."""
+    turing = step_memory(_trace(peak_memory=PEAK), device="gpu", generation="Turing")
+    hopper = step_memory(_trace(peak_memory=PEAK), device="gpu", generation="Hopper")
+
+    def fixed(m: StepMemory) -> MemoryTerm:
+        return next(t for t in m.terms if t.name == "framework_fixed")
+
+    assert fixed(turing).value < fixed(hopper).value
+    assert "on Turing" in fixed(turing).source and "on Hopper" in fixed(hopper).source
 
 
 def test_largest_fitting_batch_stops_at_the_first_that_does_not_fit() -> None:

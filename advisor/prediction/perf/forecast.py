@@ -57,9 +57,15 @@ class Forecast:
 
     @property
     def fits(self) -> bool:
-        """False only when the step is predicted not to fit the device's memory (a CPU row or
-        an unknown memory is not ruled out; its text says "memory unknown")."""
-        return self.memory is None or self.memory.fits is not False
+        """True when the step's upper estimate fits the device's usable memory, or the row has
+        no device to fit (this machine); an unknown memory never fits (issue #45: its text
+        says "memory unknown"; such a row is shown, never recommended)."""
+        return self.memory is None or self.memory.fits is True
+
+    @property
+    def memory_unknown(self) -> bool:
+        """Whether the row's memory could not be told (its time and cost still can)."""
+        return self.memory is not None and self.memory.fits is None
 
     @property
     def job_wall_s(self) -> Interval | None:

@@ -10,12 +10,15 @@ ones are searched over a small set:
   fits: every other part only adds work to the step in the model (accumulation repeats the
   forward and backward passes' launches at a smaller micro-batch, checkpointing recomputes
   the forward pass, sharding adds collective traffic), so nothing else is predicted faster;
-- else, for each checkpointing (``none``, ``blocks``) x sharding (``none`` and, on a machine
-  with several GPUs and one process per GPU, ``optimizer``: ZeRO-2/3 are predicted when
-  ``--plan`` names them, never chosen, since ``advisor.train`` does not run them yet),
-  the fewest accumulation steps of 1, 2, 4, 8, ... whose step fits the GPU (the memory model
-  under the plan, ``perf.device_memory.machine_memory``); each is forecast and the fastest
-  whole job is taken.
+- else, for each checkpointing (``none``, ``blocks``: offered only where ``advisor.train``
+  can wrap the model's blocks, ``PlanNotRunnable``) x sharding (``none`` and, on a machine
+  with several GPUs and one process per GPU, ``optimizer``, ``gradients``, ``parameters``:
+  ZeRO-1/2/3, all run by ``advisor.train``), the fewest accumulation steps of 1, 2, 4, 8, ...
+  whose step fits the GPU (its upper memory estimate: the plan's step traced,
+  ``perf.device_memory.machine_memory``); each is forecast and the fastest whole job is
+  taken. Checkpointing is chosen only where it lowers the peak enough to pay for its
+  recomputation (on a model whose blocks' inputs outweigh what they save, say fcn, it raises
+  the peak and is never the fastest plan that fits).
 
 The global batch keeps its meaning: accumulation splits each GPU's batch into micro-batches
 and the epochs to the target are those of the global batch. When no plan fits, the row of
@@ -34,6 +37,7 @@ from advisor.prediction.perf.traces import per_device_batch
 from advisor.prediction.plan import (
     CHECKPOINTING,
     RUNNABLE_SHARDING,
+    PlanNotRunnable,
     PrecisionLacking,
     TrainingPlan,
     plan_on,
@@ -107,7 +111,7 @@ def best_forecast(
     base = base_plan(machine, catalog, precision, fixed)
     plain = _plain(base)
     first = run(plain)
-    if first.fits or not searches(fixed):
+    if first.fits or first.memory_unknown or not searches(fixed):
         return first, plain
     gpus = max(1, machine.accelerator_count)
     per_device = per_device_batch(batch_size, gpus)
@@ -119,7 +123,10 @@ def best_forecast(
             plan = replace(variant, accumulation=n)
             if plan.accumulation > per_device:
                 break
-            memory = machine_memory(probe, machine, catalog, batch_size, store, plan)
+            try:
+                memory = machine_memory(probe, machine, catalog, batch_size, store, plan)
+            except PlanNotRunnable:  # advisor.train cannot checkpoint this model: not offered
+                break
             if memory is None or memory.fits is None:
                 break
             if memory.fits:

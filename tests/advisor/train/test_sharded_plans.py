@@ -1,7 +1,8 @@
 """Sharded data parallel runs for real (issue #35): ZeRO-1 (DDP + ZeroRedundancyOptimizer),
 ZeRO-2 and ZeRO-3 (FSDP2) in two CPU processes over gloo, as ``python -m advisor.train`` runs
 them on a multi-GPU machine. The loss goes down, and the bytes each process holds move the
-way the memory model under the plan (``plan_memory``) says."""
+way the sharding rules say (``plan_memory.factor_memory``: 1/n of what each ZeRO stage
+shards; the traced step against the real one: ``tests/prediction/plans/test_plan_memory.py``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import sharded_steps as S
 
 from advisor.prediction.memory import MemoryTerm, StepMemory
 from advisor.prediction.plan import parse_plan
-from advisor.prediction.plan_memory import plan_memory
+from advisor.prediction.plan_memory import factor_memory
 
 PLANS = {
     "optimizer": "sharding=optimizer",
@@ -43,7 +44,7 @@ def _model(plan_text: str, params: int) -> dict[str, tuple[float, float]]:
     base = StepMemory(S.BATCH, tuple(MemoryTerm(name, b, b, b, "measured") for name, b in
                                      (("parameters", params), ("gradients", params),
                                       ("optimizer_state", 2 * params))))  # fmt: skip
-    terms = {t.name: t for t in plan_memory(base, parse_plan(plan_text), devices=2).terms}
+    terms = {t.name: t for t in factor_memory(base, parse_plan(plan_text), devices=2).terms}
     gathered = terms.get("gathered_unit")
     return {
         name: (terms[name].value,
