@@ -266,7 +266,7 @@ class SuggestOptions:
             from advisor.probes.host import check_threads
 
             check_threads(self.threads)  # issue #28: at most this machine's cores
-        plan_fields(self.plan)  # issue #35: a bad --plan is one line, at once
+        plan_fields(self.plan, self.precision)  # #35: a bad --plan, one line; #50: 2 precisions
         if self.gpus is not None:
             from advisor.search_spaces.filters import parse_gpus
 

@@ -37,3 +37,11 @@ def plan_of(plan_text: str | None) -> Any:
     from advisor.prediction.plan import parse_plan
 
     return parse_plan(plan_text)
+
+
+def precision_of(plan_text: str | None, precision: str) -> str:
+    """The one precision of ``--plan precision=...`` and ``--precision`` (``auto``, the
+    default, gives way to the plan's); a one-line error when both are given and differ."""
+    from advisor.prediction.plan import one_precision, plan_fields
+
+    return one_precision(plan_fields(plan_text).get("precision"), precision)

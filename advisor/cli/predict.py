@@ -11,7 +11,7 @@ import click
 
 from advisor.cli import params as p
 from advisor.cli.operators_view import operator_options
-from advisor.cli.plan_options import plan_of, plan_options
+from advisor.cli.plan_options import plan_of, plan_options, precision_of
 from advisor.cli.predict_view import row_plan as row_plan  # re-exported
 from advisor.errors import AdvisorError
 from advisor.options import OPTIONS
@@ -191,7 +191,7 @@ def predict(
         n_train=n_train,
         n_val=n_val,
         data_gb=data_gb,
-        precision=precision,
+        precision=precision_of(plan_text, precision),
         plan=plan_of(plan_text),
         run_probe=lambda r: run_with_progress(r, show=not as_json and sys.stderr.isatty()),
     )

@@ -152,6 +152,26 @@ def prediction_notes(
     return notes
 
 
+def fewer_gpus_than(machines: Sequence[Any], batch_size: int) -> tuple[list[Any], list[str]]:
+    """The machines with at most ``batch_size`` GPUs, and a note on the others (issue #50:
+    ``-b 1`` ranked 8-GPU machines at one sample per GPU, a global batch of 8, and charged 8
+    GPUs); an error when none is left."""
+    kept = [m for m in machines if m.accelerator_count <= batch_size]
+    out = [m.key for m in machines if m.accelerator_count > batch_size]
+    if not out:
+        return kept, []
+    if not kept:
+        raise AdvisorError(
+            f"Batch {batch_size} gives each GPU of {', '.join(out)} less than one sample.",
+            f"use a batch of at least {min(m.accelerator_count for m in machines)}, or "
+            "machines with fewer GPUs.",
+        )
+    return kept, [
+        f"Left out: {', '.join(out)}: batch {batch_size} gives each of their GPUs less than "
+        "one sample (data parallel splits the batch across the GPUs)."
+    ]
+
+
 def memory_notes(rows: Sequence[Forecast]) -> list[str]:
     """Issue #34: how many rows do not fit their devices' memory, with their figures, and
     which rows' memory is unknown."""
@@ -383,7 +403,9 @@ def predict(
         )
     n_val = n_val or 0
     data_bytes, data_basis = data_size(model, n_train, n_val, data_gb)
+    machines, too_many = fewer_gpus_than(machines, batch_size)  # issue #50
     machines, plans, left_out = planned_machines(machines, catalog, plan, precision)  # #35
+    left_out = [*too_many, *left_out]
     rows = forecast(measured, machines, catalog, batch_size, epochs, n_train, n_val, spot=spot,
                     strategy=strategy, data_bytes=data_bytes, data_basis=data_basis,
                     overheads=overheads, plans=plans)  # fmt: skip

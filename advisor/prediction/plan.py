@@ -209,8 +209,9 @@ FIELDS = {"precision": "precision", "accumulation": "accumulation", "accumulate"
 
 def parse_plan(text: str, precision: str | None = None) -> TrainingPlan:
     """A plan from ``--plan`` text, comma-separated ``field=value`` pairs
-    ("accumulation=8,checkpointing=blocks,sharding=parameters"); ``precision`` (not "auto")
-    sets the precision when the text does not."""
+    ("accumulation=8,checkpointing=blocks,sharding=parameters"; a field given twice with two
+    values is an error); ``precision`` (not "auto") sets the precision when the text does not,
+    and contradicting the text's is an error (``one_precision``)."""
     values: dict[str, Any] = {}
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -224,12 +225,30 @@ def parse_plan(text: str, precision: str | None = None) -> TrainingPlan:
         field_name = FIELDS.get(name.strip().lower())
         if field_name is None:
             raise unknown_value_error("plan field", name.strip(), sorted(set(FIELDS.values())))
+        if field_name in values and values[field_name] != value.strip().lower():
+            raise AdvisorError(
+                f"The plan gives {field_name} twice ({values[field_name]} and "
+                f"{value.strip().lower()}).",
+                f"give {field_name} once in --plan.",
+            )
         values[field_name] = value.strip().lower()
-    if precision not in (None, "auto") and "precision" not in values:
-        values["precision"] = precision
+    if precision not in (None, "auto"):
+        values["precision"] = one_precision(values.get("precision"), str(precision))
     if "accumulation" in values:
         values["accumulation"] = _whole(values["accumulation"])
     return TrainingPlan.from_dict(values)
+
+
+def one_precision(in_plan: str | None, option: str | None) -> str:
+    """The one precision of ``--plan precision=...`` and ``--precision`` (None or "auto": not
+    given); an error when both are given and differ (issue #50: the option won silently)."""
+    given = option if option not in (None, "auto") else None
+    if in_plan and given and in_plan != given:
+        raise AdvisorError(
+            f"--plan says precision={in_plan} and --precision says {given}.",
+            "give the precision once: in --plan or with --precision.",
+        )
+    return str(in_plan or given or "auto")
 
 
 def _whole(value: Any) -> int:
@@ -308,12 +327,36 @@ def machine_plans(
     for m in machines:
         if not m.accelerator:
             continue
-        chosen, reason = plan_on(plan, precision, catalog.accelerator(m.accelerator))
+        chosen, reason = plan_on(on_gpus(plan, m.accelerator_count), precision,
+                                 catalog.accelerator(m.accelerator))  # fmt: skip
         if reason:
             left_out[m.key] = reason
         else:
             plans[m.key] = chosen
     return plans, left_out
+
+
+def on_gpus(plan: TrainingPlan | None, gpus: int) -> TrainingPlan | None:
+    """``plan`` as it runs on ``gpus`` GPUs: one GPU has nothing to shard (``advisor.train``
+    runs the plain step there), so its sharding is "none" (issue #50: "ZeRO-3 / FSDP" was
+    printed for one T4)."""
+    if plan is None or gpus > 1 or plan.sharding == "none":
+        return plan
+    return replace(plan, sharding="none")
+
+
+def not_applied(plan: TrainingPlan | None, machines: Any) -> list[str]:
+    """A note naming the machines where part of ``plan`` does not apply (sharding on one
+    GPU), or none."""
+    if plan is None or plan.sharding == "none":
+        return []
+    one = [m.key for m in machines if m.accelerator and m.accelerator_count == 1]
+    if not one:
+        return []
+    return [
+        f"Not applied: sharding={plan.sharding} on the one-GPU machines ({', '.join(one)}): "
+        "one GPU has nothing to shard, so they run the plan without it."
+    ]
 
 
 def machine_plan(machine: Any, catalog: Any, precision: str) -> tuple[TrainingPlan | None, str]:
@@ -333,22 +376,26 @@ def planned_machines(
         check_precision(precision)
     plans, left_out = machine_plans(machines, catalog, plan, precision)
     kept = [m for m in machines if m.key not in left_out]
+    applied = not_applied(plan, kept)
     if not kept:
         raise AdvisorError(
             f"No machine can train in {precision}: {'; '.join(left_out.values())}.",
             "use --precision auto (each GPU's best) or fp32, or other machines.",
         )
-    return kept, plans, [f"Left out: {key}: {why}." for key, why in left_out.items()]
+    return kept, plans, [*applied, *(f"Left out: {key}: {why}." for key, why in left_out.items())]
 
 
-def plan_fields(text: str | None) -> dict[str, Any]:
-    """The fields ``--plan`` text fixes ({} when none: everything is searched), checked."""
+def plan_fields(text: str | None, precision: str | None = None) -> dict[str, Any]:
+    """The fields ``--plan`` text fixes ({} when none: everything is searched), checked, also
+    against ``--precision`` (``one_precision``)."""
     if not text:
         return {}
     given = {p.partition("=")[0].strip().lower() for p in text.split(",") if p.strip()}
     plan = parse_plan(text).to_dict()
     names = {"accumulate": "accumulation", "checkpoint": "checkpointing", "shard": "sharding"}
-    return {names.get(n, n): plan[names.get(n, n)] for n in given}
+    fields = {names.get(n, n): plan[names.get(n, n)] for n in given}
+    one_precision(fields.get("precision"), precision)
+    return fields
 
 
 def searches(fixed: Mapping[str, Any]) -> bool:

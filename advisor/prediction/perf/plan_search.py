@@ -40,6 +40,7 @@ from advisor.prediction.plan import (
     PlanNotRunnable,
     PrecisionLacking,
     TrainingPlan,
+    on_gpus,
     plan_on,
     searches,
 )
@@ -56,6 +57,7 @@ def base_plan(
     its GPU; ``PrecisionLacking`` when the GPU lacks it."""
     want = str(fixed.get("precision") or precision)
     base = TrainingPlan(**{k: v for k, v in fixed.items() if k != "precision"})
+    base = on_gpus(base, machine.accelerator_count) or base  # one GPU: nothing to shard
     plan, lacking = plan_on(base, want, catalog.accelerator(machine.accelerator))
     if lacking:
         raise PrecisionLacking(f"left out: {lacking}.", "use --precision auto or fp32.")
@@ -72,7 +74,7 @@ def candidates(
     """The (checkpointing, sharding) variants of ``base`` the search may take; their
     accumulation is set later (the fewest steps that fit)."""
     ckpts = [fixed["checkpointing"]] if "checkpointing" in fixed else list(CHECKPOINTING)
-    shards = [fixed["sharding"]] if "sharding" in fixed else ["none"]
+    shards = [fixed["sharding"]] if "sharding" in fixed and gpus > 1 else ["none"]
     if "sharding" not in fixed and gpus > 1 and strategy != "dp":
         shards = list(RUNNABLE_SHARDING)
     if framework == "keras":
