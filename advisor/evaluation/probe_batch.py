@@ -70,7 +70,9 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
             if self._on_probe is not None:
                 self._on_probe(
                     f"probing {workload.name} at batch {missing[i][0]} on this machine "
-                    f"({i + 1} of {len(missing)}, one process)"
+                    f"({i + 1} of {len(missing)}, one process)",
+                    i,
+                    len(missing),
                 )
 
         def done(i: int, result: ProbeResult) -> None:
