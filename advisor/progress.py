@@ -72,12 +72,44 @@ def label(phase: str, total: int) -> str:
     return known.label.format(total=total) if known else phase
 
 
-def screen_label(pairs: int, sizes: list[int], batch: int | None) -> str:
-    """'screening 5,872 machine x batch pairs (batch 512: 2 of 4 batch sizes)'."""
-    head = f"screening {pairs:,} machine x batch pairs"
-    if batch is None:
-        return head
-    return f"{head} (batch {batch}: {sizes.index(batch) + 1} of {len(sizes)} batch sizes)"
+class ScreenProgress:
+    """The screen's progress, counted where its time goes (issue #50). A GPU pair's forecast
+    traces the step for its per-GPU batch under its accelerator's precision and plan; a pair
+    whose (per-GPU batch, accelerator) was forecast before takes milliseconds. So the screen
+    counts those groups (the first pair of each done), with the pairs done in its words: the
+    rate of pairs, a few slow ones then hundreds of fast ones, gave GPT-2 Large "22.90 h left"
+    for a screen of half an hour. Without GPU rows it counts the pairs.
+
+    ``pairs`` are (accelerator or None, its count, batch size) in the screen's order."""
+
+    def __init__(self, progress: Progress, pairs: list[tuple[str | None, int, int]]) -> None:
+        self.progress, self.n = progress, len(pairs)
+        self.sizes = list(dict.fromkeys(b for _, _, b in pairs))
+        self.groups = [(acc, b // count) if acc and count else None for acc, count, b in pairs]
+        self.total = len({g for g in self.groups if g is not None})
+        self.seen: set[tuple[str, int]] = set()
+
+    def label(self, done: int, batch: int | None) -> str:
+        """'screening 1,468 machine x batch pairs, 10 done (batch 256: 1 of 4); (GPU,
+        per-GPU batch) groups'."""
+        head = f"screening {self.n:,} machine x batch pairs"
+        if batch is not None:
+            head += f", {done:,} done (batch {batch}: {self.sizes.index(batch) + 1} of "
+            head += f"{len(self.sizes)})"
+        return f"{head}; (GPU, per-GPU batch) groups" if self.total else head
+
+    def before(self, i: int, batch: int | None, note: str = "") -> None:
+        """Tell the pair ``i`` starts (``len(pairs)``: all done; ``note``: what runs first)."""
+        text = self.label(i, batch) + (f": first, {note}" if note else "")
+        if self.total:
+            self.progress(f"screen:{text}", len(self.seen), self.total)
+        else:
+            self.progress(f"screen:{text}", i, self.n)
+
+    def after(self, i: int) -> None:
+        group = self.groups[i]
+        if group is not None:
+            self.seen.add(group)
 
 
 @dataclass(frozen=True)
@@ -92,6 +124,7 @@ class Reading:
     left_s: float | None
     unit: str = ""
     bound: bool = False
+    idle_s: float = 0.0  # since the stage's last word
 
     @property
     def count_text(self) -> str:
@@ -107,8 +140,8 @@ class Reading:
         """'about 4.3 min left', 'at most 12 min left', 'estimating...'."""
         if self.left_s is None:
             return "estimating..."
-        if self.done >= self.total > 0:
-            return "done"
+        if self.done >= self.total > 0:  # what follows it has not spoken yet
+            return "done" if self.idle_s < 1 else f"done, {format_duration(self.idle_s)} since"
         return f"{'at most' if self.bound else 'about'} {format_duration(self.left_s)} left"
 
     def text(self) -> str:
@@ -142,7 +175,10 @@ class Meter:
         key = kind_of(phase)
         text = label(phase, total)
         stage = self.stages.get(key)
-        if stage is None or done < stage.done or total != stage.total:  # a stage (re)begins
+        # a stage (re)begins: new, counted back, another total, or back after another stage
+        # with nothing counted yet (suggest's screen after the first answer and the probes)
+        back = key != self.current and stage is not None and done == stage.done0
+        if stage is None or done < stage.done or total != stage.total or back:
             stage = _Stage(key, text, total, now, done, done, now, now)
             self.stages[key] = stage
         if done == stage.done0:  # nothing counted yet (a stage's preparation is no item)
@@ -169,19 +205,21 @@ class Meter:
             _left(stage, now),
             spec.unit,
             spec.bound,
+            max(0.0, now - stage.at),
         )
 
 
 def _left(stage: _Stage, now: float) -> float | None:
-    """Seconds left at the rate measured from the stage's counting start to its last call (the
-    time since then counted as spent on what is left); None until the rate is measured."""
-    items, seconds = stage.done - stage.done0, stage.at - stage.counting
+    """Seconds left at the rate measured from the stage's counting start until ``now`` (a step
+    that takes long slows the rate as it goes: the time left grows, never runs out while items
+    are left); None until the rate is measured."""
+    items, seconds = stage.done - stage.done0, max(stage.at, now) - stage.counting
     if stage.done >= stage.total > 0:
         return 0.0
-    if items <= 0 or seconds <= 0:
+    if items <= 0 or stage.at <= stage.counting:
         return None
-    left = (stage.total - stage.done) * seconds / items - (now - stage.at)
-    return max(left, 0.0) if math.isfinite(left) else None
+    left = (stage.total - stage.done) * seconds / items
+    return left if math.isfinite(left) else None
 
 
 class PlainLines:

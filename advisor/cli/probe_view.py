@@ -51,7 +51,8 @@ def probe_reporting(request: Any, hook: Any) -> Any:
     from advisor.probes.runner import run_probe
 
     what = f"probing {request.workload} at batch {request.batch_size}"
-    hook(f"probe:{what} (starting: the framework and the model)", 0, request.iterations)
+    # its start on a line of its own: the iterations' rate is measured from the first one
+    hook(f"start:{what} (starting: the framework and the model)", 0, 1)
 
     def update(phase: str, done: int, total: int) -> None:
         hook(f"probe:{what} ({phase})", done, total)

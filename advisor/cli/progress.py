@@ -6,14 +6,31 @@ the measured rate, "estimating..." until it is measured). stdout is left to the 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import click
 
 from advisor.progress import Clock, Meter, PlainLines, Progress, Ticker
+
+FRESH_S = 60.0  # a process older than this at a command's start is not that command's own
+
+
+def process_start_up() -> float:
+    """Seconds this process ran before the call: the interpreter's start and the imports of a
+    command (Linux: the start time in ``/proc``); 0 elsewhere, and in a process older than
+    ``FRESH_S`` (one that runs commands in turn: tests, a notebook)."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: start, in ticks
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - started
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+    return age if 0.0 <= age <= FRESH_S else 0.0
 
 
 def on_terminal() -> bool:
@@ -50,6 +67,7 @@ def _live(clock: Clock) -> Iterator[Progress]:
         TextColumn,
         TimeElapsedColumn,
     )
+    from rich.table import Column
     from rich.text import Text
 
     meter = Meter(clock)
@@ -67,12 +85,16 @@ def _live(clock: Clock) -> Iterator[Progress]:
     tasks: dict[str, Any] = {}
     with Progress(
         SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
+        TextColumn(
+            "{task.description}",
+            table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis"),
+        ),
+        BarColumn(bar_width=12),
         TimeElapsedColumn(),
-        Left(),
+        Left(table_column=Column(no_wrap=True)),
         console=Console(stderr=True),
         transient=True,
+        expand=True,
     ) as bar:
 
         def hook(phase: str, done: int, total: int) -> None:
@@ -80,6 +102,8 @@ def _live(clock: Clock) -> Iterator[Progress]:
             text = escape(reading.label)
             if reading.key not in tasks:
                 tasks[reading.key] = bar.add_task(text, total=total, key=reading.key)
+            for key, task in tasks.items():  # the stage at work, one line
+                bar.update(task, visible=key == reading.key)
             bar.update(tasks[reading.key], completed=done, total=total, description=text)
 
         yield hook

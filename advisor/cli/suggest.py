@@ -154,7 +154,7 @@ def suggest(
             )
         _show(report, view)
         return
-    from advisor.cli.progress import reporting
+    from advisor.cli.progress import process_start_up, reporting
 
     backend = None
     if backend_spec:
@@ -169,11 +169,12 @@ def suggest(
         # lines off one (with --json too: stdout keeps the one document); rates on the back
         # end's clock
         clock = backend.clock if backend is not None else time.monotonic
-        began = clock()
+        began = clock()  # the command's whole time counts the process's start-up before it
+        before = process_start_up() if backend is None else 0.0
         with reporting(clock) as progress:
             progress("start:preparing: the model, its dataset sizes, the space, the catalog", 0, 1)
             report = _run(options, backend, progress, early)
-        _whole_command(report, clock() - began)
+        _whole_command(report, before + clock() - began)
         _show(report, view)
     status = EXIT_STATUS.get(str(report.get("interrupted")))
     if status is not None:  # the partial report is printed; a script can tell it apart

@@ -54,7 +54,7 @@ from advisor.options import (
     workload_info,
 )
 from advisor.outcome import Stop, StopReason, SuggestOutcome
-from advisor.progress import screen_label
+from advisor.progress import ScreenProgress
 from advisor.search_spaces.filters import machine_filter
 from advisor.search_spaces.space import JointSpace, space_to_dict
 from advisor.search_spaces.workloads import ModelRef
@@ -356,16 +356,15 @@ def _screen(
     if not outcome.options.screen:
         return None
     pairs = [(c, b) for b in outcome.space.batch_sizes for c in outcome.candidates]
-    sizes = list(outcome.space.batch_sizes)
+    # issue #50: counted where the time goes (``advisor.progress.ScreenProgress``)
+    gpus = [(c.instance.accelerator, c.instance.accelerator_count, b) for c, b in pairs]
+    told = ScreenProgress(progress or (lambda *_: None), gpus)
     prefetch = getattr(backend, "prefetch", None)  # issue #28: the probes in one process
     if prefetch is not None:
-        if progress:  # issue #50: deciding what this machine can probe traces the step
-            text = f"{screen_label(len(pairs), sizes, None)}: first, what this machine can probe"
-            progress(f"screen:{text}", 0, len(pairs))
+        told.before(0, None, "what this machine can probe")  # its step traced per batch size
         prefetch(outcome.workload, outcome.space.batch_sizes)
     for i, (cand, batch) in enumerate(pairs):
-        if progress:  # issue #50: which batch size (the first pairs of each may trace a step)
-            progress(f"screen:{screen_label(len(pairs), sizes, batch)}", i, len(pairs))
+        told.before(i, batch)
         if deadline is not None and clock() > deadline:
             outcome.guided = bool(outcome.screen)
             return Stop(StopReason.SCREEN_TIMEOUT)
@@ -374,8 +373,8 @@ def _screen(
             outcome.screen = {}
             break
         outcome.screen[(cand.key, batch)] = pred
-    if progress:
-        progress(f"screen:{screen_label(len(pairs), sizes, None)}", len(pairs), len(pairs))
+        told.after(i)
+    told.before(len(pairs), None)
     return None
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from short_runs import Clock
 
-from advisor.progress import Meter, PlainLines
+from advisor.progress import Meter, PlainLines, ScreenProgress
 
 
 def test_the_time_left_is_estimating_until_an_item_is_done_then_the_measured_rate() -> None:
@@ -22,9 +22,9 @@ def test_the_time_left_is_estimating_until_an_item_is_done_then_the_measured_rat
     assert reading.left_s == 40.0 and reading.left_text == "about 40 s left"
     assert reading.elapsed_s == 15.0 and reading.count_text == "20 of 100 (20%)"
     assert reading.label == "screening 100 pairs (batch 256)"
-    clock.t = 25.0  # no word for 10 s: the time since counts as spent on what is left
+    clock.t = 25.0  # no word for 10 s: a step that takes long slows the measured rate
     later = meter.reading("screen")
-    assert later is not None and later.left_s == 30.0
+    assert later is not None and later.left_s == 80.0  # 20 pairs in 20 s: it never runs out
 
 
 def test_an_upper_bound_says_at_most_and_a_time_budget_counts_seconds() -> None:
@@ -48,6 +48,11 @@ def test_a_stage_that_starts_again_measures_afresh() -> None:
     meter.update("screen", 10, 10)
     again = meter.update("screen", 0, 20)  # another study's screen
     assert again.left_s is None and again.elapsed_s == 0.0
+    clock.t = 50.0
+    meter.update("probe:probing fcn at batch 256", 0, 4)  # the screen waits for the probes
+    clock.t = 90.0
+    back = meter.update("screen", 0, 20)  # counting only now: its time starts now
+    assert back.elapsed_s == 0.0 and back.left_s is None
 
 
 def test_plain_lines_wait_a_few_seconds_then_speak_at_most_every_ten() -> None:
@@ -78,3 +83,27 @@ def test_a_silent_step_is_repeated_by_the_timer() -> None:
         plain.tick()
     assert [line[:6] for line in lines] == ["[0:05]", "[0:16]", "[0:26]"]
     assert all("probing gpt2 at batch 8" in line for line in lines)
+
+
+def test_the_screen_counts_what_takes_its_time_not_its_pairs() -> None:
+    """GPT-2 Large: 10 of 1,468 pairs after 21 min read "about 22.90 h left" for a screen of
+    half an hour; a pair's time is its (accelerator, per-GPU batch)'s first forecast."""
+    heard: list[tuple[str, int, int]] = []
+    pairs = [(acc, n, b) for b in (256, 512) for acc, n in (("T4", 1), ("T4", 2), ("A100", 8))]
+    pairs += [(None, 0, 256)]  # a CPU row: scaled from this machine's step, no trace
+    told = ScreenProgress(lambda *a: heard.append(a), pairs)
+    assert told.total == 5  # T4 at 256, 128, 512; A100 at 32, 64 (T4 x2 at 512 is T4 at 256)
+    for i, (_, _, batch) in enumerate(pairs):
+        told.before(i, batch)
+        told.after(i)
+    told.before(len(pairs), None)
+    assert heard[0] == (
+        "screen:screening 7 machine x batch pairs, 0 done (batch 256: 1 of 2); (GPU, per-GPU "
+        "batch) groups",
+        0,
+        5,
+    )
+    assert [done for _, done, _ in heard] == [0, 1, 2, 3, 4, 4, 5, 5]
+    cpu_only = ScreenProgress(lambda *a: heard.append(a), [(None, 0, 256)] * 3)
+    cpu_only.before(1, 256)
+    assert heard[-1][1:] == (1, 3)  # without GPU rows: the pairs
