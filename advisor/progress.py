@@ -74,29 +74,30 @@ def label(phase: str, total: int) -> str:
 
 class ScreenProgress:
     """The screen's progress, counted where its time goes (issue #50). A GPU pair's forecast
-    traces the step for its per-GPU batch under its accelerator's precision and plan; a pair
-    whose (per-GPU batch, accelerator) was forecast before takes milliseconds. So the screen
-    counts those groups (the first pair of each done), with the pairs done in its words: the
-    rate of pairs, a few slow ones then hundreds of fast ones, gave GPT-2 Large "22.90 h left"
-    for a screen of half an hour. Without GPU rows it counts the pairs.
+    traces the step at its per-GPU batch (and the micro-batches of its plan), once per size for
+    the whole screen; a pair whose per-GPU batch was forecast before takes milliseconds. So the
+    screen counts the per-GPU batch sizes (the first pair of each done), the pairs done said in
+    its words: counted in pairs, GPT-2 Large's screen, a few slow pairs and then hundreds of
+    fast ones, read "about 22.90 h left" 21 minutes into a screen of half an hour. Without GPU
+    rows it counts the pairs.
 
     ``pairs`` are (accelerator or None, its count, batch size) in the screen's order."""
 
     def __init__(self, progress: Progress, pairs: list[tuple[str | None, int, int]]) -> None:
         self.progress, self.n = progress, len(pairs)
         self.sizes = list(dict.fromkeys(b for _, _, b in pairs))
-        self.groups = [(acc, b // count) if acc and count else None for acc, count, b in pairs]
+        self.groups = [b // count if acc and count else None for acc, count, b in pairs]
         self.total = len({g for g in self.groups if g is not None})
-        self.seen: set[tuple[str, int]] = set()
+        self.seen: set[int] = set()
 
     def label(self, done: int, batch: int | None) -> str:
-        """'screening 1,468 machine x batch pairs, 10 done (batch 256: 1 of 4); (GPU,
-        per-GPU batch) groups'."""
+        """'screening 1,468 machine x batch pairs, 10 done (batch 256: 1 of 4); per-GPU batch
+        sizes forecast'."""
         head = f"screening {self.n:,} machine x batch pairs"
         if batch is not None:
             head += f", {done:,} done (batch {batch}: {self.sizes.index(batch) + 1} of "
             head += f"{len(self.sizes)})"
-        return f"{head}; (GPU, per-GPU batch) groups" if self.total else head
+        return f"{head}; per-GPU batch sizes forecast" if self.total else head
 
     def before(self, i: int, batch: int | None, note: str = "") -> None:
         """Tell the pair ``i`` starts (``len(pairs)``: all done; ``note``: what runs first)."""

@@ -87,19 +87,19 @@ def test_a_silent_step_is_repeated_by_the_timer() -> None:
 
 def test_the_screen_counts_what_takes_its_time_not_its_pairs() -> None:
     """GPT-2 Large: 10 of 1,468 pairs after 21 min read "about 22.90 h left" for a screen of
-    half an hour; a pair's time is its (accelerator, per-GPU batch)'s first forecast."""
+    half an hour; a pair's time is its per-GPU batch size's first forecast (its step traced)."""
     heard: list[tuple[str, int, int]] = []
     pairs = [(acc, n, b) for b in (256, 512) for acc, n in (("T4", 1), ("T4", 2), ("A100", 8))]
     pairs += [(None, 0, 256)]  # a CPU row: scaled from this machine's step, no trace
     told = ScreenProgress(lambda *a: heard.append(a), pairs)
-    assert told.total == 5  # T4 at 256, 128, 512; A100 at 32, 64 (T4 x2 at 512 is T4 at 256)
+    assert told.total == 5  # 256, 128, 32; then 512, 64 (512 on two GPUs is 256 again)
     for i, (_, _, batch) in enumerate(pairs):
         told.before(i, batch)
         told.after(i)
     told.before(len(pairs), None)
     assert heard[0] == (
-        "screen:screening 7 machine x batch pairs, 0 done (batch 256: 1 of 2); (GPU, per-GPU "
-        "batch) groups",
+        "screen:screening 7 machine x batch pairs, 0 done (batch 256: 1 of 2); per-GPU batch "
+        "sizes forecast",
         0,
         5,
     )
