@@ -311,6 +311,7 @@ def predict(
     run_probe: RunProbe | None = None,
     precision: str | None = "auto",
     plan: Any = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Prediction:
     """Predict time and cost of training ``model`` (a built-in workload or your own
     ``module:function``) at ``batch_size`` on each instance.
@@ -331,10 +332,12 @@ def predict(
     GPU trains (issue #35, ``prediction.plan``): ``auto`` (the default) each GPU's best, bf16,
     else fp16 with loss scaling, else fp32; None the plan's own precision (fp32 without a
     plan); a GPU without the precision is left out. CPU machines train in float32 as probed.
+    ``progress(phase, done, total)`` hears each machine as it is predicted (issue #50).
     """
     from advisor.evaluation.probe_source import check_sizes, obtain_probe
     from advisor.prediction.perf.forecast import forecast, normalised_tables
     from advisor.prediction.plan import planned_machines
+    from advisor.progress import counted
     from advisor.search_spaces.workloads import get
 
     if batch_size <= 0:
@@ -378,7 +381,8 @@ def predict(
     n_val = n_val or 0
     data_bytes, data_basis = data_size(model, n_train, n_val, data_gb)
     machines, plans, left_out = planned_machines(machines, catalog, plan, precision)  # #35
-    rows = forecast(measured, machines, catalog, batch_size, epochs, n_train, n_val, spot=spot,
+    each = counted(machines, progress, "predict:predicting each machine")  # issue #50
+    rows = forecast(measured, each, catalog, batch_size, epochs, n_train, n_val, spot=spot,
                     strategy=strategy, data_bytes=data_bytes, data_basis=data_basis,
                     overheads=overheads, plans=plans)  # fmt: skip
     return Prediction(
