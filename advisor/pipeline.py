@@ -15,6 +15,7 @@ from typing import Any
 
 from advisor.evaluation.contract import Backend
 from advisor.options import SuggestOptions
+from advisor.progress import label
 from advisor.report.build import build_report, check_feasible
 from advisor.report.hyperparameters import attach as attach_hyperparameters
 from advisor.report.study_note import save_study_note
@@ -31,6 +32,7 @@ def suggest(
     progress: Progress | None = None,
     storage: Any = None,
     on_first_answer: Callable[[dict[str, Any]], None] | None = None,
+    clock: Callable[[], float] | None = None,
     **fields: Any,
 ) -> dict[str, Any]:
     """``advisor suggest`` as a function: run (or resume) the study and return the report.
@@ -43,6 +45,9 @@ def suggest(
     ``on_first_answer(report)`` (issue #36) hears the first answer, from the operator trace
     alone, before the local probes run (``first_answer``): only with the local back end,
     without ``timeout_s``, and when a probe is to be timed (a warm re-run answers soon anyway).
+    ``clock`` (seconds; default the back end's, else the wall clock) is what ``--timeout``,
+    ``--tune`` and the report's ``wall_s`` and ``timings`` (issue #50: the whole call, and
+    what took it) are measured on.
     """
     if options is None:
         options = SuggestOptions(**fields)
@@ -52,23 +57,34 @@ def suggest(
         kept = answer_for(options)
         if kept is not None:
             return kept
+    tune_clock = clock  # an explicit clock is the short runs' too (tests: a fake trainer's)
+    clock = clock or (backend.clock if backend is not None else time.monotonic)
+    started = clock()  # --timeout counts from here, --tune's short runs included
+    timings: dict[str, float] = {}  # issue #50: what took the call's time
     hook = None
     # the first answer would run outside --timeout's bound: none with one
     if on_first_answer is not None and backend is None and options.timeout_s is None:
         heard = on_first_answer
 
         def hook() -> None:  # called once, before the first local probe is timed
+            began = clock()
             early = first_answer(options, progress)
+            timings["first answer"] = clock() - began
             if early is not None:
                 heard(early)
 
-    started = time.monotonic()  # --timeout counts from here, --tune's short runs included
-    outcome = run_suggest(options, backend, progress=progress, storage=storage, before_probes=hook)
+    outcome = run_suggest(
+        options, backend, progress=progress, storage=storage, before_probes=hook, clock=clock
+    )
+    timings["search"] = max(0.0, clock() - started - timings.get("first answer", 0.0))
     check_feasible(outcome)
     report = build_report(outcome)
     if options.tune_s is not None and report.get("recommended") and not report.get("interrupted"):
-        _tune(outcome, report, started, progress)
+        began = clock()
+        _tune(outcome, report, started, progress, clock, tune_clock)
+        timings["--tune"] = clock() - began
     attach_hyperparameters(report, outcome.study)  # what the study's short runs found
+    _timed(report, timings, clock() - started)
     save_study_note(outcome.study, report)  # the dashboard shows the same report
     saved = recommendation_attr(report)  # issue #28: `advisor submit --study` submits it
     if saved is not None and outcome.study.user_attrs.get(RECOMMENDATION) != saved:
@@ -101,7 +117,7 @@ def first_answer(
         backend = TraceOnlyBackend(
             memory, options.snapshot, iterations=options.probe_iterations, threads=options.threads
         )
-        outcome = run_suggest(quick, backend, progress=progress, storage=memory)
+        outcome = run_suggest(quick, backend, progress=_first(progress), storage=memory)
         check_feasible(outcome)
     except (AdvisorError, RuntimeError):
         return None
@@ -110,7 +126,34 @@ def first_answer(
     return report if report.get("recommended") else None
 
 
-def _tune(outcome: Any, report: dict[str, Any], started: float, progress: Progress | None) -> None:
+def _first(progress: Progress | None) -> Progress | None:
+    """The first answer's stages on a line of their own (issue #50)."""
+    if progress is None:
+        return None
+    heard = progress
+
+    def hook(phase: str, done: int, total: int) -> None:
+        heard(f"first:first answer from the operator trace: {label(phase, total)}", done, total)
+
+    return hook
+
+
+def _timed(report: dict[str, Any], timings: dict[str, float], wall_s: float) -> None:
+    """Issue #50: the report's ``wall_s`` is the whole call's (the search, the first answer,
+    ``--tune``, the report), ``timings`` what took it (the rest: ``report``)."""
+    timings["report"] = max(0.0, wall_s - sum(timings.values()))
+    report["wall_s"] = round(wall_s, 3)
+    report["timings"] = {k: round(v, 3) for k, v in timings.items()}
+
+
+def _tune(
+    outcome: Any,
+    report: dict[str, Any],
+    started: float,
+    progress: Progress | None,
+    clock: Callable[[], float] = time.monotonic,
+    tune_clock: Callable[[], float] | None = None,
+) -> None:
     """Issue #29's short accuracy runs, bounded by what ``--timeout`` leaves (issue #36: they
     ran on past it). Ctrl-C or SIGTERM during them keeps the report with what finished: the
     machine answer, the short runs the study holds, and ``interrupted`` (exit 130/143)."""
@@ -122,14 +165,15 @@ def _tune(outcome: Any, report: dict[str, Any], started: float, progress: Progre
     budget = float(options.tune_s)
     before = len(accuracy_trials(outcome.study))
     if options.timeout_s is not None:
-        left = options.timeout_s - (time.monotonic() - started)
+        left = options.timeout_s - (clock() - started)
         if left <= 0:
             _tune_note(report, f"--tune not run: --timeout {options.timeout_s:g} s ran out first")
             return
         budget = min(budget, _spent_before(outcome, report) + left)
     rows = report.get("epochs_per_batch") or []
     try:
-        tune_step(outcome, report["recommended"], rows, budget, progress=progress)
+        kw: dict[str, Any] = {} if tune_clock is None else {"clock": tune_clock}
+        tune_step(outcome, report["recommended"], rows, budget, progress=progress, **kw)
     except KeyboardInterrupt as exc:  # the machine answer stands; the finished runs are kept
         report["interrupted"] = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
         new = accuracy_trials(outcome.study)[before:]

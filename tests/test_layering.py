@@ -46,6 +46,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "advisor._lazy",
             "advisor.durations",
             "advisor.intervals",
+            "advisor.progress",  # issue #50: stages, measured rates, plain lines
         ),
     ),
 ]

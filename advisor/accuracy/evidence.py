@@ -24,6 +24,7 @@ NARROW_TOP_SHARE = 0.25  # the ranges a tuning job starts from span the best qua
 NARROW_MIN_RUNS = 3  # ... of the full-length runs, at least this many
 LOG_MARGIN = 2.0  # a log range is widened by this factor each way
 LINEAR_MARGIN = 0.2  # a linear range by this share of the space's width each way
+MIN_RUNS = 2  # runs at a batch size that reached a check before its best reads as tuned
 UNSTABLE_SPREAD = 0.1  # seeds whose values span more than 10 % of the best: not repeatable
 LIMITS = (
     "Short runs rank configurations; they do not promise the final accuracy: these trained "
@@ -134,6 +135,21 @@ def not_repeated(
     return None
 
 
+def too_few(best: AccuracyTrial, trials: list[AccuracyTrial]) -> str | None:
+    """Why the best run's values must not read as tuned (issue #50): no other run at its batch
+    size reached a check, so it was compared with nothing; None when one did."""
+    at = [t for t in trials if t.role != "seed" and t.ok and t.batch_size == best.batch_size]
+    need = MIN_RUNS
+    if len(at) >= need:
+        return None
+    own = " (the learning-rate rule's own run)" if len(at) == 1 and at[0].role == "rule" else ""
+    return (
+        f"only {len(at)} short run{'' if len(at) == 1 else 's'} at batch {best.batch_size} "
+        f"reached a check{own}: too few to compare configurations (at least {need}); not "
+        "tuned, no value is recommended, the recipe's stay: give --tune more time"
+    )
+
+
 def counts(trials: list[AccuracyTrial]) -> dict[str, int]:
     """Runs by how they ended (seed repeats included in ``seeds`` only)."""
     search = [t for t in trials if t.role != "seed"]
@@ -154,8 +170,9 @@ def evidence(
     """The recommended values and their evidence (None when no run reached a check). When the
     best run at the recommended batch size is not above the chance band (``chance_band``), no
     value is recommended: ``values`` is empty and ``not_learned`` says why; likewise when its
-    seed repeats do not beat chance or the recipe's own run (``not_repeated`` says why)."""
-    best = best_of(trials, plan.recommended_batch)
+    seed repeats do not beat chance or the recipe's own run (``not_repeated`` says why), or
+    when too few runs at its batch size reached a check to compare any (``too_few``)."""
+    best = best_of(trials, plan.centre)
     if best is None:
         return None
     n = counts(trials)
@@ -173,6 +190,8 @@ def evidence(
             ),
             "chance_band": round(band, 4),
         }
+    elif (few := too_few(best, trials)) is not None:
+        out_of_chance = {"too_few": few}  # issue #50: one run's values are no tuning
     elif (why := not_repeated(best, trials, band, n_classes)) is not None:
         out_of_chance = {"not_repeated": why}  # issue #36: the best was a seed's luck
     return {
@@ -191,6 +210,23 @@ def evidence(
         "seeds": _spread(best, trials),
         "ranked_by": "the most checks reached, then the metric at the last check",
         "limits": LIMITS.format(length=plan.length_text, batch=best.batch_size, full=full_run),
+        **_judged_instead(plan),
+    }
+
+
+def _judged_instead(plan: TunePlan) -> dict[str, Any]:
+    """Issue #50: the runs judged a smaller batch size than the recommended one (the dataset
+    too small for it), said beside the values."""
+    if not plan.judged_batch or plan.judged_batch == plan.recommended_batch:
+        return {}
+    return {
+        "judged_instead": (
+            f"judged at batch {plan.judged_batch}, not the recommended {plan.recommended_batch}: "
+            f"the dataset's {plan.full_n_train:,} training samples give batch "
+            f"{plan.recommended_batch} fewer steps per epoch than the {plan.checks_per_epoch} "
+            "checks; values found at a smaller batch size may not carry over to it (the "
+            "learning rate above all)"
+        )
     }
 
 

@@ -10,7 +10,9 @@ brackets of successive halving) then sees many configurations at the early check
 few run to the end, and the seeds of the best
 fit in what is left. Every batch size gets at least one optimizer step per check; a
 neighbour that cannot is left out, and a ``TIME`` too short for the recommended batch size is
-refused with the smallest ``--tune`` that works.
+refused with the smallest ``--tune`` that works. A dataset too small for the recommended batch
+size to have a step per check (issue #50: a user model's 1,437 samples at batch 2048) is tuned
+at the largest batch size of the space it allows (``judged_batch``), the left-out sizes named.
 """
 
 from __future__ import annotations
@@ -55,12 +57,13 @@ class TunePlan:
     # The space's batch sizes, in its order: the study's ``batch_size`` distribution, which a
     # storage requires every trial to share (default: ``batch_sizes``).
     batch_choices: tuple[int, ...] = ()
+    # Issue #50: the batch size the runs centre on when the dataset is too small for the
+    # recommended one (0: the recommended one)
+    judged_batch: int = 0
 
     def __post_init__(self) -> None:
-        if self.recommended_batch not in self.batch_sizes:
-            raise ValueError(
-                f"the recommended batch {self.recommended_batch} must be among {self.batch_sizes}"
-            )
+        if self.centre not in self.batch_sizes:
+            raise ValueError(f"the batch {self.centre} judged must be among {self.batch_sizes}")
         if min(self.n_train, self.n_val, self.epochs, self.checks_per_epoch) <= 0:
             raise ValueError("n_train, n_val, epochs and checks_per_epoch must be > 0")
         if math.ceil(self.n_train / max(self.batch_sizes)) < self.checks_per_epoch:
@@ -74,6 +77,23 @@ class TunePlan:
             raise ValueError(f"pruner must be one of {PRUNERS}, but got {self.pruner!r}")
         if self.reduction_factor < 2:
             raise ValueError(f"reduction_factor must be >= 2, got {self.reduction_factor}")
+
+    @property
+    def centre(self) -> int:
+        """The batch size the runs centre on: the recommended one, unless the dataset is too
+        small for it (``judged_batch``)."""
+        return self.judged_batch or self.recommended_batch
+
+    def turns(self) -> list[int]:
+        """The order in which the batch sizes get a run: the one judged every other turn.
+
+        >>> TunePlan("fcn", (256, 512, 1024), 512, 4096, 212, 1, 40512).turns()
+        [512, 256, 512, 1024]
+        """
+        others = [b for b in self.batch_sizes if b != self.centre]
+        if not others:
+            return [self.centre]
+        return [b for other in others for b in (self.centre, other)]
 
     @property
     def study_batch_choices(self) -> tuple[int, ...]:
@@ -155,9 +175,8 @@ def plan_tuning(
     not even the recommended batch size gets one epoch with a step per check."""
     run_s = budget_s * RUN_SHARE
     afford = TRAIN_SHARE * run_s / cost.train_s  # training samples of a full-length run
-    batches = neighbours(recommended_batch, batch_sizes)
-    left_out: list[str] = []
-    while max(batches) != recommended_batch:
+    centre, batches, left_out = _dataset_allows(recommended_batch, batch_sizes, n_train)
+    while max(batches) != centre:
         n_min = CHECKS_PER_EPOCH * max(batches)
         if afford >= n_min:
             break
@@ -168,17 +187,10 @@ def plan_tuning(
             f"than a short run affords in {format_duration(run_s)}"
         )
     n_min = CHECKS_PER_EPOCH * max(batches)
-    if afford < n_min or n_train < n_min:
+    if afford < n_min:
         need = n_min * cost.train_s / (TRAIN_SHARE * RUN_SHARE)
-        if n_train < n_min:
-            raise AdvisorError(
-                f"--tune needs at least {n_min:,} training samples at batch "
-                f"{recommended_batch} ({CHECKS_PER_EPOCH} checks per epoch), the workload has "
-                f"{n_train:,}.",
-                "pass a larger --n-train, or leave --tune out.",
-            )
         raise AdvisorError(
-            f"--tune {format_duration(budget_s)} is too short for batch {recommended_batch} "
+            f"--tune {format_duration(budget_s)} is too short for batch {centre} "
             f"here: one epoch of {n_min:,} samples takes about {format_duration(need * RUN_SHARE)} "
             f"of this machine, and a short run may use a sixth of --tune.",
             f"give at least --tune {format_duration(60 * math.ceil(need / 60))}.",
@@ -205,4 +217,49 @@ def plan_tuning(
         basis=cost.basis,
         left_out=tuple(left_out),
         batch_choices=tuple(batch_sizes),
+        judged_batch=0 if centre == recommended_batch else centre,
     )
+
+
+def _dataset_allows(
+    recommended: int, batch_sizes: list[int] | tuple[int, ...], n_train: int
+) -> tuple[int, list[int], list[str]]:
+    """The batch size to centre on, its neighbours and the sizes left out with why: a size
+    whose epoch of ``n_train`` samples has fewer steps than checks is left out; when that is
+    the recommended one, the largest the dataset allows below it is judged instead (issue
+    #50: refusing left the user a fix they could not apply, a larger dataset)."""
+    sizes = sorted(set(batch_sizes) | {recommended})
+    allowed = [b for b in sizes if CHECKS_PER_EPOCH * b <= n_train]
+
+    def why(b: int) -> str:
+        return (
+            f"batch {b}: one epoch with a step per check ({CHECKS_PER_EPOCH} checks) needs "
+            f"{CHECKS_PER_EPOCH * b:,} training samples, the dataset has {n_train:,}"
+        )
+
+    if recommended in allowed:
+        batches = neighbours(recommended, sizes)
+        return (
+            recommended,
+            [b for b in batches if b in allowed],
+            [why(b) for b in batches if b not in allowed],
+        )
+    if not allowed:
+        raise AdvisorError(
+            f"--tune needs at least {CHECKS_PER_EPOCH * sizes[0]:,} training samples at the "
+            f"space's smallest batch size, {sizes[0]} ({CHECKS_PER_EPOCH} checks per epoch), "
+            f"and the dataset has {n_train:,}.",
+            f"add a batch size of at most {n_train // CHECKS_PER_EPOCH} to the space (--space), "
+            "or leave --tune out.",
+        )
+    centre = allowed[-1]  # the largest the dataset allows (all of them below the recommended)
+    judged = (
+        f"{why(recommended)}: the recommended batch size; the runs judge batch {centre}, the "
+        "largest the dataset allows"
+    )
+    left = [
+        why(b)
+        for b in sizes
+        if b not in allowed and b != recommended and b in neighbours(recommended, sizes)
+    ]
+    return centre, neighbours(centre, allowed), [judged, *left]

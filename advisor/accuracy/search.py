@@ -15,7 +15,7 @@ a short run's values as run time or cost.
 All runs compete at equal epochs (the batch size is one of the searched values), in
 Hyperband's brackets: successive-halving competitions that start pruning at different
 checks. The batch sizes take turns, the recommended one every other run
-(``_turns``), so that the recommendation has runs of its own to rank. The learning-rate rule
+(``TunePlan.turns``), so that the recommendation has runs of its own to rank. The learning-rate rule
 is enqueued first (one run per batch size, the recipe's other values), the recommended batch
 size's first: the pruner always promotes the first run of a competition (of its bracket), so
 it gives a full-length run of the rule at the recommended batch size. When time is left after the
@@ -27,15 +27,21 @@ counts every short run's wall time in the study, so a re-run of the same command
 from __future__ import annotations
 
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from advisor.accuracy.collapse import backoff_values, collapsed
 from advisor.accuracy.evidence import best_of
 from advisor.accuracy.lr_rule import LrRule
 from advisor.accuracy.plan import TunePlan
+from advisor.accuracy.spend import (
+    BUILD_PRIOR_S,
+    SEED_MARGIN,
+    SearchResult,
+    seed_reserve,
+    stop_text,
+)
 from advisor.accuracy.study_copy import for_study, study_batches, with_batches
 from advisor.accuracy.trials import AccuracyTrial, accuracy_trials, from_trial, reported, spent_s
 from advisor.records import ACCURACY
@@ -49,28 +55,6 @@ if TYPE_CHECKING:
 
 Trainer = Callable[["ShortRunRequest", Callable[["Check"], bool]], "ShortRunResult"]
 Progress = Callable[[str, int, int], None]
-BUILD_PRIOR_S = 2.0  # building a workload's setup before the first run measured it (a prior)
-SEED_MARGIN = 1.1  # a seed repeat starts when 1.1x the longest full-length run is left
-
-
-@dataclass
-class SearchResult:
-    """What one call of the search did."""
-
-    budget_s: float
-    spent_before_s: float
-    spent_s: float = 0.0
-    endings: Counter[str] = field(default_factory=Counter)
-    new: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "budget_s": round(self.budget_s, 1),
-            "spent_before_s": round(self.spent_before_s, 1),
-            "spent_now_s": round(self.spent_s, 1),
-            "new_runs": self.new,
-            "new_by_ending": dict(self.endings),
-        }
 
 
 def make_pruner(plan: TunePlan) -> optuna.pruners.BasePruner:
@@ -118,6 +102,7 @@ class ShortRunSearch:
         self.batch_choices = plan.study_batch_choices  # the study's batch_size distribution
         self.first_check_s: float | None = None  # measured: build + the first check
         self.full_run_s: float | None = None  # measured: a full-length run
+        self.result, self.deadline = SearchResult(budget_s, 0.0), clock() + budget_s
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -131,42 +116,62 @@ class ShortRunSearch:
         deadline = start + self.budget_s - result.spent_before_s
         work = self._work_study()
         self._enqueue_rule(work, before)
-        turns, turn = _turns(self.plan), sum(t.role == "search" for t in before)
-        while deadline - self.clock() - self._reserve() > self._min_run_s():
-            if not self.roles:  # the rule's runs are asked first, then the batch sizes' turns
-                work.enqueue_trial({"batch_size": turns[turn % len(turns)]})
-                turn += 1
-            self._one(work, result, deadline, role=None, seed=0, of=None)
-        best = self._best()
-        if best is not None and not self.roles:
-            done = {
-                t.seed for t in accuracy_trials(self.study, self.plan.id) if t.of == best.number
-            }
-            for s in range(1, self.plan.replicates + 1):
-                if s in done:
-                    continue
-                full = self.full_run_s or self.plan.estimated_run_s
-                if deadline - self.clock() < SEED_MARGIN * full:
-                    break
-                work.enqueue_trial({"batch_size": best.batch_size, **best.params})
-                self._one(work, result, deadline, role="seed", seed=s, of=best.number)
+        self.result, self.deadline = result, deadline
+        self._report()
+        turns, turn = self.plan.turns(), sum(t.role == "search" for t in before)
+        while True:  # issue #50: what the seeds leave goes to more search runs
+            ran = result.new
+            while deadline - self.clock() - self._reserve(deadline) > self._min_run_s():
+                if not self.roles:  # the rule's runs first, then the batch sizes' turns
+                    work.enqueue_trial({"batch_size": turns[turn % len(turns)]})
+                    turn += 1
+                self._one(work, result, deadline, role=None, seed=0, of=None)
+            self._seed_repeats(work, result, deadline)
+            if result.new == ran:
+                break
         result.spent_s = self.clock() - start
+        result.left_s = max(0.0, deadline - self.clock())
+        best = self._best()
+        pending = self.full_run_s and best is not None and self._pending_seeds(best)
+        seed_s = SEED_MARGIN * self.full_run_s if pending and self.full_run_s else None
+        result.stop = stop_text(result, self._min_run_s(), seed_s, self.full_run_s, self.plan)
         return result
+
+    def _seed_repeats(self, work: optuna.Study, result: SearchResult, deadline: float) -> None:
+        """The best run's seed repeats still to run, while each fits in what is left."""
+        best = self._best()
+        if best is None or self.roles:
+            return
+        for s in self._pending_seeds(best):
+            full = self.full_run_s or self.plan.estimated_run_s
+            if deadline - self.clock() < SEED_MARGIN * full:
+                break
+            work.enqueue_trial({"batch_size": best.batch_size, **best.params})
+            self._one(work, result, deadline, role="seed", seed=s, of=best.number)
+
+    def _pending_seeds(self, best: AccuracyTrial) -> list[int]:
+        done = {t.seed for t in accuracy_trials(self.study, self.plan.id) if t.of == best.number}
+        return [s for s in range(1, self.plan.replicates + 1) if s not in done]
 
     def _best(self) -> AccuracyTrial | None:
         """The run to repeat with other seeds: the best at the recommended batch size, when
         it ran its full length."""
-        best = best_of(accuracy_trials(self.study, self.plan.id), self.plan.recommended_batch)
+        best = best_of(accuracy_trials(self.study, self.plan.id), self.plan.centre)
         if best is None or best.ended != "finished":
             return None
-        return best if best.batch_size == self.plan.recommended_batch else None
+        return best if best.batch_size == self.plan.centre else None
 
-    def _reserve(self) -> float:
+    def _reserve(self, deadline: float) -> float:
         """Time kept for the seeds of the best, once a run at the recommended batch size has
-        reached full length (the measured length of the longest full-length run)."""
-        if self.full_run_s is None or self._best() is None:
+        reached full length (the measured length of the longest full-length run): as many
+        repeats as still fit in what is left, none when none fits, and none while runs are
+        queued (the rule's, its steps down), which go first (issue #50: a reserve for repeats
+        that could not run then ended the search with half of --tune unspent)."""
+        best = self._best()
+        if self.full_run_s is None or best is None or self.roles:  # queued runs go first
             return 0.0
-        return self.plan.replicates * SEED_MARGIN * self.full_run_s
+        pending = len(self._pending_seeds(best))
+        return seed_reserve(self.full_run_s, pending, deadline - self.clock())
 
     def _min_run_s(self) -> float:
         """What a run costs to its first check (measured once one has)."""
@@ -200,7 +205,9 @@ class ShortRunSearch:
         try:
             # a search run stops where the seeds' reserve begins; a seed repeat may use it
             search_run = role != "seed"
-            stop_at = (lambda: deadline - self._reserve()) if search_run else (lambda: deadline)
+            stop_at = (
+                (lambda: deadline - self._reserve(deadline)) if search_run else (lambda: deadline)
+            )
             run, ended = self._train(trial, batch, hps, seed, search_run, stop_at, record)
             record.update(ended=ended, build_s=round(run.build_s, 3), error=run.error)
             if run.checks:
@@ -219,12 +226,17 @@ class ShortRunSearch:
         result.endings[record["ended"]] += 1
         if record["ended"] == "finished" and role != "seed":
             self.full_run_s = max(self.full_run_s or 0.0, record["wall_s"])
+        self._report()
+
+    def _report(self) -> None:
+        """Issue #50: the budget spent so far, at the start, every check and every run."""
         if self.progress:
-            spent = self.budget_s - max(0.0, deadline - self.clock())
+            result = self.result
+            spent = self.budget_s - max(0.0, self.deadline - self.clock())
             self.progress(
                 f"tune:short training runs (--tune): {result.new} new, "
                 f"{result.endings['pruned']} pruned",
-                int(spent),
+                int(min(spent, self.budget_s)),
                 int(self.budget_s),
             )
 
@@ -251,6 +263,7 @@ class ShortRunSearch:
             trial.report(reported(check.metric, check.value), check.index)
             record["metric"] = check.metric
             record["curve"].append([check.epochs, round(check.value, 6)])
+            self._report()
             if prune and trial.should_prune():
                 ending[0] = "pruned"
                 return False
@@ -322,7 +335,7 @@ class ShortRunSearch:
         if self.rule is None or not any(p.name == "lr" for p in self.params):
             return
         have = {t.batch_size for t in before if t.role == "rule"}
-        first = sorted(self.plan.batch_sizes, key=lambda b: b != self.plan.recommended_batch)
+        first = sorted(self.plan.batch_sizes, key=lambda b: b != self.plan.centre)
         for batch in first:  # the recommended batch size first
             if batch in have:
                 continue
@@ -352,18 +365,6 @@ class ShortRunSearch:
         if values is not None:
             work.enqueue_trial({"batch_size": batch, **values}, skip_if_exists=False)
             self.roles.append("backoff")  # asked after the rule runs already queued
-
-
-def _turns(plan: TunePlan) -> list[int]:
-    """The order in which the batch sizes get a run: the recommended one every other turn.
-
-    >>> _turns(TunePlan("fcn", (256, 512, 1024), 512, 4096, 212, 1, 40512))
-    [512, 256, 512, 1024]
-    """
-    others = [b for b in plan.batch_sizes if b != plan.recommended_batch]
-    if not others:
-        return [plan.recommended_batch]
-    return [b for other in others for b in (plan.recommended_batch, other)]
 
 
 def suggest_params(trial: optuna.Trial, params: list[Param]) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +96,7 @@ def estimate(
         request = ProbeRequest(
             model, batch_size, framework=framework, iterations=iterations, threads=threads
         )
-        result = run_with_progress(request, show=not as_json and sys.stderr.isatty())
+        result = run_with_progress(request)
     if not result.ok:
         raise AdvisorError(
             f"The probe failed ({result.status}): {result.error}",

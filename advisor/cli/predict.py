@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -150,9 +149,10 @@ def predict(
     """
     from advisor.cli.operators_view import show_operators
     from advisor.cli.predict_view import print_table, say
-    from advisor.cli.probe_view import run_with_progress
+    from advisor.cli.probe_view import probe_reporting
+    from advisor.cli.progress import reporting
     from advisor.evaluation.predict_api import load_probe
-    from advisor.evaluation.predict_api import predict as run_predict
+    from advisor.evaluation.predict_api import predict as _predict
     from advisor.search_spaces.workloads import get
 
     if batch_size <= 0:
@@ -175,26 +175,29 @@ def predict(
         if not as_json:
             click.echo(text, err=True)
 
-    result = run_predict(
-        model,
-        batch_size,
-        machines=machines,
-        catalog=catalog,
-        snapshot=snapshot,
-        epochs=epochs,
-        spot=spot,
-        probe=probe,
-        threads=threads,
-        framework=framework,
-        strategy=None if strategy == "auto" else strategy,
-        note=note,
-        n_train=n_train,
-        n_val=n_val,
-        data_gb=data_gb,
-        precision=precision_of(plan_text, precision),
-        plan=plan_of(plan_text),
-        run_probe=lambda r: run_with_progress(r, show=not as_json and sys.stderr.isatty()),
-    )
+    with reporting() as hook:  # issue #50: the probe, the trace, each machine
+        hook("predict:obtaining the probe (cached, timed here, or traced) and its step", 0, 1)
+        result = _predict(
+            model,
+            batch_size,
+            machines=machines,
+            catalog=catalog,
+            snapshot=snapshot,
+            epochs=epochs,
+            spot=spot,
+            probe=probe,
+            threads=threads,
+            framework=framework,
+            strategy=None if strategy == "auto" else strategy,
+            note=note,
+            n_train=n_train,
+            n_val=n_val,
+            data_gb=data_gb,
+            precision=precision_of(plan_text, precision),
+            plan=plan_of(plan_text),
+            run_probe=lambda r: probe_reporting(r, hook),
+            progress=hook,
+        )
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=1))
         return

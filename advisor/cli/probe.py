@@ -136,7 +136,7 @@ def probe(
         seed=seed,
         timeout_s=timeout,
     )
-    result = run_with_progress(request, show=not as_json and sys.stderr.isatty())
+    result = run_with_progress(request)
     if result.ok:  # issue #26: its operator trace and loader time, kept in the result, so
         # advisor predict --probe and the service read the same ones
         from advisor.evaluation.predict_api import ready

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -104,19 +105,27 @@ def _short(source: str) -> str:
 
 class _Status:
     """The job's state and elapsed time on stderr: in place on a terminal, else one line per
-    change of state."""
+    change of state and, while it holds, one every ``EVERY_S`` (issue #50: a job queued or
+    running for minutes said so once)."""
 
     def __init__(self, quiet: bool) -> None:
+        import time
+
         self.tty = sys.stderr.isatty()
         self.quiet = quiet
         self.last = ""
+        self.clock = time.monotonic
+        self.said = -math.inf
 
     def __call__(self, line: str) -> None:
+        from advisor.progress import EVERY_S
+
         state = line.split(": ", 1)[-1].split(",", 1)[0]
         if self.tty and not self.quiet:
             click.echo(f"\r\x1b[2K{line}", err=True, nl=False)
-        elif state != self.last:
+        elif state != self.last or self.clock() - self.said >= EVERY_S:
             click.echo(line, err=True)
+            self.said = self.clock()
         self.last = state
 
     def done(self) -> None:

@@ -33,34 +33,31 @@ def check_workload(model: str, framework: str) -> None:
             )
 
 
-def run_with_progress(request: Any, show: bool) -> Any:
-    """Run a probe; show a progress bar on stderr when ``show``."""
+def run_with_progress(request: Any, show: bool = True) -> Any:
+    """Run a probe with its progress on stderr (issue #50: a live line on a terminal, plain
+    lines off one, ``advisor.cli.progress``); ``show=False`` runs it silently."""
     from advisor.probes.runner import run_probe
 
     if not show:
         return run_probe(request)
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from advisor.cli.progress import reporting
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as progress:
-        task = progress.add_task(f"probing {request.workload} (starting)", total=request.iterations)
+    with reporting() as hook:
+        return probe_reporting(request, hook)
 
-        def update(phase: str, done: int, total: int) -> None:
-            progress.update(
-                task,
-                description=f"probing {request.workload} ({phase})",
-                completed=done,
-                total=total,
-            )
 
-        return run_probe(request, on_progress=update)
+def probe_reporting(request: Any, hook: Any) -> Any:
+    """Run a probe, its stages told to ``hook`` (a ``Progress`` already showing)."""
+    from advisor.probes.runner import run_probe
+
+    what = f"probing {request.workload} at batch {request.batch_size}"
+    # its start on a line of its own: the iterations' rate is measured from the first one
+    hook(f"start:{what} (starting: the framework and the model)", 0, 1)
+
+    def update(phase: str, done: int, total: int) -> None:
+        hook(f"probe:{what} ({phase})", done, total)
+
+    return run_probe(request, on_progress=update)
 
 
 def _fmt_bytes(n: int | None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,34 +144,68 @@ def suggest(
     options = SuggestOptions(space=space, **fields)
     view = _View(top, verbose, as_json, out_file, plot_file, export_to)
     if server:  # issue #17: the same request, run by a service
+        from advisor.cli.progress import reporting
         from advisor.service.suggest_client import suggest_remote
 
         space_text = Path(space_file).read_text() if space_file else None  # read and checked
-        _show(suggest_remote(server, token, options, space_text, backend_spec, as_json), view)
+        with reporting() as progress:  # issue #50: the job's progress, as the service says it
+            report = suggest_remote(
+                server, token, options, space_text, backend_spec, as_json, progress=progress
+            )
+        _show(report, view)
         return
-    if not backend_spec:  # issue #28: a stopped study answers at once, before heavy imports
-        from advisor.study.answer_cache import answer_for
+    from advisor.cli.progress import process_start_up, reporting
 
-        kept = answer_for(options)
-        if kept is not None:
-            _show(kept, view)
-            return
-    from advisor.evaluation.replay import backend_from_spec
-    from advisor.pipeline import suggest as run_pipeline
+    backend = None
+    if backend_spec:
+        from advisor.evaluation.replay import backend_from_spec
 
-    backend = backend_from_spec(backend_spec) if backend_spec else None
+        backend = backend_from_spec(backend_spec)
     # issue #36: the first answer from the operator trace while the local probes run (not
     # with --json: one final document)
     early = None if as_json or backend is not None else _first_answer_printer(top)
     with terminate_as_exception():  # SIGTERM stops the search as Ctrl-C does (exit 143)
-        if not as_json and sys.stderr.isatty():
-            report = _run_with_progress(options, backend, early)
-        else:
-            report = run_pipeline(options, backend=backend, on_first_answer=early)
+        # issue #50: progress on stderr from the start, a live line on a terminal, plain
+        # lines off one (with --json too: stdout keeps the one document); rates on the back
+        # end's clock
+        clock = backend.clock if backend is not None else time.monotonic
+        began = clock()  # the command's whole time counts the process's start-up before it
+        before = process_start_up() if backend is None else 0.0
+        with reporting(clock) as progress:
+            progress("start:preparing: the model, its dataset sizes, the space, the catalog", 0, 1)
+            report = _run(options, backend, progress, early)
+        _whole_command(report, before + clock() - began)
         _show(report, view)
     status = EXIT_STATUS.get(str(report.get("interrupted")))
     if status is not None:  # the partial report is printed; a script can tell it apart
         sys.exit(status)
+
+
+def _whole_command(report: dict[str, Any], wall_s: float) -> None:
+    """Issue #50: the footer's time is the command's, its start-up (reading the model, the
+    kept answer's lookup, imports) counted beside what the report's ``timings`` name."""
+    timings = report.setdefault("timings", {})
+    timings["start-up"] = round(max(0.0, wall_s - float(report.get("wall_s") or 0.0)), 3)
+    report["wall_s"] = round(max(wall_s, float(report.get("wall_s") or 0.0)), 3)
+
+
+def _run(
+    options: Any,
+    backend: Any,
+    progress: Any,
+    early: Callable[[dict[str, Any]], None] | None,
+) -> dict[str, Any]:
+    """The report: a stopped study's kept answer at once (issue #28, before heavy imports),
+    else the pipeline's."""
+    if backend is None:
+        from advisor.study.answer_cache import answer_for
+
+        kept = answer_for(options)
+        if kept is not None:
+            return kept
+    from advisor.pipeline import suggest as run_pipeline
+
+    return run_pipeline(options, backend=backend, progress=progress, on_first_answer=early)
 
 
 @dataclass(frozen=True)
@@ -223,15 +258,10 @@ def _written(view: _View, line: str) -> None:
 
 
 def progress_label(phase: str, total: int) -> str:
-    """What a progress line says: the study's phases by name, anything else as sent; a phase
-    "KIND:TEXT" (e.g. "probe:probing batch 512 on this machine") shows TEXT on the KIND line."""
-    if phase == "screen":
-        return f"screening {total} machine x batch pairs (a local probe per new batch size)"
-    if phase == "trials":
-        return f"trials (up to {total}; a new machine or batch size may probe)"
-    if phase == "cloud":
-        return f"cloud probes (up to {total} machines, each a managed job)"
-    return phase.split(":", 1)[1] if ":" in phase else phase
+    """What a progress line says (``advisor.progress.label``)."""
+    from advisor.progress import label
+
+    return label(phase, total)
 
 
 def _first_answer_printer(top: int | None) -> Callable[[dict[str, Any]], None]:
@@ -243,43 +273,3 @@ def _first_answer_printer(top: int | None) -> Callable[[dict[str, Any]], None]:
         print_block(report, output.console(), min(top or 3, 3))
 
     return show
-
-
-def _run_with_progress(
-    options: Any, backend: Any, early: Callable[[dict[str, Any]], None] | None = None
-) -> dict[str, Any]:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    from advisor.pipeline import suggest as run_pipeline
-
-    tasks: dict[str, Any] = {}
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-
-        def hook(phase: str, done: int, total: int) -> None:
-            # "probe:probing batch 512 on this machine" updates one "probe" line in place.
-            label, key = escape(progress_label(phase, total)), phase.split(":", 1)[0]
-            if key not in tasks:
-                tasks[key] = bar.add_task(label, total=total)
-            bar.update(tasks[key], completed=done, total=total, description=label)
-
-        return run_pipeline(options, backend=backend, progress=hook, on_first_answer=early)

@@ -78,7 +78,7 @@ class LocalBackend(Backend):
         run_probe: RunProbe | None = None,
         predict_phases: PredictPhases | None = None,
         catalog: Any = None,
-        on_probe: Callable[[str], None] | None = None,
+        on_probe: Callable[..., None] | None = None,  # (text[, done, total])
         remote_lookup: RemoteLookup | None = None,
         ledger_storage: str | None = None,
     ) -> None:

@@ -35,12 +35,15 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
         for pair in sorted(wanted)
     }
     # issue #34: a probe too big or too slow for this machine is not run (its stand-in is
-    # traced when the screen asks for it)
-    missing = [
-        p
-        for p, k in keys.items()
-        if _missing(self, k) and self.stand_ins.probeable(workload, p[0], {})
-    ]
+    # traced when the screen asks for it); issue #50: deciding it traces the step, minutes
+    # for a big model, so each batch size is told
+    missing = []
+    for i, (p, k) in enumerate(keys.items()):
+        if self._on_probe is not None:
+            what = f"{workload.name} at batch {p[0]} (its step traced on the meta device)"
+            self._on_probe(f"deciding whether this machine can time {what}", i, len(keys))
+        if _missing(self, k) and self.stand_ins.probeable(workload, p[0], {}):
+            missing.append(p)
     # issue #36: the first answer (``run_suggest``'s ``before_probes``), once, before any
     # probe is timed; never when every probe is cached
     hook = getattr(self, "before_probes", None)
@@ -69,7 +72,9 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
             if self._on_probe is not None:
                 self._on_probe(
                     f"probing {workload.name} at batch {missing[i][0]} on this machine "
-                    f"({i + 1} of {len(missing)}, one process)"
+                    f"({i + 1} of {len(missing)}, one process)",
+                    i,
+                    len(missing),
                 )
 
         def done(i: int, result: ProbeResult) -> None:

@@ -18,6 +18,7 @@ from advisor.accuracy.lr_rule import LrRule
 from advisor.accuracy.plan import TunePlan
 from advisor.accuracy.step import STUDY_ATTR
 from advisor.accuracy.trials import accuracy_trials, spent_s
+from advisor.durations import format_duration
 from advisor.search_spaces.space import CategoricalParam, Param, param_from_dict, space_from_dict
 
 if TYPE_CHECKING:
@@ -85,9 +86,13 @@ def lines(report: dict[str, Any], short: bool = False) -> list[str]:
         return []
     found = section.get("recommended")
     runs = section["runs"]
-    if found and (found.get("not_learned") or found.get("not_repeated")):
-        why = found.get("not_learned") or found["not_repeated"]
-        return [f"hyperparameters: {why} ({runs['runs']} short runs, {runs['pruned']} pruned)"]
+    why = found and (found.get("not_learned") or found.get("too_few") or found.get("not_repeated"))
+    spent = _spent(section.get("this_run"), always=not short)
+    if why:
+        return [
+            f"hyperparameters: {why} ({_runs(runs['runs'])}, {runs['pruned']} pruned)"
+            + (f"; {spent}" if spent else "")
+        ]
     if short and found:
         values = " ".join(_value(k, v) for k, v in found["values"].items())
         seeds = found["seeds"]
@@ -106,6 +111,8 @@ def lines(report: dict[str, Any], short: bool = False) -> list[str]:
             f"samples, best of {found['runs_at_batch']} short runs at batch "
             f"{found['batch_size']} ({runs['runs']} in all, {runs['pruned']} pruned){spread}; "
             f"short runs rank configurations, they do not promise the final accuracy{searched}"
+            + (f"; {found['judged_instead']}" if found.get("judged_instead") else "")
+            + (f"; {spent}" if spent else "")
         ]
     tally = (
         f"{runs['runs']} short runs: {runs['finished']} full length, {runs['pruned']} pruned, "
@@ -126,6 +133,13 @@ def lines(report: dict[str, Any], short: bool = False) -> list[str]:
         searched = ", ".join(f"{k} {v}" for k, v in space["searched"].items())
         left = f"; left alone: {', '.join(space['left_alone'])}" if space["left_alone"] else ""
         out.append(f"  searched (from the builder's defaults, no space declared): {searched}{left}")
+    if found.get("judged_instead"):  # issue #50: a dataset too small for the recommended batch
+        out.append(f"  {found['judged_instead']}")
+    left_out = section["plan"].get("left_out") or []
+    if left_out:
+        out.append("  batch sizes left out: " + "; ".join(left_out))
+    if spent:
+        out.append(f"  {spent}")
     rule = section.get("lr_rule")
     if rule:
         out.append("  lr rule: " + "; ".join(_rule_text(r) for r in rule["by_batch"]))
@@ -137,6 +151,22 @@ def lines(report: dict[str, Any], short: bool = False) -> list[str]:
     if section.get("note"):
         out.append(f"  note: {section['note']}")
     return out
+
+
+def _runs(n: int) -> str:
+    return f"{n} short run{'' if n == 1 else 's'}"
+
+
+def _spent(last: Any, always: bool) -> str:
+    """This call's use of --tune and why it stopped (issue #50); only when it stopped early
+    unless ``always``: more than a tenth of the budget left."""
+    if not isinstance(last, dict) or not last.get("stop"):
+        return ""
+    budget, left = float(last.get("budget_s") or 0.0), float(last.get("left_s") or 0.0)
+    if not always and left <= 0.1 * budget:
+        return ""
+    used = format_duration(budget - left)
+    return f"--tune {format_duration(budget)}: {used} used, {last['new_runs']} new runs; {last['stop']}"
 
 
 def note_lines(report: dict[str, Any]) -> list[str]:

@@ -13,7 +13,7 @@ from advisor.report.epochs import render_epochs  # issue #19
 from advisor.report.hyperparameters import print_lines as print_hyperparameters
 from advisor.report.owned import lines as owned_lines
 from advisor.report.render_sections import managed_table, render_cloud
-from advisor.report.summary import TOP_ROWS, plan_text, render_summary
+from advisor.report.summary import TOP_ROWS, plan_text, render_summary, wall_text
 from advisor.report.value_of_time import lines as value_lines
 
 if TYPE_CHECKING:
@@ -311,7 +311,7 @@ def _render_full(report: dict[str, Any], console: Console, top: int) -> None:
             f"{report['storage']}: {t['total']} trials ({t['new']} new, {t['failed']} failed, "
             f"{t['pruned']} pruned); {p['new']} new probes; probe budget spent USD "
             f"{p['spent_usd']:.4f} of {p['budget_usd']:.2f}; stopped: {report['stop_reason']}; "
-            f"{report['wall_s']:.1f} s"
+            f"{wall_text(report)}"
         )
     )
     for note in report.get("contention_notes") or []:

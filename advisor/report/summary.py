@@ -223,6 +223,19 @@ def stop_text(report: dict[str, Any]) -> str:
     return reason.split(";")[0]
 
 
+def wall_text(report: dict[str, Any]) -> str:
+    """The call's whole wall time and what took it (issue #50: the footer counted the search
+    alone): "2.1 min (search 39 s, --tune 1.4 min, report 1 s)"; parts under a second left
+    out, the largest first."""
+    from advisor.durations import format_duration
+
+    wall = float(report.get("wall_s") or 0.0)
+    head = f"{wall:.1f} s" if wall < 60 else format_duration(wall)
+    parts = sorted((report.get("timings") or {}).items(), key=lambda kv: -float(kv[1]))
+    shown = [f"{k} {format_duration(float(v))}" for k, v in parts if float(v) >= 1.0]
+    return f"{head} ({', '.join(shown)})" if len(shown) > 1 else head
+
+
 def render_summary(report: dict[str, Any], console: Console, top: int = TOP_ROWS) -> None:
     """Draw the one-screen report: plain lines wrapped to the console's width (labels in
     bold, warnings in yellow), warnings as many as fit ``SCREEN_LINES``."""
@@ -266,7 +279,7 @@ def render_summary(report: dict[str, Any], console: Console, top: int = TOP_ROWS
         head += [Text(line) for line in ranking_lines(rows, report["ranking_total"], width)]
     t = report["trials"]
     trials = f"{t['total']} trial{'' if t['total'] == 1 else 's'}"
-    foot = say(f"{trials}, {stop_text(report)}, {report['wall_s']:.1f} s - study {report['study']}")
+    foot = say(f"{trials}, {stop_text(report)}, {wall_text(report)} - study {report['study']}")
     cloud = report.get("cloud_probes")
     if cloud:
         foot += say(cloud_line(cloud))

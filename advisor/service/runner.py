@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.errors import AdvisorError
+from advisor.progress import Meter
 from advisor.service import api, hardware, jobs, studies, teams
 from advisor.service.fencing import Lease, LeaseLost, fenced, lease_lost
 from advisor.service.fencing import install as install_fencing
@@ -74,6 +75,7 @@ class LeaseKeeper(threading.Thread):
         self.storage, self.lease, self.every_s = storage, lease, every_s
         self.slot_wait_s = slot_wait_s
         self.progress: dict[str, Any] = {}
+        self.meter = Meter()  # issue #50: the time left, from the measured rate
         self.lost = threading.Event()
         self.stopped = threading.Event()
         self.waiting_since: float | None = None  # monotonic; None: waiting for no probe lock
@@ -122,8 +124,19 @@ class LeaseKeeper(threading.Thread):
         self.check()
 
     def report(self, phase: str, done: int, total: int) -> None:
-        """The run's progress callback: note it, and stop the run if the lease was lost."""
-        self.progress = {"phase": phase, "done": done, "total": total}  # one atomic swap
+        """The run's progress callback: note it (issue #50: with the stage's words and the
+        time left at its measured rate, ``advisor.progress``), and stop the run if the lease
+        was lost."""
+        now = self.meter.update(phase, done, total)
+        self.progress = {
+            "phase": phase,
+            "done": done,
+            "total": total,
+            "label": now.label,
+            "elapsed_s": round(now.elapsed_s, 1),
+            "left_s": None if now.left_s is None else round(now.left_s, 1),
+            "left": now.left_text,
+        }  # one atomic swap
         self.last_progress = time.monotonic()
         self.check()
 

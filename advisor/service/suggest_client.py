@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from advisor.errors import AdvisorError
@@ -16,8 +17,10 @@ def suggest_remote(
     space_text: str | None = None,
     backend: str | None = None,
     quiet: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Send the suggestion to ``server``, wait, return the report (as ``--json`` prints it).
+    """Send the suggestion to ``server``, wait, return the report (as ``--json`` prints it);
+    ``progress`` hears the job's progress as the service reports it (issue #50).
 
     What only this machine can do is refused in one line: its storage, threads, scoring back
     end, cloud probes and cloud settings."""
@@ -49,4 +52,4 @@ def suggest_remote(
     job_id = client.start_suggestion(body)
     if chatty:
         print(f"job {job_id} on {server}", file=sys.stderr)
-    return client.wait(job_id)
+    return client.wait(job_id, progress=progress)

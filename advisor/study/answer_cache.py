@@ -190,4 +190,5 @@ def answer_for(options: Any) -> dict[str, Any] | None:
     report = cached_answer(db, name, workload.name, workload.framework, folder)
     if report is not None:
         report["wall_s"] = round(time.perf_counter() - started, 3)  # this run's, not the kept
+        report["timings"] = {"kept answer": report["wall_s"]}  # issue #50: what took it
     return report

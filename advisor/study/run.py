@@ -54,6 +54,7 @@ from advisor.options import (
     workload_info,
 )
 from advisor.outcome import Stop, StopReason, SuggestOutcome
+from advisor.progress import ScreenProgress
 from advisor.search_spaces.filters import machine_filter
 from advisor.search_spaces.space import JointSpace, space_to_dict
 from advisor.search_spaces.workloads import ModelRef
@@ -81,12 +82,13 @@ def local_backend(
     progress: Progress | None = None,
 ) -> Backend:
     """The real back end: local probes (cached in ``storage``) and the performance model;
-    each new probe is announced to ``progress`` as phase ``probe:WHAT`` (one line, in place)."""
+    each new probe is announced to ``progress`` as phase ``probe:WHAT`` (one line, in place),
+    with how many of the batch taken in one process are done (issue #50: the time left)."""
     from advisor.evaluation.local import LocalBackend
 
-    def on_probe(text: str) -> None:
+    def on_probe(text: str, done: int = 0, total: int = 1) -> None:
         if progress is not None:
-            progress(f"probe:{text}", 0, 1)
+            progress(f"probe:{text}", done, total)
 
     from advisor.remote.measured import remote_lookup
 
@@ -353,13 +355,16 @@ def _screen(
     --timeout ran out meanwhile (the partial screen is kept), else None."""
     if not outcome.options.screen:
         return None
+    pairs = [(c, b) for b in outcome.space.batch_sizes for c in outcome.candidates]
+    # issue #50: counted where the time goes (``advisor.progress.ScreenProgress``)
+    gpus = [(c.instance.accelerator, c.instance.accelerator_count, b) for c, b in pairs]
+    told = ScreenProgress(progress or (lambda *_: None), gpus)
     prefetch = getattr(backend, "prefetch", None)  # issue #28: the probes in one process
     if prefetch is not None:
+        told.before(0, None, "what this machine can probe")  # its step traced per batch size
         prefetch(outcome.workload, outcome.space.batch_sizes)
-    pairs = [(c, b) for b in outcome.space.batch_sizes for c in outcome.candidates]
     for i, (cand, batch) in enumerate(pairs):
-        if progress:
-            progress("screen", i, len(pairs))
+        told.before(i, batch)
         if deadline is not None and clock() > deadline:
             outcome.guided = bool(outcome.screen)
             return Stop(StopReason.SCREEN_TIMEOUT)
@@ -368,8 +373,8 @@ def _screen(
             outcome.screen = {}
             break
         outcome.screen[(cand.key, batch)] = pred
-    if progress:
-        progress("screen", len(pairs), len(pairs))
+        told.after(i)
+    told.before(len(pairs), None)
     return None
 
 

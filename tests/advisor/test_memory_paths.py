@@ -180,7 +180,7 @@ def test_predict_cli_shows_the_memory_and_leaves_the_row_out(
     assert "does not fit: needs" in shown.output and f"of {usable / GIB:.1f} GiB" in shown.output
     cheapest = next(line for line in shown.output.splitlines() if "Cheapest:" in line)
     assert V100.key not in cheapest
-    doc = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)
+    doc = json.loads(CliRunner().invoke(cli, [*args, "--json"]).stdout)
     assert doc["cheapest"] != V100.key and doc["left_out"]["does not fit"] == [V100.key]
 
 

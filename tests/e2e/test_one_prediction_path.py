@@ -91,7 +91,7 @@ def test_cli_api_suggest_and_service_give_the_same_times_and_costs(
     out = CliRunner().invoke(cli, ["predict", "-m", "fcn", "-b", str(BATCH), "-i",
                                    ",".join(MACHINES), "--probe", str(path), "--json"])  # fmt: skip
     assert out.exit_code == 0, out.output
-    cli_rows = _by_machine(json.loads(out.output)["machines"])
+    cli_rows = _by_machine(json.loads(out.stdout)["machines"])
 
     # 2. the Python API
     api = advisor.predict("fcn", BATCH, list(MACHINES), probe=probe)

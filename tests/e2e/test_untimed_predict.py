@@ -35,7 +35,7 @@ def test_gpt2_large_is_predicted_from_its_trace_without_a_local_timing(
     # batch 1; the products' backward is among the top three
     assert re.search(r"Dominated by \(share of device time\): H100: [^;]*backward linear", text)
     doc = CliRunner().invoke(cli, [*args, "--json"])
-    rows = {r["machine"]: r for r in json.loads(doc.output)["machines"]}
+    rows = {r["machine"]: r for r in json.loads(doc.stdout)["machines"]}
     h100, l4 = rows["ec2:p5.4xlarge"]["prediction"], rows["ec2:g6.xlarge"]["prediction"]
     assert h100["phases"]["t2"]["value"] < l4["phases"]["t2"]["value"]
     assert h100["breakdown"]["launches"] > 1000  # 36 transformer blocks, forward and backward

@@ -24,6 +24,10 @@ class Clock:
     def __call__(self) -> float:
         return self.t
 
+    def advance(self, seconds: float) -> None:
+        """As ``ReplayClock.advance``: a replayed search may run on this clock too."""
+        self.t += seconds
+
 
 def accuracy(
     hps: dict[str, Any], batch: int, epochs: float, seed: int = 0, best_lr: float = 0.05

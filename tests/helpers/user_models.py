@@ -32,6 +32,15 @@ def build(batch_size: int = 32, seed: int = 0, lr: float = 0.1, **_: Any) -> Any
     return model, nn.CrossEntropyLoss(), opt, _data(512, seed), _data(128, seed + 1)
 
 
+def build_digits(batch_size: int = 32, seed: int = 0, lr: float = 0.1, **_: Any) -> Any:
+    """The tiny MLP on a dataset of its own size, as sklearn's digits split 80/20: 1,437
+    training and 360 validation samples (issue #50: too few for --tune at batch 512)."""
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    return model, nn.CrossEntropyLoss(), opt, _data(1437, seed), _data(360, seed + 1)
+
+
 def build_pooling(
     batch_size: int = 32, seed: int = 0, channels_last: bool = False, **_: Any
 ) -> Any:

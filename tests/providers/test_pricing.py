@@ -148,7 +148,7 @@ def test_predict_spot_agrees_with_suggest(
     args = ["predict", "-m", "fcn", "-b", "512", "-i", machine.instance_type, "--epochs", "3"]
     result = CliRunner().invoke(cli, [*args, "--spot", "--probe", str(path), "--json"])
     assert result.exit_code == 0, result.output
-    (row,) = json.loads(result.output)["machines"]
+    (row,) = json.loads(result.stdout)["machines"]
     runtime, cost = _suggest_scores(machine, epochs=3)
     # issue #14: suggest scores the whole job (start-up + training), predict shows it as the
     # job's total next to the training estimate; the two agree to the last digit.

@@ -49,7 +49,7 @@ def test_predict_json_ranks_machines_with_intervals(tmp_path: Path, fake_catalog
     args = ["predict", "--model", "fcn", "--batch-size", "512", "--instances", P2_P3]
     result = CliRunner().invoke(cli, [*args, "--epochs", "14", "--probe", str(path), "--json"])
     assert result.exit_code == 0, result.output
-    out = json.loads(result.output)
+    out = json.loads(result.stdout)
     rows = out["machines"]
     assert len(rows) == 6 and out["epochs"] == 14
     # issue #14: sorted by the whole job's time (start-up + training)
@@ -92,7 +92,7 @@ def test_predict_with_the_real_catalog(tmp_path: Path) -> None:
     args = ["predict", "-m", "fcn", "-b", "512", "-i", P2_P3, "--snapshot", "2021-02"]
     result = CliRunner().invoke(cli, [*args, "--epochs", "14", "--probe", str(path), "--json"])
     assert result.exit_code == 0, result.output
-    out = json.loads(result.output)
+    out = json.loads(result.stdout)
     keys = [r["machine"] for r in out["machines"]]
     assert sorted(k.split(":")[-1] for k in keys) == sorted(P2_P3.split(","))
     p2 = next(r for r in out["machines"] if r["machine"].endswith("p2.xlarge"))

@@ -47,7 +47,7 @@ def test_probe_json_prints_exactly_one_json_line(tmp_path: Path) -> None:
         cli, ["estimate", "--probe", str(out), "--epochs", "7", "--price", "3.6", "--json"]
     )
     assert result.exit_code == 0, result.output
-    est = json.loads(result.output)
+    est = json.loads(result.stdout)
     assert sorted(est["sweep"], key=int) == ["5", "7", "10", "20"]
     main = est["estimate"]
     assert main["epochs"] == 7 and main["iterations_per_epoch"] == 16

@@ -73,14 +73,19 @@ def test_progress_names_what_runs(table_file: Path, capsys: pytest.CaptureFixtur
 
     from advisor.search_spaces.loader import default_space
 
-    from advisor.cli.suggest import _run_with_progress, progress_label
+    from advisor.cli.progress import reporting
+    from advisor.cli.suggest import progress_label
     from advisor.evaluation.replay import ReplayBackend, ReplayTable
     from advisor.options import SuggestOptions
+    from advisor.pipeline import suggest
 
     assert progress_label("screen", 24).startswith("screening 24 machine x batch pairs")
     assert progress_label("probing batch 512 locally", 1) == "probing batch 512 locally"
     assert progress_label("probe:probing on ml.g5.xlarge", 1) == "probing on ml.g5.xlarge"
     space = replace(default_space("fcn"), batch_sizes=(256, 512))
     opts = SuggestOptions(model="fcn", space=space, budget_usd=5.0, storage="sqlite:///:memory:")
-    report = _run_with_progress(opts, ReplayBackend(ReplayTable.load(table_file)))
+    with reporting() as progress:  # issue #50: the live line or plain lines, one front
+        report = suggest(
+            opts, backend=ReplayBackend(ReplayTable.load(table_file)), progress=progress
+        )
     assert report["trials"]["new"] >= 1

@@ -61,7 +61,7 @@ def test_predict_matches_the_cli(tmp_path: Path, sqlite_url: str) -> None:
         )
     dispatcher.close()
     assert r.status_code == 200, r.text
-    remote, cli_out = r.json(), json.loads(local.output)
+    remote, cli_out = r.json(), json.loads(local.stdout)
     assert [m["machine"] for m in remote["machines"]] == [m["machine"] for m in cli_out["machines"]]
     for a, b in zip(remote["machines"], cli_out["machines"], strict=True):
         assert a["estimate"]["runtime_s"] == b["estimate"]["runtime_s"]

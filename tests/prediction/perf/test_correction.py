@@ -22,7 +22,7 @@ def _predict_json(runner: CliRunner, path: Path, machine: str) -> dict:  # type:
             "--precision", "fp32"]  # fmt: skip
     result = runner.invoke(cli, args)
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.output)["machines"]
+    rows = json.loads(result.stdout)["machines"]
     assert len(rows) == 1
     return rows[0]
 

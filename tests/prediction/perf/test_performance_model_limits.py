@@ -63,7 +63,7 @@ def test_predict_report_names_host_bound_machines(
     assert result.exit_code == 0, result.output
     assert "host-bound (input pipeline): a faster GPU would not help" in result.output
     out = CliRunner().invoke(cli, [*args, "--json"])
-    rows = json.loads(out.output)["machines"]
+    rows = json.loads(out.stdout)["machines"]
     assert {r["prediction"]["bottleneck"] for r in rows} == {"input"}
 
 
@@ -92,7 +92,7 @@ def test_predict_json_shows_startup_overheads_as_their_own_term(
     ]
     out = CliRunner().invoke(cli, [*args, "--json"])
     assert out.exit_code == 0, out.output
-    rows = {r["machine"].split(":")[-1]: r for r in json.loads(out.output)["machines"]}
+    rows = {r["machine"].split(":")[-1]: r for r in json.loads(out.stdout)["machines"]}
     sm, ec2 = rows["ml.g5.xlarge"]["overheads"], rows["p3.2xlarge"]["overheads"]
     # fcn's dataset (its published sizes as fp32 tensors) is downloaded too (issue #14)
     download = "data download"
