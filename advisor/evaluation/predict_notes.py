@@ -95,8 +95,10 @@ def memory_notes(rows: Sequence[Forecast]) -> list[str]:
         notes.append(
             f"Does not fit: none of the {len(rows)} machine(s) can hold a step in its memory "
             f"({figures}). They are left out of fastest, cheapest and the tables, and "
-            "advisor suggest never recommends, runs or charges them; a smaller batch (or more "
-            "GPUs) needs less memory per GPU."
+            "advisor suggest never recommends, runs or charges them. What needs less memory "
+            "per GPU: a plan (--plan sharding=parameters on a machine with several GPUs, "
+            "accumulation=8, checkpointing=blocks), more GPUs, or a smaller batch; `advisor "
+            "suggest` searches the plans itself."
             if many == "none"
             else f"Does not fit: {many} of {len(rows)} machine(s) cannot hold a step in their "
             f"memory ({figures}). They are left out of fastest, cheapest and the tables, "

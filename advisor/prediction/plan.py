@@ -300,6 +300,16 @@ def auto_precision(spec: Any) -> str:
     return "fp32"
 
 
+def auto_candidates(spec: Any) -> tuple[str, ...]:
+    """The precisions ``auto`` weighs on ``spec``: the widest (tf32 where the GPU has it, else
+    fp32) and the half (bf16, else fp16, where it has one). The others are never faster by
+    the model's own rules: fp32 only loses tf32's faster products, and fp16 is bf16 plus
+    the loss scaler's pass over the gradients, at the same memory."""
+    wide = "fp32" if lacks(spec, "tf32") else "tf32"
+    half = auto_precision(spec)
+    return (wide,) if half == "fp32" else (wide, half)
+
+
 def plan_on(
     plan: TrainingPlan | None, precision: str | None, spec: Any
 ) -> tuple[TrainingPlan, str]:
@@ -316,21 +326,25 @@ def plan_on(
 
 def machine_plans(
     machines: Any, catalog: Any, plan: TrainingPlan | None, precision: str | None
-) -> tuple[dict[str, TrainingPlan], dict[str, str]]:
-    """Each accelerator machine's plan (by machine key) for ``--precision`` and ``plan``, and
-    the machines left out because their GPU lacks the precision (key -> reason). CPU machines
-    get no plan (they train in float32 as probed)."""
-    plans: dict[str, TrainingPlan] = {}
+) -> tuple[dict[str, TrainingPlan | tuple[TrainingPlan, ...]], dict[str, str]]:
+    """Each accelerator machine's plan (by machine key) for ``--precision`` and ``plan`` (for
+    ``auto``: the plans of the precisions it weighs, ``auto_candidates``), and the machines
+    left out because their GPU lacks the precision (key -> reason). CPU machines get no plan
+    (they train in float32 as probed)."""
+    plans: dict[str, TrainingPlan | tuple[TrainingPlan, ...]] = {}
     left_out: dict[str, str] = {}
     if plan is None and precision in (None, "fp32"):
         return plans, left_out
     for m in machines:
         if not m.accelerator:
             continue
-        chosen, reason = plan_on(on_gpus(plan, m.accelerator_count), precision,
-                                 catalog.accelerator(m.accelerator))  # fmt: skip
+        spec = catalog.accelerator(m.accelerator)
+        chosen, reason = plan_on(on_gpus(plan, m.accelerator_count), precision, spec)
         if reason:
             left_out[m.key] = reason
+        elif precision == "auto":
+            # issue #50: auto is the fastest precision that fits, weighed row by row
+            plans[m.key] = tuple(replace(chosen, precision=p) for p in auto_candidates(spec))
         else:
             plans[m.key] = chosen
     return plans, left_out
@@ -369,7 +383,7 @@ def machine_plan(machine: Any, catalog: Any, precision: str) -> tuple[TrainingPl
 
 def planned_machines(
     machines: Any, catalog: Any, plan: TrainingPlan | None, precision: str | None
-) -> tuple[list[Any], dict[str, TrainingPlan], list[str]]:
+) -> tuple[list[Any], dict[str, TrainingPlan | tuple[TrainingPlan, ...]], list[str]]:
     """The machines that can train in ``precision`` (checked), their plans by machine key, and
     a note per machine left out; an AdvisorError when none is left."""
     if precision is not None:

@@ -273,7 +273,7 @@ def _timeline(base: type) -> type:
     live bytes by holder (``timeline``), in place of its per-module peaks (each op walked every
     tracked module: quadratic in the model's size, minutes for GPT-2 Large)."""
 
-    class Tracker(base):  # type: ignore[valid-type,misc]
+    class Tracker(base):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.timeline: list[tuple[int, ...]] = []

@@ -158,23 +158,35 @@ def forecast(
     overheads: Mapping[str, RunOverheads] | None = None,
     ledger_storage: str | None = None,
     trace_store: TraceStore | None = None,
-    plans: Mapping[str, TrainingPlan] | None = None,
+    plans: Mapping[str, TrainingPlan | Sequence[TrainingPlan]] | None = None,
 ) -> list[Forecast]:
     """``forecast_machine`` for each machine (``overheads`` by machine key, where measured;
-    ``plans``: the training plan by machine key, default float32); sorted by the job's wall
-    time, the rows that fit their devices' memory first."""
+    ``plans``: the training plan by machine key, default float32, or several to choose from:
+    the fastest that fits, issue #50's ``--precision auto``); sorted by the job's wall time,
+    the rows that fit their devices' memory first."""
     rows = []
     for m in machines:
-        row = forecast_machine(
-            probe, m, catalog, batch_size, epochs, n_train, n_val, spot=spot,
-            strategy=strategy, sweep_epochs=sweep_epochs, data_bytes=data_bytes,
-            data_basis=data_basis, overheads=(overheads or {}).get(m.key),
-            ledger_storage=ledger_storage, trace_store=trace_store,
-            plan=(plans or {}).get(m.key),
-        )  # fmt: skip
-        rows.append(row)
-    rows.sort(key=lambda f: (not f.fits, (f.job_wall_s or f.estimate.runtime).value))
+        given = (plans or {}).get(m.key)
+        choices: list[TrainingPlan | None] = (
+            list(given) if isinstance(given, list | tuple) else [given]  # type: ignore[list-item]
+        )
+        found = [
+            forecast_machine(
+                probe, m, catalog, batch_size, epochs, n_train, n_val, spot=spot,
+                strategy=strategy, sweep_epochs=sweep_epochs, data_bytes=data_bytes,
+                data_basis=data_basis, overheads=(overheads or {}).get(m.key),
+                ledger_storage=ledger_storage, trace_store=trace_store, plan=plan,
+            )
+            for plan in choices
+        ]  # fmt: skip
+        fitting = [f for f in found if f.fits]
+        rows.append(min(fitting, key=_wall) if fitting else found[-1])
+    rows.sort(key=lambda f: (not f.fits, _wall(f)))
     return rows
+
+
+def _wall(f: Forecast) -> float:
+    return (f.job_wall_s or f.estimate.runtime).value
 
 
 def normalised_tables(rows: Sequence[Forecast]) -> dict[str, dict[str, dict[int, float]]]:

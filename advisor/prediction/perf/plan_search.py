@@ -40,6 +40,7 @@ from advisor.prediction.plan import (
     PlanNotRunnable,
     PrecisionLacking,
     TrainingPlan,
+    auto_candidates,
     on_gpus,
     plan_on,
     searches,
@@ -98,8 +99,19 @@ def best_forecast(
 ) -> tuple[Forecast, TrainingPlan | None]:
     """The forecast of the fastest plan that fits ``machine`` at ``batch_size`` and that plan
     (None: the machine has no GPU, or it trains the plain float32 step); ``kw`` goes to
-    ``forecast_machine``."""
+    ``forecast_machine``. ``precision`` "auto" (issue #50): the fastest of the GPU's
+    precisions that fits, by the model's own numbers (``plan.auto_candidates``)."""
     fixed = dict(fixed or {})
+    gpu = bool(machine.accelerator) and device_kind(machine) == "gpu"
+    if precision == "auto" and "precision" not in fixed and gpu:
+        spec = catalog.accelerator(machine.accelerator)
+        found = [
+            best_forecast(probe, machine, catalog, batch_size, epochs, n_train, n_val,
+                          precision=p, fixed=fixed, strategy=strategy, **kw)
+            for p in auto_candidates(spec)
+        ]  # fmt: skip
+        fit = [f for f in found if f[0].fits]
+        return min(fit or found[-1:], key=lambda fp: _wall(fp[0]))
     store = kw.get("trace_store")
 
     def run(plan: TrainingPlan | None) -> Forecast:
