@@ -235,7 +235,13 @@ def trace_plan_peak(
     keep = replicas > 1 and not fsdp  # DDP's buckets are the gradients
     setup.model.train()
     half = plan.precision in ("bf16", "fp16") and rules == "cuda"
-    with _fake_group(replicas if fsdp else 1) as mesh, mode, _cuda_paths(half):
+    with (
+        warnings.catch_warnings(),  # FSDP2's and autocast's advice to users, not to a trace
+        _fake_group(replicas if fsdp else 1) as mesh,
+        mode,
+        _cuda_paths(half),
+    ):
+        warnings.simplefilter("ignore")
         if fsdp:
             setup = _fsdp(setup, sharding, mesh)
         elif replicas > 1 and sharding == "optimizer":
