@@ -143,8 +143,8 @@ def _rank(rank: int, ranks: int, workload: str, hp: dict[str, Any], batch: int, 
 
 def _run(rank: int, ranks: int, workload: str, hp: dict[str, Any], batch: int, text: str) -> int:
     """One process: ``advisor.train``'s setup and step under the plan, its steady peak."""
+    from advisor.probes.operators.cuda_paths import cuda_dropout
     from advisor.probes.operators.optimizer import cuda_default_foreach
-    from advisor.probes.operators.plan_peak import cuda_dropout
     from advisor.probes.plan_step import make_step
     from advisor.probes.sharding import uses_fsdp
     from advisor.probes.torch_loop import build_setup, split_batch

@@ -226,8 +226,8 @@ def predict(
     ``progress(phase, done, total)`` hears each machine as it is predicted (issue #50).
     """
     from advisor.evaluation.probe_source import check_sizes, obtain_probe
+    from advisor.prediction.machine_plan import planned_machines
     from advisor.prediction.perf.forecast import forecast, normalised_tables
-    from advisor.prediction.plan import planned_machines
     from advisor.progress import counted
     from advisor.search_spaces.workloads import get
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
-_ALL: list[Memo[object]] = []
+_ALL: list[Memo[Any]] = []
 
 
 class Memo(Generic[T]):
@@ -36,7 +36,7 @@ class Memo(Generic[T]):
         self.bound = bound
         self._data: OrderedDict[Hashable, T] = OrderedDict()
         self._lock = threading.Lock()
-        _ALL.append(self)  # type: ignore[arg-type]
+        _ALL.append(self)
 
     def get(self, key: Hashable) -> T | None:
         with self._lock:

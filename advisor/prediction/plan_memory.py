@@ -29,7 +29,7 @@ from advisor.errors import AdvisorError
 from advisor.prediction.memo import Memo
 from advisor.prediction.memory import MemoryTerm, StepMemory
 from advisor.prediction.plan import PlanNotRunnable, TrainingPlan
-from advisor.probes.operators.plan_peak import NotLinear
+from advisor.probes.operators.peak_lines import NotLinear
 
 TRACED_SOURCE = "traced: the plan's step as advisor.train runs it"
 # The rules of ``factor_memory`` (value, low, high), all priors.
@@ -131,7 +131,8 @@ def _lines(
     """The plan's peak lines from ``store`` (the probe cache), else traced and kept there;
     ``micro``: the peak traced at that micro-batch alone (a line through one point)."""
     from advisor.prediction.perf.traces import user_modules_importable
-    from advisor.probes.operators.plan_peak import PeakLines, peak_at, peak_lines
+    from advisor.probes.operators.peak_lines import PeakLines
+    from advisor.probes.operators.plan_peak import peak_at, peak_lines
 
     getter = getattr(store, "get_data", None)
     kept = getter(key) if getter is not None else None

@@ -23,7 +23,7 @@ carry a real device, so ``torch.autocast`` applies). Then, as ``advisor.train`` 
 Autocast follows CUDA's rules: the CPU's autocast runs the matrix products and convolutions in
 the half type as CUDA's does, and the ops CUDA's autocast keeps in float32 (layer norm,
 softmax, log-softmax, the losses, ...; PyTorch's "CUDA Ops that can autocast to float32") are
-registered as float32 for the trace (``torch.library.register_autocast``), then unregistered.
+registered as float32 for the trace (``cuda_paths.cuda_autocast_lists``), then unregistered.
 Dropout takes CUDA's fused kernel (a one-byte mask). The optimizer runs its multi-tensor
 (``foreach``) implementation, CUDA's default. PyTorch's ``MemTracker`` follows every storage
 (weak references) and keeps the snapshot at the peak by holder.
@@ -41,71 +41,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-# CUDA autocast's float32 list that CPU autocast runs in the half type (PyTorch's "CUDA Ops
-# that can autocast to float32", less those CPU autocast already keeps in float32).
-CUDA_FLOAT32_OPS = (
-    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p",
-    "reciprocal", "rsqrt", "sinh", "tan", "pow", "softplus", "layer_norm", "native_layer_norm",
-    "group_norm", "frobenius_norm", "nuclear_norm", "cosine_similarity", "poisson_nll_loss",
-    "cosine_embedding_loss", "nll_loss", "nll_loss2d", "hinge_embedding_loss", "kl_div",
-    "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss", "margin_ranking_loss",
-    "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss", "multi_margin_loss",
-    "binary_cross_entropy_with_logits", "dist", "pdist", "cdist", "renorm", "logsumexp",
-    "softmax", "log_softmax", "cumprod", "cumsum", "prod", "sum", "norm",
-)  # fmt: skip
-
-
-HOLDERS = (
-    "parameters", "gathered_parameters", "gradients", "optimizer", "activations",
-    "backward_temporaries", "batch",
-)  # fmt: skip
-TRACED_BATCHES = (2, 4)  # the two micro-batches traced (shapes grow linearly between them)
-
-
-class NotLinear(RuntimeError):
-    """The step runs other ops at the two traced micro-batches (FSDP's collectives, say): its
-    peak at another micro-batch must be traced there."""
-
-
-@dataclass(frozen=True)
-class PeakLines:
-    """A step's live bytes under one plan as a function of the micro-batch ``b``: each moment
-    of the step (after each op) holds ``at_low + (at_high - at_low) * (b - low) / (high - low)``
-    bytes per holder, from the step traced at micro-batches ``low`` and ``high`` (tensor
-    shapes grow linearly with the batch); only the moments that are the step's peak at some
-    batch are kept (the upper envelope of those lines). ``state`` is the optimizer state's
-    bytes (the rest of ``optimizer`` is its step's temporaries)."""
-
-    low: int
-    high: int
-    lines: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]
-    state: int
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    def at(self, micro_batch: int) -> dict[str, int]:
-        """The live bytes by holder at the step's peak at ``micro_batch``."""
-        f = (micro_batch - self.low) / (self.high - self.low)
-
-        def value(line: tuple[tuple[int, ...], tuple[int, ...]]) -> list[float]:
-            return [lo + (hi - lo) * f for lo, hi in zip(*line, strict=True)]
-
-        best = max((value(line) for line in self.lines), key=sum)
-        by = dict(zip(HOLDERS, (max(0, round(v)) for v in best), strict=True))
-        opt = by.pop("optimizer")
-        by["optimizer_state"] = min(opt, self.state)
-        by["optimizer_temporaries"] = max(0, opt - self.state)
-        return {k: v for k, v in by.items() if v}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "low": self.low, "high": self.high, "state": self.state, "notes": list(self.notes),
-            "lines": [[list(lo), list(hi)] for lo, hi in self.lines],
-        }  # fmt: skip
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> PeakLines:
-        lines = tuple((tuple(map(int, lo)), tuple(map(int, hi))) for lo, hi in d["lines"])
-        return cls(int(d["low"]), int(d["high"]), lines, int(d["state"]), tuple(d["notes"]))
+from advisor.probes.operators.cuda_paths import cuda_autocast_lists, cuda_dropout
+from advisor.probes.operators.peak_lines import (
+    HOLDERS,
+    TRACED_BATCHES,
+    NotLinear,
+    PeakLines,
+    envelope,
+)
 
 
 def peak_lines(
@@ -120,9 +63,11 @@ def peak_lines(
     """The step of ``workload`` under ``plan`` traced at ``TRACED_BATCHES`` micro-batches (see
     ``trace_plan_peak``) as the lines of its peak over the micro-batch."""
     low, high = TRACED_BATCHES
-    kw = {"replicas": replicas, "sharding": sharding, "rules": rules}
-    a = trace_plan_peak(workload, low, plan, hyperparameters, **kw)  # type: ignore[arg-type]
-    b = trace_plan_peak(workload, high, plan, hyperparameters, **kw)  # type: ignore[arg-type]
+    a, b = (
+        trace_plan_peak(workload, m, plan, hyperparameters, replicas=replicas, sharding=sharding,
+                        rules=rules)
+        for m in (low, high)
+    )  # fmt: skip
     if len(a.timeline) != len(b.timeline):
         raise NotLinear(
             f"the step's ops differ between micro-batches {low} and {high} "
@@ -142,36 +87,6 @@ def peak_at(
     a = trace_plan_peak(workload, micro_batch, plan, hyperparameters, **kw)
     return PeakLines(micro_batch, micro_batch + 1, envelope(a.timeline, a.timeline, 1),
                      a.state, (*a.notes, f"traced at micro-batch {micro_batch}"))  # fmt: skip
-
-
-def envelope(
-    low: tuple[tuple[int, ...], ...], high: tuple[tuple[int, ...], ...], span: int
-) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
-    """The moments whose total is the largest at some micro-batch (the upper envelope of the
-    lines through each moment's totals at the two traced batches, ``span`` apart)."""
-    best: dict[float, tuple[float, int]] = {}  # slope -> (total at the low batch, moment)
-    for i, (lo, hi) in enumerate(zip(low, high, strict=True)):
-        slope, base = (sum(hi) - sum(lo)) / span, float(sum(lo))
-        if slope not in best or base > best[slope][0]:
-            best[slope] = (base, i)
-    hull: list[tuple[float, float, int]] = []  # (slope, base, moment), slopes rising
-    for slope in sorted(best):
-        base, i = best[slope]
-        while hull and _above(hull[-1], (slope, base, i), hull[-2] if len(hull) > 1 else None):
-            hull.pop()
-        hull.append((slope, base, i))
-    return tuple((low[i], high[i]) for _, _, i in hull)
-
-
-def _above(last: tuple[float, float, int], new: tuple[float, float, int], before: Any) -> bool:
-    """Whether ``last`` is never the highest once ``new`` (steeper) is added: ``new``
-    overtakes ``before`` no later than ``last`` does (the upper hull of lines over every
-    batch, so the lines of small batches are kept too)."""
-    if before is None:
-        return False
-    x_new = (before[1] - new[1]) / (new[0] - before[0])
-    x_last = (before[1] - last[1]) / (last[0] - before[0])
-    return x_new <= x_last
 
 
 @dataclass(frozen=True)
@@ -377,75 +292,6 @@ def _cuda_paths(autocast_float32: bool) -> Iterator[None]:
     float32 list on the CPU."""
     with cuda_dropout(), cuda_autocast_lists() if autocast_float32 else contextlib.nullcontext():
         yield
-
-
-@contextlib.contextmanager
-def cuda_dropout() -> Iterator[None]:
-    """Within: ``F.dropout`` (out of place, training) runs as ``native_dropout``, the fused
-    kernel CUDA launches (a one-byte mask; the CPU takes a bernoulli path with a mask of the
-    input's type). A patch of the function, not a mode, so that a checkpointed block's
-    recomputation in backward takes the same path (a mode is not active there)."""
-    import torch
-    from advisor.probes.operators.torch_trace import fused_dropout
-
-    functional = torch.nn.functional
-    plain = functional.dropout
-
-    def dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
-        fused = fused_dropout(False, input, p, training, inplace)
-        return plain(input, p, training, inplace) if fused is None else fused
-
-    functional.dropout = dropout
-    try:
-        yield
-    finally:
-        functional.dropout = plain
-
-
-@contextlib.contextmanager
-def cuda_autocast_lists() -> Iterator[None]:
-    """Within: CPU autocast keeps in float32 the ops CUDA's autocast keeps there
-    (``CUDA_FLOAT32_OPS``); unregistered after."""
-    import torch
-
-    lib = torch.library.Library("aten", "FRAGMENT")
-    try:
-        _register_float32(lib)
-        yield
-    finally:
-        lib._destroy()  # the registrations go with the library fragment
-
-
-def _register_float32(lib: Any) -> None:
-    """Every overload of ``CUDA_FLOAT32_OPS`` that CPU autocast lets through (no AutocastCPU
-    kernel of its own) cast to float32 under CPU autocast, as ``torch.library.register_autocast``
-    does for custom ops (which cannot take an aten op with keyword arguments)."""
-    import torch
-    from torch.utils._pytree import tree_map
-
-    key = torch._C.DispatchKey.AutocastCPU
-    excluded = torch._C.DispatchKeySet(key)
-
-    def up(t: Any) -> Any:
-        wide = isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype != torch.float64
-        return t.to(torch.float32) if wide else t
-
-    for name in CUDA_FLOAT32_OPS:
-        packet = getattr(torch.ops.aten, name, None)
-        for overload in packet.overloads() if packet is not None else ():
-            op = getattr(packet, overload)
-            try:
-                if op.has_kernel_for_dispatch_key(key):
-                    continue  # CPU autocast's own rule (its float32 list, say)
-            except RuntimeError:  # an overload the dispatcher does not hold (TorchScript's)
-                continue
-
-            def kernel(_keys: Any, *args: Any, _op: Any = op, **kwargs: Any) -> Any:
-                with torch._C._ExcludeDispatchKeyGuard(excluded):
-                    return _op(*tree_map(up, args), **tree_map(up, kwargs))
-
-            lib.impl(op._schema.name.split("::")[1] + ("" if overload == "default" else f".{overload}"),
-                     kernel, "AutocastCPU", with_keyset=True)  # fmt: skip
 
 
 @contextlib.contextmanager

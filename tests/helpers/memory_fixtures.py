@@ -66,7 +66,7 @@ def sized_lines(workload: str, plan: Any, *_: Any, **__: Any) -> Any:
     parameters and gradients and ``PER_SAMPLE`` of activations a sample, whatever the plan (a
     stand-in for tracing ``MODEL``, which is never built here); any other workload cannot be
     traced here."""
-    from advisor.probes.operators.plan_peak import PeakLines
+    from advisor.probes.operators.peak_lines import PeakLines
 
     if workload != MODEL:
         raise ModuleNotFoundError(f"no module named {workload.partition(':')[0]!r}")

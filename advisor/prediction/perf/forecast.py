@@ -26,11 +26,12 @@ from advisor.prediction.iteration_model import (
     estimate,
     normalise,
 )
+from advisor.prediction.machine_plan import machine_plan
 from advisor.prediction.perf.device_memory import DeviceMemory, machine_memory
 from advisor.prediction.perf.model import AcceleratorLookup, predict
 from advisor.prediction.perf.traces import TraceStore
 from advisor.prediction.perf.types import Prediction
-from advisor.prediction.plan import PrecisionLacking, TrainingPlan, machine_plan
+from advisor.prediction.plan import PrecisionLacking, TrainingPlan
 from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
 from advisor.providers.overheads import RunOverheads, run_overheads
@@ -167,9 +168,11 @@ def forecast(
     rows = []
     for m in machines:
         given = (plans or {}).get(m.key)
-        choices: list[TrainingPlan | None] = (
-            list(given) if isinstance(given, list | tuple) else [given]  # type: ignore[list-item]
-        )
+        choices: list[TrainingPlan | None] = []
+        if isinstance(given, list | tuple):
+            choices.extend(given)
+        else:
+            choices.append(given)
         found = [
             forecast_machine(
                 probe, m, catalog, batch_size, epochs, n_train, n_val, spot=spot,

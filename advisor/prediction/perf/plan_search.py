@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from advisor.prediction.machine_plan import auto_candidates, on_gpus, plan_on
 from advisor.prediction.perf.device_memory import device_kind, machine_memory
 from advisor.prediction.perf.forecast import Forecast, forecast_machine
 from advisor.prediction.perf.traces import per_device_batch
@@ -40,9 +41,6 @@ from advisor.prediction.plan import (
     PlanNotRunnable,
     PrecisionLacking,
     TrainingPlan,
-    auto_candidates,
-    on_gpus,
-    plan_on,
     searches,
 )
 from advisor.probes.result import ProbeResult

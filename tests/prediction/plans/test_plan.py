@@ -6,15 +6,8 @@ import pytest
 from advisor.providers.catalog import load
 
 from advisor.errors import AdvisorError
-from advisor.prediction.plan import (
-    TrainingPlan,
-    auto_precision,
-    check_precision,
-    lacks,
-    machine_plans,
-    parse_plan,
-    plan_on,
-)
+from advisor.prediction.machine_plan import auto_precision, lacks, machine_plans, plan_on
+from advisor.prediction.plan import TrainingPlan, check_precision, parse_plan
 
 CAT = load()
 

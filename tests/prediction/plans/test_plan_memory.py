@@ -13,7 +13,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from advisor.probes.operators.plan_peak import envelope, peak_lines, trace_plan_peak
+from advisor.probes.operators.peak_lines import envelope
+from advisor.probes.operators.plan_peak import peak_lines, trace_plan_peak
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perf_fixtures import mlp_trace

@@ -11,7 +11,7 @@ from perf_fixtures import probe, with_synthetic_trace
 
 from advisor.errors import AdvisorError
 from advisor.evaluation.predict_api import predict
-from advisor.prediction.plan import machine_plan
+from advisor.prediction.machine_plan import machine_plan
 
 MACHINES = ["g4dn.xlarge", "p3.2xlarge", "g5.xlarge", "p5.4xlarge"]
 

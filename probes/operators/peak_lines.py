@@ -1,0 +1,91 @@
+"""A traced step's live bytes as lines over the micro-batch (issue #45): every tensor's size is
+linear in the batch, so each moment of a step traced at two micro-batches is a line, and the
+step's peak at any micro-batch is the highest of them; the upper envelope keeps the few lines
+that are highest somewhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+HOLDERS = (
+    "parameters", "gathered_parameters", "gradients", "optimizer", "activations",
+    "backward_temporaries", "batch",
+)  # fmt: skip
+TRACED_BATCHES = (2, 4)  # the two micro-batches traced (shapes grow linearly between them)
+
+
+class NotLinear(RuntimeError):
+    """The step runs other ops at the two traced micro-batches (FSDP's collectives, say): its
+    peak at another micro-batch must be traced there."""
+
+
+@dataclass(frozen=True)
+class PeakLines:
+    """A step's live bytes under one plan as a function of the micro-batch ``b``: each moment
+    of the step (after each op) holds ``at_low + (at_high - at_low) * (b - low) / (high - low)``
+    bytes per holder, from the step traced at micro-batches ``low`` and ``high`` (tensor
+    shapes grow linearly with the batch); only the moments that are the step's peak at some
+    batch are kept (the upper envelope of those lines). ``state`` is the optimizer state's
+    bytes (the rest of ``optimizer`` is its step's temporaries)."""
+
+    low: int
+    high: int
+    lines: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]
+    state: int
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def at(self, micro_batch: int) -> dict[str, int]:
+        """The live bytes by holder at the step's peak at ``micro_batch``."""
+        f = (micro_batch - self.low) / (self.high - self.low)
+
+        def value(line: tuple[tuple[int, ...], tuple[int, ...]]) -> list[float]:
+            return [lo + (hi - lo) * f for lo, hi in zip(*line, strict=True)]
+
+        best = max((value(line) for line in self.lines), key=sum)
+        by = dict(zip(HOLDERS, (max(0, round(v)) for v in best), strict=True))
+        opt = by.pop("optimizer")
+        by["optimizer_state"] = min(opt, self.state)
+        by["optimizer_temporaries"] = max(0, opt - self.state)
+        return {k: v for k, v in by.items() if v}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "low": self.low, "high": self.high, "state": self.state, "notes": list(self.notes),
+            "lines": [[list(lo), list(hi)] for lo, hi in self.lines],
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PeakLines:
+        lines = tuple((tuple(map(int, lo)), tuple(map(int, hi))) for lo, hi in d["lines"])
+        return cls(int(d["low"]), int(d["high"]), lines, int(d["state"]), tuple(d["notes"]))
+
+
+def envelope(
+    low: tuple[tuple[int, ...], ...], high: tuple[tuple[int, ...], ...], span: int
+) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+    """The moments whose total is the largest at some micro-batch (the upper envelope of the
+    lines through each moment's totals at the two traced batches, ``span`` apart)."""
+    best: dict[float, tuple[float, int]] = {}  # slope -> (total at the low batch, moment)
+    for i, (lo, hi) in enumerate(zip(low, high, strict=True)):
+        slope, base = (sum(hi) - sum(lo)) / span, float(sum(lo))
+        if slope not in best or base > best[slope][0]:
+            best[slope] = (base, i)
+    hull: list[tuple[float, float, int]] = []  # (slope, base, moment), slopes rising
+    for slope in sorted(best):
+        base, i = best[slope]
+        while hull and _above(hull[-1], (slope, base, i), hull[-2] if len(hull) > 1 else None):
+            hull.pop()
+        hull.append((slope, base, i))
+    return tuple((low[i], high[i]) for _, _, i in hull)
+
+
+def _above(last: tuple[float, float, int], new: tuple[float, float, int], before: Any) -> bool:
+    """Whether ``last`` is never the highest once ``new`` (steeper) is added: ``new``
+    overtakes ``before`` no later than ``last`` does (the upper hull of lines over every
+    batch, so the lines of small batches are kept too)."""
+    if before is None:
+        return False
+    x_new = (before[1] - new[1]) / (new[0] - before[0])
+    x_last = (before[1] - last[1]) / (last[0] - before[0])
+    return x_new <= x_last
