@@ -169,10 +169,10 @@ def forecast(
     for m in machines:
         given = (plans or {}).get(m.key)
         choices: list[TrainingPlan | None] = []
-        if isinstance(given, list | tuple):
-            choices.extend(given)
-        else:
+        if isinstance(given, TrainingPlan) or given is None:
             choices.append(given)
+        else:
+            choices.extend(given)
         found = [
             forecast_machine(
                 probe, m, catalog, batch_size, epochs, n_train, n_val, spot=spot,
