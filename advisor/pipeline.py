@@ -63,11 +63,22 @@ def suggest(
                 heard(early)
 
     started = time.monotonic()  # --timeout counts from here, --tune's short runs included
-    outcome = run_suggest(options, backend, progress=progress, storage=storage, before_probes=hook)
-    check_feasible(outcome)
-    report = build_report(outcome)
-    if options.tune_s is not None and report.get("recommended") and not report.get("interrupted"):
-        _tune(outcome, report, started, progress)
+    from advisor.evaluation.user_code import arms_length
+
+    # issue #50: a call into the user's code (a trace) ends by --timeout's deadline too
+    deadline = None if options.timeout_s is None else time.time() + options.timeout_s
+    with arms_length(options.model if backend is None else None, deadline=deadline):
+        outcome = run_suggest(
+            options, backend, progress=progress, storage=storage, before_probes=hook
+        )
+        check_feasible(outcome)
+        report = build_report(outcome)
+        if (
+            options.tune_s is not None
+            and report.get("recommended")
+            and not report.get("interrupted")
+        ):
+            _tune(outcome, report, started, progress)
     attach_hyperparameters(report, outcome.study)  # what the study's short runs found
     save_study_note(outcome.study, report)  # the dashboard shows the same report
     saved = recommendation_attr(report)  # issue #28: `advisor submit --study` submits it
@@ -93,6 +104,7 @@ def first_answer(
 
     from advisor.errors import AdvisorError
     from advisor.evaluation.trace_only import TraceOnlyBackend
+    from advisor.probes.isolated import UserCodeError
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # as run_suggest: no INFO lines
     memory = optuna.storages.InMemoryStorage()
@@ -103,6 +115,8 @@ def first_answer(
         )
         outcome = run_suggest(quick, backend, progress=progress, storage=memory)
         check_feasible(outcome)
+    except UserCodeError:  # issue #50: the model exited, crashed or hung: so would its probe
+        raise
     except (AdvisorError, RuntimeError):
         return None
     report = build_report(outcome)

@@ -220,6 +220,7 @@ def _print_limits_and_calibration(rows: list[Any]) -> None:
 )
 @p.threads_option("CPU threads for the local probe.")
 @p.framework_option()
+@p.timeout_option()
 @click.option(
     "--strategy",
     type=click.Choice(["auto", "ddp", "dp"]),
@@ -256,6 +257,7 @@ def predict(
     probe_file: Path | None,
     threads: int | None,
     framework: str,
+    timeout: float,
     strategy: str,
     n_train: int | None,
     n_val: int | None,
@@ -314,6 +316,7 @@ def predict(
         data_gb=data_gb,
         precision=precision,
         plan=plan_of(plan_text),
+        timeout_s=timeout,
         run_probe=lambda r: run_with_progress(r, show=not as_json and sys.stderr.isatty()),
     )
     if as_json:

@@ -184,12 +184,13 @@ class LocalBackend(Backend):
     ) -> ProbeResult:
         """``probe`` with its operator trace and loader time (issue #26: taken once, the first
         time a GPU or TPU machine is predicted from it, and kept with it in the cache)."""
-        from advisor.prediction.perf.step import needs_trace, traced
+        from advisor.evaluation.user_code import traced_probe
+        from advisor.prediction.perf.step import needs_trace
 
         if not needs_trace(probe):
             return probe
         rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
-        out, _ = traced(probe, rt_hps)
+        out, _ = traced_probe(probe, rt_hps)  # issue #50: a user model's in the worker
         key = probe_cache_key(workload, batch_size, self.threads, self.iterations, rt_hps, noise)
         self.cache.put(key, out)
         return out

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
 from advisor.evaluation.probe_source import RunProbe, cached_probe, load_probe
+from advisor.evaluation.user_code import arms_length, traced_probe
 from advisor.search_spaces.workloads import ModelRef
 
 if TYPE_CHECKING:
@@ -278,9 +279,7 @@ def ready(
 ) -> ProbeResult:
     """``probe`` with its operator trace and loader time (``prediction.perf.step.traced``: each
     taken once, kept when present); what could not be taken is said through ``note``."""
-    from advisor.prediction.perf.step import traced as with_step
-
-    out, problems = with_step(probe, hyperparameters, trace=trace, meta_only=meta_only)
+    out, problems = traced_probe(probe, hyperparameters, trace=trace, meta_only=meta_only)
     for problem in problems:
         if note is not None:
             note(f"Note: {problem}.")
@@ -311,6 +310,7 @@ def predict(
     run_probe: RunProbe | None = None,
     precision: str | None = "auto",
     plan: Any = None,
+    timeout_s: float | None = None,
 ) -> Prediction:
     """Predict time and cost of training ``model`` (a built-in workload or your own
     ``module:function``) at ``batch_size`` on each instance.
@@ -331,6 +331,8 @@ def predict(
     GPU trains (issue #35, ``prediction.plan``): ``auto`` (the default) each GPU's best, bf16,
     else fp16 with loss scaling, else fp32; None the plan's own precision (fp32 without a
     plan); a GPU without the precision is left out. CPU machines train in float32 as probed.
+    ``timeout_s`` (``--timeout``, default 300): wall seconds for the probe and each call
+    into a user model's code (issue #50: in the isolated worker).
     """
     from advisor.evaluation.probe_source import check_sizes, obtain_probe
     from advisor.prediction.perf.forecast import forecast, normalised_tables
@@ -352,16 +354,16 @@ def predict(
             f"pass --model {given.workload} or another probe file.",
         )
     taken = None
-    if given is None:
-        given, taken = obtain_probe(
-            model, batch_size, framework, threads, note, run_probe, n_train, n_val
-        )
-    if not given.ok:
-        raise AdvisorError(
-            f"The probe of {model} at batch {batch_size} failed ({given.status}: {given.error}).",
-            "try a smaller batch size or check the workload.",
-        )
-    measured = ready(given, note, taken, meta_only) if trace else given
+    with arms_length(model, timeout_s):  # issue #50: the probe, each call into the model
+        if given is None:
+            given, taken = obtain_probe(model, batch_size, framework, threads, note, run_probe,
+                                        n_train, n_val, timeout_s)  # fmt: skip
+        if not given.ok:
+            raise AdvisorError(
+                f"The probe of {model} at batch {batch_size} failed ({given.status}: {given.error}).",
+                "try a smaller batch size or check the workload.",
+            )
+        measured = ready(given, note, taken, meta_only) if trace else given
     if not epochs:
         from advisor.evaluation.workload import default_epochs
 
