@@ -133,12 +133,17 @@ def probe(
     from advisor.evaluation.user_code import arms_length
 
     with arms_length(model, timeout):  # issue #50: each trace of a user model, wall seconds
+        trace = None
+        if device == "cpu":  # issue #50: the batch against this machine's memory, first
+            from advisor.evaluation.probe_fits import check_probe_fits
+
+            trace = check_probe_fits(model, batch_size, framework)
         result = run_with_progress(request, show=not as_json and sys.stderr.isatty())
         if result.ok:  # issue #26: its operator trace and loader time, kept in the result,
             # so advisor predict --probe and the service read the same ones
             from advisor.evaluation.predict_api import ready
 
-            result = ready(result, lambda text: click.echo(text, err=True))
+            result = ready(result, lambda text: click.echo(text, err=True), trace)
     if as_json:
         click.echo(result.to_json())
     else:
