@@ -73,7 +73,14 @@ def _launch(command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     start = _LAUNCHER.submit(
         subprocess.Popen, command, stdin=pipe, stdout=pipe, stderr=pipe, env=env
     )
-    return start.result()
+    try:
+        return start.result()
+    except BaseException:  # interrupted while it started: it is not left behind
+        with contextlib.suppress(Exception):
+            proc = start.result(timeout=30)
+            proc.kill()
+            proc.wait(timeout=10)
+        raise
 
 
 class WorkerHandle:
@@ -84,13 +91,17 @@ class WorkerHandle:
         from advisor.probes.runner import oom_kill_count
 
         command = [sys.executable, "-m", "advisor.probes.isolated_worker", str(budget_bytes)]
-        self.proc = _launch(command, child_env())
         self.replies: queue.Queue[Reply | None] = queue.Queue()
         self.stderr: deque[str] = deque(maxlen=_STDERR_TAIL)
         self.ready = False
         self.oom_kills = oom_kill_count()
-        for target in (self._read_replies, self._read_stderr):
-            threading.Thread(target=target, daemon=True, name="advisor-isolated").start()
+        self.proc = _launch(command, child_env())
+        try:
+            for target in (self._read_replies, self._read_stderr):
+                threading.Thread(target=target, daemon=True, name="advisor-isolated").start()
+        except BaseException:
+            self.kill()
+            raise
 
     def alive(self) -> bool:
         return self.proc.poll() is None
