@@ -150,7 +150,7 @@ def _wait_for(find: Callable[[], list[int]], seconds: float) -> list[int]:
     ("args", "child"),
     [
         # the probe's child sleeps in the real build (its meta trace returns at once)
-        (["probe", "--model", "user_models:build_slow", "--batch-size", "32"],
+        (["probe", "--model", "hostile_models:build_sleeps_when_real", "--batch-size", "32"],
          "advisor.probes.child"),
         # the isolated worker sleeps in the model's forward while it is traced
         (["predict", "--model", "hostile_models:build_forward_sleeps", "-b", "32", "-i", GPU],
@@ -165,11 +165,12 @@ def test_sigterm_to_the_advisor_ends_its_child(tmp_path: Path, args: list[str], 
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(tmp_path),
         preexec_fn=_safety_limit,
     )  # fmt: skip
+    found: list[int] = []
     try:
         found = _wait_for(lambda: _children(proc.pid, child), 120)
         assert found, f"no {child} started"
-        if child.endswith("isolated_worker"):
-            time.sleep(3)  # inside the user's forward by now (it sleeps for an hour)
+        time.sleep(3)  # inside the user's code by now (it sleeps for an hour)
+        assert all(_alive(p) for p in found)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
         left = [p for p in found if _alive(p)]
@@ -182,8 +183,9 @@ def test_sigterm_to_the_advisor_ends_its_child(tmp_path: Path, args: list[str], 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for pid in _children(1, child):  # never leave one behind, even when this fails
-            os.kill(pid, signal.SIGKILL)
+        for pid in found:  # never leave one behind, even when this fails
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 # -- memory ------------------------------------------------------------------------------

@@ -51,6 +51,14 @@ def build_sleeps(batch_size: int = 32, seed: int = 0, **_: Any) -> Any:
     return build(batch_size, seed)
 
 
+def build_sleeps_when_real(batch_size: int = 32, seed: int = 0, **_: Any) -> Any:
+    """The builder sleeps for an hour when it builds for real (a probe); traced on the meta
+    device (the check before a probe) it returns at once."""
+    if torch.empty(0).device.type != "meta":
+        time.sleep(3600)
+    return build(batch_size, seed)
+
+
 class _SleepingForward(nn.Module):
     def __init__(self) -> None:
         super().__init__()
