@@ -145,6 +145,18 @@ _WORKER: WorkerHandle | None = None
 _AT_EXIT = False
 
 
+def _forget_after_fork() -> None:
+    """A forked copy of this process (a service's job) has neither the worker's reader
+    threads nor its lock's holder: it starts a worker of its own when it needs one."""
+    global _LOCK, _WORKER
+    if _WORKER is not None:
+        _WORKER.forget()
+    _LOCK, _WORKER = threading.RLock(), None
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 def _timeout(timeout_s: float | None) -> float:
     default, deadline = _LIMIT.get()
     limit = timeout_s if timeout_s is not None else default

@@ -35,9 +35,17 @@ STARTUP_TIMEOUT_S = 300.0  # the worker's own start (interpreter, PyTorch): not 
 FRAMEWORK_BYTES = 2**29  # data the framework takes after its import (threads, arenas)
 _STDERR_TAIL = 40
 _HEADER = struct.Struct(">Q")
-_LAUNCHER: ThreadPoolExecutor | None = None
+_LAUNCHER: ThreadPoolExecutor | None = None  # its thread is not in a forked copy: a new one
 _SERVING = False
 Reply = tuple[Any, ...]
+
+
+def _forget_launcher() -> None:
+    global _LAUNCHER
+    _LAUNCHER = None
+
+
+os.register_at_fork(after_in_child=_forget_launcher)
 
 
 def serving() -> bool:
@@ -47,12 +55,23 @@ def serving() -> bool:
 
 def read_frame(stream: IO[bytes]) -> bytes | None:
     """One frame's payload; None at the end of the stream (or a frame cut short)."""
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
+    header = _read_exactly(stream, _HEADER.size)
+    if header is None:
         return None
     (size,) = _HEADER.unpack(header)
-    data = stream.read(size)
-    return data if len(data) == size else None
+    return _read_exactly(stream, size)
+
+
+def _read_exactly(stream: IO[bytes], size: int) -> bytes | None:
+    """``size`` bytes (a raw pipe may return fewer per read); None at the end."""
+    parts, left = [], size
+    while left > 0:
+        part = stream.read(left)
+        if not part:
+            return None
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
 
 
 def frame(data: bytes) -> bytes:
@@ -69,9 +88,10 @@ def _launch(command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     global _LAUNCHER
     if _LAUNCHER is None:
         _LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="advisor-launcher")
-    pipe = subprocess.PIPE
+    pipe = subprocess.PIPE  # unbuffered: no buffer lock held by a reader thread, which a
+    # forked copy of this process would find held for good (``forget``)
     start = _LAUNCHER.submit(
-        subprocess.Popen, command, stdin=pipe, stdout=pipe, stderr=pipe, env=env
+        subprocess.Popen, command, bufsize=0, stdin=pipe, stdout=pipe, stderr=pipe, env=env
     )
     try:
         return start.result()
@@ -117,8 +137,9 @@ class WorkerHandle:
             self.ready = True
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write(frame(payload))
-            self.proc.stdin.flush()
+            view = memoryview(frame(payload))
+            while view:  # a raw pipe may take part of it at a time
+                view = view[self.proc.stdin.write(view) or 0 :]
         except OSError:  # it ended: its exit status
             return self._reply(5.0)
         return self._reply(timeout_s)
@@ -154,8 +175,15 @@ class WorkerHandle:
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            line = raw.decode("utf-8", "replace").rstrip("\n")
+        rest = b""
+        while chunk := self.proc.stderr.read(65536):
+            *lines, rest = (rest + chunk).split(b"\n")
+            self._keep(lines)
+        self._keep([rest])
+
+    def _keep(self, lines: list[bytes]) -> None:
+        for raw in lines:
+            line = raw.decode("utf-8", "replace")
             if line.strip():
                 self.stderr.append(line)
 
@@ -164,6 +192,13 @@ class WorkerHandle:
             self.proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
+
+    def forget(self) -> None:
+        """In a forked copy of the caller: close its copies of the pipes, leave the worker."""
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                if stream is not None:
+                    stream.close()  # raw pipes: no lock the caller's reader thread held
 
     def close(self) -> None:
         """Close its input (it exits); killed when it does not within 5 s."""
