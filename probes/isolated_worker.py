@@ -231,9 +231,9 @@ def serve(budget_bytes: int) -> int:
     with contextlib.suppress(Exception):  # before the first call's time-out starts: PyTorch
         # and what the tracer imports on its first trace (torch._dynamo: 2-8 s of CPU), by
         # tracing a built-in workload -- the advisor's own code, not the user's
-        from advisor.probes.operators.workload import trace_here
+        from advisor.probes.operators.torch_workload import trace_torch_workload
 
-        trace_here("fcn", 1, "torch", None, "meta")
+        trace_torch_workload("fcn", 1, mode="meta")
     cap = _cap_memory(budget_bytes)
     _send(replies, ("ready",))
     while True:

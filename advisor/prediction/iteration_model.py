@@ -37,9 +37,8 @@ if TYPE_CHECKING:
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_LEVEL = 0.90
-# Issue #50: resamples x samples drawn as a matrix at most (32 MiB of float64); a larger
-# sample's bootstrap medians come from its order statistics (``bootstrap_medians``). 2000 x
-# 1,000,000 iteration times (a valid 5 MB probe file) had reached 18.4 GB.
+# Issue #50: resamples x samples drawn as a matrix at most (32 MiB); a larger sample's medians
+# come from its order statistics (2000 x 1,000,000 iteration times had reached 18.4 GB).
 BOOTSTRAP_CELLS = 2**22
 SINGLE_SAMPLE_MIN_REL = 0.05  # relative half-width given to a phase measured only once
 DEFAULT_EPOCHS = (5, 10, 20)
