@@ -354,7 +354,7 @@ def predict(
             f"pass --model {given.workload} or another probe file.",
         )
     taken = None
-    with arms_length(model, timeout_s):  # issue #50: the probe, each call into the model
+    with arms_length(model, timeout_s, probe=given):  # issue #50: probe, calls into model
         if given is None:
             given, taken = obtain_probe(model, batch_size, framework, threads, note, run_probe,
                                         n_train, n_val, timeout_s)  # fmt: skip

@@ -35,14 +35,19 @@ def run_model_code(model: str, doing: str, fn: Callable[..., T], /, *args: Any, 
 
 @contextlib.contextmanager
 def arms_length(
-    model: str | None, timeout_s: float | None = None, deadline: float | None = None
+    model: str | None,
+    timeout_s: float | None = None,
+    deadline: float | None = None,
+    probe: Any = None,
 ) -> Iterator[None]:
     """Within: each call into a model's code ends after ``timeout_s`` wall seconds and by
     ``deadline`` (``probes.isolated.time_limit``); the worker is started now for a user
-    ``model`` (None: no model to start it for), so that its imports overlap this process's."""
+    ``model`` (None: no model to start it for), so that its imports overlap this process's,
+    unless ``probe``, the probe at hand, has its trace and loader time already."""
+    from advisor.prediction.perf.step import needs_trace
     from advisor.probes.isolated import prestart, time_limit
 
-    if model is not None and ModelRef(model).is_user:
+    if model is not None and ModelRef(model).is_user and (probe is None or needs_trace(probe)):
         prestart()
     with time_limit(timeout_s, deadline):
         yield
