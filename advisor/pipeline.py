@@ -73,16 +73,22 @@ def suggest(
             if early is not None:
                 heard(early)
 
-    outcome = run_suggest(
-        options, backend, progress=progress, storage=storage, before_probes=hook, clock=clock
-    )
-    timings["search"] = max(0.0, clock() - started - timings.get("first answer", 0.0))
-    check_feasible(outcome)
-    report = build_report(outcome)
-    if options.tune_s is not None and report.get("recommended") and not report.get("interrupted"):
-        began = clock()
-        _tune(outcome, report, started, progress, clock, tune_clock)
-        timings["--tune"] = clock() - began
+    from advisor.evaluation.user_code import arms_length
+
+    # issue #50: a call into the user's code (a trace) ends by --timeout's deadline too
+    deadline = None if options.timeout_s is None else time.time() + options.timeout_s
+    with arms_length(options.model if backend is None else None, deadline=deadline):
+        outcome = run_suggest(
+            options, backend, progress=progress, storage=storage, before_probes=hook, clock=clock
+        )
+        timings["search"] = max(0.0, clock() - started - timings.get("first answer", 0.0))
+        check_feasible(outcome)
+        report = build_report(outcome)
+        tune = options.tune_s is not None and report.get("recommended")
+        if tune and not report.get("interrupted"):
+            began = clock()
+            _tune(outcome, report, started, progress, clock, tune_clock)
+            timings["--tune"] = clock() - began
     attach_hyperparameters(report, outcome.study)  # what the study's short runs found
     _timed(report, timings, clock() - started)
     save_study_note(outcome.study, report)  # the dashboard shows the same report
@@ -109,6 +115,7 @@ def first_answer(
 
     from advisor.errors import AdvisorError
     from advisor.evaluation.trace_only import TraceOnlyBackend
+    from advisor.probes.isolated import UserCodeError
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # as run_suggest: no INFO lines
     memory = optuna.storages.InMemoryStorage()
@@ -119,6 +126,8 @@ def first_answer(
         )
         outcome = run_suggest(quick, backend, progress=_first(progress), storage=memory)
         check_feasible(outcome)
+    except UserCodeError:  # issue #50: the model exited, crashed or hung: so would its probe
+        raise
     except (AdvisorError, RuntimeError):
         return None
     report = build_report(outcome)

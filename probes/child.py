@@ -10,7 +10,8 @@ process (``fingerprint["probe_process"]``); its peak memory is its own. A failur
 runner could not report itself (the framework does not import, say) is still written as a
 result, classified by exception type; only what kills the process (a signal, ``os._exit``)
 is left to the parent, which reads the exit status. Progress events go to stderr as lines
-``PROGRESS_PREFIX + {"phase": ..., "done": n, "total": m}``.
+``PROGRESS_PREFIX + {"phase": ..., "done": n, "total": m}``. It dies with the process that
+started it (``advisor.probes.lifeline``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ def _progress(phase: str, done: int, total: int) -> None:
 def main() -> int:
     """Run the probes described on stdin (one request, or a JSON list of them run in order);
     print each result as one stdout line, in order, as soon as it is known."""
+    from advisor.probes.lifeline import die_with_parent
+
+    die_with_parent()  # issue #50: never left running when the advisor is stopped
     text = sys.stdin.read()
     data = json.loads(text)
     requests = (

@@ -9,13 +9,18 @@ What happened is classified where it is known, never guessed from log text: the 
 reports an exception it caught by type in its result (oom, nan, timeout, error; see
 :mod:`advisor.probes.framework`); the parent labels what the child could not report from
 the exit status (``killed``: a signal ended it, named; ``error``: a non-zero exit code) and
-its own timeout (``timeout``). The timeout counts the child's CPU time where that is less
-than its wall time (issue #36: a probe that waits for a busy CPU is not slow itself; on a
-loaded machine probes ran past a wall-clock timeout and the answer's candidates changed from
-run to run), and ends a child that sleeps or hangs at ``WALL_CAP`` times it. A SIGKILL counts as out of memory only with evidence: the
-kernel's ``oom_kill`` counter (this cgroup's ``memory.events``/``memory.oom_control`` or
+its own timeout (``timeout``). A request's ``timeout_s`` is wall-clock seconds, as
+``--timeout`` says (issue #50: it counted CPU time, so a builder that slept ran to three
+times it). ``advisor suggest``'s own per-probe limit (not a ``--timeout``; its ``--timeout``
+is a wall-clock deadline over everything) passes ``excuse_cpu_wait``: then the time the
+child's main thread waited in the kernel's run queue for a busy CPU does not count (issue
+#36: on a loaded machine probes ran past a wall-clock limit and the answer changed from run
+to run), while time it sleeps or blocks does, and ``WALL_CAP`` times the limit ends it
+whatever it did. A SIGKILL counts as out of memory only with evidence: the kernel's
+``oom_kill`` counter (this cgroup's ``memory.events``/``memory.oom_control`` or
 ``/proc/vmstat``) rose while the probe ran. An interrupt (Ctrl-C) or any other exception in
-the parent kills the child before it propagates.
+the parent kills the child before it propagates; the child also dies with this process
+however it ends (SIGTERM, SIGKILL: ``advisor.probes.lifeline``).
 """
 
 from __future__ import annotations
@@ -45,26 +50,29 @@ FRAMEWORK_ENTRY: dict[str, str] = {
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
 PROGRESS_PREFIX = "@advisor-progress "  # same as advisor.probes.child.PROGRESS_PREFIX
 _STDERR_TAIL = 40
-WALL_CAP = 3.0  # a prior: a child waiting for a busy CPU runs to at most this x its timeout
-POLL_S = 0.5  # how often the child's CPU clock is read while its result is awaited
+WALL_CAP = 3.0  # a prior: a child waiting for a busy CPU runs to at most this x its limit
+POLL_S = 0.5  # how often the child's run-queue wait is read while its result is awaited
 
 
-def child_cpu_s(pid: int) -> float | None:
-    """CPU seconds (user + system) process ``pid`` has used (``/proc/PID/stat``); None where
-    it cannot be read."""
+def child_cpu_wait_s(pid: int) -> float | None:
+    """Seconds process ``pid``'s main thread has waited in the kernel's run queue for a CPU
+    (``/proc/PID/schedstat``'s second field); None where it cannot be read."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return int(Path(f"/proc/{pid}/schedstat").read_text(encoding="ascii").split()[1]) / 1e9
     except (OSError, ValueError, IndexError):
         return None
 
 
-def probe_time_left(wall_s: float, cpu_s: float | None, timeout_s: float) -> float:
-    """Seconds left of a probe's ``timeout_s`` after ``wall_s`` of wall time in which its
-    process used ``cpu_s`` CPU seconds (None: not known, the wall time counts): what it used
-    counts as min(wall, CPU) -- its threads side by side count once, time waiting for a busy
-    CPU not at all -- and the wall time at most ``WALL_CAP`` x ``timeout_s``."""
-    used = wall_s if cpu_s is None else min(wall_s, cpu_s)
+def probe_time_left(
+    wall_s: float, waited_s: float | None, timeout_s: float, excuse_cpu_wait: bool = False
+) -> float:
+    """Seconds left of a probe's ``timeout_s`` after ``wall_s`` of wall time: the wall time
+    counts, or with ``excuse_cpu_wait`` the wall time less ``waited_s``, the time the child
+    waited for a busy CPU (None: not known, all of it counts), and then the wall time at
+    most ``WALL_CAP`` x ``timeout_s``."""
+    if not excuse_cpu_wait:
+        return timeout_s - wall_s
+    used = wall_s - min(max(waited_s or 0.0, 0.0), wall_s)
     return min(timeout_s - used, WALL_CAP * timeout_s - wall_s)
 
 
@@ -81,14 +89,16 @@ def run_probe(
     request: ProbeRequest,
     on_progress: ProgressFn | None = None,
     python: str = sys.executable,
+    excuse_cpu_wait: bool = False,
 ) -> ProbeResult:
     """Run ``request`` in a child process and return its result; never raises for a failed
-    probe (out of memory, NaN loss, crash, signal, timeout after ``request.timeout_s``).
+    probe (out of memory, NaN loss, crash, signal, timeout after ``request.timeout_s`` wall
+    seconds; ``excuse_cpu_wait``: see the module).
 
     The child never outlives the call: on KeyboardInterrupt (or any exception) here it is
     killed and reaped before the exception propagates.
     """
-    return run_probes([request], on_progress, python=python)[0]
+    return run_probes([request], on_progress, python=python, excuse_cpu_wait=excuse_cpu_wait)[0]
 
 
 PAST_DEADLINE = "the search's --timeout ran out before the probe finished"
@@ -101,12 +111,15 @@ def run_probes(
     python: str = sys.executable,
     on_result: Callable[[int, ProbeResult], None] | None = None,
     deadline: float | None = None,
+    excuse_cpu_wait: bool = False,
 ) -> list[ProbeResult]:
     """Run ``requests`` in order in one child process (issue #28: the interpreter and the
     framework start once for several batch sizes) and return one result each, in order.
     ``deadline`` (a ``time.time()``; ``advisor suggest --timeout``, issue #36): the request
     running then fails as timed out and the later ones are not started (each request's own
     timeout counts from the previous result, so the batch could otherwise run for the sum).
+    ``excuse_cpu_wait``: the time the child waits for a busy CPU does not count against a
+    request's timeout (``advisor suggest``'s own limit; see the module).
 
     Each request keeps its own timeout (from the previous result on). A request the child
     cannot finish (a timeout, a crash, the out-of-memory killer) fails as ``run_probe``
@@ -137,6 +150,8 @@ def run_probes(
         elif on_progress is not None:
             on_progress(phase, n, total)
 
+    from advisor.probes.lifeline import child_env
+
     try:
         proc = subprocess.Popen(
             [python, "-m", "advisor.probes.child"],
@@ -144,7 +159,7 @@ def run_probes(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=child_env({**os.environ, "PYTHONUNBUFFERED": "1"}),  # issue #50: dies with us
         )
         readers = [
             threading.Thread(target=_read_results, args=(proc, results), daemon=True),
@@ -159,11 +174,13 @@ def run_probes(
             proc.stdin.close()
         except BrokenPipeError:
             pass
-        since, cpu_since = start, 0.0
+        since, waited_since = start, 0.0
         while len(done) < len(batch):
-            cpu = child_cpu_s(proc.pid)
-            used = None if cpu is None else cpu - cpu_since
-            wait = probe_time_left(time.time() - since, used, batch[len(done)].timeout_s)
+            waited = child_cpu_wait_s(proc.pid) if excuse_cpu_wait else None
+            waited = None if waited is None else waited - waited_since
+            wait = probe_time_left(
+                time.time() - since, waited, batch[len(done)].timeout_s, excuse_cpu_wait
+            )
             if deadline is not None:
                 wait = min(wait, deadline - time.time())
             if wait <= 0:
@@ -178,7 +195,8 @@ def run_probes(
             result = _last_result([line])
             if result is not None:
                 done.append(result)
-                since, cpu_since = time.time(), child_cpu_s(proc.pid) or 0.0
+                since = time.time()
+                waited_since = (child_cpu_wait_s(proc.pid) or 0.0) if excuse_cpu_wait else 0.0
                 if on_result is not None:
                     on_result(len(done) - 1, result)
         if not timed_out and len(done) < len(batch):
@@ -217,7 +235,7 @@ def run_probes(
         offset = len(done)
         started = (lambda i: on_start(i + offset)) if on_start is not None else None
         noted = (lambda i, r: on_result(i + offset, r)) if on_result is not None else None
-        done += run_probes(rest, on_progress, started, python, noted, deadline)
+        done += run_probes(rest, on_progress, started, python, noted, deadline, excuse_cpu_wait)
     return done
 
 

@@ -93,6 +93,9 @@ def estimate(
 
         assert model is not None
         check_workload(model, framework)
+        from advisor.evaluation.probe_fits import check_probe_fits
+
+        check_probe_fits(model, batch_size, framework)  # issue #50: before it allocates
         request = ProbeRequest(
             model, batch_size, framework=framework, iterations=iterations, threads=threads
         )

@@ -276,6 +276,19 @@ def iterations_option() -> Callable[[FC], FC]:
     )
 
 
+def timeout_option() -> Callable[[FC], FC]:
+    """``--timeout`` of the user code a command runs (``advisor probe``, ``predict``): wall
+    seconds (issue #50: the probe's counted CPU time, and a trace had none)."""
+    return click.option(
+        "--timeout",
+        type=FiniteFloat(0.1, 366 * 86400.0),
+        default=300.0,
+        show_default=True,
+        help="Wall-clock seconds the probe, and each trace of the model, may take before it "
+        "is stopped.",
+    )
+
+
 def threads_option(
     help: str = "CPU threads of the probe (default: all cores).",
 ) -> Callable[[FC], FC]:

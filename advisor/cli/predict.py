@@ -89,6 +89,7 @@ def _machines(
 )
 @p.threads_option("CPU threads for the local probe.")
 @p.framework_option()
+@p.timeout_option()
 @click.option(
     "--strategy",
     type=click.Choice(["auto", "ddp", "dp"]),
@@ -125,6 +126,7 @@ def predict(
     probe_file: Path | None,
     threads: int | None,
     framework: str,
+    timeout: float,
     strategy: str,
     n_train: int | None,
     n_val: int | None,
@@ -197,6 +199,7 @@ def predict(
             plan=plan_of(plan_text),
             run_probe=lambda r: probe_reporting(r, hook),
             progress=hook,
+            timeout_s=timeout,
         )
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=1))

@@ -66,13 +66,7 @@ def _remote_options(fn: Any) -> Any:
     show_default=True,
     help="Validation batches timed per pass (scaled to the full validation set).",
 )
-@click.option(
-    "--timeout",
-    type=p.FiniteFloat(0.1, 366 * 86400.0),
-    default=300.0,
-    show_default=True,
-    help="Seconds before the probe is killed.",
-)
+@p.timeout_option()
 @click.option("--seed", type=p.SEED, default=0, show_default=True)
 @click.option(
     "--out",
@@ -136,12 +130,20 @@ def probe(
         seed=seed,
         timeout_s=timeout,
     )
-    result = run_with_progress(request)
-    if result.ok:  # issue #26: its operator trace and loader time, kept in the result, so
-        # advisor predict --probe and the service read the same ones
-        from advisor.evaluation.predict_api import ready
+    from advisor.evaluation.user_code import arms_length
 
-        result = ready(result, lambda text: click.echo(text, err=True))
+    with arms_length(model, timeout):  # issue #50: each trace of a user model, wall seconds
+        trace = None
+        if device == "cpu":  # issue #50: the batch against this machine's memory, first
+            from advisor.evaluation.probe_fits import check_probe_fits
+
+            trace = check_probe_fits(model, batch_size, framework)
+        result = run_with_progress(request)
+        if result.ok:  # issue #26: its operator trace and loader time, kept in the result,
+            # so advisor predict --probe and the service read the same ones
+            from advisor.evaluation.predict_api import ready
+
+            result = ready(result, lambda text: click.echo(text, err=True), trace)
     if as_json:
         click.echo(result.to_json())
     else:

@@ -184,12 +184,13 @@ class LocalBackend(Backend):
     ) -> ProbeResult:
         """``probe`` with its operator trace and loader time (issue #26: taken once, the first
         time a GPU or TPU machine is predicted from it, and kept with it in the cache)."""
-        from advisor.prediction.perf.step import needs_trace, traced
+        from advisor.evaluation.user_code import traced_probe
+        from advisor.prediction.perf.step import needs_trace
 
         if not needs_trace(probe):
             return probe
         rt_hps = {k: hps[k] for k in self.runtime_params if k in hps}
-        out, _ = traced(probe, rt_hps)
+        out, _ = traced_probe(probe, rt_hps)  # issue #50: a user model's in the worker
         key = probe_cache_key(workload, batch_size, self.threads, self.iterations, rt_hps, noise)
         self.cache.put(key, out)
         return out
@@ -214,7 +215,9 @@ class LocalBackend(Backend):
             self._on_probe(f"probing {workload.name} at batch {batch_size} on this machine")
         from advisor.probes.runner import run_probe
 
-        run = self._run_probe or run_probe
+        # suggest's own per-probe limit: a wait for a busy CPU does not count (issue #36),
+        # a sleep does (#50); --timeout's deadline is wall-clock over everything
+        run = self._run_probe or (lambda r: run_probe(r, excuse_cpu_wait=True))
         with probe_slot():  # one timing probe at a time on this host, only while it runs
             probe = run(self._request(workload, batch_size, rt_hps, noise))
         self.cache.put(key, probe)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.errors import AdvisorError
 from advisor.evaluation.predict_notes import fewer_gpus_than, prediction_notes
 from advisor.evaluation.probe_source import RunProbe, cached_probe, load_probe
+from advisor.evaluation.user_code import arms_length, traced_probe
 from advisor.search_spaces.workloads import ModelRef
 
 if TYPE_CHECKING:
@@ -169,9 +170,7 @@ def ready(
 ) -> ProbeResult:
     """``probe`` with its operator trace and loader time (``prediction.perf.step.traced``: each
     taken once, kept when present); what could not be taken is said through ``note``."""
-    from advisor.prediction.perf.step import traced as with_step
-
-    out, problems = with_step(probe, hyperparameters, trace=trace, meta_only=meta_only)
+    out, problems = traced_probe(probe, hyperparameters, trace=trace, meta_only=meta_only)
     for problem in problems:
         if note is not None:
             note(f"Note: {problem}.")
@@ -203,6 +202,7 @@ def predict(
     precision: str | None = "auto",
     plan: Any = None,
     progress: Callable[[str, int, int], None] | None = None,
+    timeout_s: float | None = None,
 ) -> Prediction:
     """Predict time and cost of training ``model`` (a built-in workload or your own
     ``module:function``) at ``batch_size`` on each instance.
@@ -224,6 +224,8 @@ def predict(
     else fp16 with loss scaling, else fp32; None the plan's own precision (fp32 without a
     plan); a GPU without the precision is left out. CPU machines train in float32 as probed.
     ``progress(phase, done, total)`` hears each machine as it is predicted (issue #50).
+    ``timeout_s`` (``--timeout``, default 300): wall seconds for the probe and each call
+    into a user model's code (issue #50: in the isolated worker).
     """
     from advisor.evaluation.probe_source import check_sizes, obtain_probe
     from advisor.prediction.machine_plan import planned_machines
@@ -246,16 +248,16 @@ def predict(
             f"pass --model {given.workload} or another probe file.",
         )
     taken = None
-    if given is None:
-        given, taken = obtain_probe(
-            model, batch_size, framework, threads, note, run_probe, n_train, n_val
-        )
-    if not given.ok:
-        raise AdvisorError(
-            f"The probe of {model} at batch {batch_size} failed ({given.status}: {given.error}).",
-            "try a smaller batch size or check the workload.",
-        )
-    measured = ready(given, note, taken, meta_only) if trace else given
+    with arms_length(model, timeout_s, probe=given):  # issue #50: probe, calls into model
+        if given is None:
+            given, taken = obtain_probe(model, batch_size, framework, threads, note, run_probe,
+                                        n_train, n_val, timeout_s)  # fmt: skip
+        if not given.ok:
+            raise AdvisorError(
+                f"The probe of {model} at batch {batch_size} failed ({given.status}: {given.error}).",
+                "try a smaller batch size or check the workload.",
+            )
+        measured = ready(given, note, taken, meta_only) if trace else given
     if not epochs:
         from advisor.evaluation.workload import default_epochs
 

@@ -90,7 +90,8 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
         if self.deadline is not None:
             deadline = time.time() + (self.deadline - time.monotonic())
         with probe_slot():  # one timing probe at a time on this host, only while they run
-            run_probes(requests, on_start=started, on_result=done, deadline=deadline)
+            run_probes(requests, on_start=started, on_result=done, deadline=deadline,
+                       excuse_cpu_wait=True)  # fmt: skip
 
 
 def _missing(backend: Any, key: str) -> bool:

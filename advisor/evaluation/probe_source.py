@@ -187,12 +187,14 @@ def obtain_probe(
     run_probe: RunProbe | None = None,
     n_train: int | None = None,
     n_val: int | None = None,
+    timeout_s: float | None = None,
 ) -> tuple[ProbeResult, Any]:
     """The probe of ``model`` at ``batch_size``: the one ``advisor suggest`` cached here,
     else -- after tracing the step on the meta device -- a stand-in traced without a local
     timing when a probe would not fit this machine, else a probe run now (``run_probe``,
     default ``advisor.probes.runner.run_probe``). Returns the probe and the trace already
-    taken (None when none was), so it is not taken twice."""
+    taken (None when none was), so it is not taken twice. ``timeout_s``: the probe's, in
+    wall seconds (default 300)."""
     from advisor.evaluation.untimed import decide, untimed_probe
     from advisor.probes.result import ProbeRequest
 
@@ -213,5 +215,5 @@ def obtain_probe(
 
         run_probe = run
     request = ProbeRequest(workload=model, batch_size=batch_size, framework=framework,
-                           threads=threads)  # fmt: skip
+                           threads=threads, timeout_s=timeout_s or 300.0)  # fmt: skip
     return run_probe(request), None if decision is None else decision.trace

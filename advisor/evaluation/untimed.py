@@ -61,6 +61,7 @@ def decide(
         trace_key,
         user_modules_importable,
     )
+    from advisor.probes.isolated import UserCodeError
     from advisor.probes.operators import local_feasibility, trace_workload
 
     mode = "meta" if framework == "torch" else "auto"
@@ -70,6 +71,8 @@ def decide(
         try:
             with user_modules_importable():
                 trace = trace_workload(model, batch_size, framework, hyperparameters, mode=mode)
+        except UserCodeError:  # issue #50: it exited, crashed or hung: a probe would too
+            raise
         except Exception:  # the probe runs and its own trace is taken after (perf.step)
             return None
         remember(key, trace)
@@ -112,19 +115,24 @@ def untimed_probe(
     warnings = []
     sizes = (None, None) if user else _builtin_sizes(model)
     if framework == "torch":
+        from advisor.evaluation.user_code import run_model_code
         from advisor.prediction.perf.loader import time_loader
         from advisor.prediction.perf.traces import user_modules_importable
+        from advisor.probes.isolated import UserCodeError
 
         timed = min(batch_size, LOADER_MAX_BATCH)  # issue #34: its data stay small too
         try:
             timing = loader  # issue #36: given for this batch size (scaled by the caller)
             if timing is None:
                 with user_modules_importable():
-                    timing = time_loader(
-                        model, timed, hyperparameters, model_on_meta=True, own_sizes=user
-                    )
+                    timing = run_model_code(
+                        model, f"its DataLoader timed at batch {timed}", time_loader,
+                        model, timed, hyperparameters, model_on_meta=True, own_sizes=user,
+                    )  # fmt: skip
             else:
                 timed = batch_size
+        except UserCodeError:  # issue #50: an exit, a crash, a hang: not an input prior
+            raise
         except Exception as exc:
             warnings.append(f"DataLoader not timed ({type(exc).__name__}: {exc}); input prior")
         else:

@@ -56,14 +56,15 @@ def builder_sizes(model: str, framework: str = "torch", batch_size: int = 32) ->
 
 @functools.lru_cache(maxsize=16)
 def _cached(model: str, framework: str, batch_size: int) -> BuilderSizes:
+    from advisor.evaluation.user_code import run_model_code
     from advisor.prediction.perf.traces import user_modules_importable
 
     try:
         with user_modules_importable(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if framework == "keras":
-                return _keras(model, batch_size)
-            return _torch(model, batch_size)
+            read = _keras if framework == "keras" else _torch
+            doing = "built to read its dataset sizes"
+            return run_model_code(model, doing, read, model, batch_size)  # issue #50
     except AdvisorError:
         raise
     except Exception as exc:

@@ -11,7 +11,8 @@ first and second validation passes, ``N_it = ceil(n_train / batch_size)``, ``N_e
   ``advisor.providers.pricing`` (the one pricing path, via :func:`priced`)
 
 ``t2`` is the median of iterations 2..k (robust to the odd slow step of a shared machine); its
-interval is a seeded bootstrap (90 %) of that median. A phase measured once (init, t1, v1, v2)
+interval is a seeded bootstrap (90 %) of that median, drawn in fixed memory however many
+iterations a probe file holds (:func:`bootstrap_medians`). A phase measured once (init, t1, v1, v2)
 has no spread of its own: it gets the relative noise seen in the steady iterations (their
 interquartile range over their median), at least :data:`SINGLE_SAMPLE_MIN_REL`. The runtime's
 interval adds the terms' bounds (errors taken as fully correlated, the conservative choice),
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_LEVEL = 0.90
+# Issue #50: resamples x samples drawn as a matrix at most (32 MiB); a larger sample's medians
+# come from its order statistics (2000 x 1,000,000 iteration times had reached 18.4 GB).
+BOOTSTRAP_CELLS = 2**22
 SINGLE_SAMPLE_MIN_REL = 0.05  # relative half-width given to a phase measured only once
 DEFAULT_EPOCHS = (5, 10, 20)
 
@@ -49,11 +53,37 @@ def median_interval(samples: Iterable[float], seed: int = 0) -> Interval:
     if values.size == 1:
         return Interval.exact(med)
     rng = np.random.default_rng(seed)
-    draws = rng.choice(values, size=(BOOTSTRAP_RESAMPLES, values.size), replace=True)
-    boot = np.median(draws, axis=1)
+    if values.size * BOOTSTRAP_RESAMPLES <= BOOTSTRAP_CELLS:
+        draws = rng.choice(values, size=(BOOTSTRAP_RESAMPLES, values.size), replace=True)
+        boot = np.median(draws, axis=1)
+    else:
+        boot = bootstrap_medians(values, BOOTSTRAP_RESAMPLES, rng)
     tail = (1.0 - BOOTSTRAP_LEVEL) / 2.0
     low, high = np.quantile(boot, [tail, 1.0 - tail])
     return Interval(med, min(float(low), med), max(float(high), med))
+
+
+def bootstrap_medians(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """The medians of ``resamples`` bootstrap resamples of ``values`` (n draws with
+    replacement each), drawn without the resamples: the same distribution in O(n) memory.
+
+    A resample is n indices ``floor(n U_i)`` of the sorted values, U_i uniform on (0, 1), so
+    its k-th smallest value is ``sorted[floor(n U_(k))]``, where U_(k), the k-th smallest of
+    n uniforms, is Beta(k, n + 1 - k). Its median is that value at k = (n + 1) / 2 for odd
+    n; for even n the mean of k = n / 2 and k + 1, where U_(k+1) = U_(k) + (1 - U_(k)) V and
+    V ~ Beta(1, n - k) (the smallest of the n - k uniforms above U_(k))."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    n = ordered.size
+    k = (n + 1) // 2 if n % 2 else n // 2
+    low = rng.beta(k, n + 1 - k, size=resamples)
+
+    def at(u: np.ndarray) -> np.ndarray:
+        return ordered[np.minimum((u * n).astype(np.int64), n - 1)]
+
+    if n % 2:
+        return at(low)
+    high = low + (1.0 - low) * rng.beta(1, n - k, size=resamples)
+    return (at(low) + at(high)) / 2.0
 
 
 def relative_spread(samples: Iterable[float]) -> float:

@@ -17,13 +17,39 @@ def trace_workload(
     """The operator trace of one training step of ``workload`` (built-in name or
     ``module:function``) at ``batch_size``: PyTorch by its dispatcher (``mode`` auto, meta or
     executed: :func:`~advisor.probes.operators.torch_workload.trace_torch_workload`), Keras
-    from its layers (``mode`` is ignored)."""
+    from its layers (``mode`` is ignored).
+
+    A user's ``module:function`` is traced in the isolated worker (issue #50,
+    ``advisor.probes.isolated``): its builder and step run there, so an exit, a crash, a hang
+    or a runaway allocation is one ``UserCodeError`` line here. A built-in workload is traced
+    in this process: its builder is the advisor's own code (the hyperparameters a space file
+    gives it are values, never code), and the first answer of ``suggest`` traces several."""
+    if framework not in ("torch", "keras"):
+        raise ValueError(f"framework must be torch or keras, but got {framework!r}")
+    from advisor.search_spaces.workloads import ModelRef
+
+    if not ModelRef(workload).is_user:
+        return trace_here(workload, batch_size, framework, hyperparameters, mode)
+    from advisor.probes.isolated import call_isolated
+
+    what = f"--model {workload} (its builder and one training step, traced at batch {batch_size})"
+    return call_isolated(
+        trace_here, workload, batch_size, framework, hyperparameters, mode, what=what
+    )
+
+
+def trace_here(
+    workload: str,
+    batch_size: int,
+    framework: str = "torch",
+    hyperparameters: dict[str, Any] | None = None,
+    mode: str = "auto",
+) -> OperatorTrace:
+    """:func:`trace_workload` in this process (the isolated worker calls this)."""
     if framework == "torch":
         from advisor.probes.operators.torch_workload import trace_torch_workload
 
         return trace_torch_workload(workload, batch_size, hyperparameters, mode=mode)
-    if framework == "keras":
-        from advisor.probes.operators.keras_trace import trace_keras_workload
+    from advisor.probes.operators.keras_trace import trace_keras_workload
 
-        return trace_keras_workload(workload, batch_size, hyperparameters)
-    raise ValueError(f"framework must be torch or keras, but got {framework!r}")
+    return trace_keras_workload(workload, batch_size, hyperparameters)

@@ -117,6 +117,51 @@ def test_median_interval_is_deterministic_and_tightens_with_less_noise() -> None
     assert im.median_interval([2.0]) == Interval.exact(2.0)
 
 
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        # n = 3: the median is the 2nd of 3 draws; P(it is 1) = P(2 or 3 draws are 1) =
+        # 3 (1/3)^2 (2/3) + (1/3)^3 = 7/27, the same for 3, and 13/27 for 2
+        ((1.0, 2.0, 3.0), {1.0: 7 / 27, 2.0: 13 / 27, 3.0: 7 / 27}),
+        # n = 2: the mean of the two draws: both 1 (1/4), one each (1/2), both 2 (1/4)
+        ((1.0, 2.0), {1.0: 1 / 4, 1.5: 1 / 2, 2.0: 1 / 4}),
+    ],
+)
+def test_bootstrap_medians_from_order_statistics_have_the_exact_distribution(
+    values: tuple[float, ...], expected: dict[float, float]
+) -> None:
+    """Issue #50: the bootstrap medians drawn without the resamples (a resample's k-th
+    smallest is sorted[floor(n U_(k))], U_(k) ~ Beta(k, n + 1 - k)) have the resampling
+    bootstrap's distribution, worked out by hand for n = 3 (odd) and n = 2 (even)."""
+    import numpy as np
+
+    draws = im.bootstrap_medians(np.asarray(values), 200_000, np.random.default_rng(7))
+    found, counts = np.unique(draws, return_counts=True)
+    assert dict(zip(found.tolist(), (counts / draws.size).tolist(), strict=True)) == {
+        k: pytest.approx(v, abs=0.005) for k, v in expected.items()
+    }
+
+
+def test_a_long_sample_gets_the_same_bootstrap_interval_in_fixed_memory() -> None:
+    """Issue #50: 1,000,000 iteration times had the bootstrap draw 2000 x n samples (18.4 GB);
+    past ``BOOTSTRAP_CELLS`` the medians come from the order statistics. Just past that
+    size, both ways give the same interval (the same distribution, other random draws)."""
+    import numpy as np
+
+    values = np.random.default_rng(3).lognormal(0.0, 0.3, size=2101)
+    assert values.size * im.BOOTSTRAP_RESAMPLES > im.BOOTSTRAP_CELLS
+    by_order = im.median_interval(values)
+    draws = np.random.default_rng(0).choice(values, size=(im.BOOTSTRAP_RESAMPLES, values.size))
+    boot = np.median(draws, axis=1)
+    low, high = np.quantile(boot, [0.05, 0.95])
+    assert by_order.value == pytest.approx(float(np.median(values)))
+    assert by_order.low == pytest.approx(low, rel=0.01)
+    assert by_order.high == pytest.approx(high, rel=0.01)
+    width = by_order.high - by_order.low  # narrows as 1/sqrt(n): a million samples, 1/22
+    million = im.median_interval(np.random.default_rng(4).lognormal(0.0, 0.3, 1_000_000))
+    assert 0 < million.high - million.low < width / 10
+
+
 def test_single_sample_phases_take_the_steady_spread() -> None:
     # steady sorted 0.8 0.9 1.0 1.0 1.1 1.2: quartiles 0.925 and 1.075, median 1.0 -> 15 %
     probe = _probe((3.0, 1.0, 1.2, 0.8, 1.0, 1.1, 0.9))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from advisor.probes.result import ProbeRequest, ProbeResult
@@ -13,7 +14,7 @@ from advisor.options import SuggestOptions, workload_info
 from advisor.study.run import local_backend
 
 
-def fake_probe(request: ProbeRequest) -> ProbeResult:
+def fake_probe(request: ProbeRequest, **_: Any) -> ProbeResult:  # excuse_cpu_wait
     return ProbeResult(
         workload=request.workload,
         framework="torch",

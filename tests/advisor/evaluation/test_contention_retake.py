@@ -114,7 +114,7 @@ def test_prefetch_leaves_a_single_busy_probe_to_be_retaken(
     monkeypatch.setattr(contention_mod, "quiet_now", lambda *a, **k: True)
     taken: list[int] = []
 
-    def run_probe(request: ProbeRequest) -> ProbeResult:
+    def run_probe(request: ProbeRequest, **_: Any) -> ProbeResult:  # excuse_cpu_wait
         taken.append(request.batch_size)
         return _probe(request.batch_size, 0.1, busy=False)
 
@@ -155,7 +155,7 @@ def test_prefetch_retakes_several_busy_probes_in_one_process(
         return out
 
     monkeypatch.setattr(runner, "run_probes", run_probes)
-    monkeypatch.setattr(runner, "run_probe", lambda *a: pytest.fail("taken in one process"))
+    monkeypatch.setattr(runner, "run_probe", lambda *a, **k: pytest.fail("taken in one process"))
     backend.prefetch(workload, (256, 512))
     assert batches == [[256, 512]]
     for b in (256, 512):
