@@ -44,6 +44,10 @@ class StepPlan(Protocol):
 HALF = {"bf16": "bfloat16", "fp16": "float16"}
 
 
+class NoBlocks(AdvisorError):
+    """``checkpointing=blocks`` on a model with no container of blocks to wrap."""
+
+
 def blocks_of(model: Any) -> Any:
     """The container of the model's blocks: its longest ``nn.ModuleList`` (transformers keep
     their layers there), else its longest ``nn.Sequential`` (the model itself, say); None when
@@ -61,7 +65,7 @@ def checkpoint_blocks(model: Any) -> int:
     """Wrap each block of ``model`` in ``torch.utils.checkpoint``; returns how many."""
     container = blocks_of(model)
     if container is None:
-        raise AdvisorError(
+        raise NoBlocks(
             "checkpointing=blocks needs a model with an nn.ModuleList or nn.Sequential of blocks.",
             "use checkpointing=none for this model.",
         )

@@ -25,11 +25,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from advisor.errors import AdvisorError
 from advisor.prediction.memo import Memo
 from advisor.prediction.memory import MemoryTerm, StepMemory
 from advisor.prediction.plan import PlanNotRunnable, TrainingPlan
 from advisor.probes.operators.peak_lines import NotLinear
+from advisor.probes.plan_step import NoBlocks
 
 TRACED_SOURCE = "traced: the plan's step as advisor.train runs it"
 # The rules of ``factor_memory`` (value, low, high), all priors.
@@ -105,7 +105,7 @@ def traced_memory(
             held = lines.at(micro)
         except Exception as exc:
             return untraceable(per_device_batch, exc)
-    except AdvisorError as exc:  # advisor.train refuses the plan for this model
+    except NoBlocks as exc:  # advisor.train cannot checkpoint this model's blocks
         raise PlanNotRunnable(exc.problem, exc.fix) from None
     except Exception as exc:  # an op the fake tensors cannot run, a module not importable here
         return untraceable(per_device_batch, exc)

@@ -61,7 +61,23 @@ def peak_lines(
     rules: str = "cuda",
 ) -> PeakLines:
     """The step of ``workload`` under ``plan`` traced at ``TRACED_BATCHES`` micro-batches (see
-    ``trace_plan_peak``) as the lines of its peak over the micro-batch."""
+    ``trace_plan_peak``) as the lines of its peak over the micro-batch. A user's
+    ``module:function`` is traced in the isolated worker (issue #50), a built-in here."""
+    kw = {"replicas": replicas, "sharding": sharding, "rules": rules}
+    return _at_arms_length(workload, "traced under the plan", lines_here, workload, plan,
+                           hyperparameters, **kw)  # fmt: skip
+
+
+def lines_here(
+    workload: str,
+    plan: Any,
+    hyperparameters: dict[str, Any] | None = None,
+    *,
+    replicas: int = 1,
+    sharding: str = "none",
+    rules: str = "cuda",
+) -> PeakLines:
+    """:func:`peak_lines` in this process (the isolated worker calls this)."""
     low, high = TRACED_BATCHES
     a, b = (
         trace_plan_peak(workload, m, plan, hyperparameters, replicas=replicas, sharding=sharding,
@@ -83,10 +99,37 @@ def peak_at(
     hyperparameters: dict[str, Any] | None = None,
     **kw: Any,
 ) -> PeakLines:
-    """The step traced at ``micro_batch`` alone, as lines that hold at that batch only."""
+    """The step traced at ``micro_batch`` alone, as lines that hold at that batch only (a
+    user's model in the isolated worker)."""
+    return _at_arms_length(workload, f"traced under the plan at micro-batch {micro_batch}",
+                           at_here, workload, micro_batch, plan, hyperparameters, **kw)  # fmt: skip
+
+
+def at_here(
+    workload: str,
+    micro_batch: int,
+    plan: Any,
+    hyperparameters: dict[str, Any] | None = None,
+    **kw: Any,
+) -> PeakLines:
+    """:func:`peak_at` in this process."""
     a = trace_plan_peak(workload, micro_batch, plan, hyperparameters, **kw)
     return PeakLines(micro_batch, micro_batch + 1, envelope(a.timeline, a.timeline, 1),
                      a.state, (*a.notes, f"traced at micro-batch {micro_batch}"))  # fmt: skip
+
+
+def _at_arms_length(workload: str, doing: str, fn: Any, *args: Any, **kw: Any) -> PeakLines:
+    """``fn(*args, **kw)``: in the isolated worker for a user's ``module:function`` (its
+    builder and step run there, issue #50), here for a built-in workload (our own code)."""
+    from advisor.search_spaces.workloads import ModelRef
+
+    if not ModelRef(workload).is_user:
+        return fn(*args, **kw)
+    from advisor.probes.isolated import call_isolated
+
+    found: PeakLines = call_isolated(fn, *args, what=f"--model {workload} (its step {doing})",
+                                     **kw)  # fmt: skip
+    return found
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import pytest
 
 from advisor.prediction.memory import step_memory
 from advisor.prediction.plan import TrainingPlan
-from advisor.prediction.plan_memory import plan_memory
+from advisor.prediction.plan_memory import factor_memory
 
 pytestmark = pytest.mark.slow  # imports TensorFlow (about 5 s) and builds Keras models
 
@@ -66,7 +66,7 @@ def test_the_memory_model_halves_keras_activations_as_the_policy_does() -> None:
     for name in ("parameters", "gradients", "optimizer_state"):
         assert bf16.memory_bytes[name] == fp32.memory_bytes[name], name
     # the model (float32 trace under the plan) predicts the policy's trace ...
-    terms = {t.name: t for t in plan_memory(step_memory(fp32, device="cpu"),
+    terms = {t.name: t for t in factor_memory(step_memory(fp32, device="cpu"),
                                             TrainingPlan("bf16"), framework="keras").terms}  # fmt: skip
     assert terms["activations"].value == bf16.memory_bytes["activations"]
     assert not terms["activations"].prior
