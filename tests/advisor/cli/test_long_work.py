@@ -119,7 +119,7 @@ def test_the_footer_says_the_whole_wall_time_and_what_took_it(
     with_lr(replay)
     outcome = run(*replay.args("--budget", "5", "--tune", "3m"))
     assert outcome.code == 0, outcome
-    footer = next(line for line in outcome.out.splitlines() if " - study " in line)
+    footer = " ".join(outcome.out.split())  # the report wraps its lines to the width
     whole = re.search(r", (\d+\.\d) min \(--tune 3\.0 min, search (\d+\.\d) min\) - study", footer)
     assert whole is not None, footer
     assert float(whole[1]) == pytest.approx(clock.t / 60, abs=0.05)  # the whole command

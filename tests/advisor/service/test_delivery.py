@@ -162,7 +162,9 @@ def test_the_client_retries_transient_errors_then_gives_up() -> None:
     started = time.monotonic()
     with pytest.raises(AdvisorError, match="503: still down"):
         _client(down, 0.5).job("f" * 32)
-    assert time.monotonic() - started < 5
+    # it gives up (a retry without end would never get here); not a speed check: the bound
+    # is far above 0.5 s so that a loaded machine (load 10 on 2 cores: 5.8 s) passes
+    assert time.monotonic() - started < 60
 
     def refused(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("refused", request=request)
