@@ -1,5 +1,7 @@
 """What ``advisor suggest`` takes: ``SuggestOptions``, the objective, the workload, and
-whether an evaluation meets the budget and deadline."""
+whether an evaluation meets the budget and deadline. Size: one declaration of every suggest
+option, with its check and its help, read by the CLI, the Python API and the service alike;
+split, an option's parts would live in three modules."""
 
 from __future__ import annotations
 
@@ -12,7 +14,12 @@ from advisor.evaluation.limits import constraints as constraints  # re-exported
 from advisor.evaluation.limits import is_feasible as is_feasible  # re-exported
 from advisor.evaluation.limits import objective_values as objective_values  # re-exported
 from advisor.evaluation.workload import WorkloadInfo
-from advisor.prediction.plan import DEFAULT_PRECISION, PLAN_SEARCH_HELP, PRECISION_HELP, plan_fields
+from advisor.prediction.step.plan import (
+    DEFAULT_PRECISION,
+    PLAN_SEARCH_HELP,
+    PRECISION_HELP,
+    plan_fields,
+)
 from advisor.search_spaces.space import JointSpace
 from advisor.search_spaces.workloads import ModelRef
 

@@ -34,11 +34,11 @@ from unittest import mock
 
 from advisor.providers.catalog import AcceleratorSpec, InstanceType, load
 
-from advisor.prediction.perf import accel
-from advisor.prediction.perf import constants as C
-from advisor.prediction.perf.signature import WorkloadSignature
-from advisor.prediction.perf.startup import device_startup
-from advisor.prediction.perf.traces import StepTrace
+from advisor.prediction.step.traces import StepTrace
+from advisor.prediction.timing import accel
+from advisor.prediction.timing import constants as C
+from advisor.prediction.timing.signature import WorkloadSignature
+from advisor.prediction.timing.startup import device_startup
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from docs_section import publish  # the benchmarks beside it

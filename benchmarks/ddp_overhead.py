@@ -13,7 +13,7 @@ The difference ddp - plain is what one replica pays per step for data parallelis
 host: DDP's hooks and bucket copies plus gloo's loopback all-reduce of each bucket; the slope
 over the bucket count is the cost per bucket. These are host (CPU) figures: the GPU's
 collective latency per hop (NCCL over NVLink or PCIe) cannot be measured here and stays a
-prior in ``advisor.prediction.perf.constants``. Each run's step time is its 10th percentile
+prior in ``advisor.prediction.timing.constants``. Each run's step time is its 10th percentile
 (this machine is shared and loaded: the low quantile is the step without interference); the
 figures are medians over the interleaved runs with their interquartile range.
 

@@ -1,7 +1,7 @@
 """How well the fitted epochs model predicts a known point it has not seen (issue #19).
 
 For each workload with published epochs to stabilise (docs/method.md 2.3), every published point
-is left out in turn, ``B_noise`` is fitted to the others (:func:`advisor.prediction.epochs_fit.
+is left out in turn, ``B_noise`` is fitted to the others (:func:`advisor.prediction.run.epochs_fit.
 fit_noise_scale`), and the left-out batch size is predicted; then the same with only the two
 end points (256 and 2048) known, predicting the two between. Prints one row per prediction
 and the worst error; ``--json`` for the raw rows.
@@ -18,7 +18,7 @@ from typing import Any
 
 from advisor.search_spaces import workloads
 
-from advisor.prediction.epochs_fit import fit_noise_scale
+from advisor.prediction.run.epochs_fit import fit_noise_scale
 
 
 def predictions(known: dict[int, int], keep: int) -> list[dict[str, Any]]:

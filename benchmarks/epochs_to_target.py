@@ -7,7 +7,7 @@ For fcn and simple-cnn (PyTorch, this CPU, small generated datasets) the script
    workload's default learning rate, then the pooled noise measurement);
 2. trains every batch size of ``--batch-sizes`` for ``--epochs`` epochs with several seeds,
    the learning rate scaled from the workload's default at ``--lr-batch`` by the rule of
-   :data:`advisor.prediction.epochs_model.LR_RULE` with that ``B_simple`` (with its linear
+   :data:`advisor.prediction.run.epochs_model.LR_RULE` with that ``B_simple`` (with its linear
    warm-up over the first ``--warmup-epochs``), and records the validation accuracy
    ``--evals-per-epoch`` times per epoch (default 4: after 1/4, 1/2, 3/4 of the epoch's
    optimizer steps, from an optimizer step hook, and at its end, the epoch-end pass the
@@ -172,10 +172,10 @@ def epochs_to(evals: list[tuple[float, float]], target: float) -> float | None:
 
 
 def fit_checks(medians: dict[int, float]) -> dict[str, Any]:
-    """The fitted model (``advisor.prediction.epochs_fit``, what ``--epochs-at`` uses) on these
+    """The fitted model (``advisor.prediction.run.epochs_fit``, what ``--epochs-at`` uses) on these
     measured medians: fitted to the two end batch sizes, predicting those between, and fitted
     to all but one, predicting the one left out. No probe involved."""
-    from advisor.prediction.epochs_fit import fit_noise_scale
+    from advisor.prediction.run.epochs_fit import fit_noise_scale
 
     batches = sorted(medians)
     ends = {b: medians[b] for b in (batches[0], batches[-1])}
@@ -199,7 +199,7 @@ def fit_checks(medians: dict[int, float]) -> dict[str, Any]:
 
 
 def run_workload(workload: str, args: argparse.Namespace) -> dict[str, Any]:
-    from advisor.prediction.epochs_model import epochs_ratio, scaled_lr
+    from advisor.prediction.run.epochs_model import epochs_ratio, scaled_lr
 
     t0 = time.perf_counter()
     probe_noise, probe_wall = measure_noise(workload, args.probe_batch, args.threads)

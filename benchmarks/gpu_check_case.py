@@ -176,7 +176,7 @@ def check_one(
     from advisor.search_spaces.workloads import get
 
     from advisor.evaluation.predict_api import predict
-    from advisor.prediction.iteration_model import estimate, init_for_size
+    from advisor.prediction.run.iteration_model import estimate, init_for_size
 
     spec = get(workload)
     n_train = min(spec.n_train, batch * args.train_steps)

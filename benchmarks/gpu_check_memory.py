@@ -19,7 +19,7 @@ def memory_case(workload: str, batch: int, device: str, generation: str | None) 
     from advisor.probes.torch_loop import build_setup, split_batch, to_device
     from memory_measure import cpu_step_peak, cuda_step_peak
 
-    from advisor.prediction.memory import step_memory
+    from advisor.prediction.memory.model import step_memory
 
     trace = trace_on_meta(workload, batch, {})
     tensors = step_memory(trace, device="cpu")

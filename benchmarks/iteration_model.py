@@ -137,7 +137,7 @@ def size_workload(
     probes: dict[Case, Any], workload: Any, epochs: int, target_s: float, share: float
 ) -> int:
     """Smallest shared n_train meeting the run-length and probe-share targets for all cases."""
-    from advisor.prediction.iteration_model import estimate
+    from advisor.prediction.run.iteration_model import estimate
 
     step = math.lcm(*(c.batch_size for c in probes))
     n = step
@@ -159,7 +159,7 @@ def probe_for_run(case: Case, iterations: int, epochs: int, framework: str = "to
     from advisor.probes.result import ProbeRequest
     from advisor.probes.runner import run_probe
 
-    from advisor.prediction.iteration_model import phase_times
+    from advisor.prediction.run.iteration_model import phase_times
 
     probe = run_probe(
         ProbeRequest(
@@ -191,7 +191,7 @@ def phase_values(ph: Any) -> dict[str, float]:
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     from advisor.search_spaces.workloads import get
 
-    from advisor.prediction.iteration_model import estimate, phase_times
+    from advisor.prediction.run.iteration_model import estimate, phase_times
 
     cases = parse_cases(args.cases or (QUICK_CASES if args.quick else DEFAULT_CASES))
     target = args.target_seconds if args.target_seconds else (20.0 if args.quick else 150.0)

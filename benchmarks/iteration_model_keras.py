@@ -4,7 +4,7 @@ Probes the workload with the Keras probe in its own process (``run_probe``, fram
 "keras", k iterations), sizes the dataset so the predicted run lasts ``--target-seconds``,
 then trains it for real in another process (``advisor.probes.keras_runner.train``,
 ``model.fit`` with validation every epoch) and compares the prediction of
-``advisor.prediction.iteration_model.estimate`` (iteration-based formula with validation) with
+``advisor.prediction.run.iteration_model.estimate`` (iteration-based formula with validation) with
 the real runtime, process start to the end of the last epoch (initialisation included).
 
     python benchmarks/iteration_model_keras.py                 # fcn b128 t2, ~2 min run
@@ -37,7 +37,7 @@ from iteration_model import (  # noqa: E402  (the torch benchmark's)
 
 def size_for(probe: Any, workload: Any, epochs: int, batch: int, target_s: float) -> int:
     """Smallest multiple of ``batch`` whose predicted run lasts at least ``target_s``."""
-    from advisor.prediction.iteration_model import estimate
+    from advisor.prediction.run.iteration_model import estimate
 
     n = batch
     while True:
@@ -50,7 +50,7 @@ def size_for(probe: Any, workload: Any, epochs: int, batch: int, target_s: float
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from advisor.search_spaces.workloads import get
 
-    from advisor.prediction.iteration_model import estimate, phase_times
+    from advisor.prediction.run.iteration_model import estimate, phase_times
 
     name, batch, threads = args.case.split(":")
     batch_size, n_threads = int(batch), int(threads)

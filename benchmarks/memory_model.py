@@ -76,7 +76,7 @@ def measure_case(workload: str, hp: dict[str, Any], batch: int) -> dict[str, Any
     from advisor.probes.operators.torch_workload import trace_on_meta
     from advisor.probes.torch_loop import build_setup, split_batch
 
-    from advisor.prediction.memory import step_memory
+    from advisor.prediction.memory.model import step_memory
 
     start = time.perf_counter()
     trace = trace_on_meta(workload, batch, hp)
@@ -101,7 +101,7 @@ def e2e_rows() -> list[dict[str, Any]]:
     """Each training row of models-e2e.csv: the predicted per-GPU peak against its memory."""
     from advisor.providers.catalog import load
 
-    from advisor.prediction.memory import GIB, memory_fit, step_memory
+    from advisor.prediction.memory.model import GIB, memory_fit, step_memory
 
     catalog = load()
     out = []

@@ -20,8 +20,8 @@ from advisor.probes.result import ProbeRequest, ProbeResult
 from advisor.probes.runner import run_probe
 from advisor.providers.catalog._types import InstanceType
 
-from advisor.prediction.perf.model import predict
-from advisor.prediction.perf.signature import steady_stats
+from advisor.prediction.timing.model import predict
+from advisor.prediction.timing.signature import steady_stats
 
 SECTION = "## Cross-device performance model self-check"
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"

@@ -11,7 +11,7 @@ and the allocator's measured peak is set beside the prediction for that plan, pe
   ``advisor.probes.plan_step.make_step``; a steady step (two before it), its peak of allocated
   bytes from the profiler's allocator records (``memory_measure.cpu_peak``), the worst rank's.
   As a GPU runs it: the optimizer's multi-tensor implementation, dropout's fused kernel.
-- **predicted**: the product's ``advisor.prediction.plan_memory.traced_memory`` for the plan
+- **predicted**: the product's ``advisor.prediction.memory.plan.traced_memory`` for the plan
   at the per-process batch, with the autocast lists of the device it runs on (the CPU's here;
   CUDA's on a GPU), the traced tensors (the context and the allocator's rounding are not in
   the allocated peak); **upper**: that plus the upper terms the product adds for the step's
@@ -81,8 +81,8 @@ def predicted(
 ) -> float:
     """The product's traced tensors for the plan at ``batch`` per process (the autocast lists
     of ``device``)."""
-    from advisor.prediction.plan import parse_plan
-    from advisor.prediction.plan_memory import traced_memory
+    from advisor.prediction.memory.plan import traced_memory
+    from advisor.prediction.step.plan import parse_plan
 
     rules = "cuda" if device == "cuda" else "cpu"
     memory = traced_memory(workload, hp, batch, parse_plan(text), ranks, rules=rules)
@@ -95,8 +95,8 @@ def upper(workload: str, hp: dict[str, Any], tensors: float) -> float:
     """``tensors`` plus the upper terms the product adds for the step's own kernels."""
     from advisor.probes.operators.torch_workload import trace_torch_workload
 
-    from advisor.prediction.memory import CONV_WORKSPACE_PRIOR
-    from advisor.prediction.memory_priors import trace_margin
+    from advisor.prediction.memory.model import CONV_WORKSPACE_PRIOR
+    from advisor.prediction.memory.priors import trace_margin
 
     if workload not in _CONVOLVES:
         trace = trace_torch_workload(workload, 2, hp, mode="meta")
@@ -150,7 +150,7 @@ def _run(rank: int, ranks: int, workload: str, hp: dict[str, Any], batch: int, t
     from advisor.probes.torch_loop import build_setup, split_batch
     from memory_measure import cpu_peak
 
-    from advisor.prediction.plan import parse_plan
+    from advisor.prediction.step.plan import parse_plan
     from advisor.train.device import DevicePlan, distribute
     from advisor.train.plan_step import prepare
 
@@ -176,7 +176,7 @@ def _cuda_run(workload: str, hp: dict[str, Any], batch: int, text: str) -> int:
     from advisor.probes.plan_step import make_step
     from advisor.probes.torch_loop import build_setup, split_batch, to_device
 
-    from advisor.prediction.plan import parse_plan
+    from advisor.prediction.step.plan import parse_plan
     from advisor.train.plan_step import prepare
 
     plan = parse_plan(text)

@@ -5,7 +5,7 @@ ResNet-50 (224x224, 1000 classes, SGD momentum), BERT base and large fine-tuned 
 (sequence 384, a start/end head, AdamW) -- and every 1-GPU row measured in both tables:
 the step is traced on the meta device at the row's per-GPU batch (the fp32 batch file; the
 fp16 batch file is not published with the data), rewritten under the plan
-(``advisor.prediction.plan_trace``) and timed by the GPU kernel model, with the host's launch
+(``advisor.prediction.step.rewrite``) and timed by the GPU kernel model, with the host's launch
 floor (``max(device, launches x dispatch prior)``, as ``perf.accel``). The fp32 column is run
 as NVIDIA's NGC containers run it (TF32 matrix products and convolutions where the GPU has
 TF32); the fp16 column as AMP (autocast float16 with loss scaling). Predicted throughput =
@@ -35,9 +35,9 @@ from kernel_model_resnet import extra_gpus, resnet50_trace  # noqa: E402
 from lambda_rows import gpu_of  # noqa: E402
 
 from advisor.prediction.kernels import gpu_spec, predict_trace  # noqa: E402
-from advisor.prediction.perf import constants as C  # noqa: E402
-from advisor.prediction.plan import TrainingPlan  # noqa: E402
-from advisor.prediction.plan_trace import plan_trace  # noqa: E402
+from advisor.prediction.step.plan import TrainingPlan  # noqa: E402
+from advisor.prediction.step.rewrite import plan_trace  # noqa: E402
+from advisor.prediction.timing import constants as C  # noqa: E402
 
 DATA = HERE / "data" / "gpu-throughput"
 SECTION = "## Mixed precision against Lambda's fp16 and fp32 throughputs (issue #35)"

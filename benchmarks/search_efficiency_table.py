@@ -17,7 +17,7 @@ from advisor.evaluation.contract import probe_duration_s
 from advisor.evaluation.replay import ReplayBackend, ReplayEntry, ReplayTable
 from advisor.intervals import Interval
 from advisor.options import SuggestOptions, workload_info
-from advisor.prediction.iteration_model import estimate
+from advisor.prediction.run.iteration_model import estimate
 
 MODEL = "resnet50"
 TARGET_SHARE = 0.30  # probe at most 30 % of the configurations ...

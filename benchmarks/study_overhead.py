@@ -47,7 +47,7 @@ from advisor.evaluation.contract import probe_duration_s
 from advisor.evaluation.replay import ReplayBackend, ReplayEntry, ReplayTable
 from advisor.intervals import Interval
 from advisor.options import SuggestOptions
-from advisor.prediction.iteration_model import estimate
+from advisor.prediction.run.iteration_model import estimate
 from advisor.study.run import run_suggest
 
 TARGET_MS = 20.0

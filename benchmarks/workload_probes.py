@@ -38,7 +38,7 @@ def probe_row(name: str, framework: str, batch: int, k: int, threads: int) -> di
     from advisor.probes.result import ProbeRequest
     from advisor.probes.runner import run_probe
 
-    from advisor.prediction.iteration_model import phase_times
+    from advisor.prediction.run.iteration_model import phase_times
 
     result = run_probe(
         ProbeRequest(

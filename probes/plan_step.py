@@ -13,7 +13,7 @@ both so that what is predicted is what runs (issue #45). With PyTorch's own tool
   and its state dict keeps the model's own names, so a checkpoint resumes without the plan).
 
 A plan is anything with ``precision``, ``accumulation`` and ``checkpointing``
-(``advisor.prediction.plan.TrainingPlan``); sharding is set up by ``advisor.probes.sharding``.
+(``advisor.prediction.step.plan.TrainingPlan``); sharding is set up by ``advisor.probes.sharding``.
 """
 
 from __future__ import annotations

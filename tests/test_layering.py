@@ -34,7 +34,16 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("values", ("advisor.options", "advisor.records", "advisor.outcome")),
     ("evaluation", ("advisor.evaluation",)),
     ("storage", ("advisor.storage",)),
-    ("prediction", ("advisor.prediction",)),  # the models: step time, memory, epochs, kernels
+    # the prediction room, by concept (issue #46): one machine's run on top; a step's time and
+    # its memory side by side (neither imports the other: test below); the traced step and the
+    # plan's rewrite of it; the kernel model, the iteration and epochs models and the memo
+    ("prediction: forecast", ("advisor.prediction.forecast",)),
+    ("prediction: time and memory", ("advisor.prediction.timing", "advisor.prediction.memory")),
+    ("prediction: the traced step", ("advisor.prediction.step",)),
+    (
+        "prediction: ground",
+        ("advisor.prediction", "advisor.prediction.kernels", "advisor.prediction.run"),
+    ),
     ("probes", ("advisor.probes",)),
     ("providers", ("advisor.providers",)),
     ("search spaces", ("advisor.search_spaces",)),
@@ -66,7 +75,7 @@ def layer_of(module: str) -> str:
 
 
 def module_name(path: Path) -> str:
-    """``advisor/prediction/perf/model.py`` -> ``advisor.prediction.perf.model``."""
+    """``advisor/prediction/timing/model.py`` -> ``advisor.prediction.timing.model``."""
     rel = path.relative_to(ROOT)
     package = FOLDERS[rel.parts[0]]
     parts = list(rel.with_suffix("").parts[1:])
@@ -202,6 +211,21 @@ def test_dependencies_point_one_way(folder: str) -> None:
 def test_no_import_circles() -> None:
     found = circles(import_graph())
     assert not found, "import circles:\n" + "\n".join(" -> ".join(c) for c in found)
+
+
+def test_time_and_memory_stand_side_by_side() -> None:
+    """Issue #46: a step's time and its memory are read from the same traced step beneath
+    them, and neither imports the other (what both need is in the step layer or below)."""
+    graph = import_graph()
+    sides = ("advisor.prediction.timing", "advisor.prediction.memory")
+    found = [
+        f"{m} imports {d}"
+        for m, deps in graph.items()
+        for d in deps
+        for a, b in (sides, sides[::-1])
+        if (m == a or m.startswith(a + ".")) and (d == b or d.startswith(b + "."))
+    ]
+    assert not found, "\n".join(found)
 
 
 def test_no_module_is_loaded_by_name() -> None:

@@ -1,4 +1,4 @@
-"""The learning-rate rule across batch sizes (``advisor.prediction.epochs_model.LR_RULE``) as a
+"""The learning-rate rule across batch sizes (``advisor.prediction.run.epochs_model.LR_RULE``) as a
 starting point of the search, and the check of it.
 
 The rule scales a known-good learning rate ``lr_ref`` at ``B_ref`` to another batch size with
@@ -40,7 +40,7 @@ class LrRule:
 
     def lr_at(self, batch_size: int) -> float:
         """The rule's learning rate at ``batch_size``."""
-        from advisor.prediction.epochs_model import scaled_lr
+        from advisor.prediction.run.epochs_model import scaled_lr
 
         return scaled_lr(
             self.lr_ref, self.batch_ref, batch_size, self.b_noise, adaptive=self.adaptive

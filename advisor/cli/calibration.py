@@ -18,7 +18,7 @@ _STORAGE = p.storage_option()  # the storage holding the calibration ledger
 
 def _summary(records: list[Any], storage: str | None) -> list[dict[str, Any]]:
     """One row per (device class, workload): the correction a prediction would get."""
-    from advisor.prediction.perf.correction import calibration_factor
+    from advisor.prediction.timing.correction import calibration_factor
 
     rows = []
     seen: set[tuple[str, str]] = set()
@@ -52,7 +52,7 @@ def calibration(ctx: click.Context, storage: str | None, as_json: bool) -> None:
         return
     from dataclasses import asdict
 
-    from advisor.prediction.perf.correction import load_records
+    from advisor.prediction.timing.correction import load_records
 
     records = load_records(storage)
     summary = _summary(records, storage)
@@ -140,7 +140,7 @@ def record(
 ) -> None:
     """Add a measured run on INSTANCE to the ledger next to the model's prediction for it."""
     from advisor.evaluation.predict_api import load_probe, resolve_machines
-    from advisor.prediction.perf.model import record_run
+    from advisor.prediction.timing.model import record_run
 
     catalog, machines = resolve_machines(instance, snapshot)
     if len(machines) != 1:

@@ -77,7 +77,7 @@ def estimate(
     as_json: bool,
 ) -> None:
     """Predict a full training run's time (and cost) from a probe, with an interval."""
-    from advisor.prediction import iteration_model as im
+    from advisor.prediction.run import iteration_model as im
 
     if (probe_file is None) == (model is None):
         raise AdvisorError("Give either --probe FILE or --model NAME.", "pass exactly one of them.")

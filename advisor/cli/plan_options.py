@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from advisor.prediction.plan import DEFAULT_PRECISION, PRECISION_CHOICES, PRECISION_HELP
+from advisor.prediction.step.plan import DEFAULT_PRECISION, PRECISION_CHOICES, PRECISION_HELP
 
 PLAN_HELP = (
     "The rest of the training plan, field=value pairs: accumulation=STEPS (micro-batches per "
@@ -34,7 +34,7 @@ def plan_of(plan_text: str | None) -> Any:
     None when not given."""
     if not plan_text:
         return None
-    from advisor.prediction.plan import parse_plan
+    from advisor.prediction.step.plan import parse_plan
 
     return parse_plan(plan_text)
 
@@ -42,6 +42,6 @@ def plan_of(plan_text: str | None) -> Any:
 def precision_of(plan_text: str | None, precision: str) -> str:
     """The one precision of ``--plan precision=...`` and ``--precision`` (``auto``, the
     default, gives way to the plan's); a one-line error when both are given and differ."""
-    from advisor.prediction.plan import one_precision, plan_fields
+    from advisor.prediction.step.plan import one_precision, plan_fields
 
     return one_precision(plan_fields(plan_text).get("precision"), precision)

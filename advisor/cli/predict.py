@@ -213,7 +213,8 @@ def predict(
 
 
 def _header(result: Any, model: str, batch_size: int, spot: bool) -> str:
-    from advisor.prediction.perf.signature import is_untimed, steady_stats
+    from advisor.prediction.step.ready import is_untimed
+    from advisor.prediction.timing.signature import steady_stats
 
     probe = result.probe
     how = (

@@ -193,7 +193,7 @@ def row_plan(row: Any) -> str:
 def print_limits_and_calibration(rows: list[Any]) -> None:
     """Name the host-bound machines (the GPU's speed does not decide their time) and show
     each calibration with its evidence (advisor calibration lists them all)."""
-    from advisor.prediction.perf.accel import LIMITS
+    from advisor.prediction.timing.accel import LIMITS
 
     plans = [f"{f.machine.key}: {row_plan(f)}" for f in rows]
     if any(f.prediction.plan for f in rows):  # every row's plan, once one has a plan

@@ -69,7 +69,7 @@ def render(result: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from advisor.prediction.iteration_model import phase_times, relative_spread
+    from advisor.prediction.run.iteration_model import phase_times, relative_spread
 
     console = output.console()
     if not result.ok:

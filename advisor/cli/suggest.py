@@ -18,7 +18,7 @@ from advisor.cli.export import ExportTo
 from advisor.cli.saved_files import EXIT_STATUS, write_atomically, write_text
 from advisor.errors import MissingExtraError
 from advisor.options import OBJECTIVES, OPTIONS, SAMPLER_NAMES
-from advisor.prediction.plan import DEFAULT_PRECISION, PRECISION_CHOICES
+from advisor.prediction.step.plan import DEFAULT_PRECISION, PRECISION_CHOICES
 from advisor.search_spaces.workloads import ModelRef
 
 

@@ -6,8 +6,8 @@ new probes); subclasses fill in a few private hooks:
 
 - ``LocalBackend``: real probes on this machine (``advisor.probes.runner.run_probe``, cached in
   the study storage), measured phases for the local machine, the performance model
-  (``advisor.prediction.perf.model.predict_phases``) for catalog machines, and the
-  iteration-time model (``advisor.prediction.iteration_model.estimate``) for the run.
+  (``advisor.prediction.timing.model.predict_phases``) for catalog machines, and the
+  iteration-time model (``advisor.prediction.run.iteration_model.estimate``) for the run.
 - ``advisor.evaluation.replay.ReplayBackend``: serves a fixed recorded table; used by tests and the
   search-efficiency benchmark exactly the way the real back end is used.
 
@@ -235,7 +235,7 @@ class Backend(ABC):
         workload: WorkloadInfo | None = None,
     ) -> Scored:
         """Price the run (the job: start-up overheads + training; issue #14)."""
-        from advisor.prediction.iteration_model import priced
+        from advisor.prediction.run.iteration_model import priced
         from advisor.providers.overheads import run_overheads
         from advisor.providers.pricing import usd
 

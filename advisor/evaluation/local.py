@@ -36,8 +36,8 @@ from advisor.evaluation.probe_cache import (
 from advisor.evaluation.probe_slot import probe_key_lock, probe_slot
 from advisor.evaluation.untimed import default_threads
 from advisor.evaluation.workload import WorkloadInfo
-from advisor.prediction.epochs_model import EpochsEstimate
-from advisor.prediction.plan import DEFAULT_PRECISION
+from advisor.prediction.run.epochs_model import EpochsEstimate
+from advisor.prediction.step.plan import DEFAULT_PRECISION
 from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
 from advisor.providers.catalog import InstanceType
 from advisor.search_spaces.space import MachineFilter
@@ -57,7 +57,7 @@ class LocalBackend(Backend):
 
     ``run_probe`` and ``predict_phases`` are injectable (tests pass fakes); by default they
     are ``advisor.probes.runner.run_probe`` and the one prediction path,
-    ``advisor.prediction.perf.forecast.forecast_machine`` (on the probe made ready by ``ready``).
+    ``advisor.prediction.forecast.forecast.forecast_machine`` (on the probe made ready by ``ready``).
     """
 
     name = "local"
@@ -185,7 +185,7 @@ class LocalBackend(Backend):
         """``probe`` with its operator trace and loader time (issue #26: taken once, the first
         time a GPU or TPU machine is predicted from it, and kept with it in the cache)."""
         from advisor.evaluation.user_code import traced_probe
-        from advisor.prediction.perf.step import needs_trace
+        from advisor.prediction.step.ready import needs_trace
 
         if not needs_trace(probe):
             return probe
@@ -270,7 +270,7 @@ class LocalBackend(Backend):
     def _runtime(
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
     ) -> RunTime:
-        from advisor.prediction.iteration_model import estimate, phase_times
+        from advisor.prediction.run.iteration_model import estimate, phase_times
 
         anchor = workload.epochs_anchor()  # issue #19: the anchor's probe measures the noise
         # the reference probe measures the noise scale only when the model uses it (one known

@@ -22,7 +22,7 @@ from typing import Any
 
 from advisor.evaluation.contract import RunTime
 from advisor.evaluation.workload import WorkloadInfo
-from advisor.prediction.perf.device_memory import (
+from advisor.prediction.memory.device import (
     DeviceMemory,
     batch_limit,
     capacity_bytes,
@@ -80,7 +80,7 @@ class StandIns:
 def not_probed_here(probe: ProbeResult, epochs: int, new: bool) -> RunTime | None:
     """This machine's row when its probe is a stand-in: not probed here, and why (None for a
     timed probe)."""
-    from advisor.prediction.perf.signature import UNTIMED_KEY
+    from advisor.prediction.step.ready import UNTIMED_KEY
 
     why = probe.fingerprint.get(UNTIMED_KEY)
     if not why:
@@ -163,7 +163,7 @@ def planned_row(
     fits it (issue #35, ``perf.plan_search``): its phases and what the estimate records (the
     plan in words and as fields), or the does-not-fit row. When ``--plan`` pins the plain
     plan, a batch above the machine's limit is not predicted at all (``BatchLimits``)."""
-    from advisor.prediction.perf.plan_search import best_forecast, searches
+    from advisor.prediction.forecast.plan_search import best_forecast, searches
 
     fixed = backend.plan_fields
     if not searches(fixed):

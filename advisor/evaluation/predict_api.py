@@ -27,7 +27,7 @@ from advisor.evaluation.user_code import arms_length, traced_probe
 from advisor.search_spaces.workloads import ModelRef
 
 if TYPE_CHECKING:
-    from advisor.prediction.perf.forecast import Forecast
+    from advisor.prediction.forecast.forecast import Forecast
     from advisor.probes.result import ProbeResult
     from advisor.providers.catalog import InstanceType
 
@@ -228,8 +228,8 @@ def predict(
     into a user model's code (issue #50: in the isolated worker).
     """
     from advisor.evaluation.probe_source import check_sizes, obtain_probe
-    from advisor.prediction.machine_plan import planned_machines
-    from advisor.prediction.perf.forecast import forecast, normalised_tables
+    from advisor.prediction.forecast.forecast import forecast, normalised_tables
+    from advisor.prediction.step.machine_plan import planned_machines
     from advisor.progress import counted
     from advisor.search_spaces.workloads import get
 

@@ -12,7 +12,7 @@ from advisor.errors import AdvisorError
 from advisor.search_spaces.workloads import ModelRef
 
 if TYPE_CHECKING:
-    from advisor.prediction.perf.forecast import Forecast
+    from advisor.prediction.forecast.forecast import Forecast
     from advisor.probes.result import ProbeResult
     from advisor.providers.catalog import InstanceType
 
@@ -78,7 +78,7 @@ def fewer_gpus_than(machines: Sequence[Any], batch_size: int) -> tuple[list[Any]
 def memory_notes(rows: Sequence[Forecast]) -> list[str]:
     """Issue #34: how many rows do not fit their devices' memory, with their figures, and
     which rows' memory is unknown."""
-    from advisor.prediction.perf.device_memory import REPLICA_NOTE
+    from advisor.prediction.memory.device import REPLICA_NOTE
 
     gpu = [f for f in rows if f.memory is not None]
     out = [f for f in gpu if not f.fits and not f.memory_unknown]
@@ -123,7 +123,7 @@ def how_obtained(rows: Sequence[Forecast]) -> list[str]:
     """Issue #26: how the accelerator rows' device times were obtained (the kernel model fitted
     on which GPUs; for each GPU, measured, its chip measured on another board, or extrapolated
     from its spec sheet; a TPU's roofline) and which operators dominate each."""
-    from advisor.prediction.perf.phases import dominant_labels
+    from advisor.prediction.timing.phases import dominant_labels
 
     kinds: dict[str, list[str]] = {}
     dominant: list[str] = []

@@ -250,7 +250,7 @@ class ReplayBackend(Backend):
         if entry.runtime is None:
             return RunTime(None, source, epochs, entry.probe_s, new_probe=new, error=entry.error)
         if entry.phases is not None:
-            from advisor.prediction.iteration_model import estimate
+            from advisor.prediction.run.iteration_model import estimate
 
             est = estimate(entry.phases, workload.n_train, workload.n_val, epochs, batch_size)
             return RunTime(

@@ -2,7 +2,7 @@
 before any local probe is timed.
 
 A GPU row reads the local probe's operator trace and the DataLoader's time, never its step
-time (``advisor.prediction.perf``), so the machine ranking over GPU machines can be given
+time (``advisor.prediction.timing``), so the machine ranking over GPU machines can be given
 while the local probes still have to run. ``TraceOnlyBackend`` is the local back end with
 every probe replaced by the stand-in a model too big to time here gets
 (``advisor.evaluation.untimed``: the step traced on the meta device, the DataLoader timed with
@@ -86,7 +86,7 @@ class TraceOnlyBackend(LocalBackend):
         size timed (None: none timed yet, so this one is timed). Its CPU time per sample held
         within 10 % over batch sizes 256-1024 (docs/benchmarks.md, "The first answer"): a
         measured stand-in, which the final answer replaces with each batch size's own."""
-        from advisor.prediction.perf.loader import LoaderTiming
+        from advisor.prediction.step.loader import LoaderTiming
 
         timed = next(
             (p for p in self._stand_ins.values() if p.fingerprint.get("data_s") is not None),

@@ -55,7 +55,7 @@ def decide(
     it is not timed here (default ``local_feasibility``'s, what ``advisor predict`` uses).
     The trace is kept in this process's memo (``perf.traces``, the key the GPU rows' traces
     use): the first answer and the run's own screen trace each batch size once (issue #36)."""
-    from advisor.prediction.perf.traces import (
+    from advisor.prediction.step.traces import (
         remember,
         remembered,
         trace_key,
@@ -86,7 +86,7 @@ def decide(
 def host_memory_bytes(trace: Any) -> float | None:
     """Issue #34: the step's memory on this CPU from the one memory model (the GPU rows read
     the same model, with the GPU's fixed cost); None when the model cannot say."""
-    from advisor.prediction.memory import step_memory
+    from advisor.prediction.memory.model import step_memory
 
     memory = step_memory(trace, device="cpu")
     return memory.bytes if memory.known else None
@@ -105,8 +105,8 @@ def untimed_probe(
     """The stand-in probe of a model traced without a local timing (see the module);
     ``loader`` (a ``LoaderTiming``) is used instead of timing the DataLoader here (issue #36:
     the first answer scales one batch size's)."""
-    from advisor.prediction.perf import constants as C
-    from advisor.prediction.perf.signature import UNTIMED_KEY
+    from advisor.prediction.step.ready import UNTIMED_KEY
+    from advisor.prediction.timing import constants as C
     from advisor.probes.operators import local_feasibility, with_operator_trace
 
     trace = decision.trace
@@ -116,8 +116,8 @@ def untimed_probe(
     sizes = (None, None) if user else _builtin_sizes(model)
     if framework == "torch":
         from advisor.evaluation.user_code import run_model_code
-        from advisor.prediction.perf.loader import time_loader
-        from advisor.prediction.perf.traces import user_modules_importable
+        from advisor.prediction.step.loader import time_loader
+        from advisor.prediction.step.traces import user_modules_importable
         from advisor.probes.isolated import UserCodeError
 
         timed = min(batch_size, LOADER_MAX_BATCH)  # issue #34: its data stay small too
@@ -199,7 +199,7 @@ def default_threads() -> int:
 
 def untimed_note(probe: ProbeResult) -> str | None:
     """What a prediction from a stand-in probe must say (None for a timed probe)."""
-    from advisor.prediction.perf.signature import UNTIMED_KEY
+    from advisor.prediction.step.ready import UNTIMED_KEY
 
     why = probe.fingerprint.get(UNTIMED_KEY)
     if not why:
@@ -211,7 +211,7 @@ def untimed_note(probe: ProbeResult) -> str | None:
         if "data_s" in probe.fingerprint
         else "the input pipeline a prior"
     )
-    from advisor.prediction.perf import constants as C
+    from advisor.prediction.timing import constants as C
 
     return (
         f"Traced without a local timing ({why}). GPU and TPU rows read the operator trace "

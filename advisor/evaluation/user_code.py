@@ -44,7 +44,7 @@ def arms_length(
     ``deadline`` (``probes.isolated.time_limit``); the worker is started now for a user
     ``model`` (None: no model to start it for), so that its imports overlap this process's,
     unless ``probe``, the probe at hand, has its trace and loader time already."""
-    from advisor.prediction.perf.step import needs_trace
+    from advisor.prediction.step.ready import needs_trace
     from advisor.probes.isolated import prestart, time_limit
 
     if model is not None and ModelRef(model).is_user and (probe is None or needs_trace(probe)):
@@ -61,7 +61,7 @@ def traced_probe(
 ) -> tuple[Any, tuple[str, ...]]:
     """``prediction.perf.step.traced`` of ``probe`` (its operator trace and DataLoader time,
     and notes on what could not be taken), a user model's in the isolated worker."""
-    from advisor.prediction.perf.step import needs_trace, traced
+    from advisor.prediction.step.ready import needs_trace, traced
 
     if not needs_trace(probe):
         return probe, ()

@@ -6,7 +6,7 @@ whose ``len`` is the number of samples, or a ``KerasSetup`` that declares ``n_tr
 builds it once per process and reads them, so ``advisor suggest`` and ``advisor predict``
 need ``--n-train``/``--n-val`` only where the builder cannot say (a dataset without a length);
 the flags stay overrides. A PyTorch model is built on the meta device (no weights allocated,
-as ``advisor.prediction.perf.loader`` does), so a model too big for this machine is measured
+as ``advisor.prediction.step.loader`` does), so a model too big for this machine is measured
 the same way.
 """
 
@@ -57,7 +57,7 @@ def builder_sizes(model: str, framework: str = "torch", batch_size: int = 32) ->
 @functools.lru_cache(maxsize=16)
 def _cached(model: str, framework: str, batch_size: int) -> BuilderSizes:
     from advisor.evaluation.user_code import run_model_code
-    from advisor.prediction.perf.traces import user_modules_importable
+    from advisor.prediction.step.traces import user_modules_importable
 
     try:
         with user_modules_importable(), warnings.catch_warnings():

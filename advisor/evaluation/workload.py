@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from advisor.prediction.epochs_fit import fit_noise_scale, fitted_epochs
-from advisor.prediction.epochs_model import EpochsAnchor, EpochsEstimate, predict_epochs
+from advisor.prediction.run.epochs_fit import fit_noise_scale, fitted_epochs
+from advisor.prediction.run.epochs_model import EpochsAnchor, EpochsEstimate, predict_epochs
 
 if TYPE_CHECKING:
     from advisor.search_spaces.workloads import Workload
@@ -80,7 +80,7 @@ class WorkloadInfo:
 
     def epochs_estimate(self, batch_size: int, noise: Any = None) -> EpochsEstimate:
         """Epochs at ``batch_size`` from the model ``E(B) = E_min (1 + B/B_noise)``: with two
-        or more known points ``B_noise`` is fitted to them (:mod:`advisor.prediction.epochs_fit`);
+        or more known points ``B_noise`` is fitted to them (:mod:`advisor.prediction.run.epochs_fit`);
         with one, it is the probe's ``noise`` (:class:`advisor.probes.gradient_noise.
         NoiseScale`); with none, the single given number."""
         known, basis = self.known_epochs()

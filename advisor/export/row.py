@@ -70,7 +70,7 @@ class ExportRow:
         """The row's ``TrainingPlan`` (None: the plain float32 step, or a CPU row)."""
         if not isinstance(self.training_plan, dict):
             return None
-        from advisor.prediction.plan import TrainingPlan
+        from advisor.prediction.step.plan import TrainingPlan
 
         return TrainingPlan.from_dict(self.training_plan)
 

@@ -252,7 +252,7 @@ def _probe_one(
     """Run one remote probe and re-screen its machine: the job's dict, or the prober's
     ``ProviderUnavailable`` when jobs cannot be started on that provider.
     A job that fails for any other reason is a result (its state and error recorded)."""
-    from advisor.prediction.iteration_model import phase_times
+    from advisor.prediction.run.iteration_model import phase_times
 
     batch = ev.batch_size
     started = clock()

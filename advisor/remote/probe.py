@@ -246,7 +246,7 @@ def _run_job(
         and (not emulated or record_emulated)
         and machine.accelerator_count <= 1
     ):
-        from advisor.prediction.perf.model import calibrate_from
+        from advisor.prediction.timing.model import calibrate_from
 
         origin = "remote-probe" if not emulated else "remote-probe (emulated, test)"
         calibration = calibrate_from(

@@ -348,7 +348,7 @@ def _epoch_sweep(outcome: SuggestOutcome, rows: list[dict[str, Any]]) -> dict[st
     with_phases = [(r, ph) for r in rows if (ph := _phases(outcome, r)) is not None]
     if not with_phases:
         return None
-    from advisor.prediction.iteration_model import epoch_sweep, normalise
+    from advisor.prediction.run.iteration_model import epoch_sweep, normalise
 
     epochs = sorted({*SWEEP_EPOCHS, *(r["epochs"] or 10 for r, _ in with_phases)})
     runtime: dict[str, dict[int, float]] = {}

@@ -1,13 +1,13 @@
 """Issue #19: the report's epochs per batch size -- how many, and whether given, measured or
-predicted (from the probe's gradient noise scale, :mod:`advisor.prediction.epochs_model`)."""
+predicted (from the probe's gradient noise scale, :mod:`advisor.prediction.run.epochs_model`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from advisor.prediction.epochs_fit import FIT_CHECK
-from advisor.prediction.epochs_model import EARLY_NOISE_CAVEAT, LR_RULE
+from advisor.prediction.run.epochs_fit import FIT_CHECK
+from advisor.prediction.run.epochs_model import EARLY_NOISE_CAVEAT, LR_RULE
 from advisor.records import TrialRecord
 
 if TYPE_CHECKING:

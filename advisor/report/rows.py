@@ -21,14 +21,14 @@ if TYPE_CHECKING:
     from advisor.outcome import SuggestOutcome
     from advisor.search_spaces.space import JointSpace
 
-# The run time's terms (advisor.prediction.iteration_model.estimate's breakdown), as the report names them.
+# The run time's terms (advisor.prediction.run.iteration_model.estimate's breakdown), as the report names them.
 TERMS = {
     "init": "initialisation",
     "first_iteration": "first iteration",
     "steady_iterations": "training steps",
     "validation": "validation",
 }
-# The performance model's bottlenecks (advisor.prediction.perf), when a back end records one.
+# The performance model's bottlenecks (advisor.prediction.timing), when a back end records one.
 HOST_BOUND = {"input", "dispatch"}
 
 

@@ -77,7 +77,7 @@ def internal_studies() -> tuple[str, ...]:
     """The studies the advisor keeps for itself in a storage: the local and remote probe
     caches and the calibration ledger."""
     from advisor.evaluation.local import PROBE_CACHE_STUDY
-    from advisor.prediction.perf.ledger import LEDGER_STUDY
+    from advisor.prediction.timing.ledger import LEDGER_STUDY
     from advisor.remote.cache import REMOTE_PROBE_STUDY
 
     return PROBE_CACHE_STUDY, REMOTE_PROBE_STUDY, LEDGER_STUDY

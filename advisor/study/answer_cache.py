@@ -35,7 +35,7 @@ from advisor.config import default_storage_url
 
 ANSWER = "answer"  # study user attribute: {"key": fingerprint, "report": the JSON report}
 FORMAT = 2  # raise when the report's content changes meaning (2: issue #50, no beaten pick)
-LEDGER_STUDY = "advisor-calibration-ledger"  # advisor.prediction.perf.ledger.LEDGER_STUDY
+LEDGER_STUDY = "advisor-calibration-ledger"  # advisor.prediction.timing.ledger.LEDGER_STUDY
 PROBE_CACHE_STUDY = "advisor-probe-cache"  # advisor.evaluation.probe_cache.PROBE_CACHE_STUDY
 
 

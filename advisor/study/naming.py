@@ -7,7 +7,7 @@ import json
 
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.options import SuggestOptions
-from advisor.prediction.plan import plan_fields
+from advisor.prediction.step.plan import plan_fields
 from advisor.search_spaces.space import JointSpace, space_to_dict
 
 

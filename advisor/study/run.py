@@ -159,7 +159,7 @@ def run_suggest(
     from advisor.evaluation.local import LocalBackend
 
     if isinstance(backend, LocalBackend):  # issue #35: how each GPU trains
-        from advisor.prediction.plan import check_precision, plan_fields
+        from advisor.prediction.step.plan import check_precision, plan_fields
 
         backend.precision = check_precision(options.precision)
         backend.plan_fields = plan_fields(options.plan)  # the rest: fixed, or searched

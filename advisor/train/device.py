@@ -5,7 +5,7 @@ insists on a GPU; ``tpu`` is refused with the fix (the advisor image has no PyTo
 the shared training loop does not drive XLA devices). With several visible GPUs, training
 runs one process per GPU under ``torch.distributed`` with ``DistributedDataParallel`` and a
 ``DistributedSampler``: the global batch ``B`` is split as ``B / n`` per GPU, as the performance
-model assumes (``advisor.prediction.perf.accel``).
+model assumes (``advisor.prediction.timing.accel``).
 """
 
 from __future__ import annotations

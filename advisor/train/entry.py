@@ -268,7 +268,7 @@ def _plan_words(training_plan: Any, batch_size: int, devices: int) -> str:
 
 def _training_plan(text: str | None) -> Any:
     """The ``TrainingPlan`` of ``--plan`` (issue #35), or None for the plain float32 step."""
-    from advisor.prediction.plan import parse_plan
+    from advisor.prediction.step.plan import parse_plan
 
     return parse_plan(str(text)) if text else None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.errors import AdvisorError
-from advisor.prediction.plan import TrainingPlan
+from advisor.prediction.step.plan import TrainingPlan
 from advisor.probes.plan_step import blocks_of, checkpoint_blocks, make_step
 
 __all__ = ["make_step", "prepare"]

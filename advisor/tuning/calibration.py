@@ -3,7 +3,7 @@
 Each trial of a managed tuning job that ran ``advisor.train`` reports ``step_s``, the measured
 median seconds per training step of its last epoch (steps 2..n). ``advisor import`` records it
 next to what the performance model predicts for that machine and batch from the study's local
-probe (``advisor.prediction.perf.model.record_run``, origin ``tuning-trial``), in the study's own
+probe (``advisor.prediction.timing.model.record_run``, origin ``tuning-trial``), in the study's own
 storage; later predictions for that device class are corrected by it, with the evidence shown
 (``advisor calibration`` lists the records).
 
@@ -53,7 +53,7 @@ class TrialLedger:
     def _record(
         self, result: TrialResult, row: InstanceType | None, batch: int | None
     ) -> str | None:
-        from advisor.prediction.perf.model import record_run
+        from advisor.prediction.timing.model import record_run
 
         if result.step_s is None or result.step_s <= 0:
             return "no measured step time"

@@ -160,6 +160,6 @@ def plan_arg(fields: Any) -> str | None:
     """The ``--plan`` text of a row's ``training_plan`` (None: none, the plain float32 step)."""
     if not isinstance(fields, dict):
         return None
-    from advisor.prediction.plan import TrainingPlan
+    from advisor.prediction.step.plan import TrainingPlan
 
     return TrainingPlan.from_dict(fields).arg()

@@ -53,7 +53,7 @@ def local_feasibility(
 ) -> LocalFeasibility:
     """Whether ``trace``'s model can be probed here (measures the CPU rate and reads the
     available memory unless given). ``memory_bytes``: the step's memory on this CPU from the
-    memory model (``advisor.prediction.memory.step_memory(trace, device="cpu")``, which the
+    memory model (``advisor.prediction.memory.model.step_memory(trace, device="cpu")``, which the
     GPU rows' check reads too); default the trace's own terms."""
     if memory_bytes is None and not trace.memory_bytes:
         raise ValueError("the trace records no memory_bytes: trace it with this version")

@@ -29,7 +29,7 @@ Dropout takes CUDA's fused kernel (a one-byte mask). The optimizer runs its mult
 (weak references) and keeps the snapshot at the peak by holder.
 
 What no trace sees (cuDNN's and the collectives' own buffers, the CUDA context, the caching
-allocator's rounding) is added by the memory model as priors (``advisor.prediction.memory``).
+allocator's rounding) is added by the memory model as priors (``advisor.prediction.memory.model``).
 """
 
 from __future__ import annotations

@@ -36,8 +36,9 @@ from memory_fixtures import (
 )
 from perf_fixtures import FakeCatalog, probe
 
-from advisor.prediction.memory import GIB, step_memory
-from advisor.prediction.perf import device_memory, traces
+from advisor.prediction.memory.model import GIB, step_memory
+from advisor.prediction.memory.model import device as device_memory
+from advisor.prediction.step import traces
 
 fresh_memos = memory_fixtures.fresh_memos  # autouse: the memos forgotten around each test
 
@@ -88,7 +89,7 @@ def test_a_step_not_traceable_here_scales_its_activations_only(
 def test_without_a_trace_the_memory_is_unknown_and_never_said_to_fit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from advisor.prediction.perf.forecast import forecast_machine
+    from advisor.prediction.forecast.forecast import forecast_machine
 
     monkeypatch.setattr(traces, "_trace", _untraceable)
     bare = probe(batch=8, workload="elsewhere:build")
@@ -240,7 +241,7 @@ def test_suggest_never_recommends_tries_or_charges_a_row_that_does_not_fit(
     assert (rec["machine"].removesuffix(":spot"), rec["batch_size"]) in FITTING
     from advisor.providers.catalog import load
 
-    from advisor.prediction.memory_priors import usable_gib
+    from advisor.prediction.memory.priors import usable_gib
 
     h100 = usable_gib(load().accelerator("H100"))[0]  # the board's 80 GB less the driver's
     assert rec["memory"].endswith(f"of {h100:.1f} GiB")

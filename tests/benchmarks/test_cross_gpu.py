@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from perf_fixtures import mlp_trace
 
-from advisor.prediction.perf.traces import StepTrace
+from advisor.prediction.step.traces import StepTrace
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "cross_gpu.py"
 _spec = importlib.util.spec_from_file_location("_bench_cross_gpu", BENCH)

@@ -57,7 +57,7 @@ def a_real_probe() -> ProbeResult:
     trace of the built-in model and its DataLoader timed: what `advisor probe` records."""
     from advisor.probes.runner import run_probe
 
-    from advisor.prediction.perf.step import traced
+    from advisor.prediction.step.ready import traced
 
     request = ProbeRequest(
         workload="fcn", batch_size=BATCH, iterations=3, threads=1, gradient_noise=False

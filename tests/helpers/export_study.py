@@ -107,7 +107,7 @@ PLAN_TIMES = {
 def plan_estimate(key: str, batch: int) -> dict[str, Any]:
     """What the prediction path records for a planned row: its plan (fields and words) and
     its memory per device (``DeviceMemory.to_dict``'s shape)."""
-    from advisor.prediction.plan import TrainingPlan
+    from advisor.prediction.step.plan import TrainingPlan
 
     _, _, gpus, _, _, _, fields, need, high, have, _ = PLAN_MACHINES[key]
     plan = TrainingPlan(*fields)

@@ -14,8 +14,8 @@ from advisor.probes.operators import with_operator_trace
 from advisor.probes.result import ProbeResult
 from perf_fixtures import gpu_machine, mlp_trace, probe
 
-from advisor.prediction.memory import GIB
-from advisor.prediction.perf import traces
+from advisor.prediction.memory.model import GIB
+from advisor.prediction.step import traces
 
 MODEL = "trace_user_models:build_wide_linear"  # importable, never built here
 REPLICA, PER_SAMPLE = 4 * GIB, 3 * GIB
@@ -80,7 +80,8 @@ def fresh_memos(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     tracer answering with ``sized_lines`` (assign it in a test module to use it there)."""
     from advisor.probes.operators import plan_peak
 
-    from advisor.prediction.perf import device_memory, traces
+    from advisor.prediction.memory.model import device as device_memory
+    from advisor.prediction.step import traces
 
     monkeypatch.setattr(plan_peak, "peak_lines", sized_lines)
     traces.forget()
@@ -94,7 +95,7 @@ def expected_bytes(batch: int, machine: Any, catalog: Any, high: bool = False) -
     """What one GPU of ``machine`` needs for ``sized``'s step at ``batch`` per GPU, by the
     memory model's own terms: the traced tensors plus the GPU's priors (``high``: the upper
     estimate)."""
-    from advisor.prediction.memory import prior_terms
+    from advisor.prediction.memory.model import prior_terms
 
     tensors = 2 * REPLICA + PER_SAMPLE * batch
     spec = catalog.accelerator(machine.accelerator)

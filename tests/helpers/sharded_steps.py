@@ -66,7 +66,7 @@ def run_plan(rank: int, text: str) -> dict[str, Any]:
     from advisor.probes.sharding import uses_fsdp
     from torch.nn.parallel import DistributedDataParallel
 
-    from advisor.prediction.plan import parse_plan
+    from advisor.prediction.step.plan import parse_plan
     from advisor.train.plan_step import make_step, prepare
 
     plan = parse_plan(text)

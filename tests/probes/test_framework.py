@@ -21,7 +21,7 @@ from advisor.probes.gradient_noise import NoiseScale, estimate_noise_scale
 from advisor.probes.result import ProbeRequest
 from repo_paths import HELPERS
 
-from advisor.prediction.iteration_model import init_for_size
+from advisor.prediction.run.iteration_model import init_for_size
 
 
 def test_classification_is_by_exception_type_not_by_message() -> None:

@@ -12,7 +12,7 @@ from advisor.probes.result import ProbeRequest, ProbeResult
 from repo_paths import HELPERS
 
 from advisor.evaluation.predict_api import prediction_notes
-from advisor.prediction.perf.signature import signature
+from advisor.prediction.timing.signature import signature
 
 
 def _probe(workload: str, fingerprint: dict[str, object]) -> ProbeResult:

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from advisor.prediction.memory import step_memory
-from advisor.prediction.plan import TrainingPlan
-from advisor.prediction.plan_memory import factor_memory
+from advisor.prediction.memory.model import step_memory
+from advisor.prediction.memory.plan import factor_memory
+from advisor.prediction.step.plan import TrainingPlan
 
 pytestmark = pytest.mark.slow  # imports TensorFlow (about 5 s) and builds Keras models
 

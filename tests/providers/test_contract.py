@@ -186,8 +186,8 @@ def _check_ledger(wire: Any, storage: str, probe: Any, first: Any, again: Any) -
 
     from advisor.providers.catalog import load
 
-    from advisor.prediction.perf.ledger import records
-    from advisor.prediction.perf.model import predict
+    from advisor.prediction.timing.ledger import records
+    from advisor.prediction.timing.model import predict
 
     catalog = load()
     row = catalog.get(wire.catalog_key)

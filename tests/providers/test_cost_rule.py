@@ -32,7 +32,7 @@ from advisor.evaluation.local import LocalBackend
 from advisor.evaluation.predict_api import predict
 from advisor.intervals import Interval
 from advisor.options import SuggestOptions, workload_info
-from advisor.prediction.iteration_model import epoch_sweep, normalise
+from advisor.prediction.run.iteration_model import epoch_sweep, normalise
 from advisor.remote.cache import RemoteProbe
 from advisor.tuning.import_results import job_cost
 

@@ -15,7 +15,7 @@ from advisor.providers.pricing import BillingRule, price_run, usd
 from advisor.errors import AdvisorError
 from advisor.intervals import Interval
 from advisor.options import SuggestOptions, workload_info
-from advisor.prediction.iteration_model import estimate, priced
+from advisor.prediction.run.iteration_model import estimate, priced
 
 
 def _one_term(seconds: Interval, billed: bool, rule: BillingRule) -> RunOverheads:

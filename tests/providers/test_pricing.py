@@ -21,7 +21,7 @@ from advisor.evaluation.candidates import Candidate
 from advisor.evaluation.local import LocalBackend
 from advisor.intervals import Interval
 from advisor.options import SuggestOptions, workload_info
-from advisor.prediction.iteration_model import estimate
+from advisor.prediction.run.iteration_model import estimate
 
 # issue #26: a probe made ready for prediction (its operator trace and loader time), so
 # no trace is taken here (no torch import)

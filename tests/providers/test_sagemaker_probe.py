@@ -199,7 +199,7 @@ def test_remote_probe_on_moto_is_measured_cached_and_corrects_the_next_predictio
 ) -> None:
     from advisor.probes.runner import run_probe
 
-    from advisor.prediction.perf.model import predict
+    from advisor.prediction.timing.model import predict
 
     catalog = load()
     machine = catalog.get("sagemaker:ml.g5.xlarge")

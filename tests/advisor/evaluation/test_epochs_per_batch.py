@@ -17,8 +17,8 @@ from advisor.evaluation.candidates import Candidate
 from advisor.evaluation.local import LocalBackend
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.options import SuggestOptions, workload_info
-from advisor.prediction.epochs_fit import fit_noise_scale
-from advisor.prediction.epochs_model import epochs_ratio
+from advisor.prediction.run.epochs_fit import fit_noise_scale
+from advisor.prediction.run.epochs_model import epochs_ratio
 from advisor.report.epochs import epochs_note, epochs_per_batch
 
 # What the probe's pooled estimator gets from 4 batches of 8 micro-batches of 32 whose

@@ -16,7 +16,7 @@ from advisor.evaluation.contract import Evaluation
 from advisor.evaluation.replay import ReplayEntry, ReplayTable
 from advisor.intervals import Interval
 from advisor.options import SuggestOptions, workload_info
-from advisor.prediction.iteration_model import priced
+from advisor.prediction.run.iteration_model import priced
 from advisor.remote.rules import leader_stands
 
 SPACE = "workload: fcn\nbatch_sizes: [256]\nmachines:\n  spot: false\n"

@@ -16,7 +16,7 @@ from export_study import export_cli, row_number
 from advisor.errors import AdvisorError
 from advisor.export.api import export
 from advisor.export.skypilot import sky_instance
-from advisor.prediction.plan import TrainingPlan
+from advisor.prediction.step.plan import TrainingPlan
 
 
 def _train_args(argv: list[str]) -> dict[str, str]:

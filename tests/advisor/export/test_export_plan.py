@@ -19,7 +19,7 @@ import yaml
 from export_study import export_cli, row_number
 
 from advisor.export.api import export
-from advisor.prediction.plan import TrainingPlan, parse_plan
+from advisor.prediction.step.plan import TrainingPlan, parse_plan
 
 ISSUE_PLAN = TrainingPlan("bf16", accumulation=2, sharding="optimizer")
 WORDS = "bf16, micro-batch 16 x 2 accumulation steps, optimizer state sharded (ZeRO-1)"

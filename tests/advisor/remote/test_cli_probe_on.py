@@ -149,7 +149,7 @@ def test_an_emulated_probe_is_kept_out_of_the_ledger_unless_a_test_opts_in(
     from advisor.providers.probe_jobs_local import LocalJobRunner
 
     from advisor.evaluation.workload import WorkloadInfo
-    from advisor.prediction.perf.model import predict
+    from advisor.prediction.timing.model import predict
     from advisor.remote.probe import remote_probe
 
     catalog = load()

@@ -67,7 +67,7 @@ def test_suggest_cloud_probes_runs_sagemaker_jobs_on_moto_and_reports_them_measu
     from advisor.providers.sagemaker_probe import SageMakerProbeJobRunner, read_result
 
     from advisor.options import SuggestOptions, workload_info
-    from advisor.prediction.iteration_model import phase_times
+    from advisor.prediction.run.iteration_model import phase_times
     from advisor.remote.probe import job_machine
 
     (tmp_path / "space.yaml").write_text(SPACE)

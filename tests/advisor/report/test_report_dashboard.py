@@ -29,7 +29,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from advisor.cli.main import main
 from advisor.evaluation.candidates import Candidate
 from advisor.evaluation.local import PROBE_CACHE_STUDY
-from advisor.prediction.iteration_model import estimate, phase_times
+from advisor.prediction.run.iteration_model import estimate, phase_times
 from advisor.records import TrialRecord
 from advisor.report.dashboard import DashboardView, detail_page, view_trial
 

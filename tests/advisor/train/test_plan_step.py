@@ -1,6 +1,6 @@
 """Each training plan runs for real here (issue #35): a few CPU steps, the loss goes down; a
 checkpoint of a checkpointed run keeps the model's own names. (The plan's memory against the
-step that runs: ``tests/prediction/plans/test_plan_memory.py``.)"""
+step that runs: ``tests/prediction/memory/test_plan.py``.)"""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sharded_steps
 import torch
 from sharded_steps import WIDTH
 
-from advisor.prediction.plan import TrainingPlan
+from advisor.prediction.step.plan import TrainingPlan
 from advisor.train.plan_step import make_step, prepare
 
 BATCH = 256

@@ -2,7 +2,7 @@
 ZeRO-2 and ZeRO-3 (FSDP2) in two CPU processes over gloo, as ``python -m advisor.train`` runs
 them on a multi-GPU machine. The loss goes down, and the bytes each process holds move the
 way the sharding rules say (``plan_memory.factor_memory``: 1/n of what each ZeRO stage
-shards; the traced step against the real one: ``tests/prediction/plans/test_plan_memory.py``)."""
+shards; the traced step against the real one: ``tests/prediction/memory/test_plan.py``)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import sharded_steps as S
 
-from advisor.prediction.memory import MemoryTerm, StepMemory
-from advisor.prediction.plan import parse_plan
-from advisor.prediction.plan_memory import factor_memory
+from advisor.prediction.memory.model import MemoryTerm, StepMemory
+from advisor.prediction.memory.plan import factor_memory
+from advisor.prediction.step.plan import parse_plan
 
 PLANS = {
     "optimizer": "sharding=optimizer",

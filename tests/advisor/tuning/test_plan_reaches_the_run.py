@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from tuning_studies import make_study
 
-from advisor.prediction.plan import TrainingPlan, parse_plan
+from advisor.prediction.step.plan import TrainingPlan, parse_plan
 from advisor.tuning.pick import RECOMMENDATION, recommendation_attr
 from advisor.tuning.spec import spec_from_study
 

@@ -1,0 +1,102 @@
+"""Issue #35: the training plan of one (machine, batch) is the fastest predicted plan that fits
+(``advisor.prediction.forecast.plan_search``). The steps are ``memory_fixtures``' hand-built
+traces: 4 GiB of parameters, as much in gradients, 3 GiB of activations a sample (32 GiB at
+batch 8: more than a 16 GB V100, less than a 40 GB A100). Whether a plan fits is the memory
+model's own verdict (``plan_memory``), never a figure written here."""
+
+from __future__ import annotations
+
+import memory_fixtures
+import pytest
+from memory_fixtures import A100, V100, V100X8, Store, sized_probe
+from perf_fixtures import FakeCatalog
+
+from advisor.prediction.forecast.plan_search import best_forecast, candidates
+from advisor.prediction.step.plan import (
+    PrecisionLacking,
+    TrainingPlan,
+    plan_fields,
+    searches,
+)
+
+fresh_memos = memory_fixtures.fresh_memos  # autouse: the memos forgotten around each test
+
+
+def _best(machine, batch=8, **kw):  # type: ignore[no-untyped-def]
+    return best_forecast(
+        sized_probe(batch), machine, FakeCatalog(), batch, 5, 1000, 100, sweep_epochs=(),
+        trace_store=Store(), **kw,
+    )  # fmt: skip
+
+
+def test_a_step_that_fits_keeps_the_plain_plan() -> None:
+    row, plan = _best(A100)
+    assert row.fits and plan is None  # the float32 step as traced: nothing to add
+    assert not row.prediction.plan  # no plan in words: the plain float32 step
+
+
+def test_a_step_too_big_for_the_gpu_gets_the_fastest_plan_that_fits() -> None:
+    plain, _ = _best(V100, fixed=plan_fields("accumulation=1,checkpointing=none,sharding=none"))
+    assert plain.fits is False  # the whole batch in one pass: does not fit 16 GB
+    row, plan = _best(V100)
+    assert row.fits and plan is not None and plan != TrainingPlan()
+    assert row.memory is not None and row.memory.per_device_batch == 8  # the global batch kept
+    # every other plan of the set that fits is predicted no faster
+    best = (row.job_wall_s or row.estimate.runtime).value
+    for ckpt in ("none", "blocks"):
+        for n in (1, 2, 4, 8):
+            fixed = plan_fields(f"accumulation={n},checkpointing={ckpt},sharding=none")
+            alt, _ = _best(V100, fixed=fixed)
+            if alt.fits:
+                assert (alt.job_wall_s or alt.estimate.runtime).value >= best
+    assert row.prediction.plan == plan.words(8)
+
+
+def test_fixed_fields_are_kept_and_the_rest_searched() -> None:
+    row, plan = _best(V100, fixed=plan_fields("checkpointing=none"))
+    assert row.fits and plan is not None
+    assert plan.checkpointing == "none" and plan.accumulation > 1  # accumulation made it fit
+    assert plan.micro_batch(8) * plan.accumulation == 8
+
+
+def test_a_plan_that_fits_nowhere_returns_its_least_memory_row() -> None:
+    row, plan = _best(V100, fixed=plan_fields("accumulation=1,checkpointing=none"))
+    assert not searches(plan_fields("accumulation=1,checkpointing=none,sharding=none"))
+    assert plan is not None and plan.checkpointing == "none" and plan.accumulation == 1
+    assert row.fits is False
+
+
+def test_auto_is_the_fastest_precision_that_fits_by_the_models_own_numbers() -> None:
+    """Issue #50: ``auto`` weighs the GPU's widest and half precisions row by row and takes
+    the faster (bf16's casts can make a launch-bound step slower than tf32)."""
+    row, plan = _best(A100, precision="auto")
+    assert plan is not None and plan.precision in ("tf32", "bf16") and plan.accumulation == 1
+    for other in ("tf32", "bf16"):
+        alt, _ = _best(A100, precision=other)
+        assert (row.job_wall_s or row.estimate.runtime).value <= (
+            alt.job_wall_s or alt.estimate.runtime
+        ).value
+
+
+def test_precision_per_gpu_and_a_gpu_without_it_left_out() -> None:
+    with pytest.raises(PrecisionLacking, match="has no bf16"):
+        _best(V100, precision="bf16")
+    _, plan = _best(V100, precision="auto")  # no bf16 on a V100: fp32 or fp16, the faster
+    assert plan is not None and plan.precision in ("fp32", "fp16")
+
+
+def test_the_plan_set_of_a_machine() -> None:
+    base = TrainingPlan("bf16")
+    one = {(p.checkpointing, p.sharding) for p in candidates(base, {}, 1)}
+    assert one == {("none", "none"), ("blocks", "none")}
+    eight = {p.sharding for p in candidates(base, {}, V100X8.accelerator_count)}
+    # every sharding advisor.train runs: ZeRO-1 (DDP + ZeroRedundancyOptimizer), ZeRO-2/3 (FSDP2)
+    assert eight == {"none", "optimizer", "gradients", "parameters"}
+    named = candidates(base, {"sharding": "parameters"}, V100X8.accelerator_count)
+    assert {p.sharding for p in named} == {"parameters"}
+    assert {p.sharding for p in candidates(base, {}, 8, strategy="dp")} == {"none"}
+    keras = candidates(base, {}, 8, framework="keras")
+    assert [(p.checkpointing, p.sharding) for p in keras] == [("none", "none")]
+    assert plan_fields("accumulate=4,shard=optimizer") == {
+        "accumulation": 4, "sharding": "optimizer",
+    }  # fmt: skip
