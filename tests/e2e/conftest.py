@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from cli_run import Outcome, run
+from cli_run import Outcome, error_lines, run
 from replay_tables import entries, instance, small_table
 
 from advisor.evaluation.replay import ReplayTable
@@ -32,7 +32,7 @@ def check(outcome: Outcome, args: tuple[str, ...] | list[str] = ()) -> None:
     assert "Traceback" not in text, f"{where}: traceback\n{text}"
     assert outcome.code in (0, 2), f"{where}: exit {outcome.code}\n{text}"
     if outcome.code == 2:
-        lines = [line for line in outcome.err.splitlines() if line.strip()]
+        lines = error_lines(outcome.err)
         assert len(lines) == 1 and lines[0].startswith("Error: "), f"{where}: {outcome.err!r}"
     log(list(args), outcome.code)
 

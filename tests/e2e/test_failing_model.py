@@ -12,6 +12,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+from cli_run import error_lines
 from repo_paths import HELPERS
 
 from advisor.evaluation.local import PROBE_CACHE_STUDY
@@ -37,7 +38,7 @@ def test_a_model_that_raises_ends_quickly_with_one_line(tmp_path: Path) -> None:
     wall = time.monotonic() - started
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    lines = error_lines(proc.stderr)
     assert len(lines) <= 2, lines  # the problem, and the fix
     assert "Every probe of user_models:build_failing failed" in proc.stderr
     assert "3 of 3 batch sizes raised an error on this machine (8, 16, 32)" in proc.stderr

@@ -138,7 +138,7 @@ def test_probe_out_that_cannot_be_written_after_the_probe_is_one_line(
     folder = tmp_path / "out"
     folder.mkdir()
 
-    def probe_then_lose_the_folder(request: Any, show: bool) -> Any:
+    def probe_then_lose_the_folder(request: Any, show: bool = True) -> Any:
         shutil.rmtree(folder)
         return probe(batch=request.batch_size)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_run import Outcome
+from cli_run import Outcome, error_lines
 from repo_paths import HELPERS
 
 pytestmark = pytest.mark.slow  # each starts the advisor, and PyTorch, in a new process
@@ -56,7 +56,7 @@ def one_line(outcome: Outcome) -> str:
     traceback; returns that line."""
     text = outcome.out + outcome.err
     assert "Traceback" not in text, text
-    lines = [line for line in outcome.err.splitlines() if line.strip()]
+    lines = error_lines(outcome.err)
     assert outcome.code == 2 and len(lines) == 1, (outcome.code, outcome.err)
     assert lines[0].startswith("Error: "), lines
     return lines[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 from dataclasses import dataclass
 
 from advisor.cli.main import main
@@ -19,6 +20,15 @@ SUBMIT_DRY_RUN = (
     "--model",
     "fcn",
 )
+
+
+_PROGRESS = re.compile(r"\[\d+:\d\d\] ")
+
+
+def error_lines(err: str) -> list[str]:
+    """stderr's non-blank lines without the progress lines ("[0:10] ...") that long work
+    prints (issue #50): what remains of a refused command is its one "Error: ..." line."""
+    return [line for line in err.splitlines() if line.strip() and not _PROGRESS.match(line)]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cli_run import Outcome, run  # noqa: F401  (the tests import them from here)
+from cli_run import Outcome, error_lines, run  # noqa: F401  (the tests import them from here)
 from replay_tables import entries, instance
 
 from advisor.evaluation.replay import ReplayTable
@@ -23,7 +23,7 @@ SPACE = "workload: fcn\nbatch_sizes: [256, 512]\n"
 
 def one_line_error(outcome: Outcome) -> str:
     """The single "Error: ..." line of a refused command (asserts there is exactly one)."""
-    lines = [line for line in outcome.err.splitlines() if line.strip()]
+    lines = error_lines(outcome.err)
     assert outcome.code == 2, outcome
     assert len(lines) == 1 and lines[0].startswith("Error: "), outcome.err
     assert "Traceback" not in outcome.out + outcome.err

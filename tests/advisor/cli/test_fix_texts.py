@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import SDKS, Replay, one_line_error, run, without
+from .conftest import SDKS, Replay, error_lines, one_line_error, run, without
 
 
 def _child(args: list[str], env: dict[str, str], home: Path) -> subprocess.CompletedProcess[str]:
@@ -25,7 +25,7 @@ def _child(args: list[str], env: dict[str, str], home: Path) -> subprocess.Compl
 
 
 def _error(result: subprocess.CompletedProcess[str]) -> str:
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    lines = error_lines(result.stderr)
     assert result.returncode == 2 and len(lines) == 1, result.stderr
     return lines[0]
 

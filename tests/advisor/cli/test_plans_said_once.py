@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_run import run
+from cli_run import error_lines, run
 from click.testing import CliRunner
 from perf_fixtures import FakeCatalog, gpu_machine, probe, with_synthetic_trace
 
@@ -45,7 +45,7 @@ def _one_line_error(path: Path, args: list[str], *words: str, batch: int = 64) -
     got = run("predict", "--model", "fcn", "--batch-size", str(batch), "--epochs", "2",
               "--probe", str(path), *args)  # fmt: skip
     assert got.code == 2, (got.out, got.err)
-    lines = [line for line in got.err.splitlines() if line.strip()]
+    lines = error_lines(got.err)
     assert len(lines) == 1 and "Traceback" not in got.err, got.err
     for w in words:
         assert w in lines[0], lines[0]
