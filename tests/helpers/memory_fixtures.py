@@ -80,7 +80,7 @@ def fresh_memos(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     tracer answering with ``sized_lines`` (assign it in a test module to use it there)."""
     from advisor.probes.operators import plan_peak
 
-    from advisor.prediction.memory.model import device as device_memory
+    from advisor.prediction.memory import device as device_memory
     from advisor.prediction.step import traces
 
     monkeypatch.setattr(plan_peak, "peak_lines", sized_lines)
