@@ -183,6 +183,14 @@ def _spread(xs: list[float], scale: float = 1.0, fmt: str = "{:.1f}") -> str:
     return " / ".join(fmt.format(y) for y in (ys[0], mid, ys[-1]))
 
 
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
+def _median(xs: list[float]) -> float:
+    return float(statistics.median(xs)) if xs else float("nan")
+
+
 def _groups(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str, str], list[dict[str, Any]]]:
     out: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
     for r in rows:
@@ -228,8 +236,9 @@ def markdown(rows: list[dict[str, Any]], commands: list[str], prof: dict[str, An
         "report), to the final answer (the report), to the command's exit. CPU: the command "
         "and its reaped children (on the service also the server's and worker's, after the "
         "+). Peak RSS: summed over the process tree, sampled every 50 ms (on the service: the "
-        "client + the server and worker trees); main / largest: the command's own process's "
-        "peak (its VmHWM, sampled) / wait4's ru_maxrss (the largest process of the tree). "
+        "client + the server and worker trees); main / largest, medians: the command's own "
+        "process's peak (its VmHWM, sampled) / wait4's ru_maxrss (the largest process of its "
+        "tree). "
         "Load: the 1-minute load average before -> after each run.",
         "",
         "| build | surface | model | run | n | first answer s | final answer s | command s "
@@ -240,8 +249,10 @@ def markdown(rows: list[dict[str, Any]], commands: list[str], prof: dict[str, An
         ok = [r for r in rs if r.get("ok")]
         if not ok:
             err = (rs[0].get("error") or "?").strip().splitlines()
-            lines.append(f"| {build} | {surface} | {case} | {run} | 0 | failed: "
-                         f"{(err[-1] if err else '?')[:160]} | | | | | | | |")  # fmt: skip
+            last = err[-1] if err else "?"
+            last = last if len(last) <= 240 else last[:237] + "..."
+            lines.append(f"| {build} | {surface} | {case} | {run} | 0 | failed: {last} "
+                         "| | | | | | | |")  # fmt: skip
             continue
         cpu = _spread([r["cpu_s"] for r in ok])
         if "service_cpu_s" in ok[0]:
@@ -256,8 +267,8 @@ def markdown(rows: list[dict[str, Any]], commands: list[str], prof: dict[str, An
             f"| {build} | {surface} | {case} | {run} | {len(ok)}"
             f"{f' ({len(rs) - len(ok)} failed)' if len(rs) > len(ok) else ''} | {first} | "
             f"{_spread([r['final_s'] for r in ok])} | {_spread([r['exit_s'] for r in ok])} | "
-            f"{cpu} | {rss} | {_spread([r['main_hwm_mb'] for r in ok], 1e3, '{:.2f}')} / "
-            f"{_spread([r['ru_maxrss_mb'] for r in ok], 1e3, '{:.2f}')} | "
+            f"{cpu} | {rss} | {_median([r['main_hwm_mb'] for r in ok]) / 1e3:.2f} / "
+            f"{_median([r['ru_maxrss_mb'] for r in ok]) / 1e3:.2f} | "
             f"{loads} | {ok[0]['cores']} |"
         )
     vs = verdicts(rows)
@@ -270,7 +281,7 @@ def markdown(rows: list[dict[str, Any]], commands: list[str], prof: dict[str, An
             failed = f", {v['failed']} failed" if v["failed"] else ""
             lines.append(
                 f"| {v['build']}, {v['surface']}, {v['case']} {v['run']}: {FIGURES[v['figure']]} "
-                f"<= {v['goal'] / scale:g}{unit} | {med} ({v['runs']} runs{failed}) | "
+                f"<= {v['goal'] / scale:g}{unit} | {med} ({_runs(v['runs'])}{failed}) | "
                 f"{'met' if v['met'] else '**not met**'} |"
             )
     if quick:
