@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+PROJECT = ("advisor", "probes", "providers", "search_spaces", "examples")
 PASS_THROUGH = 0.98  # a frame one callee holds this share of is a wrapper: not listed
 
 
@@ -64,6 +65,7 @@ def profile(
         data = json.loads(out.read_text())
     frames = top_frames(data["root_frame"], top)
     return {
+        "imports": imports(data["root_frame"]),
         "command": "advisor suggest " + " ".join(args),
         "wall_s": round(wall, 2),
         "profiled_s": round(float(data.get("duration") or 0.0), 2),
@@ -120,6 +122,32 @@ def top_frames(root: dict[str, Any], top: int = 15) -> list[dict[str, Any]]:
     ]
 
 
+def _package(node: dict[str, Any]) -> str:
+    return str(node.get("file_path_short") or "?").split("/", 1)[0]
+
+
+def imports(root: dict[str, Any], top: int = 8) -> list[dict[str, Any]]:
+    """The ``top`` imports by time: each module body (a ``<module>`` frame) entered from
+    outside its own package -- from another package's module body, or from a function at run
+    time (``torch._dynamo`` at the optimizer's first use) -- with the frame that imported it.
+    A package imported inside another's import is counted in both."""
+    found: dict[str, dict[str, Any]] = {}
+
+    def walk(node: dict[str, Any], by: str, outer: str | None) -> None:
+        module = node.get("function") == "<module>"
+        if module and outer is not None and _package(node) != outer:
+            key = str(node.get("file_path_short") or "?")
+            row = found.setdefault(key, {"module": key, "s": 0.0, "from": by})
+            row["s"] = round(row["s"] + float(node.get("time") or 0.0), 3)
+        inner = _package(node) if module else outer
+        mine = not module and _package(node) in PROJECT
+        for child in node.get("children") or ():
+            walk(child, _key(node) if mine or not by else by, inner)
+
+    walk(root, "", None)  # the program's own module body is the outermost: not an import
+    return sorted(found.values(), key=lambda r: -float(r["s"]))[:top]
+
+
 def markdown(prof: dict[str, Any]) -> str:
     if "skipped" in prof:
         return f"Profile: skipped ({prof['skipped']})."
@@ -138,4 +166,14 @@ def markdown(prof: dict[str, Any]) -> str:
         lines.append(
             f"| `{frame}` | {f['cumulative_s']:.1f} | {f['share']:.0%} | {f['self_s']:.1f} |"
         )
+    if prof.get("imports"):
+        lines += [
+            "",
+            "Imports of the command's process by time (a module body entered from outside its "
+            "package; one imported inside another's import counts in both):",
+            "",
+            "| module | s | imported by |",
+            "|---|---|---|",
+        ]
+        lines += [f"| `{i['module']}` | {i['s']:.1f} | `{i['from']}` |" for i in prof["imports"]]
     return "\n".join(lines)

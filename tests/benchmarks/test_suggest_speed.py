@@ -147,3 +147,18 @@ def test_quick_on_the_service_with_a_worker(tmp_path: Path) -> None:
     _check_rows(doc, "service (worker)")
     for r in doc["rows"]:
         assert r["service_peak_rss_mb"] > 0 and r["service_cpu_s"] >= 0
+
+
+def test_imports_name_the_package_entered_and_the_call_that_needed_it() -> None:
+    def f(name: str, path: str, t: float, *kids: dict[str, object]) -> dict[str, object]:
+        return {"function": name, "file_path_short": path, "line_no": 1, "time": t,
+                "children": list(kids)}  # fmt: skip
+
+    dynamo = f("<module>", "torch/_dynamo/__init__.py", 4.0, f("<module>", "sympy/x.py", 1.0))
+    root = f("<module>", "advisor/cli/main.py", 10.0,
+             f("<module>", "torch/__init__.py", 3.0, f("<module>", "torch/nn.py", 1.0)),
+             f("make_optimizer", "search_spaces/r.py", 5.0, f("inner", "torch/c.py", 4.5, dynamo)))  # fmt: skip
+    got = {r["module"]: r for r in prof.imports(root)}
+    assert set(got) == {"torch/__init__.py", "torch/_dynamo/__init__.py", "sympy/x.py"}
+    assert got["torch/_dynamo/__init__.py"]["s"] == 4.0  # torch/nn.py: inside torch's own import
+    assert got["torch/_dynamo/__init__.py"]["from"].startswith("make_optimizer")
