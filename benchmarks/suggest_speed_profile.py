@@ -10,6 +10,7 @@ child process and shows as the wait for it (``subprocess`` frames)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,7 @@ def profile(
         home.mkdir()
         cmd = [python, "-m", "pyinstrument", "-r", "json", "-o", str(out),
                "-m", "advisor.cli.main", "suggest", *args]  # fmt: skip
+        before = [round(x, 2) for x in os.getloadavg()]
         started = time.perf_counter()
         done = subprocess.run(
             cmd,
@@ -68,6 +70,9 @@ def profile(
         "imports": imports(data["root_frame"]),
         "command": "advisor suggest " + " ".join(args),
         "wall_s": round(wall, 2),
+        "load_before": before,
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "cores": os.cpu_count(),
         "profiled_s": round(float(data.get("duration") or 0.0), 2),
         "cpu_s": round(float(data.get("cpu_time") or 0.0), 2),
         "frames": frames,
@@ -153,7 +158,8 @@ def markdown(prof: dict[str, Any]) -> str:
         return f"Profile: skipped ({prof['skipped']})."
     lines = [
         f"Where the time goes: one cold `{prof['command']}` under pyinstrument "
-        f"({prof['wall_s']:.1f} s wall under the profiler, {prof['cpu_s']:.1f} s CPU of the "
+        f"({prof['wall_s']:.1f} s wall under the profiler, load {prof['load_before'][0]:.1f} -> "
+        f"{prof['load_after'][0]:.1f} on {prof['cores']} cores; {prof['cpu_s']:.1f} s CPU of the "
         "command's own process; the local probes run in child processes and show as the wait "
         f"for them). Top {len(prof['frames'])} frames by cumulative time (a recursive call "
         f"counted once; wrappers, frames one callee holds {PASS_THROUGH:.0%} of, left out):",
