@@ -49,7 +49,9 @@ def profile(
         out = Path(tmp) / "profile.json"
         home = Path(tmp) / "home"
         home.mkdir()
+        # nodes down to 0.1 % of the run kept (pyinstrument's default drops those under 1 %)
         cmd = [python, "-m", "pyinstrument", "-r", "json", "-o", str(out),
+               "-p", "processor_options.filter_threshold=0.001",
                "-m", "advisor.cli.main", "suggest", *args]  # fmt: skip
         before = [round(x, 2) for x in os.getloadavg()]
         started = time.perf_counter()
