@@ -25,8 +25,12 @@ largest single process of the tree). The load average and the cores stand beside
         [--repeat 3] [--advisor PATH] [--other PATH] [--timeout 1800] [--profile]
         [--json FILE] [--merge FILE ...] [--write-docs [--label before]] [--quick]
 
-``--profile``: one cold fcn run under pyinstrument, its top 15 frames by cumulative time.
-``--merge``: add the rows of earlier ``--json`` files (one section from several runs).
+``--profile``: one cold fcn run under pyinstrument, its top 15 frames by cumulative time and
+its imports by time (``suggest_speed_profile``). ``--timeout``: the most one run may take (its
+process tree is then killed and the run counts as failed); not ``suggest --timeout``, which
+prints no first answer. ``--merge``: add the rows of earlier ``--json`` files (one section
+from several runs). ``--write-docs``: the section "Advice speed (issue #46)" of
+docs/benchmarks.md, or with ``--label L`` "Advice speed (issue #46, L)" (the "before" is one).
 ``--quick`` (the smoke test): fcn on a reduced space (batch 256, T4 machines, 5 probe
 iterations), once cold and once resumed, locally, with no goals judged.
 """
@@ -286,6 +290,7 @@ def markdown(rows: list[dict[str, Any]], commands: list[str], prof: dict[str, An
             )
     if quick:
         lines += ["", "(--quick rows: a reduced space, no goal judged.)"]
+    lines += _ratios(rows)
     footers = [(r["case"], r["surface"], r["footer"]) for r in rows
                if r.get("ok") and r.get("run") == "cold" and r.get("footer")]  # fmt: skip
     if footers:
@@ -298,6 +303,23 @@ def markdown(rows: list[dict[str, Any]], commands: list[str], prof: dict[str, An
     if prof is not None:
         lines += ["", profile_markdown(prof)]
     return "\n".join(lines)
+
+
+def _ratios(rows: list[dict[str, Any]]) -> list[str]:
+    """With ``--other``: each median of the other build over this one's, the same runs."""
+    groups = _groups([r for r in rows if r.get("ok")])
+    out = []
+    for (build, surface, case, run), rs in groups.items():
+        mine = groups.get(("this", surface, case, run))
+        if build != "other" or not mine:
+            continue
+        parts = [
+            f"{FIGURES[k]} x{_median([r[k] for r in rs]) / _median([r[k] for r in mine]):.2f}"
+            for k in ("first_s", "final_s", "exit_s")
+            if _median([r[k] for r in mine]) > 0
+        ]
+        out.append(f"- {surface}, {case} {run}: " + ", ".join(parts))
+    return ["", "Other build / this build (medians, the same invocation):", "", *out] if out else []
 
 
 def main(argv: list[str] | None = None) -> int:
