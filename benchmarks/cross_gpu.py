@@ -7,7 +7,7 @@ on the meta device at each row's per-GPU batch (``kernel_model_resnet.resnet50_t
 other eight models of the data set are not built in this repository and are not used. Only
 the fp32 file is used: the product models fp32/TF32 eager training, not AMP.
 
-Every prediction is the product's own ``perf.accel.predict_accelerator``: the GPU kernel
+Every prediction is the product's own ``timing.accel.predict_accelerator``: the GPU kernel
 model's device time of the trace (fitted on measured kernel latencies, none of these rows),
 the host dispatch floor over the trace's kernel launches, the input pipeline's prior (no
 loader timed here) and, for several GPUs, the data-parallel terms. Nothing is fitted to the
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         f"STRAGGLER_CV fitted on all sizes: {cv_all:.4f} (shipped: {C.STRAGGLER_CV}).",
         "",
         "Reading these numbers: every prediction is the product's own "
-        "`perf.accel.predict_accelerator`: the kernel model's device time of the traced step "
+        "`timing.accel.predict_accelerator`: the kernel model's device time of the traced step "
         "(fitted on kernel latencies of P4, P100, T4, V100 and A100 PCIe, none of these "
         "rows), the dispatch floor (kernel launches x 60 us, a prior) and the input prior "
         "(5 us per sample and the host-to-device copy of a 224x224 image: Lambda's runs "

@@ -6,7 +6,7 @@ ResNet-50 (224x224, 1000 classes, SGD momentum), BERT base and large fine-tuned 
 the step is traced on the meta device at the row's per-GPU batch (the fp32 batch file; the
 fp16 batch file is not published with the data), rewritten under the plan
 (``advisor.prediction.step.rewrite``) and timed by the GPU kernel model, with the host's launch
-floor (``max(device, launches x dispatch prior)``, as ``perf.accel``). The fp32 column is run
+floor (``max(device, launches x dispatch prior)``, as ``timing.accel``). The fp32 column is run
 as NVIDIA's NGC containers run it (TF32 matrix products and convolutions where the GPU has
 TF32); the fp16 column as AMP (autocast float16 with loss scaling). Predicted throughput =
 batch / step. Nothing is fitted to these tables: the kernel model's fit never saw them, and

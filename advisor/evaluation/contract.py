@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
+from advisor.errors import AdvisorError
 from advisor.evaluation.candidates import Candidate, offered, predicted_only
 from advisor.evaluation.space_checks import check_instance_types
 from advisor.evaluation.workload import WorkloadInfo
@@ -134,6 +135,24 @@ def probe_duration_s(phases: PhaseTimes, iterations: int) -> float:
     )
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """What one search tells its back end, once, before it starts (``Backend.configure``;
+    ``advisor.study.run.run_suggest`` makes it from the options). ``deadline``: ``clock()``
+    by which the search must end (--timeout; a back end that runs probes shortens their
+    time-outs to it); ``clock``: the search's clock (a replay back end's may be simulated);
+    ``precision`` and ``plan_fields``: --precision and --plan's fixed fields (issue #35),
+    honoured by a back end that predicts under training plans (``plans``), refused by one
+    that cannot; ``before_probes``: called once before the first probe is timed (issue
+    #36's first answer)."""
+
+    deadline: float | None = None
+    clock: Callable[[], float] = time.monotonic
+    precision: str = "auto"
+    plan_fields: Mapping[str, Any] = field(default_factory=dict)
+    before_probes: Callable[[], None] | None = None
+
+
 class Backend(ABC):
     """Turns (candidate, batch size, hyperparameters) into an ``Evaluation``.
 
@@ -151,20 +170,33 @@ class Backend(ABC):
     # no hyperparameter changes the run time: the planner then knows a trial's result
     # beforehand and stops once nothing left can rank above the best (advisor.study.planner).
     trials_repeat_screen: ClassVar[bool] = False
+    # Whether its predictions follow a training plan (--precision, --plan: issue #35).
+    plans: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.new_probes = 0
         self.evaluations = 0
         # Issue #27: machine keys the last ``candidates`` call left out, by reason.
         self.left_out: dict[str, list[str]] = {}
-        # ``clock()`` by which the search must end (--timeout): a back end that runs probes
-        # shortens their time-outs to it. ``clock`` is the search's clock (``run_suggest``
-        # sets both; the replay back end's can be simulated: ``ReplayClock``).
+        # The search's settings (``configure``); ``deadline`` and ``clock`` read from them.
+        self.settings = RunSettings()
         self.deadline: float | None = None
         self.clock: Callable[[], float] = time.monotonic
         # The last ``_screen`` call's machine, batch and hyperparameters, and its run time: a
         # spot candidate follows its on-demand twin (``candidates``), the same machine.
         self._last_screen: tuple[tuple[Any, ...], RunTime] | None = None
+
+    def configure(self, settings: RunSettings) -> None:
+        """Take the search's ``settings`` (before ``candidates``). A back end that does not
+        predict under training plans refuses a --precision or --plan it would ignore."""
+        if not self.plans and (settings.plan_fields or settings.precision not in ("auto", "fp32")):
+            raise AdvisorError(
+                f"The {self.name} back end does not predict under training plans "
+                "(--precision, --plan).",
+                "drop --precision and --plan, or use the local back end.",
+            )
+        self.settings = settings
+        self.deadline, self.clock = settings.deadline, settings.clock
 
     @property
     def snapshot(self) -> str:

@@ -3,9 +3,9 @@ performance model for catalog machines.
 
 - ``ProbeCache`` (``evaluation.probe_cache``): probe results kept as user attributes of a study
   named ``advisor-probe-cache`` in the same storage as the studies, each with its operator
-  trace and loader time (taken once, ``prediction.perf.step``), and the traces of other batches.
+  trace and loader time (taken once, ``prediction.step.ready``), and the traces of other batches.
 - ``LocalBackend``: real probes (``advisor.probes.runner.run_probe``), measured phases for the
-  local machine, the one prediction path (``perf.forecast.forecast_machine``, as ``advisor
+  local machine, the one prediction path (``forecast.forecast.forecast_machine``, as ``advisor
   predict`` and the service) for catalog machines, the iteration-time model for the run. A
   catalog machine with a remote probe (issue #14, ``advisor.remote.probe``) uses its measured
   phases at that batch size instead; an emulated one (run here) is labelled so. Issue #34: the
@@ -37,7 +37,6 @@ from advisor.evaluation.probe_slot import probe_key_lock, probe_slot
 from advisor.evaluation.untimed import default_threads
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.prediction.run.epochs_model import EpochsEstimate
-from advisor.prediction.step.plan import DEFAULT_PRECISION
 from advisor.probes.result import PhaseTimes, ProbeRequest, ProbeResult
 from advisor.providers.catalog import InstanceType
 from advisor.search_spaces.space import MachineFilter
@@ -61,9 +60,8 @@ class LocalBackend(Backend):
     """
 
     name = "local"
-    # Issues #27: trials charge nothing, repeat their screen; #35: run.py sets --precision
-    probes_run_on_candidates, trials_repeat_screen = False, True
-    precision = DEFAULT_PRECISION
+    # Issues #27: trials charge nothing, repeat their screen; #35: each GPU's training plan
+    probes_run_on_candidates, trials_repeat_screen, plans = False, True, True
 
     def __init__(
         self,
@@ -110,7 +108,6 @@ class LocalBackend(Backend):
         # Issue #34: a probe too big for this machine is never run (its stand-in is traced),
         # and each machine's largest fitting batch is computed once (evaluation.memory_checks)
         self.stand_ins, self.limits = StandIns(), BatchLimits()
-        self.plan_fields: dict[str, Any] = {}  # issue #35: --plan's fixed fields (run.py)
 
     @property
     def snapshot(self) -> str:
@@ -296,7 +293,7 @@ class LocalBackend(Backend):
             if here is not None:
                 return here
         remote = self.remote(workload, instance, batch_size, hps)
-        source, overheads = None, None
+        source, overheads, est = None, None, None
         extra: dict[str, Any] = {}
         if remote is not None and not remote.result.ok:  # measured there: it cannot run
             r = remote.result
@@ -332,8 +329,9 @@ class LocalBackend(Backend):
                 row = planned_row(self, workload, probe, instance, batch_size, epochs, new)
                 if isinstance(row, RunTime):  # issue #34: does not fit its GPUs' memory
                     return row
-                phases, extra = row
-            est = estimate(phases, workload.n_train, workload.n_val, epochs, batch_size)
+                phases, est, extra = row
+            if est is None:  # measured here or there, or an injected predictor
+                est = estimate(phases, workload.n_train, workload.n_val, epochs, batch_size)
         except (ValueError, ArithmeticError) as exc:
             return RunTime(
                 None, "modelled", epochs, 0.0, probe=probe, new_probe=new, error=str(exc)

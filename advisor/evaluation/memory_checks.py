@@ -6,7 +6,7 @@
   ``advisor predict`` uses (``evaluation.untimed.untimed_probe``), and its GPU rows are
   predicted from the trace. This machine's own row then says why it was not probed.
 - The batch limit: ``BatchLimits`` computes, once per machine type and trace, the largest batch
-  of the search whose step fits the machine's devices (``perf.device_memory.batch_limit``);
+  of the search whose step fits the machine's devices (``memory.device.batch_limit``);
   larger batches on it are not predicted at all.
 - A row that does not fit is a ``RunTime`` without a run time, whose error is the memory
   model's "does not fit: needs X GiB per GPU, has Y": the screen scores it as failed, so it is
@@ -158,14 +158,15 @@ class BatchLimits:
 def planned_row(
     backend: Any, workload: WorkloadInfo, probe: ProbeResult, instance: InstanceType,
     batch: int, epochs: int, new: bool,
-) -> RunTime | tuple[Any, dict[str, Any]]:  # fmt: skip
+) -> RunTime | tuple[Any, Any, dict[str, Any]]:  # fmt: skip
     """A catalog machine's row on the one prediction path under the fastest training plan that
-    fits it (issue #35, ``perf.plan_search``): its phases and what the estimate records (the
-    plan in words and as fields), or the does-not-fit row. When ``--plan`` pins the plain
+    fits it (issue #35, ``forecast.plan_search``): its phases, its training run's estimate (the
+    forecast's own: issue #46) and what the estimate records (the plan in words and as
+    fields), or the does-not-fit row. When ``--plan`` pins the plain
     plan, a batch above the machine's limit is not predicted at all (``BatchLimits``)."""
     from advisor.prediction.forecast.plan_search import best_forecast, searches
 
-    fixed = backend.plan_fields
+    fixed = dict(backend.settings.plan_fields)
     if not searches(fixed):
         over = backend.limits.check(probe, instance, backend.catalog, batch, epochs, new,
                                     backend.cache)  # fmt: skip
@@ -173,7 +174,7 @@ def planned_row(
             return over
     row, plan = best_forecast(
         probe, instance, backend.catalog, batch, epochs, workload.n_train, workload.n_val,
-        precision=backend.precision, fixed=fixed, sweep_epochs=(),
+        precision=backend.settings.precision, fixed=fixed, sweep_epochs=(),
         data_bytes=workload.data_bytes, data_basis=workload.data_basis,
         ledger_storage=backend.ledger_storage, trace_store=backend.cache,
     )  # fmt: skip
@@ -185,4 +186,4 @@ def planned_row(
         extra["training_plan"] = plan.to_dict()
     if row.memory is not None:
         extra["memory"] = row.memory.to_dict()
-    return pred.phases, extra
+    return pred.phases, row.training, extra

@@ -3,8 +3,8 @@
 The Python face of ``advisor predict`` (and of the service's ``/predict``): resolve the
 machines; take a saved probe, the one ``advisor suggest`` cached, or run one -- or, for a model
 too big or too slow for this machine, trace it without running it (``evaluation.untimed``);
-make the probe ready once (its operator trace and loader time, ``prediction.perf.step.traced``);
-then the one prediction path, ``prediction.perf.forecast.forecast`` (the same function suggest's
+make the probe ready once (its operator trace and loader time, ``prediction.step.ready.traced``);
+then the one prediction path, ``prediction.forecast.forecast.forecast`` (the same function suggest's
 scorer and the service call): each machine's phases from the performance model (GPUs: the
 kernel model on the operator trace) and its whole job priced by the one cost rule (issue #27:
 start-up terms + training, billed once, in the rows and the per-epoch tables alike). A free
@@ -168,7 +168,7 @@ def ready(
     meta_only: bool = False,
     hyperparameters: dict[str, Any] | None = None,
 ) -> ProbeResult:
-    """``probe`` with its operator trace and loader time (``prediction.perf.step.traced``: each
+    """``probe`` with its operator trace and loader time (``prediction.step.ready.traced``: each
     taken once, kept when present); what could not be taken is said through ``note``."""
     out, problems = traced_probe(probe, hyperparameters, trace=trace, meta_only=meta_only)
     for problem in problems:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from advisor.evaluation.probe_cache import probe_cache_key
@@ -46,9 +47,9 @@ def prefetch(backend: Any, workload: WorkloadInfo, batch_sizes: Sequence[int]) -
             missing.append(p)
     # issue #36: the first answer (``run_suggest``'s ``before_probes``), once, before any
     # probe is timed; never when every probe is cached
-    hook = getattr(self, "before_probes", None)
+    hook = self.settings.before_probes
     if missing and hook is not None:
-        self.before_probes = None
+        self.settings = replace(self.settings, before_probes=None)
         hook()
     if len(missing) < 2:  # one probe: ``LocalBackend.probe`` takes it; a busy machine's probe
         # judged retakable here is left to it to retake (issue #36: it was marked judged and

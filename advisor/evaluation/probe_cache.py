@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from advisor.probes.operators.types import OperatorTrace
 
-TRACE_PREFIX = "trace|"  # prediction.perf.traces.trace_key's keys
+TRACE_PREFIX = "trace|"  # prediction.step.traces.trace_key's keys
 PROBE_CACHE_STUDY = "advisor-probe-cache"
 
 
@@ -86,10 +86,10 @@ class ProbeCache:
         attrs = self._storage.get_study_user_attrs(self._study_id)
         return [k for k in attrs if not k.startswith(TRACE_PREFIX)]
 
-    # Issue #26: operator traces at other per-device batches (``prediction.perf.traces``), kept
+    # Issue #26: operator traces at other per-device batches (``prediction.step.traces``), kept
     # beside the probes so a step is traced once per workload and batch size.
     def get_trace(self, key: str) -> OperatorTrace | None:
-        """The trace kept under ``key`` (``prediction.perf.traces.trace_key``), or None."""
+        """The trace kept under ``key`` (``prediction.step.traces.trace_key``), or None."""
         from advisor.probes.operators.types import OperatorTrace
 
         value = self._storage.get_study_user_attrs(self._study_id).get(key)

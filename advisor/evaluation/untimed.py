@@ -12,7 +12,7 @@ model gets no local timing; ``untimed_probe`` stands in for the probe it would h
   too, then the input prior), and the bytes of one sample's inputs from that batch; above
   ``LOADER_MAX_BATCH`` timed at that batch and scaled per sample (issue #34: the data of a
   huge batch would not fit either);
-- the host's initialisation: a prior (``perf.constants.UNTIMED_INIT_S``, x/3);
+- the host's initialisation: a prior (``timing.constants.UNTIMED_INIT_S``, x/3);
 - a CPU step for CPU targets: the trace's FLOPs at this CPU's measured product rate, a
   measured stand-in and a lower bound (x/3);
 - ``fingerprint["untimed"]``: why, which every prediction and note repeats.
@@ -53,7 +53,7 @@ def decide(
     """Trace ``model`` on the meta device and judge a local probe (None: it cannot be traced
     here, so the probe runs as before). ``max_step_s``: the step's lower bound beyond which
     it is not timed here (default ``local_feasibility``'s, what ``advisor predict`` uses).
-    The trace is kept in this process's memo (``perf.traces``, the key the GPU rows' traces
+    The trace is kept in this process's memo (``step.traces``, the key the GPU rows' traces
     use): the first answer and the run's own screen trace each batch size once (issue #36)."""
     from advisor.prediction.step.traces import (
         remember,
@@ -73,7 +73,7 @@ def decide(
                 trace = trace_workload(model, batch_size, framework, hyperparameters, mode=mode)
         except UserCodeError:  # issue #50: it exited, crashed or hung: a probe would too
             raise
-        except Exception:  # the probe runs and its own trace is taken after (perf.step)
+        except Exception:  # the probe runs and its own trace is taken after (step.ready)
             return None
         remember(key, trace)
     if not trace.memory_bytes:

@@ -3,8 +3,8 @@ in the isolated worker (``advisor.probes.isolated``), a built-in workload here.
 
 What the advisor runs of a ``--model module:function`` outside a probe -- the operator trace
 (``probes.operators.trace_workload`` isolates it itself), a probe made ready for prediction
-(its trace and DataLoader time, ``prediction.perf.step.traced``), a stand-in's DataLoader
-timing (``prediction.perf.loader.time_loader``) and the builder's dataset sizes -- goes
+(its trace and DataLoader time, ``prediction.step.ready.traced``), a stand-in's DataLoader
+timing (``prediction.step.loader.time_loader``) and the builder's dataset sizes -- goes
 through :func:`run_model_code`: an exit, a crash, a hang past the time-out or a runaway
 allocation becomes one ``UserCodeError`` line naming the model and the fix. A built-in
 workload runs in this process: its code is the advisor's own, and this is on the path of
@@ -59,7 +59,7 @@ def traced_probe(
     trace: Any = None,
     meta_only: bool = False,
 ) -> tuple[Any, tuple[str, ...]]:
-    """``prediction.perf.step.traced`` of ``probe`` (its operator trace and DataLoader time,
+    """``prediction.step.ready.traced`` of ``probe`` (its operator trace and DataLoader time,
     and notes on what could not be taken), a user model's in the isolated worker."""
     from advisor.prediction.step.ready import needs_trace, traced
 

@@ -5,7 +5,9 @@ Contract of a ``Memo``:
 - **key**: a string (or tuple) that names everything the value is computed from (the
   workload, its hyperparameters, the batch, the plan's shape...). A value is a pure function of
   its key and of nothing that changes while the process runs, so an entry never goes stale:
-  nothing invalidates it but ``clear`` (tests, and ``forget_all``).
+  nothing invalidates it but ``clear`` (tests, and ``forget_all``). A value read from outside
+  the process (the ledger's records) carries its source's stamp and is re-read when the stamp
+  moves; its writer ``discard``s it.
 - **bound**: at most ``bound`` entries; past it the least recently used one is dropped (a
   screen reads the same few keys thousands of times, so the bound only limits a long-lived
   service's memory).
@@ -61,6 +63,10 @@ class Memo(Generic[T]):
         value = make()
         self.put(key, value)
         return value
+
+    def discard(self, key: Hashable) -> None:
+        with self._lock:
+            self._data.pop(key, None)
 
     def clear(self) -> None:
         with self._lock:

@@ -18,7 +18,7 @@ the trial loop:
 3. Run it (``advisor.remote.probe``), then re-screen every batch size of that machine and of
    the machines with its accelerator: the measured batch from the measured phases, the others
    from the model, which the ledger has corrected with the measurement
-   (``prediction.perf.correction``; emulated probes are kept out of the ledger).
+   (``prediction.timing.correction``; emulated probes are kept out of the ledger).
 4. Stop after N machines, or early when the measured leader cannot be overtaken: every
    candidate on a machine not yet probed has an optimistic bound (interval low end of the
    objective; for a Pareto search its low-end point) worse than the measured leader. The

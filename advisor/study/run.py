@@ -153,16 +153,14 @@ def run_suggest(
     storage_obj = storage if storage is not None else open_storage(url)
     if backend is None:
         backend = local_backend(options, storage_obj, space, progress)
-        if before_probes is not None:  # read once by evaluation.probe_batch.prefetch
-            setattr(backend, "before_probes", before_probes)  # noqa: B010
-    backend.deadline, backend.clock = deadline, clock
-    from advisor.evaluation.local import LocalBackend
+    from advisor.evaluation.contract import RunSettings
+    from advisor.prediction.step.plan import check_precision, plan_fields
 
-    if isinstance(backend, LocalBackend):  # issue #35: how each GPU trains
-        from advisor.prediction.step.plan import check_precision, plan_fields
-
-        backend.precision = check_precision(options.precision)
-        backend.plan_fields = plan_fields(options.plan)  # the rest: fixed, or searched
+    backend.configure(RunSettings(
+        deadline=deadline, clock=clock, precision=check_precision(options.precision),
+        plan_fields=plan_fields(options.plan),  # issue #35: the rest fixed, or searched
+        before_probes=before_probes,  # issue #36: read once by evaluation.probe_batch.prefetch
+    ))  # fmt: skip
     candidates = backend.candidates(space, options.include_previous_generation)  # issue #27
     if not candidates:
         raise no_machine_error(options)

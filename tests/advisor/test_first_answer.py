@@ -54,6 +54,7 @@ def test_the_first_answer_runs_once_before_the_first_probe_and_never_when_cached
     import optuna
     from advisor.probes.result import ProbeResult
 
+    from advisor.evaluation.contract import RunSettings
     from advisor.evaluation.local import LocalBackend
     from advisor.evaluation.probe_cache import probe_cache_key
     from advisor.options import SuggestOptions, workload_info
@@ -61,7 +62,7 @@ def test_the_first_answer_runs_once_before_the_first_probe_and_never_when_cached
     calls: list[Any] = []
     monkeypatch.setattr(runner, "run_probes", lambda reqs, **kw: calls.append(len(reqs)))
     backend = LocalBackend(optuna.storages.InMemoryStorage(), catalog=object())
-    backend.before_probes = lambda: calls.append("first answer")
+    backend.configure(RunSettings(before_probes=lambda: calls.append("first answer")))
     workload = workload_info(SuggestOptions(model="fcn"))
     backend.prefetch(workload, (256, 512))
     backend.prefetch(workload, (256, 512))  # still missing (the fake timed nothing): once only
@@ -70,6 +71,6 @@ def test_the_first_answer_runs_once_before_the_first_probe_and_never_when_cached
     for b in (256, 512):
         key = probe_cache_key(workload, b, warm.threads, warm.iterations, {}, False)
         warm.cache.put(key, ProbeResult("fcn", "torch", b, "cpu", 2, iteration_s=(1.0, 1.0)))
-    warm.before_probes = lambda: calls.append("first answer again")
+    warm.configure(RunSettings(before_probes=lambda: calls.append("first answer again")))
     warm.prefetch(workload, (256, 512))
     assert "first answer again" not in calls  # every probe cached: the final answer is quick

@@ -14,6 +14,7 @@ from advisor.probes.operators import with_operator_trace
 from advisor.probes.result import ProbeResult
 from perf_fixtures import gpu_machine, mlp_trace, probe
 
+from advisor.prediction.memo import forget_all
 from advisor.prediction.memory.model import GIB
 from advisor.prediction.step import traces
 
@@ -80,15 +81,10 @@ def fresh_memos(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     tracer answering with ``sized_lines`` (assign it in a test module to use it there)."""
     from advisor.probes.operators import plan_peak
 
-    from advisor.prediction.memory import device as device_memory
-    from advisor.prediction.step import traces
-
     monkeypatch.setattr(plan_peak, "peak_lines", sized_lines)
-    traces.forget()
-    device_memory.forget()
+    forget_all()
     yield
-    traces.forget()
-    device_memory.forget()
+    forget_all()
 
 
 def expected_bytes(batch: int, machine: Any, catalog: Any, high: bool = False) -> float:

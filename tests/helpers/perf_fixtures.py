@@ -141,7 +141,7 @@ def traced_probe(
     batch: int = 512, width: int = 1024, layers: int = 4, t2: float = 0.35, **kw: Any
 ) -> ProbeResult:
     """``probe`` of the synthetic workload carrying ``mlp_trace`` at its batch, with a measured
-    loader (``data_s``) and input size, as a probe made ready by ``prediction.perf.step`` is."""
+    loader (``data_s``) and input size, as a probe made ready by ``prediction.step.ready`` is."""
     import dataclasses
 
     from advisor.probes.operators import with_operator_trace

@@ -4,11 +4,11 @@
 ``forecast_machine`` is the one prediction path (issues #26, #27): ``advisor predict``,
 ``advisor estimate --instances``, ``advisor.predict``, the scorer inside ``advisor suggest``
 (``advisor.evaluation.local.LocalBackend``) and the service's ``/predict`` all call it, on the
-same traced probe. It predicts the machine's phases (``perf.model.predict``) and prices the
+same traced probe. It predicts the machine's phases (``timing.model.predict``) and prices the
 whole job once -- the machine's start-up terms (the service's priors, or a remote probe job's
 measured start-up) plus the training, billed by the service's rule -- for the chosen epochs
 and for every epoch count of the sweep. Issue #34: each accelerator row carries its step's
-memory per device against the device's (``perf.device_memory``), so every path reads the
+memory per device against the device's (``memory.device``), so every path reads the
 same fit."""
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from advisor.prediction.run.iteration_model import (
     normalise,
 )
 from advisor.prediction.step.machine_plan import machine_plan
+from advisor.prediction.step.placement import place
 from advisor.prediction.step.plan import PrecisionLacking, TrainingPlan
 from advisor.prediction.step.traces import TraceStore
 from advisor.prediction.timing.model import AcceleratorLookup, predict
@@ -55,6 +56,9 @@ class Forecast:
     job: PricedRun | None = None
     # Issue #34: the step's memory per device against the accelerator's (None: no accelerator)
     memory: DeviceMemory | None = None
+    # The training run alone at the chosen epochs, on demand (what the job is priced from and
+    # what ``advisor suggest`` scores): estimated once per row (issue #46)
+    training: Estimate | None = None
 
     @property
     def fits(self) -> bool:
@@ -128,19 +132,20 @@ def forecast_machine(
             "drop --spot or remove that machine.",
         )
     price = machine.price(spot)
+    at = place(machine, batch_size, plan)  # the one split of the batch, for time and memory
     pred = predict(probe, machine, catalog, batch_size, strategy=strategy,
                    ledger_storage=ledger_storage, trace_store=trace_store,
-                   plan=plan)  # fmt: skip
+                   placement=at)  # fmt: skip
     over = overheads if overheads is not None else run_overheads(machine, data_bytes, data_basis)
     counts = sorted({*sweep_epochs, epochs})
     sweep = epoch_sweep(
         pred.phases, n_train, n_val, batch_size, counts, price,
         spot=spot, service=machine.service, overheads=over,
     )  # fmt: skip
-    train = estimate(pred.phases, n_train, n_val, epochs, batch_size).runtime  # on demand
-    job = price_run(train, price, spot=spot, service=machine.service, overheads=over)
-    memory = machine_memory(probe, machine, catalog, batch_size, trace_store, plan)
-    return Forecast(machine, price, pred, sweep[epochs], sweep, over, job, memory)
+    training = estimate(pred.phases, n_train, n_val, epochs, batch_size)  # on demand
+    job = price_run(training.runtime, price, spot=spot, service=machine.service, overheads=over)
+    memory = machine_memory(probe, machine, catalog, batch_size, trace_store, placement=at)
+    return Forecast(machine, price, pred, sweep[epochs], sweep, over, job, memory, training)
 
 
 def forecast(

@@ -15,7 +15,7 @@ ones are searched over a small set:
   with several GPUs and one process per GPU, ``optimizer``, ``gradients``, ``parameters``:
   ZeRO-1/2/3, all run by ``advisor.train``), the fewest accumulation steps of 1, 2, 4, 8, ...
   whose step fits the GPU (its upper memory estimate: the plan's step traced,
-  ``perf.device_memory.machine_memory``); each is forecast and the fastest whole job is
+  ``memory.device.machine_memory``); each is forecast and the fastest whole job is
   taken. Checkpointing is chosen only where it lowers the peak enough to pay for its
   recomputation (on a model whose blocks' inputs outweigh what they save, say fcn, it raises
   the peak and is never the fastest plan that fits).
@@ -34,6 +34,7 @@ from typing import Any
 from advisor.prediction.forecast.forecast import Forecast, forecast_machine
 from advisor.prediction.memory.device import device_kind, machine_memory
 from advisor.prediction.step.machine_plan import auto_candidates, on_gpus, plan_on
+from advisor.prediction.step.placement import place
 from advisor.prediction.step.plan import (
     CHECKPOINTING,
     RUNNABLE_SHARDING,
@@ -42,7 +43,6 @@ from advisor.prediction.step.plan import (
     TrainingPlan,
     searches,
 )
-from advisor.prediction.step.traces import per_device_batch
 from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
 
@@ -126,7 +126,7 @@ def best_forecast(
     if first.fits or first.memory_unknown or not searches(fixed):
         return first, plain
     gpus = max(1, machine.accelerator_count)
-    per_device = per_device_batch(batch_size, gpus)
+    per_device = place(machine, batch_size).per_device
     steps = [fixed["accumulation"]] if "accumulation" in fixed else _steps(per_device)
     fitting: list[tuple[Forecast, TrainingPlan]] = []
     least: tuple[float, TrainingPlan] | None = None

@@ -1,6 +1,6 @@
 """A machine's step memory per device, against its accelerator's memory (issue #34).
 
-``machine_memory`` is what the one prediction path (``perf.forecast.forecast_machine``)
+``machine_memory`` is what the one prediction path (``forecast.forecast.forecast_machine``)
 attaches to every accelerator row: the step at the per-device batch (data parallel keeps a
 full replica of the model, its gradients and optimizer state on every device unless the plan
 shards them, so the batch is split: ``ceil(B / n)``). On a GPU its memory is that of the
@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from advisor.prediction.memo import Memo
 from advisor.prediction.memory.model import (
     GIB,
     MemoryFit,
@@ -33,8 +34,9 @@ from advisor.prediction.memory.model import (
     prior_terms,
     step_memory,
 )
+from advisor.prediction.step.placement import Placement, place
 from advisor.prediction.step.plan import TrainingPlan
-from advisor.prediction.step.traces import TraceStore, per_device_batch, step_trace
+from advisor.prediction.step.traces import TraceStore, step_trace
 from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
 
@@ -119,21 +121,21 @@ def machine_memory(
     batch_size: int,
     trace_store: TraceStore | None = None,
     plan: Any = None,
+    placement: Placement | None = None,
 ) -> DeviceMemory | None:
     """The step memory per device of ``probe``'s workload on ``machine`` at the global
     ``batch_size`` under ``plan`` (None: the plain float32 step) (a cloud CPU machine:
-    against its RAM); None for this machine."""
+    against its RAM), or at the row's ``placement``; None for this machine."""
     have = capacity_bytes(machine, catalog)
     if have is None:
         return None
-    devices = max(1, machine.accelerator_count)
-    per_device = per_device_batch(batch_size, devices)
+    at = placement or place(machine, batch_size, plan)
+    devices, per_device = max(1, machine.accelerator_count), at.per_device
     kind = device_kind(machine)
     if kind == "gpu":
         spec = _spec(machine, catalog)
         generation = getattr(spec, "generation", None)
-        memory, how = gpu_step(probe, per_device, plan or TrainingPlan(), devices, generation,
-                               trace_store)  # fmt: skip
+        memory, how = gpu_step(probe, at, generation, trace_store)
     else:  # a CPU's RAM; a TPU's memory per core: the tensors (issue #47 models XLA's own)
         memory, how = _step(probe, per_device, "cpu", trace_store)
     return DeviceMemory(memory, memory_fit(memory, have), devices, per_device, how, kind)
@@ -141,28 +143,26 @@ def machine_memory(
 
 def gpu_step(
     probe: ProbeResult,
-    per_device: int,
-    plan: TrainingPlan,
-    devices: int,
+    at: Placement,
     generation: str | None,
     store: TraceStore | None = None,
 ) -> tuple[StepMemory, str]:
-    """One GPU's memory for ``probe``'s step at ``per_device`` samples under ``plan`` on one
-    of ``devices`` GPUs: the plan's step traced (PyTorch), else the float32 step's memory
-    rewritten by the plan's rules (priors), plus the GPU's own priors."""
+    """One GPU's memory for ``probe``'s step at the row's placement ``at`` (its per-device
+    batch and plan, on one of its GPUs): the plan's step traced (PyTorch), else the float32
+    step's memory rewritten by the plan's rules (priors), plus the GPU's own priors."""
     from advisor.prediction.memory.plan import factor_memory, traced_memory
     from advisor.prediction.step.traces import probe_hyperparameters
     from advisor.probes.operators.stored import operator_trace_of
 
-    memory = StepMemory(per_device, known=False, unknown_reason="not traced")
+    plan, devices = at.plan or TrainingPlan(), at.devices
+    memory = StepMemory(at.per_device, known=False, unknown_reason="not traced")
     how = "the plan's step traced on fake tensors"
     if probe.framework == "torch":
         hps = probe_hyperparameters(probe)
-        memory = traced_memory(probe.workload, hps, per_device, plan, devices, store)
+        memory = traced_memory(probe.workload, hps, at.per_device, plan, devices, store)
     if not memory.known:
         why = memory.unknown_reason
-        micro = plan.micro_batch(per_device)
-        base, base_how = _step(probe, micro, "cpu", store)
+        base, base_how = _step(probe, at.micro, "cpu", store)
         memory = factor_memory(base, plan, devices, probe.framework)
         if base.known and plan != TrainingPlan():
             how = f"{base_how}; the plan by rules (priors)" + (f": {why}" if why else "")
@@ -177,7 +177,7 @@ def gpu_step(
     return replace(memory, terms=(*memory.terms, *extra)), how
 
 
-_STEPS: dict[tuple[str, str, str, int, str], tuple[StepMemory, str]] = {}
+_STEPS: Memo[tuple[StepMemory, str]] = Memo("step memory", bound=1024)
 
 
 def _step(
@@ -191,17 +191,17 @@ def _step(
     mark = "" if own is None else f"{own.batch_size}:{sorted(own.memory_bytes.items())}"
     hps = repr(sorted(probe_hyperparameters(probe).items()))
     key = (probe.workload, probe.framework, hps + mark, batch, device)
-    if key not in _STEPS:
+
+    def made() -> tuple[StepMemory, str]:
         step = step_trace(probe, batch, store)
         if step is None:
-            unknown = StepMemory(batch, known=False, unknown_reason="no trace of the step")
-            _STEPS[key] = (unknown, "no trace")
-        else:
-            memory = step_memory(step.trace, device=device)
-            if step.scale != 1.0 and memory.known:
-                memory = scaled(memory, step.scale, batch)
-            _STEPS[key] = (memory, step.how)
-    return _STEPS[key]
+            return StepMemory(batch, known=False, unknown_reason="no trace of the step"), "no trace"
+        memory = step_memory(step.trace, device=device)
+        if step.scale != 1.0 and memory.known:
+            memory = scaled(memory, step.scale, batch)
+        return memory, step.how
+
+    return _STEPS.get_or_make(key, made)
 
 
 def scaled(memory: StepMemory, ratio: float, batch: int) -> StepMemory:
@@ -244,11 +244,3 @@ def batch_limit(
     if not at(batches[0]).known:
         return batches[-1]
     return largest_fitting_batch(at, have, batches)
-
-
-def forget() -> None:
-    """Drop this process's memo (tests)."""
-    from advisor.prediction.memory.plan import forget as forget_plans
-
-    _STEPS.clear()
-    forget_plans()

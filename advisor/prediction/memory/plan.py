@@ -155,11 +155,6 @@ def _lines(
     return lines
 
 
-def forget() -> None:
-    """Drop this process's memo (tests)."""
-    _LINES.clear()
-
-
 def _scaled(term: MemoryTerm, factor: tuple[float, float, float], why: str) -> MemoryTerm:
     v, lo, hi = factor
     return dataclasses.replace(

@@ -1,7 +1,7 @@
 """The input pipeline measured here: the DataLoader's CPU time per batch of a PyTorch workload.
 
 A cloud GPU's input term is its host's DataLoader time per sample plus the host-to-device copy
-(``perf.accel``); the loader is the same Python code on any host, so it is timed on this CPU:
+(``timing.accel``); the loader is the same Python code on any host, so it is timed on this CPU:
 in CPU seconds (``time.process_time``) and the fastest of a few batches, so that waiting for a
 busy shared core does not count (run-to-run spread in docs/benchmarks.md). The batches are
 read in ``passes`` passes over the same few batches: a process's first batches fault in fresh

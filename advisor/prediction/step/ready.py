@@ -7,9 +7,9 @@ the probe lacks it:
   (``advisor.probes.operators.trace_workload``: on the meta device, or a real CPU step when
   that fails; from the layers for Keras), kept in ``ProbeResult.operator_trace`` so that the
   probe cache stores it with the probe and it is never recomputed;
-- for PyTorch, the DataLoader's CPU seconds per batch measured here (``perf.loader``), in
+- for PyTorch, the DataLoader's CPU seconds per batch measured here (``step.loader``), in
   ``fingerprint["data_s"]``: the input pipeline's host term;
-- the runtime hyperparameters it was traced with (``perf.traces.HYPERPARAMETERS_KEY``), so a
+- the runtime hyperparameters it was traced with (``step.traces.HYPERPARAMETERS_KEY``), so a
   later trace at another per-device batch builds the same model.
 
 Everything the probe already carries is kept (its ``input_bytes_per_sample`` included). A
@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from advisor.prediction.memo import Memo
 from advisor.prediction.step.traces import (
     HYPERPARAMETERS_KEY,
     remember,
@@ -111,7 +112,7 @@ def _trace(probe: ProbeResult, hps: dict[str, Any], meta_only: bool) -> Operator
     return found
 
 
-_LOADERS: dict[tuple[str, int, str, bool], Any] = {}
+_LOADERS: Memo[Any] = Memo("DataLoader timings", bound=256)
 
 
 def _loader(workload: str, batch: int, hps: dict[str, Any], meta_only: bool) -> Any:
@@ -121,10 +122,12 @@ def _loader(workload: str, batch: int, hps: dict[str, Any], meta_only: bool) -> 
     from advisor.prediction.step.loader import time_loader
 
     key = (workload, batch, json.dumps(hps, sort_keys=True), meta_only)
-    if key not in _LOADERS:
+
+    def timed() -> Any:
         with user_modules_importable():
-            _LOADERS[key] = time_loader(workload, batch, hps, model_on_meta=meta_only)
-    return _LOADERS[key]
+            return time_loader(workload, batch, hps, model_on_meta=meta_only)
+
+    return _LOADERS.get_or_make(key, timed)
 
 
 def _one_line(exc: BaseException) -> str:

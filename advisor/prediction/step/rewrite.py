@@ -22,7 +22,7 @@ Checkpointed blocks: the forward pass runs again inside the backward pass (every
 kernel once more; an upper bound: the loss and the head, outside the blocks, are not run
 again in practice). Sharding: each GPU updates 1 / n of the optimizer state
 (ZeRO-1/2/3), which divides the optimizer kernels' work by the GPU count; its communication is
-priced in ``perf.accel``.
+priced in ``timing.accel``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING
 
+from advisor.prediction.memo import Memo
 from advisor.prediction.step.plan import TrainingPlan
 from advisor.probes.operators.types import Operator, OperatorTrace
 
@@ -116,10 +117,10 @@ def _sharded_optimizer(ops: list[Operator], devices: int) -> list[Operator]:
     return out
 
 
-# plan_trace's results by (id(trace), plan, devices), each with the trace it was made from:
-# a screen plans the same few traces for a thousand machines (issue #36's first answer).
-_PLANNED: dict[tuple[int, TrainingPlan, int], tuple[OperatorTrace, OperatorTrace]] = {}
-_MAX_PLANNED = 512
+# plan_trace's results by (id(trace), plan, devices), each kept with the trace it was made from
+# (checked, so a reused id() never answers for another trace): a screen plans the same few
+# traces for a thousand machines (issue #36's first answer).
+_PLANNED: Memo[tuple[OperatorTrace, OperatorTrace]] = Memo("traces under a plan", bound=512)
 
 
 def plan_trace(trace: OperatorTrace, plan: TrainingPlan, devices: int = 1) -> OperatorTrace:
@@ -131,10 +132,8 @@ def plan_trace(trace: OperatorTrace, plan: TrainingPlan, devices: int = 1) -> Op
     hit = _PLANNED.get(key)
     if hit is not None and hit[0] is trace:
         return hit[1]
-    if len(_PLANNED) >= _MAX_PLANNED:
-        _PLANNED.clear()
     planned = _plan_trace(trace, plan, devices)
-    _PLANNED[key] = (trace, planned)
+    _PLANNED.put(key, (trace, planned))
     return planned
 
 

@@ -1,7 +1,7 @@
 """The operator traces a prediction reads: a workload's training step at a per-device batch.
 
 A probe carries its operator trace at its own batch size (``ProbeResult.operator_trace``,
-taken once by ``perf.step.traced`` and kept in the probe cache). A machine with ``n`` GPUs
+taken once by ``step.ready.traced`` and kept in the probe cache). A machine with ``n`` GPUs
 runs the step at ``ceil(B / n)`` per device, and a prediction may ask for another batch than
 the probe's: that step is traced on the meta device (shapes only: cheap, no memory), once per
 workload, framework, batch and runtime hyperparameters, memoised in this process and, when a
@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from advisor.prediction.memo import Memo
 from advisor.probes.operators.stored import operator_trace_of
 from advisor.probes.operators.types import OperatorTrace
 from advisor.probes.result import ProbeResult
@@ -51,7 +52,7 @@ class StepTrace:
     precision: str = "fp32"
 
 
-_MEMO: dict[str, OperatorTrace] = {}
+_MEMO: Memo[OperatorTrace] = Memo("traced steps", bound=256)
 
 
 def trace_key(workload: str, framework: str, batch: int, hyperparameters: dict[str, Any]) -> str:
@@ -89,7 +90,7 @@ def step_trace(probe: ProbeResult, batch: int, store: TraceStore | None = None) 
             if store is not None:
                 store.put_trace(key, found)
     if found is not None:
-        _MEMO[key] = found
+        _MEMO.put(key, found)
         return StepTrace(found, batch, f"traced on the meta device at batch {batch}")
     if own is None:
         return None
@@ -143,9 +144,4 @@ def remembered(key: str) -> OperatorTrace | None:
 
 def remember(key: str, trace: OperatorTrace) -> None:
     """Keep ``trace`` under ``key`` for this process."""
-    _MEMO[key] = trace
-
-
-def forget() -> None:
-    """Drop this process's memo (tests)."""
-    _MEMO.clear()
+    _MEMO.put(key, trace)

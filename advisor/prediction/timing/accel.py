@@ -3,7 +3,7 @@ input pipeline and, for several devices, synchronous data-parallel costs.
 
 Steady iteration on ``n`` devices with global batch ``B`` (per-device batch ``b = ceil(B/n)``)::
 
-    t_device   = the step's device time at b (perf.device: the GPU kernel model on a GPU,
+    t_device   = the step's device time at b (timing.device: the GPU kernel model on a GPU,
                  a roofline over the trace's FLOPs and bytes on a TPU)
     t_dispatch = kernel launches of the step x 60 us          # eager host launches (prior)
     t2 = max(t_dispatch, t_device) + t_input + t_allreduce + t_replica

@@ -24,7 +24,7 @@ class GenerationProfile:
     ``cuda_init_s`` (CUDA context creation, library load) and ``warmup_s`` (the extra first
     iteration: cuBLAS/cuDNN handles and algorithm choice, kernel loading or JIT), with
     ``prior_factor`` as their multiplicative uncertainty. Measured start-up on the device class
-    (remote probes, kept in the calibration ledger) replaces them (``perf.startup``).
+    (remote probes, kept in the calibration ledger) replaces them (``timing.startup``).
 
     Accelerators the kernel model does not cover (TPUs; any accelerator without kernel-model
     figures) keep a roofline over the trace's FLOPs and bytes: ``efficiency`` is the achieved

@@ -2,7 +2,7 @@
 
 When a real result comes back (a remote probe, an imported tuning trial, a local run),
 ``record_measurement`` appends ``(machine, workload signature, predicted t2, measured t2)`` to
-the ledger (``perf.ledger``: a dedicated study in the advisor's Optuna storage).
+the ledger (``timing.ledger``: a dedicated study in the advisor's Optuna storage).
 ``calibration_factor`` is the geometric mean of measured / predicted for a device class (an
 accelerator name, or "cpu"), from the closest evidence there is: records of the same workload
 signature, else of the same workload, else of any workload on that device class. The model
@@ -79,7 +79,7 @@ def record_measurement(
 ) -> CalibrationRecord:
     """Store one predicted/measured pair in the ledger and return it. ``startup``: the
     measured run's (initialisation, first-iteration extra) and the local probe's
-    initialisation, when a probe on the device measured them (``perf.startup`` reads them)."""
+    initialisation, when a probe on the device measured them (``timing.startup`` reads them)."""
     init, warmup, host = startup if startup is not None else (None, None, None)
     record = CalibrationRecord(
         workload,

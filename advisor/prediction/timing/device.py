@@ -5,7 +5,7 @@
   spec extrapolation for the others), with its 80 % interval, the forward phase for validation
   and the operators that dominate. The CPU probe's timing never enters it, only the trace.
 - A TPU, or an accelerator without kernel-model figures: a roofline over the same trace's
-  FLOPs and bytes at the generation's efficiency (a prior), ``perf.constants``.
+  FLOPs and bytes at the generation's efficiency (a prior), ``timing.constants``.
 - Without a trace (it could not be taken): that roofline over the probe's counted FLOPs.
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 
 from advisor.errors import AdvisorError
 from advisor.intervals import Interval
+from advisor.prediction.memo import Memo
 from advisor.prediction.step.traces import StepTrace
 from advisor.prediction.timing import constants as C
 from advisor.prediction.timing.signature import WorkloadSignature
@@ -42,8 +43,8 @@ class DeviceTime:
     parts: dict[str, float] = field(default_factory=dict)
 
 
-_STEPS: dict[tuple[Any, ...], Any] = {}  # (trace identity, gpu) -> StepPrediction
-_MAX_STEPS = 512
+# (the trace's content, the GPU's figures) -> (its step on that GPU, its top operators)
+_STEPS: Memo[Any] = Memo("step time by trace and GPU", bound=512)
 
 
 def kernel_gpu(spec: Any) -> Any | None:
@@ -72,24 +73,24 @@ def _identity(step: StepTrace) -> tuple[Any, ...]:
 def _kernel_step(step: StepTrace, gpu: Any) -> tuple[Any, tuple[tuple[str, float, float], ...]]:
     """The kernel model's step prediction on ``gpu`` and the step's device time grouped by
     phase and kind ("backward conv", ...), largest first, memoised."""
+    key = (*_identity(step), gpu.name, gpu.fp32_tflops, gpu.memory_bandwidth_gbs)
+    return _STEPS.get_or_make(key, lambda: _kernel_step_of(step, gpu))
+
+
+def _kernel_step_of(step: StepTrace, gpu: Any) -> tuple[Any, tuple[tuple[str, float, float], ...]]:
     from advisor.prediction.kernels import operator_times, predict_trace
 
-    key = (*_identity(step), gpu.name, gpu.fp32_tflops, gpu.memory_bandwidth_gbs)
-    if key not in _STEPS:
-        if len(_STEPS) >= _MAX_STEPS:
-            _STEPS.clear()
-        ops = step.trace.operators
-        tf32 = step.precision == "tf32"
-        pred = predict_trace(step.trace, [gpu], tf32_matmul=tf32)[gpu.name]
-        times = operator_times(list(ops), [gpu], tf32_matmul=tf32).value[:, 0]
-        groups: dict[str, float] = {}
-        for op, t in zip(ops, times, strict=True):
-            name = op.kind if op.kind == op.phase else f"{op.phase} {op.kind}"
-            groups[name] = groups.get(name, 0.0) + float(t) * op.count
-        total = sum(groups.values()) or 1.0
-        ranked = sorted(groups.items(), key=lambda kv: kv[1], reverse=True)
-        _STEPS[key] = (pred, tuple((name, t, t / total) for name, t in ranked))
-    return _STEPS[key]
+    ops = step.trace.operators
+    tf32 = step.precision == "tf32"
+    pred = predict_trace(step.trace, [gpu], tf32_matmul=tf32)[gpu.name]
+    times = operator_times(list(ops), [gpu], tf32_matmul=tf32).value[:, 0]
+    groups: dict[str, float] = {}
+    for op, t in zip(ops, times, strict=True):
+        name = op.kind if op.kind == op.phase else f"{op.phase} {op.kind}"
+        groups[name] = groups.get(name, 0.0) + float(t) * op.count
+    total = sum(groups.values()) or 1.0
+    ranked = sorted(groups.items(), key=lambda kv: kv[1], reverse=True)
+    return pred, tuple((name, t, t / total) for name, t in ranked)
 
 
 def _launches(step: StepTrace | None) -> tuple[int, int]:
@@ -189,8 +190,3 @@ def _roofline(
         limit="compute" if compute >= memory else "memory",
         parts={"compute": compute, "memory": memory},
     )
-
-
-def forget() -> None:
-    """Drop the memoised step predictions (tests)."""
-    _STEPS.clear()

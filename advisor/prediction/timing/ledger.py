@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.config import default_storage_url
+from advisor.prediction.memo import Memo
 
 LEDGER_STUDY = "advisor-calibration-ledger"
 
@@ -41,7 +42,7 @@ class CalibrationRecord:
     origin: str = ""
     signature: str = ""
     # Issue #26: a remote probe's start-up on the device, kept for the device class's init and
-    # first iteration (``perf.startup``): its initialisation, its first iteration's extra
+    # first iteration (``timing.startup``): its initialisation, its first iteration's extra
     # over the steady one, and the local probe's (host) initialisation it is compared with.
     measured_init_s: float | None = None
     measured_warmup_s: float | None = None
@@ -73,7 +74,7 @@ class CalibrationRecord:
 # One Optuna storage per URL and process: opening an RDBStorage checks the schema and starts an
 # engine, which predictions must not repeat per candidate (and, for SQLite, it waits for a busy
 # writer instead of failing: several studies may run at once on the default file).
-_STORAGES: dict[str, Any] = {}
+_STORAGES: Memo[Any] = Memo("ledger storages", bound=16)
 SQLITE_BUSY_TIMEOUT_S = 60.0
 ATTEMPTS = 5  # a SQLite read or write that fails transiently (locked, I/O race) is retried
 
@@ -81,12 +82,12 @@ ATTEMPTS = 5  # a SQLite read or write that fails transiently (locked, I/O race)
 def _storage(url: str) -> Any:
     import optuna
 
-    if url not in _STORAGES:
-        kwargs: dict[str, Any] = {}
-        if url.startswith("sqlite:"):
-            kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
-        _STORAGES[url] = optuna.storages.RDBStorage(url, engine_kwargs=kwargs or None)
-    return _STORAGES[url]
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite:"):
+        kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
+    return _STORAGES.get_or_make(
+        url, lambda: optuna.storages.RDBStorage(url, engine_kwargs=kwargs or None)
+    )
 
 
 def _retrying(action: Any) -> Any:
@@ -139,14 +140,14 @@ def append(record: CalibrationRecord, storage: str | None = None) -> Calibration
         user_attrs={"ledger": asdict(record)},
     )
     _retrying(lambda: study.add_trial(trial))
-    _CACHE.pop(storage or default_storage_url(), None)
+    _CACHE.discard(storage or default_storage_url())
     return record
 
 
 # url -> (stamp, records): predictions ask for the ledger once per candidate machine, so it is
-# read once per change of the storage (SQLite: the database and WAL files' mtimes; other
-# RDBs: every CACHE_TTL_S seconds), not once per call.
-_CACHE: dict[str, tuple[tuple[float, ...], list[CalibrationRecord]]] = {}
+# read once per change of the storage (the stamp: SQLite's database and WAL files' mtimes;
+# other RDBs: the CACHE_TTL_S window), not once per call; a write discards it.
+_CACHE: Memo[tuple[tuple[float, ...], list[CalibrationRecord]]] = Memo("ledger records", 16)
 CACHE_TTL_S = 10.0
 
 
@@ -168,7 +169,7 @@ def records(storage: str | None = None) -> list[CalibrationRecord]:
     if cached is not None and cached[0] == stamp:
         return list(cached[1])
     found = _read(url)
-    _CACHE[url] = (stamp, found)
+    _CACHE.put(url, (stamp, found))
     return list(found)
 
 

@@ -4,14 +4,14 @@ The measurement wins: for the local machine at the probed batch size and thread 
 measured phases are returned unchanged. Otherwise the model predicts, with an interval:
 
 - CPU-only machines (and the local one at another batch/thread count): the local CPU time
-  scaled by thread count (Amdahl) and per-core speed (``perf.cpu``);
+  scaled by thread count (Amdahl) and per-core speed (``timing.cpu``);
 - GPUs: the GPU kernel model's device time of the probe's operator trace at the per-device
-  batch (``perf.device``, ``advisor.prediction.kernels``), with host dispatch counted in kernel
-  launches, the input pipeline and data-parallel all-reduce (``perf.accel``); TPUs: a roofline
+  batch (``timing.device``, ``advisor.prediction.kernels``), with host dispatch counted in kernel
+  launches, the input pipeline and data-parallel all-reduce (``timing.accel``); TPUs: a roofline
   over the same trace; init and first iteration measured on the device class where a remote
-  probe ran there (``perf.startup``), else priors;
+  probe ran there (``timing.startup``), else priors;
 - then, if real results were recorded for that device class, a measured/predicted
-  correction (``perf.correction``).
+  correction (``timing.correction``).
 
 The CPU probe's timing never enters a GPU or TPU prediction; only its trace does (with the
 loader time and the host initialisation measured here).
@@ -24,9 +24,10 @@ from typing import Any, Protocol
 
 from advisor.errors import AdvisorError
 from advisor.intervals import Interval
+from advisor.prediction.step.placement import Placement, place
 from advisor.prediction.step.plan import TrainingPlan
 from advisor.prediction.step.rewrite import plan_step
-from advisor.prediction.step.traces import TraceStore, per_device_batch, step_trace
+from advisor.prediction.step.traces import TraceStore, step_trace
 from advisor.prediction.timing import accel as perf_accel
 from advisor.prediction.timing import cpu as perf_cpu
 from advisor.prediction.timing.correction import (
@@ -113,6 +114,7 @@ def predict(
     ledger_storage: str | None = None,
     trace_store: TraceStore | None = None,
     plan: TrainingPlan | None = None,
+    placement: Placement | None = None,
 ) -> Prediction:
     """Predict (or, for the local machine at the probed setting, return the measured)
     phase times of ``probe``'s workload on ``machine`` at ``batch_size`` (default: the
@@ -126,11 +128,12 @@ def predict(
     the step traced at other per-device batches (the probe cache). ``plan``: the training plan
     an accelerator runs (``advisor.prediction.step.plan``; default float32, no accumulation,
     checkpointing or sharding): its step is traced at the micro-batch and rewritten under the
-    plan (``advisor.prediction.step.rewrite``); a CPU ignores it.
+    plan (``advisor.prediction.step.rewrite``); a CPU ignores it. ``placement``: the row's
+    split of the batch (``step.placement``; made here from ``batch_size`` and ``plan`` when
+    not given).
     """
-    batch = batch_size or probe.batch_size
-    if batch <= 0:
-        raise AdvisorError(f"Batch size must be > 0, but got {batch}.", "pass a positive batch.")
+    at = placement or place(machine, batch_size or probe.batch_size, plan)
+    batch, plan = at.batch, at.plan
     sig: WorkloadSignature = signature(probe)
     local = machine.provider == "local"
     timed = not is_untimed(probe)
@@ -154,12 +157,10 @@ def predict(
                 f"No accelerator spec for '{machine.accelerator}' ({machine.key}).",
                 "add it to the catalog's accelerator table.",
             ) from exc
-        devices = machine.accelerator_count
-        per_device = per_device_batch(batch, devices)
-        if plan is not None and plan != TrainingPlan():
+        devices, per_device = at.devices, at.per_device
+        if plan is not None and at.planned:
             plan.check(devices, sig.framework, strategy)
-            micro = plan.micro_batch(per_device)
-            step = step_trace(probe, micro, trace_store)
+            step = step_trace(probe, at.micro, trace_store)
             step = plan_step(step, plan, devices) if step is not None else None
             extra["plan"] = plan.words(per_device)
         else:

@@ -1,7 +1,7 @@
 """What the performance model takes from one local probe: the workload's device-independent
 signature (FLOPs per sample, parameters, input bytes, the loader's time) and the local
 timings with their spread. The step's operators are the probe's operator trace
-(``perf.traces``), read apart."""
+(``step.traces``), read apart."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def signature(probe: ProbeResult) -> WorkloadSignature:
     """Extract the device-independent workload signature from an ok probe.
 
     Optional keys of ``probe.fingerprint`` refine it when present: ``data_s`` (the
-    DataLoader's CPU seconds per batch, measured here: ``perf.loader``),
+    DataLoader's CPU seconds per batch, measured here: ``step.loader``),
     ``input_bytes_per_sample`` (measured by the probe), ``untimed`` (the model was traced
     without a local timing: ``advisor.evaluation.untimed``).
     """

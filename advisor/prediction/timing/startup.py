@@ -10,9 +10,9 @@ apart, never here.
 
 The device's part comes from the calibration ledger when a remote probe on that device class
 recorded it (``CalibrationRecord.measured_init_s`` / ``measured_warmup_s``, written by
-``perf.model.calibrate_from``): the median over those records of the device probe's
+``timing.model.calibrate_from``): the median over those records of the device probe's
 initialisation less the local probe's, and of its first iteration's extra over the steady one.
-Otherwise it is the generation's prior (``perf.constants.GENERATIONS``), said so in the note.
+Otherwise it is the generation's prior (``timing.constants.GENERATIONS``), said so in the note.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from perf_fixtures import probe, with_synthetic_trace
 
 from advisor.errors import AdvisorError
 from advisor.evaluation.predict_api import predict
+from advisor.prediction.memo import forget_all
 from advisor.prediction.step.machine_plan import machine_plan
 
 MACHINES = ["g4dn.xlarge", "p3.2xlarge", "g5.xlarge", "p5.4xlarge"]
@@ -18,11 +19,8 @@ MACHINES = ["g4dn.xlarge", "p3.2xlarge", "g5.xlarge", "p5.4xlarge"]
 
 @pytest.fixture(autouse=True)
 def _fresh() -> None:
-    from advisor.prediction.step import traces
-    from advisor.prediction.timing import device
 
-    traces.forget()
-    device.forget()
+    forget_all()
 
 
 def _run(precision: str | None) -> tuple[dict[str, float], Any]:

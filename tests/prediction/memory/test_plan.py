@@ -19,8 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from perf_fixtures import mlp_trace
 
+from advisor.prediction.memo import forget_all
 from advisor.prediction.memory.model import StepMemory, step_memory
-from advisor.prediction.memory.plan import factor_memory, forget, layout, traced_memory
+from advisor.prediction.memory.plan import factor_memory, layout, traced_memory
 from advisor.prediction.step.plan import PlanNotRunnable, TrainingPlan, parse_plan
 
 BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
@@ -28,9 +29,9 @@ BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 
 @pytest.fixture(autouse=True)
 def _fresh() -> Any:
-    forget()
+    forget_all()
     yield
-    forget()
+    forget_all()
 
 
 # -- the traced step: formulas ----------------------------------------------------------------

@@ -8,6 +8,7 @@ from advisor.providers.catalog import load
 from perf_fixtures import SyntheticTraces, gpu_machine, mlp_trace, traced_probe
 
 from advisor.errors import AdvisorError
+from advisor.prediction.memo import forget_all
 from advisor.prediction.step.plan import TrainingPlan
 from advisor.prediction.step.rewrite import plan_trace
 from advisor.prediction.timing.model import predict
@@ -17,11 +18,8 @@ CAT = load()
 
 @pytest.fixture(autouse=True)
 def _fresh() -> None:
-    from advisor.prediction.step import traces
-    from advisor.prediction.timing import device
 
-    traces.forget()
-    device.forget()
+    forget_all()
 
 
 def _kinds(trace, phase: str, kind: str):  # type: ignore[no-untyped-def]

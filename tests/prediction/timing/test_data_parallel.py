@@ -7,6 +7,7 @@ import pytest
 from advisor.providers.catalog import load
 from perf_fixtures import SyntheticTraces, gpu_machine, traced_probe
 
+from advisor.prediction.memo import forget_all
 from advisor.prediction.timing import constants as C
 from advisor.prediction.timing.accel import buckets
 from advisor.prediction.timing.model import predict
@@ -16,11 +17,8 @@ CAT = load()
 
 @pytest.fixture(autouse=True)
 def _fresh() -> None:
-    from advisor.prediction.step import traces
-    from advisor.prediction.timing import device
 
-    traces.forget()
-    device.forget()
+    forget_all()
 
 
 def _t2(width: int, batch: int, gpus: int) -> float:

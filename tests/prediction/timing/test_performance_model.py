@@ -20,6 +20,7 @@ from perf_fixtures import (
 )
 
 from advisor.errors import AdvisorError
+from advisor.prediction.memo import forget_all
 from advisor.prediction.run.iteration_model import phase_times
 from advisor.prediction.timing import constants as C
 from advisor.prediction.timing.correction import calibration_factor, record_measurement
@@ -36,11 +37,8 @@ CAT = catalog()
 @pytest.fixture(autouse=True)
 def _fresh_traces() -> None:
     """Each test's synthetic traces (the process keeps traces by workload and batch)."""
-    from advisor.prediction.step import traces
-    from advisor.prediction.timing import device
 
-    traces.forget()
-    device.forget()
+    forget_all()
 
 
 def t2(p: ProbeResult, machine: object, batch: int | None = None, **kw: object) -> float:
@@ -119,11 +117,10 @@ def test_larger_global_batches_amortise_the_allreduce() -> None:
 
 
 def test_a_tpu_reads_the_same_traces_flops_by_a_roofline() -> None:
-    from advisor.prediction.step import traces
 
     tpu = gpu_machine("v3-8", "TPU-v3", 8, 8.0)
     a = predict(traced_probe(width=1024), tpu, CAT, trace_store=SyntheticTraces(1024))
-    traces.forget()  # the same workload name: another model
+    forget_all()  # the same workload name: another model
     b = predict(traced_probe(width=4096), tpu, CAT, trace_store=SyntheticTraces(4096))
     assert a.kind == b.kind == "tpu" and a.basis.startswith("roofline")
     assert b.breakdown["compute"] > 10 * a.breakdown["compute"]  # 16x the products' FLOPs
