@@ -42,6 +42,10 @@ class GenerationProfile:
     precision: str = "fp32"
     model_factor: float = 1.0
     dispatch_scale: float = 1.0
+    # The device time's scale on this generation, fitted on published whole-model training
+    # rows (``benchmarks/multi_gpu.py``; 1.0: the kernel model as it stands).
+    device_scale: float = 1.0
+    device_scale_source: str = ""
 
     def __post_init__(self) -> None:
         if self.efficiency is not None and not 0 < self.efficiency <= 1:
@@ -143,10 +147,19 @@ UNTIMED_INIT_FACTOR = 3.0
 UNTIMED_CPU_FACTOR = 3.0
 
 # --- Multi-device (data parallel) ------------------------------------------------------
-LINK_EFFICIENCY = {"pcie": 0.5, "nvlink": 0.8, "ici": 0.7}  # achieved / nominal per link
-# Per ring step of one collective, per bucket (prior, x/1.5: NCCL's small-message latency,
-# not measurable without GPUs).
-HOP_LATENCY_S = {"pcie": 20e-6, "nvlink": 8e-6, "ici": 10e-6}
+# Achieved large-message bus bandwidth of an all-reduce / the link's nominal bandwidth per
+# direction (priors, x/1.5), checked on the published nccl-tests rows of
+# benchmarks/data/nccl-allreduce/ (2x RTX 2080 Ti NVLink bridge: 21.4 of 25 GB/s = 0.86;
+# 2x H100 PCIe NVLink bridge: 116 of 300 = 0.39; PCIe 3.0 x16: about 10-12 of 16).
+LINK_EFFICIENCY = {"pcie": 0.6, "nvlink": 0.7, "ici": 0.7}
+# One all-reduce's latency: base + per extra device (seconds). From the smallest messages of
+# the published nccl-tests rows (benchmarks/data/nccl-allreduce/): 2 GPUs on an NVLink bridge
+# 23 us (alpha of the alpha-beta fit), 8 PCIe GPUs 43 us, 2 GPUs behind one PCIe switch 26 us.
+ALLREDUCE_LATENCY_S = {
+    "pcie": (23e-6, 2.8e-6),
+    "nvlink": (20e-6, 1.0e-6),
+    "ici": (10e-6, 1.0e-6),  # prior: no published TPU all-reduce row here
+}
 # DDP's own cost per step and replica (hooks, bucket copies, the reducer): measured here with
 # gloo at world size 1, so no collective or waiting enters (benchmarks/ddp_overhead.py: 0.74
 # and 0.88 ms with 18 and 1 buckets, IQR 0.4-2.3 ms; no measurable cost per extra bucket).
@@ -155,10 +168,21 @@ DDP_OVERHEAD_S = 0.8e-3
 # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES and bucket_cap_mb=25): one collective each.
 DDP_FIRST_BUCKET_BYTES = 1024**2
 DDP_BUCKET_BYTES = 25 * 1024**2
+# DDP all-reduces a bucket as soon as its gradients are ready, during the backward pass: the
+# share of the device step that hides communication (backward is about 2/3 of forward +
+# backward; the first layers' bucket is ready only at its end). Prior, x/1.5.
+DDP_OVERLAP_SHARE = 0.5
 # Per-replica jitter; the step waits for the slowest of n. Fitted to the 2/4/8-GPU scaling of
-# the same data (benchmarks/cross_gpu.py; leave-one-size-out median |error| 3.5 %).
+# Lambda's PyTorch rows (benchmarks/multi_gpu.py, leave one machine size out: docs/benchmarks.md).
 STRAGGLER_CV = 0.015
-DP_DISPATCH_SERIAL = 0.5  # single-process DataParallel: share of per-replica dispatch not hidden
+# One process driving every replica (Keras MirroredStrategy, nn.DataParallel): the share of
+# one replica's host work (launches, per-replica graph bookkeeping) added per extra replica,
+# run in series on the one host thread. Fitted to TensorFlow's 2017 K80/P100 1-8 GPU rows
+# (benchmarks/multi_gpu.py, leave one machine size out: docs/benchmarks.md).
+SERIAL_REPLICA_SHARE = 0.5
+# TensorFlow's graph executor launches kernels from C++ (no Python per op): its host cost per
+# launch relative to eager PyTorch's 60 us. Prior, x/2 (DISPATCH_FACTOR).
+GRAPH_DISPATCH_SCALE = 0.5
 NCCL_INIT_S = 2.0  # multi-GPU: process group + communicator set-up (prior, x/2.5)
 NCCL_INIT_PER_GPU_S = 0.25
 
