@@ -154,7 +154,7 @@ def step(model: str, batch: int) -> StepTrace:
         import torch
         from advisor.probes.operators.torch_trace import trace_step
 
-        build, shape, classes = BUILDERS[model] if model in BUILDERS else _small(model)
+        build, shape, _classes = BUILDERS[model] if model in BUILDERS else _small(model)
         with torch.device("meta"):
             net = build()
             opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
@@ -271,6 +271,7 @@ def summary(errors: list[float]) -> str:
 
 def pairs_of(rows: list[Row]) -> list[tuple[Row, Row]]:
     """Each n-GPU row with the 1-GPU row of its machine, model and batch."""
+
     def key(r: Row) -> tuple[Any, ...]:
         return (r.data, r.platform, r.gpu, r.model) + ((r.batch,) if r.data != "lambda" else ())
 
@@ -299,9 +300,13 @@ def scaling_section(rows: list[Row], specs: Specs, fit: bool, lines: list[str]) 
     shipped = {"lambda": C.STRAGGLER_CV, "tf2017": getattr(C, "SERIAL_REPLICA_SHARE", 0.0)}
     errors: dict[tuple[str, str, str], list[float]] = {}
     fitted_all: dict[str, float] = {}
-    lines += ["### Leave one machine size out (n-GPU throughput from the measured 1-GPU one)", "",
-              "| data | machine | model | batch/GPU | GPUs | measured | predicted | error | "
-              "constant fitted without this size |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "### Leave one machine size out (n-GPU throughput from the measured 1-GPU one)",
+        "",
+        "| data | machine | model | batch/GPU | GPUs | measured | predicted | error | "
+        "constant fitted without this size |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for data, ps in by_data.items():
         name = names[data]
         for size in sorted({r.n for r, _ in ps}):
@@ -312,13 +317,19 @@ def scaling_section(rows: list[Row], specs: Specs, fit: bool, lines: list[str]) 
                 e = pred / r.throughput - 1
                 kind = link_kind(r, specs)
                 errors.setdefault(("size", r.framework, kind), []).append(e)
-                lines.append(f"| {data} | {r.platform} {r.gpu} | {r.model} | {r.batch} | {r.n} | "
-                             f"{r.throughput:.0f} | {pred:.0f} | {e:+.1%} | {name}={v:g} |")
+                lines.append(
+                    f"| {data} | {r.platform} {r.gpu} | {r.model} | {r.batch} | {r.n} | "
+                    f"{r.throughput:.0f} | {pred:.0f} | {e:+.1%} | {name}={v:g} |"
+                )
         fitted_all[name] = fit_grid(name, grids[data], ps, specs) if fit else shipped[data]
     models = sorted({r.model for r, _ in by_data["tf2017"]})
-    lines += ["", "### Leave one model out (TensorFlow rows; Lambda's built model is ResNet-50 "
-              "only)", "", "| model | rows | SERIAL_REPLICA_SHARE fitted on the others | "
-              "median abs error | worst |", "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "### Leave one model out (TensorFlow rows; Lambda's built model is ResNet-50 only)",
+        "",
+        "| model | rows | SERIAL_REPLICA_SHARE fitted on the others | median abs error | worst |",
+        "|---|---|---|---|---|",
+    ]
     for model in models:
         rest = [p for p in by_data["tf2017"] if p[0].model != model]
         v = fit_grid("SERIAL_REPLICA_SHARE", SERIAL_GRID, rest, specs) if fit else shipped["tf2017"]
@@ -328,29 +339,42 @@ def scaling_section(rows: list[Row], specs: Specs, fit: bool, lines: list[str]) 
             errs.append(e)
             errors.setdefault(("model", r.framework, link_kind(r, specs)), []).append(e)
         a = [abs(e) for e in errs]
-        lines.append(f"| {model} | {len(errs)} | {v:g} | {statistics.median(a):.1%} | "
-                     f"{max(a):.1%} |")
-    lines += ["", "Per framework and link kind (median |error| of the n-GPU throughput; goal "
-              "<= 10 %):", "", "| held out | framework | link | median abs error | rows |",
-              "|---|---|---|---|---|"]
+        lines.append(
+            f"| {model} | {len(errs)} | {v:g} | {statistics.median(a):.1%} | {max(a):.1%} |"
+        )
+    lines += [
+        "",
+        "Per framework and link kind (median |error| of the n-GPU throughput; goal <= 10 %):",
+        "",
+        "| held out | framework | link | median abs error | rows |",
+        "|---|---|---|---|---|",
+    ]
     for (how, fw, kind), errs in sorted(errors.items()):
         a = [abs(e) for e in errs]
         lines.append(f"| {how} | {fw} | {kind} | {statistics.median(a):.1%} | {len(a)} |")
-    lines += ["", "Fitted on all rows: " + ", ".join(f"{k} = {v:g}" for k, v in
-                                                      fitted_all.items()), ""]
+    lines += [
+        "",
+        ("Fitted on all rows: " if fit else "Constants used: ")
+        + ", ".join(f"{k} = {v:g}" for k, v in fitted_all.items()),
+        "",
+    ]
     return {"errors": errors, "fitted": fitted_all}
 
 
-def fastest_section(rows: list[Row], specs: Specs, fitted: dict[str, float],
-                    lines: list[str]) -> None:
+def fastest_section(
+    rows: list[Row], specs: Specs, fitted: dict[str, float], lines: list[str]
+) -> None:
     """Which machine size is fastest per machine, model and batch: measured and predicted."""
     groups: dict[tuple[Any, ...], list[Row]] = {}
     for r in rows:
         groups.setdefault((r.data, r.platform, r.gpu, r.model, r.batch), []).append(r)
     right = total = 0
-    lines += ["### Fastest machine size per machine, model and batch", "",
-              "| data | machine | model | batch/GPU | measured fastest | predicted fastest |",
-              "|---|---|---|---|---|---|"]
+    lines += [
+        "### Fastest machine size per machine, model and batch",
+        "",
+        "| data | machine | model | batch/GPU | measured fastest | predicted fastest |",
+        "|---|---|---|---|---|---|",
+    ]
     for key, rs in sorted(groups.items()):
         ns = {r.n: r for r in rs}
         if 1 not in ns or len(ns) < 2:
@@ -371,17 +395,21 @@ def generation_section(rows: list[Row], specs: Specs, fit: bool, lines: list[str
     singles = [r for r in rows if r.data == "tf2017" and r.n == 1]
     gens = {"kepler": "K80", "pascal": "P100"}
     scales: dict[str, float] = {}
-    lines += ["### Kepler and Pascal: device scale on TensorFlow's 1-GPU rows", "",
-              "| generation | scale fitted on all its rows | leave one model out: median abs "
-              "error | scale of the other generation: median abs error | kernel model as it "
-              "stands (scale 1): median abs error |", "|---|---|---|---|---|"]
+    lines += [
+        "### Kepler and Pascal: device scale on TensorFlow's 1-GPU rows",
+        "",
+        "| generation | scale fitted on all its rows | leave one model out: median abs "
+        "error | scale of the other generation: median abs error | kernel model as it "
+        "stands (scale 1): median abs error |",
+        "|---|---|---|---|---|",
+    ]
     for gen, gpu in gens.items():
         own = [r for r in singles if r.gpu == gpu]
         scales[gen] = fit_scale(gen, own, specs) if fit else 1.0
     for gen, gpu in gens.items():
         own = [r for r in singles if r.gpu == gpu]
 
-        def err(r: Row, scale: float) -> float:
+        def err(r: Row, scale: float, gen: str = gen) -> float:
             with constants(**{f"scale_{gen}": scale}):
                 return r.batch / step_time(r, specs, 1)["t2"] / r.throughput - 1
 
@@ -389,23 +417,31 @@ def generation_section(rows: list[Row], specs: Specs, fit: bool, lines: list[str
         for model in sorted({r.model for r in own}):
             s = fit_scale(gen, [r for r in own if r.model != model], specs) if fit else 1.0
             lomo += [err(r, s) for r in own if r.model == model]
-        other = scales[[g for g in gens if g != gen][0]]
+        other = scales[next(g for g in gens if g != gen)]
         logo = [err(r, other) for r in own]
         plain = [err(r, 1.0) for r in own]
         med = lambda e: f"{statistics.median(abs(x) for x in e):.1%}"  # noqa: E731
-        lines.append(f"| {gen} ({gpu}) | {scales[gen]:.2f} | {med(lomo)} | {med(logo)} | "
-                     f"{med(plain)} |")
+        lines.append(
+            f"| {gen} ({gpu}) | {scales[gen]:.2f} | {med(lomo)} | {med(logo)} | {med(plain)} |"
+        )
     v100 = Row("lambda", "lambda", "V100", 1, "resnet50", 64, 0.0)
     with constants(**{f"scale_{g}": s for g, s in scales.items()}):
         t_v100 = step_time(v100, specs, 1)["t2"]
-        lines += ["", "Ratio of ResNet-50 throughput to a V100 at batch 64 per GPU (published "
-                  "V100: Lambda's PyTorch 369 images/s at its batch; the K80/P100 figures are "
-                  "TensorFlow 2017's, so the published ratio mixes two frameworks):", "",
-                  "| GPU | published ratio | predicted ratio |", "|---|---|---|"]
+        lines += [
+            "",
+            "Ratio of ResNet-50 throughput to a V100 at batch 64 per GPU (published "
+            "V100: Lambda's PyTorch 369 images/s at its batch; the K80/P100 figures are "
+            "TensorFlow 2017's, so the published ratio mixes two frameworks):",
+            "",
+            "| GPU | published ratio | predicted ratio |",
+            "|---|---|---|",
+        ]
         for gen, gpu in gens.items():
             r = next(r for r in singles if r.gpu == gpu and r.model == "resnet50" and r.batch == 64)
-            lines.append(f"| {gpu} | {r.throughput / 369:.3f} | "
-                         f"{t_v100 / step_time(r, specs, 1)['t2']:.3f} |")
+            lines.append(
+                f"| {gpu} | {r.throughput / 369:.3f} | "
+                f"{t_v100 / step_time(r, specs, 1)['t2']:.3f} |"
+            )
     lines.append("")
     return scales
 
@@ -413,11 +449,16 @@ def generation_section(rows: list[Row], specs: Specs, fit: bool, lines: list[str
 def small_section(specs: Specs, fitted: dict[str, float], lines: list[str]) -> None:
     """fcn and simple-cnn on 1-8 V100 (NVLink) and K80 (PCIe), torch and keras: predicted
     step per size and the term that grows."""
-    lines += ["### Small models: where adding GPUs stops paying (predicted, no published rows)",
-              "", "Global batch 256; images/s of the whole machine at 1/2/4/8 GPUs, and the "
-              "terms of the 8-GPU step (ms).", "",
-              "| model | GPU | framework | 1 | 2 | 4 | 8 | fastest | 8-GPU device / dispatch / "
-              "input / all-reduce / replica |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "### Small models: where adding GPUs stops paying (predicted, no published rows)",
+        "",
+        "Global batch 256; images/s of the whole machine at 1/2/4/8 GPUs, and the "
+        "terms of the 8-GPU step (ms).",
+        "",
+        "| model | GPU | framework | 1 | 2 | 4 | 8 | fastest | 8-GPU device / dispatch / "
+        "input / all-reduce / replica |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for model in ("fcn", "simple-cnn"):
         for gpu, platform in (("V100", "lambda"), ("K80", "aws")):
             for data, fw in (("lambda", "torch"), ("tf2017", "keras")):
@@ -429,10 +470,15 @@ def small_section(specs: Specs, fitted: dict[str, float], lines: list[str]) -> N
                         parts = step_time(r, specs, n)
                     thr[n] = 256 / parts["t2"]
                 best = max(thr, key=lambda n: thr[n])
-                terms = " / ".join(f"{parts[k] * 1e3:.2f}" for k in
-                                   ("device", "dispatch", "input", "allreduce", "replica"))
-                lines.append(f"| {model} | {gpu} | {fw} | " + " | ".join(
-                    f"{thr[n]:.0f}" for n in (1, 2, 4, 8)) + f" | {best} | {terms} |")
+                terms = " / ".join(
+                    f"{parts[k] * 1e3:.2f}"
+                    for k in ("device", "dispatch", "input", "allreduce", "replica")
+                )
+                lines.append(
+                    f"| {model} | {gpu} | {fw} | "
+                    + " | ".join(f"{thr[n]:.0f}" for n in (1, 2, 4, 8))
+                    + f" | {best} | {terms} |"
+                )
     lines.append("")
 
 
@@ -446,9 +492,12 @@ def main(argv: list[str] | None = None) -> int:
     specs = Specs(HERE / "gpu-throughput")
     rows = lambda_rows() + tf_rows()
     fit = not args.no_fit
-    lines: list[str] = [f"Rows: {sum(r.data == 'lambda' for r in rows)} Lambda (PyTorch DDP), "
-                        f"{sum(r.data == 'tf2017' for r in rows)} TensorFlow 2017 (one process, "
-                        "every replica), of the models built here.", ""]
+    lines: list[str] = [
+        f"Rows: {sum(r.data == 'lambda' for r in rows)} Lambda (PyTorch DDP), "
+        f"{sum(r.data == 'tf2017' for r in rows)} TensorFlow 2017 (one process, "
+        "every replica), of the models built here.",
+        "",
+    ]
     scales = generation_section(rows, specs, fit, lines)
     with constants(**{f"scale_{g}": s for g, s in scales.items()}):
         result = scaling_section(rows, specs, fit, lines)
@@ -456,8 +505,10 @@ def main(argv: list[str] | None = None) -> int:
         fastest_section(rows, specs, fitted, lines)
         small_section(specs, fitted, lines)
     flag = " --no-fit" if args.no_fit else ""
-    lines.append(f"Command: `python benchmarks/multi_gpu.py{flag} --write-docs` "
-                 f"({time.time() - started:.0f} s).")
+    lines.append(
+        f"Command: `python benchmarks/multi_gpu.py{flag} --write-docs` "
+        f"({time.time() - started:.0f} s)."
+    )
     suffix = f" -- {args.label or 'shipped constants'}" if args.no_fit else ""
     publish(SECTION + suffix, "\n".join(lines), args.write_docs)
     return 0

@@ -67,7 +67,12 @@ GENERATIONS: dict[str, GenerationProfile] = {
     # Current PyTorch wheels ship no sm_37 code: the first iteration may JIT-compile PTX,
     # hence the long and very uncertain warm-up.
     "kepler": GenerationProfile(
-        "kepler", 2.0, 5.0, 4.0, f"{_START}; Kepler JIT", device_scale=1.32,
+        "kepler",
+        2.0,
+        5.0,
+        4.0,
+        f"{_START}; Kepler JIT",
+        device_scale=1.32,
         device_scale_source="fitted: median predicted/measured throughput of TensorFlow's 2017 "
         "K80 1-GPU rows (ResNet-50, VGG-16, AlexNet; benchmarks/multi_gpu.py); leave one model "
         "out 35 % median |error| (32 % at scale 1: the three models disagree)",
