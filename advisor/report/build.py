@@ -188,7 +188,7 @@ def _charge_notes(outcome: SuggestOutcome, rows: list[dict[str, Any]]) -> list[s
     if tpus:
         notes.append(
             f"Left out: {len(tpus)} TPU machine type(s), predicted only -- advisor cannot train "
-            "or probe on TPUs and their efficiency is a prior (advisor predict shows them)."
+            "or probe on TPUs (advisor predict shows them)."
         )
     if old:
         notes.append(

@@ -71,7 +71,7 @@ def accelerator_phases(
     note = (
         f"{kind} model: {n}x {spec.name}, {strategy} data parallel, per-device batch "
         f"{per_device} ({how}). Device {parts['device'] * 1e3:.3g} ms per step by the "
-        f"{dev.method}: {dev.basis}.{top} Host: {dev.launches} kernel launches x "
+        f"{dev.method}: {dev.basis}{_scaled(profile)}.{top} Host: {dev.launches} kernel launches x "
         f"{C.DISPATCH_S_PER_LAUNCH * 1e6:.0f} us (a prior, x/{C.DISPATCH_FACTOR:g}) = "
         f"{parts['dispatch'] * 1e3:.3g} ms; input {parts['input'] * 1e3:.3g} ms ({loader}). "
         f"Init: {host_init}; {startup.note}"
@@ -105,3 +105,10 @@ def data_parallel_note(strategy: str, framework: str, n: int, parts: dict[str, f
     if ms.get("dp_host_serial"):
         text += f"; host work of the other {n - 1} replicas in series {ms['dp_host_serial']:.3g} ms"
     return text + f"; replica overhead and wait {ms['replica']:.3g} ms."
+
+
+def _scaled(profile: C.GenerationProfile) -> str:
+    """The generation's fitted device scale, in words (empty at 1)."""
+    if profile.device_scale == 1.0:
+        return ""
+    return f", x {profile.device_scale:g} ({profile.device_scale_source})"
