@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from advisor.providers.catalog import load
 from perf_fixtures import SyntheticTraces, gpu_machine, traced_probe
 
 from advisor.prediction.timing.model import predict
-from advisor.providers.catalog import load
 from advisor.report.summary import step_text
 
 
