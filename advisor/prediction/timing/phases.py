@@ -72,8 +72,10 @@ def accelerator_phases(
         f"{kind} model: {n}x {spec.name}, {strategy} data parallel, per-device batch "
         f"{per_device} ({how}). Device {parts['device'] * 1e3:.3g} ms per step by the "
         f"{dev.method}: {dev.basis}{_scaled(profile)}.{top} Host: {dev.launches} kernel launches x "
-        f"{C.DISPATCH_S_PER_LAUNCH * 1e6:.0f} us (a prior, x/{C.DISPATCH_FACTOR:g}) = "
-        f"{parts['dispatch'] * 1e3:.3g} ms; input {parts['input'] * 1e3:.3g} ms ({loader}). "
+        f"{C.DISPATCH_S_PER_LAUNCH * 1e6:.0f} us (a prior, x/{C.DISPATCH_FACTOR:g})"
+        f"{_launch_scale(sig.framework, strategy, profile)} = "
+        f"{parts.get('dp_dispatch_per_replica', parts['dispatch']) * 1e3:.3g} ms a replica, "
+        f"{parts['dispatch'] * 1e3:.3g} ms in all; input {parts['input'] * 1e3:.3g} ms ({loader}). "
         f"Init: {host_init}; {startup.note}"
         + (f"; NCCL set-up a prior ({nccl:g} s x/2.5)" if nccl else "")
         + f".{data_parallel_note(strategy, sig.framework, n, parts)} Limit: {limit}."
@@ -112,3 +114,13 @@ def _scaled(profile: C.GenerationProfile) -> str:
     if profile.device_scale == 1.0:
         return ""
     return f", x {profile.device_scale:g} ({profile.device_scale_source})"
+
+
+def _launch_scale(framework: str, strategy: str, profile: C.GenerationProfile) -> str:
+    """The launch cost's scales besides eager PyTorch's 60 us, in words."""
+    out = ""
+    if profile.dispatch_scale != 1.0:
+        out += f" x {profile.dispatch_scale:g} (a compiled program)"
+    if framework == "keras" and strategy != "xla":
+        out += f" x {C.GRAPH_DISPATCH_SCALE:g} (TensorFlow's executor, a prior)"
+    return out
