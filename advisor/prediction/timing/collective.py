@@ -31,6 +31,9 @@ class Link:
     kind: str
     devices_per_link: int = 1
     source: str = ""
+    # (base, per extra device) seconds; None: ``constants.ALLREDUCE_LATENCY_S`` of ``kind``
+    # (a link of another kind, e.g. a network between nodes, brings its own)
+    latency_s: tuple[float, float] | None = None
 
     @property
     def shared_board(self) -> bool:
@@ -44,7 +47,7 @@ def link_from(nominal_gbs: float, kind: str, devices_per_link: int = 1, source: 
 
 def latency(n: int, link: Link) -> float:
     """Seconds of one small all-reduce over ``n`` devices (no bytes to speak of)."""
-    base, per_device = C.ALLREDUCE_LATENCY_S[link.kind]
+    base, per_device = link.latency_s or C.ALLREDUCE_LATENCY_S[link.kind]
     return base + per_device * (n - 1)
 
 

@@ -65,3 +65,8 @@ def test_keras_and_torch_differ_where_the_frameworks_do(tmp_path: Path) -> None:
     assert v100_k["allreduce"] == pytest.approx(v100_k["dp_allreduce_total"])  # after backward
     assert "DistributedDataParallel" in torch_text and "all-reduce" in torch_text
     assert "MirroredStrategy" in keras_text and "in series" in keras_text
+
+
+def test_a_link_of_another_kind_brings_its_own_latency() -> None:
+    network = Link(12.5e9, "network", latency_s=(50e-6, 5e-6))
+    assert allreduce_seconds(8, 2, network) == pytest.approx(55e-6, rel=0.01)
