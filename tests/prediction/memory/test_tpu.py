@@ -29,7 +29,10 @@ def test_xla_terms_are_priors_that_grow_with_the_tensors() -> None:
     assert padding == pytest.approx(2 * {t.name: t.value for t in small}["tile_padding"])
 
 
-@pytest.mark.parametrize("framework", ["torch", "keras"])
+@pytest.mark.parametrize(
+    "framework",
+    ["torch", pytest.param("keras", marks=pytest.mark.slow)],  # keras: 13 s (TF)
+)
 def test_predict_on_tpus_answers_with_memory_per_core(tmp_path: Path, framework: str) -> None:
     p = with_synthetic_trace(dataclasses.replace(probe(), fingerprint={"data_s": 0.004}))
     p = dataclasses.replace(p, framework=framework)
