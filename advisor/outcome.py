@@ -95,6 +95,9 @@ class SuggestOutcome:
     # Issue #27: catalog machines of the space that are no candidates, by reason ("predicted
     # only": TPUs; "previous generation": previous-generation or retired types, not asked for).
     left_out: dict[str, list[str]] = field(default_factory=dict)
+    # Issue #47: the predicted-only machines (TPUs) screened at each batch size: {machine,
+    # batch_size, runtime_s, cost_usd}, for the report to say where one would win.
+    predicted_only: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def stop_reason(self) -> str:

@@ -113,6 +113,11 @@ def _machines(
 @plan_options
 @operator_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Show each machine's step terms: device, host, input and the data-parallel ones.",
+)
 def predict(
     model: str,
     batch_size: int,
@@ -136,6 +141,7 @@ def predict(
     top_ops: int | None,
     on_gpu: str | None,
     as_json: bool,
+    verbose: bool,
 ) -> None:
     """Predict time and cost of training MODEL (a built-in workload or your own
     module:function) on each instance from one local probe: --probe FILE, else the probe
@@ -209,6 +215,11 @@ def predict(
         say(f"warning (probe): {warning}")
     for line in result.notes:  # #26: how obtained, no local timing; #27: predicted only, ...
         say(line)
+    if verbose:  # issue #47: the terms behind each row's step
+        for row in result.to_dict()["machines"]:
+            terms = (row.get("prediction") or {}).get("phases", {}).get("note")
+            if terms:
+                say(f"{row['machine']}: {terms}")
     show_operators(result.probe, top_ops, on_gpu)
 
 

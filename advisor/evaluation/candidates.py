@@ -65,7 +65,7 @@ def predicted_only(instance: InstanceType) -> str | None:
     if (instance.accelerator or "").upper().startswith("TPU"):
         return (
             "predicted only: advisor cannot train or probe on TPUs (no PyTorch/XLA in its image; "
-            "the TPU efficiency is a prior, docs/calibration.md)"
+            "the TPU step is fitted on one published run, benchmarks/tpu_results.py)"
         )
     return None
 

@@ -178,6 +178,9 @@ class Backend(ABC):
         self.evaluations = 0
         # Issue #27: machine keys the last ``candidates`` call left out, by reason.
         self.left_out: dict[str, list[str]] = {}
+        # Issue #47: the predicted-only machines (TPUs) of the last ``candidates`` call, on
+        # demand: screened after the search so the report can say where one would win.
+        self.predicted_only: list[Candidate] = []
         # The search's settings (``configure``); ``deadline`` and ``clock`` read from them.
         self.settings = RunSettings()
         self.deadline: float | None = None
@@ -220,10 +223,13 @@ class Backend(ABC):
             named |= set(catalog.matching_keys(tuple(named)))
         out: list[Candidate] = []
         self.left_out = {"predicted only": [], "previous generation": []}
+        self.predicted_only = []
         for inst in self._instances(space.machines):
             if not offered(inst, include_previous_generation, named):
                 why = "predicted only" if predicted_only(inst) else "previous generation"
                 self.left_out[why].append(inst.key)
+                if why == "predicted only":
+                    self.predicted_only.append(Candidate(inst))
                 continue
             local = inst.provider == "local"
             if space.machines.on_demand or local:  # issue #28: --spot leaves on demand out

@@ -182,6 +182,9 @@ def planned_row(
         return does_not_fit(row.memory, epochs, probe, new)
     pred = row.prediction
     extra: dict[str, Any] = {"bottleneck": pred.bottleneck, "basis": pred.basis, "plan": pred.plan}
+    terms = pred.step_terms()  # issue #47: what decided a multi-GPU row's step
+    if terms is not None:
+        extra["step_terms"] = terms
     if plan is not None:
         extra["training_plan"] = plan.to_dict()
     if row.memory is not None:

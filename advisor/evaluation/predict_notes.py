@@ -39,7 +39,7 @@ def prediction_notes(
         notes.append(
             f"Predicted only: {', '.join(tpus)} -- advisor cannot train or probe on TPUs (no "
             "PyTorch/XLA in its image), so advisor suggest never recommends them; the TPU "
-            "efficiency is a prior (docs/calibration.md)."
+            "step is fitted on one published run (benchmarks/tpu_results.py)."
         )
     old = [f"{m.key} ({m.lifecycle})" for m in machines if not m.current]
     if old:

@@ -156,14 +156,41 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "cloud_probes": outcome.cloud or None,  # issue #14: --cloud-probes jobs, stop reason
         "overheads": startup,  # issue #14: start-up terms per service, billing
         "left_out": outcome.left_out,  # issue #27: TPUs, previous-generation types
+        "predicted_only": outcome.predicted_only,  # issue #47: TPUs screened, not candidates
         "memory_left_out": memory_out,  # issue #34: pairs whose step does not fit
         "notes": ([memory_out["text"] + "."] if memory_out else [])
         + _notes(outcome, complete)
         + _charge_notes(outcome, rows)  # issue #27
+        + predicted_only_notes(outcome, fast, cheap)  # issue #47
         + overheads_notes(startup)  # issue #14
         + _epochs_notes(epochs_rows),  # issue #19
     }
     return report
+
+
+def predicted_only_notes(outcome: SuggestOutcome, fast: Any, cheap: Any) -> list[str]:
+    """Issue #47: where a machine advisor cannot train on (a TPU) is predicted to beat the
+    fastest or the cheapest candidate, said (it is never the recommendation)."""
+    from advisor.durations import format_duration
+
+    rows = outcome.predicted_only
+    out = []
+    for what, best, key in (("faster", fast, "runtime_s"), ("cheaper", cheap, "cost_usd")):
+        if not rows or best is None:
+            continue
+        top = min(rows, key=lambda r: (r[key], r["runtime_s"]))
+        theirs = best.runtime if key == "runtime_s" else best.cost
+        if top[key] >= theirs:
+            continue
+        said = format_duration(top[key]) if key == "runtime_s" else f"USD {top[key]:.3g}"
+        ref = format_duration(theirs) if key == "runtime_s" else f"USD {theirs:.3g}"
+        out.append(
+            f"Predicted {what} on a TPU: {top['machine']} at batch {top['batch_size']}, {said} "
+            f"against {ref} for the {'fastest' if key == 'runtime_s' else 'cheapest'} "
+            "candidate -- not recommended: advisor cannot train or probe on TPUs yet "
+            "(advisor predict -i that machine shows its terms)."
+        )
+    return out
 
 
 CHARGED_FOR = (
@@ -188,7 +215,7 @@ def _charge_notes(outcome: SuggestOutcome, rows: list[dict[str, Any]]) -> list[s
     if tpus:
         notes.append(
             f"Left out: {len(tpus)} TPU machine type(s), predicted only -- advisor cannot train "
-            "or probe on TPUs and their efficiency is a prior (advisor predict shows them)."
+            "or probe on TPUs (advisor predict shows them)."
         )
     if old:
         notes.append(

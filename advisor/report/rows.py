@@ -181,6 +181,7 @@ def trial_row(t: FrozenTrial, space: JointSpace) -> dict[str, Any]:
         "memory": memory_text(rec.estimate),  # issue #34: step memory per GPU vs the GPU's
         "plan": rec.estimate.get("plan") or None,  # issue #35: the training plan in words
         "training_plan": rec.estimate.get("training_plan"),
+        "step_terms": rec.estimate.get("step_terms"),  # issue #47
         "expected": expected(rec.estimate, rec.phases),  # issue #45: what its run measures
     }
 
@@ -214,6 +215,7 @@ def screen_row(
         "memory": memory_text(ev.estimate),  # issue #34
         "plan": ev.estimate.get("plan") or None,  # issue #35
         "training_plan": ev.estimate.get("training_plan"),
+        "step_terms": ev.estimate.get("step_terms"),  # issue #47
         "expected": expected(ev.estimate, ev.phases),  # issue #45
     }
 

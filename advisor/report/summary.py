@@ -108,6 +108,20 @@ def _alternative(label: str, row: dict[str, Any]) -> str:
         f"{label}: {machine_label(row)} b{row['batch_size']}: {time_text(row['runtime_s'], False)}, "
         f"USD {_usd(row['cost_usd'], False)} ({row.get('known') or row['source']})"
         + (f", {row['plan']}" if row.get("plan") else "")
+        + step_text(row.get("step_terms"))
+    )
+
+
+def step_text(terms: dict[str, float] | None) -> str:
+    """Issue #47: a step's terms on several devices, as the fastest line shows them ("" for
+    one device or none known)."""
+    if not terms or terms.get("devices", 1) < 2:
+        return ""
+    n = int(terms["devices"])
+    return (
+        f"; step {terms['t2']:.3g} ms on {n} devices: device {terms['device']:.3g}, host "
+        f"dispatch {terms['dispatch']:.3g}, input {terms['input']:.3g}, all-reduce "
+        f"{terms['allreduce']:.3g}, replica {terms['replica']:.3g} ms"
     )
 
 

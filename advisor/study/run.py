@@ -64,6 +64,7 @@ from advisor.study.claims import ClaimStore
 from advisor.study.identity import check_same_question
 from advisor.study.loop import TrialLoop
 from advisor.study.naming import study_name_for
+from advisor.study.predicted_only import screen_predicted_only
 from advisor.study.state import StudyState
 
 if TYPE_CHECKING:
@@ -187,6 +188,8 @@ def run_suggest(
     stopped_before = resumed and bool(last_run.get("final")) and not state.retrying
     try:
         stop: Stop | None = _screen(outcome, backend, progress, deadline, clock)
+        if stop is None:
+            outcome.predicted_only = screen_predicted_only(outcome, backend)  # issue #47
         if stop is None and options.cloud_probes:  # issue #14: measure the best for real
             from advisor.remote.cloud_probes import run_cloud_probes
 

@@ -68,6 +68,8 @@ class DeviceMemory:
         """``21.3 of 22.0 GiB``, ``does not fit: needs X GiB per GPU, has Y`` or ``memory
         unknown`` (a CPU machine's: "of RAM" for "per GPU")."""
         text = self.fit.text()
+        if self.device == "tpu":
+            return text.replace(" per GPU,", " per TPU device,")
         return text.replace(" per GPU,", " of RAM,") if self.device == "cpu" else text
 
     def to_dict(self) -> dict[str, Any]:
@@ -95,6 +97,10 @@ def capacity_bytes(machine: InstanceType, catalog: Any) -> float | None:
     spec = _spec(machine, catalog)
     if spec is None:
         return None
+    if device_kind(machine) == "tpu":
+        from advisor.prediction.memory.tpu import tpu_devices
+
+        return tpu_devices(spec.name, 1, float(spec.memory_gib))[1] * GIB
     from advisor.prediction.memory.priors import usable_gib
 
     return usable_gib(spec)[0] * GIB
@@ -109,9 +115,11 @@ def _spec(machine: InstanceType, catalog: Any) -> Any:
 
 def device_kind(machine: InstanceType) -> str:
     """The memory model's device: "cpu" (host RAM), "tpu" (no CUDA fixed cost) or "gpu"."""
+    from advisor.prediction.memory.tpu import is_tpu
+
     if machine.accelerator is None:
         return "cpu"
-    return "tpu" if machine.accelerator.upper().startswith("TPU") else "gpu"
+    return "tpu" if is_tpu(machine.accelerator) else "gpu"
 
 
 def machine_memory(
@@ -129,15 +137,30 @@ def machine_memory(
     have = capacity_bytes(machine, catalog)
     if have is None:
         return None
-    at = placement or place(machine, batch_size, plan)
-    devices, per_device = max(1, machine.accelerator_count), at.per_device
+    devices = max(1, machine.accelerator_count)
     kind = device_kind(machine)
+    if kind == "tpu":  # one replica per TPU device (a core on v2/v3), not per chip
+        from advisor.prediction.memory.tpu import tpu_devices
+
+        devices = tpu_devices(str(machine.accelerator), devices, have / GIB)[0]
+        at = Placement(batch_size, devices)
+    else:
+        at = placement or place(machine, batch_size, plan)
+    per_device = at.per_device
     if kind == "gpu":
         spec = _spec(machine, catalog)
         generation = getattr(spec, "generation", None)
         memory, how = gpu_step(probe, at, generation, trace_store)
-    else:  # a CPU's RAM; a TPU's memory per core: the tensors (issue #47 models XLA's own)
+    else:  # a CPU's RAM; a TPU device's HBM: the tensors, plus XLA's own (priors)
         memory, how = _step(probe, per_device, "cpu", trace_store)
+        if kind == "tpu":
+            from advisor.prediction.memory.tpu import tpu_devices, xla_terms
+
+            source = tpu_devices(str(machine.accelerator), 1, have / GIB)[2]
+            how = f"{how}; {devices} TPU devices, HBM per device: {source}"
+            if memory.known:
+                tensors = sum(t.value for t in memory.terms)
+                memory = replace(memory, terms=(*memory.terms, *xla_terms(tensors)))
     return DeviceMemory(memory, memory_fit(memory, have), devices, per_device, how, kind)
 
 

@@ -1,38 +1,52 @@
 """Accelerator targets (GPUs, TPUs): the device time of the traced step plus host dispatch,
-input pipeline and, for several devices, synchronous data-parallel costs.
+input pipeline and, for several devices, the data-parallel step of the framework (issue #47).
 
 Steady iteration on ``n`` devices with global batch ``B`` (per-device batch ``b = ceil(B/n)``)::
 
     t_device   = the step's device time at b (timing.device: the GPU kernel model on a GPU,
-                 a roofline over the trace's FLOPs and bytes on a TPU)
+                 a roofline over the trace's FLOPs and bytes on a TPU) x the generation's
+                 fitted device scale (Kepler, Pascal: constants.GenerationProfile)
     t_dispatch = kernel launches of the step x 60 us          # eager host launches (prior)
     t2 = max(t_dispatch, t_device) + t_input + t_allreduce + t_replica
 
-The ``max`` with the host dispatch makes a small model need a large per-device batch before the
-device, not the host, is the bottleneck; the launches are the trace's (views and detaches
-launch nothing, the optimizer runs as CUDA's multi-tensor kernels). Ring all-reduce:
-``2 (n-1)/n * gradient_bytes / link + 2 (n-1) * hop_latency * buckets`` (DDP, one process per
-device, one collective per gradient bucket) plus DDP's own cost per step (measured here).
-Validation runs the forward phase at the same per-device batch. The CPU probe's timing never
-enters: only its trace, its loader time and its host initialisation do.
+The data-parallel terms depend on how the framework drives the devices (``STRATEGIES``):
+
+- ``ddp`` (PyTorch DistributedDataParallel): one process per device, so host dispatch and
+  the input pipeline run in parallel (``b`` samples each); the gradients are all-reduced in
+  DDP's buckets as backward produces them: only what outlasts ``DDP_OVERLAP_SHARE`` of the
+  device step shows, and never less than the last bucket's all-reduce; plus DDP's own cost
+  per step and the wait for the slowest replica.
+- ``dp`` (one process drives every replica: Keras/TensorFlow MirroredStrategy, PyTorch
+  ``nn.DataParallel``): the host's per-replica work runs in series (``SERIAL_REPLICA_SHARE``
+  of one replica's dispatch per extra replica), the whole batch goes through one input
+  pipeline and is split on the host; Keras all-reduces the gradients after the backward pass
+  (one pack, not overlapped); ``nn.DataParallel`` broadcasts the parameters from and reduces
+  the gradients to the first GPU every step.
+- ``xla`` (a TPU): one compiled program per step (dispatch of a graph), the gradients
+  all-reduced over the chips' interconnect inside the program; one host feeds every chip.
+
+The all-reduce is ``timing.collective`` (bytes, devices, link) over the machine's topology
+(``providers.catalog.topology``: NVLink or PCIe, devices per host link). Validation runs the
+forward phase at the same per-device batch. The CPU probe's timing never enters: only its
+trace, its loader time and its host initialisation do.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from advisor.intervals import Interval
 from advisor.prediction.step.traces import StepTrace, per_device_batch
 from advisor.prediction.timing import constants as C
+from advisor.prediction.timing.collective import Link, allreduce_seconds, bucketed_seconds
 from advisor.prediction.timing.device import DeviceTime, device_time
 from advisor.prediction.timing.signature import WorkloadSignature
 from advisor.prediction.timing.startup import DeviceStartup
 from advisor.probes.result import PhaseTimes
 from advisor.providers.catalog import AcceleratorSpec, InstanceType
 
-STRATEGIES = ("ddp", "dp")
+STRATEGIES = ("ddp", "dp", "xla")
 # Gradient-synchronisation traffic per step relative to one ring all-reduce, by the plan's
 # sharding (ZeRO paper, Rajbhandari et al. 2020, section 7: ZeRO-1/2 reduce-scatter the
 # gradients and all-gather the parameters, the same volume as an all-reduce; ZeRO-3 / FSDP
@@ -40,8 +54,10 @@ STRATEGIES = ("ddp", "dp")
 SHARDING_TRAFFIC = {"none": 1.0, "optimizer": 1.0, "gradients": 1.0, "parameters": 1.5}
 
 
-def default_strategy(framework: str) -> str:
+def default_strategy(framework: str, tpu: bool = False) -> str:
     """The data-parallel strategy a framework's users normally get."""
+    if tpu:
+        return "xla"
     return "dp" if framework == "keras" else "ddp"
 
 
@@ -60,26 +76,39 @@ def generation_profile(spec: AcceleratorSpec) -> C.GenerationProfile:
     return C.UNKNOWN_GENERATION
 
 
-@dataclass(frozen=True)
-class Link:
-    """The interconnect between the devices of one machine, per device, one direction."""
+def link_of(spec: AcceleratorSpec, machine: InstanceType | None = None) -> Link:
+    """Achieved link figures of ``machine``'s devices (nominal x ``LINK_EFFICIENCY``), its
+    topology from the catalog (``providers.catalog.topology``)."""
+    from advisor.prediction.timing.collective import link_from
+    from advisor.providers.catalog.topology import spec_link, topology
 
-    bytes_per_s: float  # achieved
-    kind: str
-    shared_board: bool  # two GPUs share one board's PCIe link (K80)
-
-
-def link_of(spec: AcceleratorSpec) -> Link:
-    """Achieved link figures of ``spec`` (nominal x ``LINK_EFFICIENCY``)."""
-    link = spec.link.lower()
-    kind = "nvlink" if "nvlink" in link else "ici" if "ici" in link else "pcie"
-    return Link(spec.link_gbs * 1e9 * C.LINK_EFFICIENCY[kind], kind, "k80" in spec.name.lower())
+    if machine is None:
+        return link_from(spec.link_gbs, spec_link(spec), 2 if "k80" in spec.name.lower() else 1)
+    top = topology(machine.provider, machine.instance_type, machine.accelerator, spec)
+    return link_from(spec.link_gbs, top.link, top.devices_per_link, top.source)
 
 
 def buckets(gradient_bytes: float) -> int:
     """DDP's gradient buckets (one collective each): 1 MiB first, then 25 MiB each."""
     rest = max(0.0, gradient_bytes - C.DDP_FIRST_BUCKET_BYTES)
     return 1 + math.ceil(rest / C.DDP_BUCKET_BYTES)
+
+
+def bucket_sizes(gradient_bytes: float) -> list[float]:
+    """DDP's bucket sizes in the order they are reduced (the last one: the first layers')."""
+    first = min(gradient_bytes, float(C.DDP_FIRST_BUCKET_BYTES))
+    rest = gradient_bytes - first
+    full, tail = divmod(rest, float(C.DDP_BUCKET_BYTES))
+    return [first, *[float(C.DDP_BUCKET_BYTES)] * int(full), *([tail] if tail > 0 else [])]
+
+
+def ddp_allreduce(gradient_bytes: float, n: int, link: Link, device_s: float) -> dict[str, float]:
+    """DDP's bucketed all-reduce: its total, the part hidden behind backward, what shows."""
+    sizes = bucket_sizes(gradient_bytes)
+    total = bucketed_seconds(sizes, n, link)
+    last = allreduce_seconds(sizes[-1], n, link) if sizes else 0.0
+    exposed = max(last, total - C.DDP_OVERLAP_SHARE * device_s)
+    return {"allreduce_total": total, "allreduce_hidden": total - exposed, "allreduce": exposed}
 
 
 def iteration_parts(
@@ -94,29 +123,39 @@ def iteration_parts(
     comm_factor: float = 1.0,
 ) -> dict[str, float]:
     """Seconds of each part of one iteration (training step, or forward pass if
-    ``forward_only``) on ``n`` devices. ``comm_factor``: the gradient traffic relative to one
-    all-reduce (sharded parameters add the forward's all-gather: 1.5)."""
+    ``forward_only``) on ``n`` devices under ``strategy``, with the terms behind them.
+    ``comm_factor``: the gradient traffic relative to one all-reduce (sharded parameters add
+    the forward's all-gather: 1.5)."""
     b = per_device_batch(batch, n)
-    device = (dev.forward if forward_only else dev.step).value
+    device = (dev.forward if forward_only else dev.step).value * profile.device_scale
     launches = dev.forward_launches if forward_only else dev.launches
-    dispatch = launches * C.DISPATCH_S_PER_LAUNCH * profile.dispatch_scale
-    per_process = b if strategy == "ddp" else batch
-    if strategy == "dp":
-        dispatch *= 1 + C.DP_DISPATCH_SERIAL * (n - 1)
+    one = launches * C.DISPATCH_S_PER_LAUNCH * profile.dispatch_scale
+    if sig.framework == "keras" and strategy != "xla":
+        one *= C.GRAPH_DISPATCH_SCALE  # TensorFlow launches from its C++ executor
     host = sig.data_s_per_sample if sig.data_s_per_sample is not None else C.HOST_S_PER_SAMPLE
-    h2d = C.H2D_BYTES_PER_S / (2 if link.shared_board and n > 1 else 1)
-    input_s = per_process * (host + sig.input_bytes_per_sample / h2d)
+    h2d = C.H2D_BYTES_PER_S / (link.devices_per_link if n > 1 else 1)
+    terms: dict[str, float] = {"dispatch_per_replica": one, "replicas": float(n)}
+    if strategy == "ddp":  # one process, one loader per device
+        dispatch, input_s = one, b * (host + sig.input_bytes_per_sample / h2d)
+    else:  # one process: the whole batch through one pipeline, replicas driven in series
+        serial = 0.0 if strategy == "xla" else C.SERIAL_REPLICA_SHARE
+        dispatch = one * (1 + serial * (n - 1))
+        input_s = batch * host + b * sig.input_bytes_per_sample / h2d
+        terms["host_serial"] = dispatch - one
     allreduce = replica = 0.0
+    grad = comm_factor * sig.gradient_bytes
+    if n > 1 and not forward_only:
+        if strategy == "ddp":
+            terms.update(ddp_allreduce(grad, n, link, device))
+            allreduce, replica = terms["allreduce"], C.DDP_OVERHEAD_S
+        elif strategy == "dp" and sig.framework == "torch":  # nn.DataParallel via GPU 0
+            allreduce = 2 * (n - 1) * grad / link.bytes_per_s
+        else:  # MirroredStrategy / XLA: one all-reduce after backward
+            allreduce = allreduce_seconds(grad, n, link)
+        terms["allreduce_total"] = terms.get("allreduce_total", allreduce)
     if n > 1:
-        link_bw = link.bytes_per_s / (2 if link.shared_board else 1)
-        hops = 2 * (n - 1) * C.HOP_LATENCY_S[link.kind] * buckets(sig.gradient_bytes)
-        if strategy == "ddp" and not forward_only:
-            allreduce = comm_factor * (2 * (n - 1) / n * sig.gradient_bytes / link_bw + hops)
-            replica = C.DDP_OVERHEAD_S
-        elif strategy == "dp":
-            scatter = batch * sig.input_bytes_per_sample * (n - 1) / n / link_bw
-            weights = 0.0 if forward_only else 2 * (n - 1) * sig.gradient_bytes / link_bw
-            allreduce = scatter + weights + hops
+        if strategy == "dp" and sig.framework == "torch":  # scatter the batch from GPU 0
+            allreduce += batch * sig.input_bytes_per_sample * (n - 1) / n / link.bytes_per_s
         replica += C.STRAGGLER_CV * max(dispatch, device) * math.sqrt(2 * math.log(n))
     return {
         "device": device,
@@ -124,6 +163,7 @@ def iteration_parts(
         "input": input_s,
         "allreduce": allreduce,
         "replica": replica,
+        **{f"dp_{k}": v for k, v in terms.items()},
     }
 
 
@@ -200,14 +240,15 @@ def predict_accelerator(
     """
     from advisor.prediction.timing.phases import accelerator_phases
 
-    strategy = strategy or default_strategy(sig.framework)
+    profile = generation_profile(spec)
+    tpu = profile.name == "tpu"
+    strategy = "xla" if tpu else strategy or default_strategy(sig.framework)
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, but got {strategy!r}")
-    profile = generation_profile(spec)
     n = machine.accelerator_count
     b = per_device_batch(batch, n)
     dev = device_time(step, spec, profile, sig, b)
-    link = link_of(spec)
+    link = link_of(spec, machine)
     comm = SHARDING_TRAFFIC.get(getattr(plan, "sharding", "none"), 1.0)
     parts = iteration_parts(sig, dev, link, profile, n, batch, strategy, comm_factor=comm)
     fwd = iteration_parts(sig, dev, link, profile, n, batch, strategy, forward_only=True)

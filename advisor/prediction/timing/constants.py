@@ -42,6 +42,10 @@ class GenerationProfile:
     precision: str = "fp32"
     model_factor: float = 1.0
     dispatch_scale: float = 1.0
+    # The device time's scale on this generation, fitted on published whole-model training
+    # rows (``benchmarks/multi_gpu.py``; 1.0: the kernel model as it stands).
+    device_scale: float = 1.0
+    device_scale_source: str = ""
 
     def __post_init__(self) -> None:
         if self.efficiency is not None and not 0 < self.efficiency <= 1:
@@ -62,7 +66,17 @@ _START = "prior: CUDA context + library load, first-iteration warm-up (docs/cali
 GENERATIONS: dict[str, GenerationProfile] = {
     # Current PyTorch wheels ship no sm_37 code: the first iteration may JIT-compile PTX,
     # hence the long and very uncertain warm-up.
-    "kepler": GenerationProfile("kepler", 2.0, 5.0, 4.0, f"{_START}; Kepler JIT"),
+    "kepler": GenerationProfile(
+        "kepler",
+        2.0,
+        5.0,
+        4.0,
+        f"{_START}; Kepler JIT",
+        device_scale=1.32,
+        device_scale_source="fitted: median predicted/measured throughput of TensorFlow's 2017 "
+        "K80 1-GPU rows (ResNet-50, VGG-16, AlexNet; benchmarks/multi_gpu.py); leave one model "
+        "out 35 % median |error| (32 % at scale 1: the three models disagree)",
+    ),
     "maxwell": GenerationProfile("maxwell", 2.0, 3.0, 3.0, _START),
     "pascal": GenerationProfile("pascal", 1.5, 2.0, 2.5, _START),
     "volta": GenerationProfile("volta", 1.5, 2.0, 2.5, _START),
@@ -74,8 +88,24 @@ GENERATIONS: dict[str, GenerationProfile] = {
     # TPUs: bf16 peak; XLA compiles the graph on the first step (tens of seconds to minutes,
     # PyTorch/XLA and Cloud TPU docs); after that, dispatch is of a compiled graph. Advisor
     # cannot train there: TPU rows are predicted only (issue #27).
+    # device_scale: fitted on the Flax authors' ResNet-50 run on a TPU v3-8 (8,087 images/s,
+    # benchmarks/data/tpu-results): the roofline sums the trace's FLOPs at 0.35 of the bf16 peak
+    # and its eager per-kernel bytes, which a fused bfloat16 XLA program does not move. Held
+    # out (benchmarks/tpu_results.py): v2-32 +24 %, v3-32 +64 % (four hosts, 64 images a
+    # chip), the v3-8 / 8x V100 ratio 3.4 against 3.0: within the x/2 model factor.
     "tpu": GenerationProfile(
-        "tpu", 5.0, 60.0, 4.0, "prior: no citable figure", 0.35, "bf16", 3.0, dispatch_scale=0.2
+        "tpu",
+        5.0,
+        60.0,
+        4.0,
+        "prior: no citable figure",
+        0.35,
+        "bf16",
+        2.0,
+        dispatch_scale=0.2,
+        device_scale=0.2,
+        device_scale_source="fitted: Flax ResNet-50 on TPU v3-8 "
+        "(benchmarks/tpu_results.py; held out v2-32 +24 %, v3-32 +64 %)",
     ),
 }
 UNKNOWN_GENERATION = GenerationProfile(
@@ -143,10 +173,19 @@ UNTIMED_INIT_FACTOR = 3.0
 UNTIMED_CPU_FACTOR = 3.0
 
 # --- Multi-device (data parallel) ------------------------------------------------------
-LINK_EFFICIENCY = {"pcie": 0.5, "nvlink": 0.8, "ici": 0.7}  # achieved / nominal per link
-# Per ring step of one collective, per bucket (prior, x/1.5: NCCL's small-message latency,
-# not measurable without GPUs).
-HOP_LATENCY_S = {"pcie": 20e-6, "nvlink": 8e-6, "ici": 10e-6}
+# Achieved large-message bus bandwidth of an all-reduce / the link's nominal bandwidth per
+# direction (priors, x/1.5), checked on the published nccl-tests rows of
+# benchmarks/data/nccl-allreduce/ (2x RTX 2080 Ti NVLink bridge: 21.4 of 25 GB/s = 0.86;
+# 2x H100 PCIe NVLink bridge: 116 of 300 = 0.39; PCIe 3.0 x16: about 10-12 of 16).
+LINK_EFFICIENCY = {"pcie": 0.6, "nvlink": 0.7, "ici": 0.7}
+# One all-reduce's latency: base + per extra device (seconds). From the smallest messages of
+# the published nccl-tests rows (benchmarks/data/nccl-allreduce/): 2 GPUs on an NVLink bridge
+# 23 us (alpha of the alpha-beta fit), 8 PCIe GPUs 43 us, 2 GPUs behind one PCIe switch 26 us.
+ALLREDUCE_LATENCY_S = {
+    "pcie": (23e-6, 2.8e-6),
+    "nvlink": (20e-6, 1.0e-6),
+    "ici": (10e-6, 1.0e-6),  # prior: no published TPU all-reduce row here
+}
 # DDP's own cost per step and replica (hooks, bucket copies, the reducer): measured here with
 # gloo at world size 1, so no collective or waiting enters (benchmarks/ddp_overhead.py: 0.74
 # and 0.88 ms with 18 and 1 buckets, IQR 0.4-2.3 ms; no measurable cost per extra bucket).
@@ -155,10 +194,22 @@ DDP_OVERHEAD_S = 0.8e-3
 # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES and bucket_cap_mb=25): one collective each.
 DDP_FIRST_BUCKET_BYTES = 1024**2
 DDP_BUCKET_BYTES = 25 * 1024**2
+# DDP all-reduces a bucket as soon as its gradients are ready, during the backward pass: the
+# share of the device step that hides communication (backward is about 2/3 of forward +
+# backward; the first layers' bucket is ready only at its end). Prior, x/1.5.
+DDP_OVERLAP_SHARE = 0.5
 # Per-replica jitter; the step waits for the slowest of n. Fitted to the 2/4/8-GPU scaling of
-# the same data (benchmarks/cross_gpu.py; leave-one-size-out median |error| 3.5 %).
-STRAGGLER_CV = 0.015
-DP_DISPATCH_SERIAL = 0.5  # single-process DataParallel: share of per-replica dispatch not hidden
+# Lambda's PyTorch rows (benchmarks/multi_gpu.py, leave one machine size out: docs/benchmarks.md).
+STRAGGLER_CV = 0.015  # (refitted in benchmarks/multi_gpu.py: 0.01, held-out errors not better)
+# One process driving every replica (Keras MirroredStrategy, nn.DataParallel): the share of
+# one replica's host work (launches, per-replica graph bookkeeping) added per extra replica,
+# run in series on the one host thread. A prior: TensorFlow's 2017 K80/P100 1-8 GPU rows do not
+# constrain it (their models are device-bound; benchmarks/multi_gpu.py fits 0 on them, with
+# held-out errors no better than at this prior: docs/benchmarks.md).
+SERIAL_REPLICA_SHARE = 0.5
+# TensorFlow's graph executor launches kernels from C++ (no Python per op): its host cost per
+# launch relative to eager PyTorch's 60 us. Prior, x/2 (DISPATCH_FACTOR).
+GRAPH_DISPATCH_SCALE = 0.5
 NCCL_INIT_S = 2.0  # multi-GPU: process group + communicator set-up (prior, x/2.5)
 NCCL_INIT_PER_GPU_S = 0.25
 

@@ -71,11 +71,56 @@ def accelerator_phases(
     note = (
         f"{kind} model: {n}x {spec.name}, {strategy} data parallel, per-device batch "
         f"{per_device} ({how}). Device {parts['device'] * 1e3:.3g} ms per step by the "
-        f"{dev.method}: {dev.basis}.{top} Host: {dev.launches} kernel launches x "
-        f"{C.DISPATCH_S_PER_LAUNCH * 1e6:.0f} us (a prior, x/{C.DISPATCH_FACTOR:g}) = "
-        f"{parts['dispatch'] * 1e3:.3g} ms; input {parts['input'] * 1e3:.3g} ms ({loader}). "
+        f"{dev.method}: {dev.basis}{_scaled(profile)}.{top} Host: {dev.launches} kernel launches x "
+        f"{C.DISPATCH_S_PER_LAUNCH * 1e6:.0f} us (a prior, x/{C.DISPATCH_FACTOR:g})"
+        f"{_launch_scale(sig.framework, strategy, profile)} = "
+        f"{parts.get('dp_dispatch_per_replica', parts['dispatch']) * 1e3:.3g} ms a replica, "
+        f"{parts['dispatch'] * 1e3:.3g} ms in all; input {parts['input'] * 1e3:.3g} ms ({loader}). "
         f"Init: {host_init}; {startup.note}"
         + (f"; NCCL set-up a prior ({nccl:g} s x/2.5)" if nccl else "")
-        + f". Limit: {limit}."
+        + f".{data_parallel_note(strategy, sig.framework, n, parts)} Limit: {limit}."
     )
     return PhaseTimes(init=init, t1=t1, t2=t2, v1=v1, v2=v2, source="modelled", note=note)
+
+
+STRATEGY_TEXT = {
+    "ddp": "one process per device (DistributedDataParallel): bucketed all-reduce overlapped "
+    "with backward",
+    "dp": "one process drives every replica ({what}): host work per replica in series, the "
+    "batch split on the host",
+    "xla": "one XLA program per step over the chips, gradients all-reduced over the ICI, one "
+    "host feeding them",
+}
+
+
+def data_parallel_note(strategy: str, framework: str, n: int, parts: dict[str, float]) -> str:
+    """The multi-device terms of one step, in words (empty on one device)."""
+    if n <= 1:
+        return ""
+    what = "Keras MirroredStrategy" if framework == "keras" else "nn.DataParallel"
+    ms = {k: v * 1e3 for k, v in parts.items()}
+    text = f" Data parallel, {STRATEGY_TEXT[strategy].format(what=what)}: all-reduce "
+    total = ms.get("dp_allreduce_total", ms["allreduce"])
+    text += f"{ms['allreduce']:.3g} ms shown of {total:.3g} ms"
+    if ms.get("dp_allreduce_hidden"):
+        text += f" ({ms['dp_allreduce_hidden']:.3g} ms hidden behind backward)"
+    if ms.get("dp_host_serial"):
+        text += f"; host work of the other {n - 1} replicas in series {ms['dp_host_serial']:.3g} ms"
+    return text + f"; replica overhead and wait {ms['replica']:.3g} ms."
+
+
+def _scaled(profile: C.GenerationProfile) -> str:
+    """The generation's fitted device scale, in words (empty at 1)."""
+    if profile.device_scale == 1.0:
+        return ""
+    return f", x {profile.device_scale:g} ({profile.device_scale_source})"
+
+
+def _launch_scale(framework: str, strategy: str, profile: C.GenerationProfile) -> str:
+    """The launch cost's scales besides eager PyTorch's 60 us, in words."""
+    out = ""
+    if profile.dispatch_scale != 1.0:
+        out += f" x {profile.dispatch_scale:g} (a compiled program)"
+    if framework == "keras" and strategy != "xla":
+        out += f" x {C.GRAPH_DISPATCH_SCALE:g} (TensorFlow's executor, a prior)"
+    return out

@@ -61,6 +61,15 @@ class Prediction:
     def source(self) -> str:
         return self.phases.source
 
+    def step_terms(self) -> dict[str, float] | None:
+        """Issue #47: the steady step's terms in milliseconds (device, host dispatch, input,
+        all-reduce shown, replica overhead) and the device count; None on a CPU."""
+        if self.kind not in ("gpu", "tpu") or "device" not in self.breakdown:
+            return None
+        keys = ("device", "dispatch", "input", "allreduce", "replica")
+        out = {k: 1e3 * float(self.breakdown.get(k, 0.0)) for k in keys}
+        return {**out, "devices": float(self.devices), "t2": 1e3 * self.phases.t2.value}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "machine": self.machine,

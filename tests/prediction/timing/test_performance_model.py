@@ -151,7 +151,9 @@ def test_intervals_contain_the_point_and_are_wider_where_less_is_measured() -> N
             assert iv.low <= iv.value <= iv.high
         widths[name] = pred.phases.t2.high / pred.phases.t2.low
     assert widths["same-cpu"] < widths["cpu"]
-    assert widths["gpu"] < widths["spec-only gpu"] < widths["tpu"]
+    # issue #47: the TPU step is fitted on one published run (x/2), the K80's device scale on
+    # three published models; both stay wider than a GPU whose kernels were measured
+    assert widths["gpu"] < min(widths["spec-only gpu"], widths["tpu"])
 
 
 def test_gpu_start_up_is_a_prior_until_a_remote_probe_measures_it() -> None:
