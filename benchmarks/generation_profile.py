@@ -88,6 +88,7 @@ def generation_section(rows: list[Row], specs: Any, fit_it: bool, lines: list[st
         "other's shares, K80 at boost clock | kernel model |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    notes: list[str] = []
     for g, gpu in GENS.items():
         other = next(o for o in GENS if o != g)
         eff, mem = fitted[g]
@@ -95,7 +96,9 @@ def generation_section(rows: list[Row], specs: Any, fit_it: bool, lines: list[st
         for model in sorted({r.model for r in own[g]}):
             rest = [r for r in own[g] if r.model != model]
             e2, m2 = fit(rest, parts, CLOCK[g])
-            lomo += errors([r for r in own[g] if r.model == model], parts, e2, m2, CLOCK[g])
+            held = errors([r for r in own[g] if r.model == model], parts, e2, m2, CLOCK[g])
+            lomo += held
+            notes.append(f"{gpu} {model} held out: shares {e2:.3g} / {m2:.3g}, {med(held)}")
         oe, om = fitted[other]
         logo = errors(own[g], parts, oe, om, CLOCK[g])
         # The K80 at its boost clock (sustained clock 1), the other generation's shares
@@ -110,7 +113,8 @@ def generation_section(rows: list[Row], specs: Any, fit_it: bool, lines: list[st
             f"{med(errors(own[g], parts, eff, mem, CLOCK[g]))} | {med(lomo)} | {med(logo)} | "
             f"{med(logo_boost)} | {med(plain)} |"
         )
-    lines += ["", "Per row (the fitted profile, in-sample):", "",
+    lines += ["", "Leave one model out, per model: " + "; ".join(notes) + ".", "",
+              "Per row (the fitted profile, in-sample):", "",
               "| GPU | model | batch | measured | predicted | error |", "|---|---|---|---|---|---|"]  # fmt: skip
     for g in GENS:
         for r in own[g]:
