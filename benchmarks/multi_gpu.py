@@ -12,7 +12,8 @@ Data (fit on some rows, report on the rest):
 What is fitted, each on the rows named, with its leave-one-out error:
 - ``STRAGGLER_CV`` (DDP's wait for the slowest replica) on Lambda's 2/4/8-GPU scaling;
 - ``SERIAL_REPLICA_SHARE`` (one process's host work per extra replica) on TF's scaling;
-- the Kepler and Pascal ``device_scale`` (device time / the kernel model's) on TF's 1-GPU rows.
+- the Kepler and Pascal whole-model profiles (achieved shares of peak FLOP/s and bandwidth) on
+  TF's 1-GPU rows (``generation_profile.py``).
 
 n-GPU throughput is predicted from the measured 1-GPU throughput x n x t(1) / t(n), so the
 scaling errors test the data-parallel terms alone. ``--no-fit`` predicts with the shipped
@@ -51,7 +52,10 @@ SECTION = "## Data parallel per framework on published 1-8 GPU throughputs (issu
 
 # --- the machines ----------------------------------------------------------------------------
 
-P100_NVLINK = "P100 SXM2 datasheet: NVLink 160 GB/s bidirectional = 80 per direction (DGX-1)"
+P100_NVLINK = (
+    "P100 SXM2 datasheet (2016): 10.6 TFLOPS FP32, 732 GB/s HBM2; NVLink 160 GB/s "
+    "bidirectional = 80 per direction (DGX-1)"
+)
 
 
 def machine_of(row: Row, specs: Specs) -> tuple[InstanceType, AcceleratorSpec]:
@@ -63,7 +67,9 @@ def machine_of(row: Row, specs: Specs) -> tuple[InstanceType, AcceleratorSpec]:
     elif row.platform == "gce":
         provider, itype = "gcp", f"n1-standard-32+{row.n}xK80"
     elif row.platform == "dgx1":
-        spec = dataclasses.replace(spec, link="NVLink", link_gbs=80.0, source=P100_NVLINK)
+        spec = dataclasses.replace(
+            spec, link="NVLink", link_gbs=80.0, fp32_tflops=10.6, source=P100_NVLINK
+        )
     m = InstanceType(provider, "ec2", itype, 8 * row.n, 64.0 * row.n, spec.name, row.n, 80.0,
                      1.0, None, "", "benchmark")  # fmt: skip
     return m, spec
@@ -83,12 +89,23 @@ def step_time(row: Row, specs: Specs, n: int, model: str | None = None) -> dict[
 
 
 @contextmanager
-def constants(**values: float) -> Iterator[None]:
-    """The module constants and generation scales set for one evaluation."""
+def constants(**values: Any) -> Iterator[None]:
+    """The module constants, generation scales and whole-model profiles (``profile_<gen>``:
+    (efficiency, memory_efficiency, sustained_clock), or None for the kernel model) set for
+    one evaluation."""
     patches = []
     gens = dict(C.GENERATIONS)
     for name, value in values.items():
-        if name.startswith("scale_"):
+        if name.startswith("profile_"):
+            g = name.removeprefix("profile_")
+            if value is None:
+                gens[g] = dataclasses.replace(gens[g], whole_model=False, efficiency=None,
+                                              memory_efficiency=None, sustained_clock=1.0)  # fmt: skip
+            else:
+                eff, mem, clock = value
+                gens[g] = dataclasses.replace(gens[g], whole_model=True, efficiency=eff,
+                                              memory_efficiency=mem, sustained_clock=clock)  # fmt: skip
+        elif name.startswith("scale_"):
             g = name.removeprefix("scale_")
             if hasattr(gens[g], "device_scale"):  # (the model before issue #47 has none)
                 gens[g] = dataclasses.replace(gens[g], device_scale=value)
@@ -122,16 +139,6 @@ def fit_grid(name: str, grid: list[float], pairs: list[tuple[Row, Row]], specs: 
         errs = [log_err(scaling(r, one, specs, **{name: v}), r.throughput) for r, one in pairs]
         best = min(best, (statistics.median(errs), v))
     return best[1]
-
-
-def fit_scale(gen: str, rows: list[Row], specs: Specs) -> float:
-    """A generation's device scale from 1-GPU rows: median measured / predicted step."""
-    ratios = []
-    for r in rows:
-        with constants(**{f"scale_{gen}": 1.0}):
-            pred = r.batch / step_time(r, specs, 1)["t2"]
-        ratios.append(pred / r.throughput)
-    return statistics.median(ratios)
 
 
 def summary(errors: list[float]) -> str:
@@ -261,68 +268,6 @@ def fastest_section(
     lines += ["", f"Right in {right} of {total} cases.", ""]
 
 
-def generation_section(rows: list[Row], specs: Specs, fit: bool, lines: list[str]) -> dict:
-    """Kepler and Pascal device scales on TF's 1-GPU rows: fitted, leave one model out, and
-    leave one generation out (the other generation's scale), with ratios to a V100."""
-    singles = [r for r in rows if r.data == "tf2017" and r.n == 1]
-    gens = {"kepler": "K80", "pascal": "P100"}
-    scales: dict[str, float] = {}
-    lines += [
-        "### Kepler and Pascal: device scale on TensorFlow's 1-GPU rows",
-        "",
-        "| generation | scale (fitted on all its rows; --no-fit: shipped) | "
-        + ("leave one model out" if fit else "at the shipped scale (in-sample where fitted)")
-        + ": median abs error | scale of the other generation: median abs error | kernel "
-        "model as it stands (scale 1): median abs error |",
-        "|---|---|---|---|---|",
-    ]
-    for gen, gpu in gens.items():
-        own = [r for r in singles if r.gpu == gpu]
-        shipped = getattr(C.GENERATIONS[gen], "device_scale", 1.0)
-        scales[gen] = fit_scale(gen, own, specs) if fit else shipped
-    for gen, gpu in gens.items():
-        own = [r for r in singles if r.gpu == gpu]
-
-        def err(r: Row, scale: float, gen: str = gen) -> float:
-            with constants(**{f"scale_{gen}": scale}):
-                return r.batch / step_time(r, specs, 1)["t2"] / r.throughput - 1
-
-        lomo = []
-        for model in sorted({r.model for r in own}):
-            s = fit_scale(gen, [r for r in own if r.model != model], specs) if fit else scales[gen]
-            lomo += [err(r, s) for r in own if r.model == model]
-        other = scales[next(g for g in gens if g != gen)]
-        logo = [err(r, other) for r in own]
-        plain = [err(r, 1.0) for r in own]
-        med = lambda e: f"{statistics.median(abs(x) for x in e):.1%}"  # noqa: E731
-        lines.append(
-            f"| {gen} ({gpu}) | {scales[gen]:.2f} | {med(lomo)} | {med(logo)} | {med(plain)} |"
-        )
-    v100 = Row("lambda", "lambda", "V100", 1, "resnet50", 64, 0.0)
-    t_v100 = step_time(v100, specs, 1)["t2"]  # the V100's scale is 1 (its kernels measured)
-    lines += [
-        "",
-        "Ratio of ResNet-50 throughput to a V100 at batch 64 per GPU (published V100: "
-        "Lambda's PyTorch 369 images/s at its batch; the K80/P100 figures are TensorFlow "
-        "2017's, so the published ratio mixes two frameworks). Predicted with each "
-        "generation's scale as shipped (or, with --no-fit, as the code has it), and with the "
-        "scale fitted on the other generation only (leave one generation out):",
-        "",
-        "| GPU | published ratio | predicted, shipped scale | predicted, other generation's scale |",
-        "|---|---|---|---|",
-    ]
-    for gen, gpu in gens.items():
-        r = next(r for r in singles if r.gpu == gpu and r.model == "resnet50" and r.batch == 64)
-        other = scales[next(g for g in gens if g != gen)]
-        ratios = []
-        for scale in (getattr(C.GENERATIONS[gen], "device_scale", 1.0), other):
-            with constants(**{f"scale_{gen}": scale}):
-                ratios.append(t_v100 / step_time(r, specs, 1)["t2"])
-        lines.append(f"| {gpu} | {r.throughput / 369:.3f} | {ratios[0]:.3f} | {ratios[1]:.3f} |")
-    lines.append("")
-    return scales
-
-
 def small_section(specs: Specs, fitted: dict[str, float], lines: list[str]) -> None:
     """fcn and simple-cnn on 1-8 V100 (NVLink) and K80 (PCIe), torch and keras: predicted
     step per size and the term that grows."""
@@ -375,10 +320,12 @@ def main(argv: list[str] | None = None) -> int:
         "every replica), of the models built here.",
         "",
     ]
-    scales = generation_section(rows, specs, fit, lines)
-    with constants(**{f"scale_{g}": s for g, s in scales.items()}):
+    from generation_profile import generation_section
+
+    profiles = generation_section(rows, specs, fit, lines)
+    with constants(**profiles):
         result = scaling_section(rows, specs, fit, lines)
-        fitted = {**result["fitted"], **{f"scale_{g}": s for g, s in scales.items()}}
+        fitted = {**result["fitted"], **profiles}
         fastest_section(rows, specs, fitted, lines)
         small_section(specs, fitted, lines)
     flag = " --no-fit" if args.no_fit else ""

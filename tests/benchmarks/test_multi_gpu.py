@@ -38,3 +38,21 @@ def test_the_serial_share_fit_recovers_a_known_value() -> None:
         made.append((dataclasses.replace(row, throughput=thr), one))
     fitted = multi_gpu.fit_grid("SERIAL_REPLICA_SHARE", multi_gpu.SERIAL_GRID, made, specs)
     assert fitted == pytest.approx(0.3)
+
+
+def test_the_generation_profile_fit_recovers_known_shares() -> None:
+    import generation_profile as gp
+
+    rows, parts = [], {}
+    # Three made-up models: compute-heavy, mixed, memory-heavy (FLOPs, bytes).
+    for i, (flops, nbytes) in enumerate(((3e12, 10e9), (1.5e12, 50e9), (0.5e12, 60e9))):
+        row = multi_gpu.Row("tf2017", "lab", "K80", 1, f"m{i}", 64, 0.0)
+        p = {"flops": flops, "bytes": nbytes, "peak": 4.37e12, "bandwidth": 240e9,
+             "dispatch": 0.001, "input": 0.002}  # fmt: skip
+        thr = float(gp.throughput(row, p, 1.2, 0.3, 0.64))
+        row = dataclasses.replace(row, throughput=thr)
+        rows.append(row)
+        parts[row] = p
+    eff, mem = gp.fit(rows, parts, 0.64)
+    assert eff == pytest.approx(1.2, rel=0.03) and mem == pytest.approx(0.3, rel=0.04)
+    assert max(abs(e) for e in gp.errors(rows, parts, eff, mem, 0.64)) < 0.03

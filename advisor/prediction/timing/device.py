@@ -6,6 +6,9 @@
   and the operators that dominate. The CPU probe's timing never enters it, only the trace.
 - A TPU, or an accelerator without kernel-model figures: a roofline over the same trace's
   FLOPs and bytes at the generation's efficiency (a prior), ``timing.constants``.
+- A generation with a whole-model profile (Kepler): the same roofline at the achieved shares
+  of peak FLOP/s and bandwidth fitted on published whole-model training rows
+  (``roofline_seconds``; ``benchmarks/multi_gpu.py``).
 - Without a trace (it could not be taken): that roofline over the probe's counted FLOPs.
 """
 
@@ -110,7 +113,7 @@ def device_time(
     """Device seconds of one step at the per-device ``batch`` on the accelerator ``spec``."""
     launches, forward_launches = _launches(step)
     gpu = kernel_gpu(spec) if profile.name != "tpu" else None
-    if gpu is not None and step is not None:
+    if gpu is not None and step is not None and not profile.whole_model:
         pred, groups = _kernel_step(step, gpu)
         k = step.scale
         forward = pred.by_phase.get("forward", Interval.exact(0.0))
@@ -145,6 +148,17 @@ def peak_flops(spec: Any, precision: str) -> float:
     return float(peaks[precision]) * 1e12
 
 
+def roofline_seconds(
+    flops: float, traffic: float, spec: Any, profile: C.GenerationProfile, precision: str = "fp32"
+) -> tuple[float, float]:
+    """(compute, memory) seconds of ``flops`` and ``traffic`` bytes on ``spec``: FLOPs at
+    ``efficiency`` x ``sustained_clock`` x the peak, bytes at the profile's share of the
+    bandwidth (``memory_efficiency``, else ``ROOFLINE_MEMORY_EFFICIENCY``, a prior)."""
+    peak = peak_flops(spec, precision) * (profile.efficiency or 1.0) * profile.sustained_clock
+    share = profile.memory_efficiency or C.ROOFLINE_MEMORY_EFFICIENCY
+    return flops / peak, traffic / (spec.memory_bandwidth_gbs * 1e9 * share)
+
+
 def _roofline(
     step: StepTrace | None,
     spec: Any,
@@ -158,8 +172,6 @@ def _roofline(
     precision = profile.precision
     if step is not None and step.precision != "fp32" and profile.name != "tpu":
         precision = step.precision
-    peak = peak_flops(spec, precision) * (profile.efficiency or 1.0)
-    bandwidth = spec.memory_bandwidth_gbs * 1e9 * C.ROOFLINE_MEMORY_EFFICIENCY
     if step is not None:
         ops = step.trace.operators
         flops = sum(o.flops * o.count for o in ops) * step.scale
@@ -172,17 +184,25 @@ def _roofline(
         traffic = flops / C.PRIOR_FLOPS_PER_BYTE
         fwd_flops, fwd_bytes = flops * C.FORWARD_FLOP_SHARE, traffic * C.FORWARD_FLOP_SHARE
         source = "no operator trace: the probe's FLOPs, 20 FLOP per byte (prior)"
-    compute, memory = flops / peak, traffic / bandwidth
+    compute, memory = roofline_seconds(flops, traffic, spec, profile, precision)
     f = profile.model_factor
     what = "TPU" if profile.name == "tpu" else spec.name
     why = "" if not no_kernels or profile.name == "tpu" else " (no kernel-model figures)"
-    basis = (
-        f"roofline{why}: {precision} peak x efficiency {profile.efficiency} (prior) and "
-        f"{C.ROOFLINE_MEMORY_EFFICIENCY} of memory bandwidth (prior) for {what}, over {source}"
-    )
+    if profile.whole_model:
+        basis = (
+            f"{profile.name} whole-model profile: {profile.efficiency:g} x "
+            f"{profile.sustained_clock:.2f} (sustained clock, prior) x {what}'s {precision} peak and "
+            f"{profile.memory_efficiency:g} of memory bandwidth ({profile.device_scale_source}), "
+            f"over {source}"
+        )
+    else:
+        basis = (
+            f"roofline{why}: {precision} peak x efficiency {profile.efficiency} (prior) and "
+            f"{C.ROOFLINE_MEMORY_EFFICIENCY} of memory bandwidth (prior) for {what}, over {source}"
+        )
     return DeviceTime(
         step=around(compute + memory, f),
-        forward=around(fwd_flops / peak + fwd_bytes / bandwidth, f),
+        forward=around(sum(roofline_seconds(fwd_flops, fwd_bytes, spec, profile, precision)), f),
         launches=launches,
         forward_launches=forward_launches,
         method="roofline",
