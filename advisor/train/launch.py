@@ -8,7 +8,8 @@ rendezvous (``--master-addr``/``--master-port``/``--node-rank``) every node join
 - SkyPilot: ``SKYPILOT_NODE_IPS`` (one address a line, the head first), ``SKYPILOT_NODE_RANK``,
   ``SKYPILOT_NUM_GPUS_PER_NODE`` (SkyPilot's "Distributed multi-node jobs" guide);
 - SageMaker: ``SM_HOSTS`` (a JSON list, ``algo-1`` ...), ``SM_CURRENT_HOST``, ``SM_NUM_GPUS``
-  (sagemaker-training-toolkit's environment);
+  (sagemaker-training-toolkit's environment), else the file SageMaker writes in every training
+  container, ``/opt/ml/input/config/resourceconfig.json`` (``hosts``, ``current_host``);
 - Vertex AI: ``CLUSTER_SPEC`` (``{"cluster": {"workerpool0": ["host:port"], "workerpool1":
   [...]}, "task": {"type": ..., "index": ...}}``; the head is workerpool0's one replica);
 - Azure ML with a PyTorch distribution (``distribution: {type: pytorch,
@@ -26,12 +27,14 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from advisor.errors import AdvisorError
+from advisor.providers.train_command import TORCHRUN_PORT
 
 # The head's port where a launcher names none (SkyPilot, SageMaker): ``MASTER_PORT`` when set,
 # else torchrun's own default.
-DEFAULT_PORT = 29500
+DEFAULT_PORT = TORCHRUN_PORT
 TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE")
 
 
@@ -94,11 +97,16 @@ def _per_node(env: Mapping[str, str], world: int) -> int:
     return max(1, world // max(nodes, 1))
 
 
-def cluster(env: Mapping[str, str] | None = None) -> Cluster | None:
+def cluster(
+    env: Mapping[str, str] | None = None, resource_config: Path | None = None
+) -> Cluster | None:
     """The job's machines from whichever launcher's variables are set (SkyPilot, SageMaker,
-    Vertex AI), or None where none is. Raises ``AdvisorError`` on variables that contradict
-    themselves (this host not among the hosts)."""
+    Vertex AI), or None where none is; SageMaker's ``resource_config`` file (default: under
+    ``/opt/ml``) where its variables are not set. Raises ``AdvisorError`` on variables that
+    contradict themselves (this host not among the hosts)."""
     env = os.environ if env is None else env
+    if not env.get("SM_HOSTS"):
+        env = {**env, **_sagemaker_file(resource_config)}
     if env.get("SKYPILOT_NODE_IPS"):
         ips = [line.strip() for line in env["SKYPILOT_NODE_IPS"].splitlines() if line.strip()]
         rank = int(env.get("SKYPILOT_NODE_RANK") or 0)
@@ -117,6 +125,18 @@ def cluster(env: Mapping[str, str] | None = None) -> Cluster | None:
     if env.get("CLUSTER_SPEC"):
         return _vertex(json.loads(env["CLUSTER_SPEC"]))
     return None
+
+
+def _sagemaker_file(path: Path | None) -> dict[str, str]:
+    """``SM_HOSTS``/``SM_CURRENT_HOST`` from SageMaker's ``resourceconfig.json``, if present."""
+    if path is None:
+        from advisor.train.checkpoint import opt_ml
+
+        path = opt_ml() / "input" / "config" / "resourceconfig.json"
+    if not path.is_file():
+        return {}
+    config = json.loads(path.read_text())
+    return {"SM_HOSTS": json.dumps(config["hosts"]), "SM_CURRENT_HOST": config["current_host"]}
 
 
 def _vertex(spec: Mapping[str, object]) -> Cluster:

@@ -136,3 +136,13 @@ def test_hsdp_shards_within_each_machine_and_replicates_across() -> None:
     for _, shape, names, placements, local, whole in got:
         assert shape == (2, 2) and names == ("replicate", "shard")
         assert placements == "(Replicate(), Shard(dim=0))" and local == whole // 2
+
+
+def test_sagemaker_resource_config_file_stands_in_for_its_variables(tmp_path: Path) -> None:
+    """A container without SageMaker's training toolkit has no ``SM_*`` variables, only the
+    file SageMaker writes: ``/opt/ml/input/config/resourceconfig.json``."""
+    config = tmp_path / "resourceconfig.json"
+    config.write_text(json.dumps({"current_host": "algo-2", "hosts": ["algo-1", "algo-2"],
+                                  "network_interface_name": "eth0"}))  # fmt: skip
+    assert cluster({}, config) == Cluster(2, 1, "algo-1", 29500, None, "SageMaker")
+    assert cluster({}, tmp_path / "absent.json") is None
