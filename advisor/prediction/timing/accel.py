@@ -190,6 +190,7 @@ def predict_accelerator(
     startup: DeviceStartup,
     strategy: str | None = None,
     plan: Any = None,
+    nodes: int = 1,
 ) -> tuple[PhaseTimes, dict[str, float], str, str, DeviceTime]:
     """Phase times on an accelerator machine from the step's trace at the per-device batch
     (``step``); returns phases, breakdown, kind, bottleneck and the device time.
@@ -197,6 +198,8 @@ def predict_accelerator(
     ``strategy`` None means the framework's usual one: "dp" (one process drives every
     replica, one input pipeline: Keras / tf.distribute.MirroredStrategy) for Keras, "ddp"
     (DistributedDataParallel, one process and input pipeline per device) for PyTorch.
+    ``nodes`` > 1: that many machines under torchrun, the gradients' collective hierarchical
+    (``advisor.prediction.timing.nodes``, issue #49).
     """
     from advisor.prediction.timing.phases import accelerator_phases
 
@@ -204,12 +207,18 @@ def predict_accelerator(
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, but got {strategy!r}")
     profile = generation_profile(spec)
-    n = machine.accelerator_count
+    n = machine.accelerator_count * max(nodes, 1)
     b = per_device_batch(batch, n)
     dev = device_time(step, spec, profile, sig, b)
     link = link_of(spec)
     comm = SHARDING_TRAFFIC.get(getattr(plan, "sharding", "none"), 1.0)
     parts = iteration_parts(sig, dev, link, profile, n, batch, strategy, comm_factor=comm)
+    if nodes > 1:  # issue #49: the collective inside each machine, then across them
+        from advisor.prediction.timing.nodes import across_machines
+
+        parts = across_machines(parts, sig.gradient_bytes, machine, nodes, link.bytes_per_s,
+                                C.HOP_LATENCY_S[link.kind], buckets(sig.gradient_bytes), comm,
+                                getattr(plan, "replicate", "none") == "nodes")  # fmt: skip
     fwd = iteration_parts(sig, dev, link, profile, n, batch, strategy, forward_only=True)
     input_factor = C.OTHER_CPU_FACTOR if sig.data_s_per_sample is not None else C.INPUT_FACTOR
     t2 = iteration_bounds(parts, dev.step, input_factor)

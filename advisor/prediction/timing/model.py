@@ -113,6 +113,7 @@ def predict(
     ledger_storage: str | None = None,
     trace_store: TraceStore | None = None,
     plan: TrainingPlan | None = None,
+    nodes: int = 1,
 ) -> Prediction:
     """Predict (or, for the local machine at the probed setting, return the measured)
     phase times of ``probe``'s workload on ``machine`` at ``batch_size`` (default: the
@@ -126,7 +127,9 @@ def predict(
     the step traced at other per-device batches (the probe cache). ``plan``: the training plan
     an accelerator runs (``advisor.prediction.step.plan``; default float32, no accumulation,
     checkpointing or sharding): its step is traced at the micro-batch and rewritten under the
-    plan (``advisor.prediction.step.rewrite``); a CPU ignores it.
+    plan (``advisor.prediction.step.rewrite``); a CPU ignores it. ``nodes``: machines of this
+    type joined by their network (issue #49; ``advisor.prediction.timing.nodes``); the batch
+    is global, split over every GPU of every machine.
     """
     batch = batch_size or probe.batch_size
     if batch <= 0:
@@ -154,13 +157,14 @@ def predict(
                 f"No accelerator spec for '{machine.accelerator}' ({machine.key}).",
                 "add it to the catalog's accelerator table.",
             ) from exc
-        devices = machine.accelerator_count
+        devices = machine.accelerator_count * max(nodes, 1)
         per_device = per_device_batch(batch, devices)
         if plan is not None and plan != TrainingPlan():
             plan.check(devices, sig.framework, strategy)
             micro = plan.micro_batch(per_device)
             step = step_trace(probe, micro, trace_store)
-            step = plan_step(step, plan, devices) if step is not None else None
+            shards = machine.accelerator_count if plan.replicate == "nodes" else devices
+            step = plan_step(step, plan, shards) if step is not None else None
             extra["plan"] = plan.words(per_device)
         else:
             step = step_trace(probe, per_device, trace_store)
@@ -168,7 +172,7 @@ def predict(
         records: list[CalibrationRecord] | None = None if calibrate else []
         startup = device_startup(device_class(machine), profile, ledger_storage, records)
         phases, breakdown, kind, neck, dev = perf_accel.predict_accelerator(
-            sig, machine, spec, batch, step, startup, strategy=strategy, plan=plan
+            sig, machine, spec, batch, step, startup, strategy=strategy, plan=plan, nodes=nodes
         )
         extra.update(basis=dev.basis, basis_notes=dev.notes, top_operators=dev.top)
     cal = CalibrationFactor()
