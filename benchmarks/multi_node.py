@@ -49,11 +49,12 @@ def _series() -> dict[tuple[str, str, int], list[dict[str, Any]]]:
 
 def _collective(itype: str, gpus: int, gradient_bytes: float, nodes: int) -> float:
     """The model's seconds of one step's gradient synchronisation on ``nodes`` machines."""
+    from advisor.providers.catalog import load
+    from advisor.providers.network import network_of
+
     from advisor.prediction.timing import constants as C
     from advisor.prediction.timing.accel import buckets, link_of
     from advisor.prediction.timing.nodes import Cluster, hierarchical_allreduce
-    from advisor.providers.catalog import load
-    from advisor.providers.network import network_of
 
     catalog = load()
     machine = next(m for m in catalog.instances if m.instance_type == itype)
