@@ -55,6 +55,7 @@ class Forecast:
     job: PricedRun | None = None
     # Issue #34: the step's memory per device against the accelerator's (None: no accelerator)
     memory: DeviceMemory | None = None
+    nodes: int = 1  # issue #49: machines of this type joined by their network
 
     @property
     def fits(self) -> bool:
@@ -90,6 +91,7 @@ class Forecast:
             "overheads": None if self.job is None else self.job.notes().get("overheads"),
             "memory": None if self.memory is None else self.memory.to_dict(),
             "fits": self.fits,
+            **({"nodes": self.nodes} if self.nodes > 1 else {}),
         }
 
 
@@ -112,12 +114,16 @@ def forecast_machine(
     trace_store: TraceStore | None = None,
     plan: TrainingPlan | None = None,
     precision: str | None = None,
+    nodes: int = 1,
 ) -> Forecast:
     """One machine's prediction and its whole job, priced: the start-up terms (``overheads``,
     e.g. a remote probe's measured start-up; default the service's, with ``data_bytes``
     downloaded) plus the training, billed once, at ``epochs`` and over the sweep. ``plan``:
     how the machine's GPUs train (issue #35); or ``precision`` (auto, fp32, tf32, bf16,
-    fp16): its plan for that precision, a ``PrecisionLacking`` error when its GPU lacks it."""
+    fp16): its plan for that precision, a ``PrecisionLacking`` error when its GPU lacks it.
+    ``nodes`` > 1 (issue #49): that many machines of the type under torchrun, at N times the
+    price, the slowest of N start-ups and N times the spot interruptions
+    (``advisor.prediction.timing.nodes``)."""
     if plan is None and precision not in (None, "fp32"):
         plan, lacking = machine_plan(machine, catalog, str(precision))
         if lacking:
@@ -127,20 +133,27 @@ def forecast_machine(
             f"{machine.key} has no spot price in this catalog snapshot.",
             "drop --spot or remove that machine.",
         )
-    price = machine.price(spot)
+    from advisor.prediction.timing import nodes as many
+
+    price = machine.price(spot) * max(nodes, 1)
     pred = predict(probe, machine, catalog, batch_size, strategy=strategy,
                    ledger_storage=ledger_storage, trace_store=trace_store,
-                   plan=plan)  # fmt: skip
+                   plan=plan, nodes=nodes)  # fmt: skip
     over = overheads if overheads is not None else run_overheads(machine, data_bytes, data_basis)
+    over = many.cluster_overheads(over, nodes)
     counts = sorted({*sweep_epochs, epochs})
     sweep = epoch_sweep(
         pred.phases, n_train, n_val, batch_size, counts, price,
         spot=spot, service=machine.service, overheads=over,
     )  # fmt: skip
     train = estimate(pred.phases, n_train, n_val, epochs, batch_size).runtime  # on demand
+    if spot:
+        train = many.spot_training(train, nodes)
     job = price_run(train, price, spot=spot, service=machine.service, overheads=over)
-    memory = machine_memory(probe, machine, catalog, batch_size, trace_store, plan)
-    return Forecast(machine, price, pred, sweep[epochs], sweep, over, job, memory)
+    view, batch = many.memory_view(machine, batch_size, nodes,
+                                   getattr(plan, "replicate", "none") == "nodes")  # fmt: skip
+    memory = machine_memory(probe, view, catalog, batch, trace_store, plan)
+    return Forecast(machine, price, pred, sweep[epochs], sweep, over, job, memory, nodes)
 
 
 def forecast(

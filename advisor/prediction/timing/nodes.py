@@ -32,8 +32,9 @@ price each.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
+from typing import Any
 
 from advisor.errors import AdvisorError
 from advisor.intervals import Interval
@@ -142,3 +143,39 @@ def scaling(step_1: float, allreduce_1: float, allreduce_n: float, nodes: int) -
     its collective, replaced by ``allreduce_n`` on ``nodes``."""
     compute = max(step_1 - allreduce_1, 0.0)
     return nodes * step_1 / (compute + allreduce_n)
+
+
+def cluster_overheads(one: Any, nodes: int) -> Any:
+    """One machine's start-up terms (``providers.overheads.RunOverheads``) for ``nodes``
+    machines: each term the slowest of N draws (``slowest_start``; the sum of each term's
+    slowest is at least the slowest sum: an upper reading)."""
+    if nodes <= 1 or one is None:
+        return one
+    terms = tuple(replace(t, seconds=slowest_start(t.seconds, nodes)) for t in one.terms)
+    return replace(one, terms=terms)
+
+
+def spot_training(runtime: Interval, nodes: int) -> Interval:
+    """The training time to price on ``nodes`` spot machines, before ``price_run`` adds one
+    machine's restart overhead: the extra interruptions of the other N - 1 machines
+    (``spot_overhead``), on the expected value and the upper bound."""
+    from advisor.providers.pricing import SPOT_RESTART_OVERHEAD, SPOT_RESTART_OVERHEAD_HIGH
+
+    if nodes <= 1:
+        return runtime
+    value = (1 + spot_overhead(SPOT_RESTART_OVERHEAD, nodes)) / (1 + SPOT_RESTART_OVERHEAD)
+    high = (1 + spot_overhead(SPOT_RESTART_OVERHEAD_HIGH, nodes)) / (1 + SPOT_RESTART_OVERHEAD_HIGH)
+    return Interval(runtime.value * value, runtime.low, runtime.high * high)
+
+
+def memory_view(
+    machine: InstanceType, batch_size: int, nodes: int, replicate: bool
+) -> tuple[InstanceType, int]:
+    """The (machine, global batch) whose one-machine memory is one GPU's of ``nodes``
+    machines: sharded over every GPU (one machine of N x g GPUs at the batch), or under HSDP
+    over the machine's own g GPUs (one machine at the batch / N: the same per-GPU batch)."""
+    if nodes <= 1:
+        return machine, batch_size
+    if replicate:
+        return machine, max(1, -(-batch_size // nodes))
+    return replace(machine, accelerator_count=machine.accelerator_count * nodes), batch_size

@@ -113,3 +113,29 @@ def test_a_step_on_four_machines_splits_the_batch_and_pays_the_network() -> None
 def test_a_type_without_a_cited_network_is_refused_on_several_machines() -> None:
     with pytest.raises(AdvisorError, match="no cited network figure"):
         _predict("ec2:g4dn.xlarge", 2)
+
+
+def test_a_forecast_on_four_machines_pays_four_prices_the_slowest_start_and_more_spot_risk() -> (
+    None
+):
+    from advisor.prediction.forecast.forecast import forecast_machine
+
+    p = traced_probe(batch=65536, width=4096, layers=4)
+    machine = next(m for m in CAT.instances if m.key == "ec2:p4d.24xlarge")
+    store = SyntheticTraces(width=4096, layers=4)
+
+    def run(nodes: int, spot: bool = False) -> object:
+        return forecast_machine(p, machine, CAT, 65536, 10, 500 * 65536, 0, spot=spot,
+                                trace_store=store, nodes=nodes)  # fmt: skip
+
+    one, four = run(1), run(4)
+    assert four.price_per_hour == pytest.approx(4 * one.price_per_hour)  # type: ignore[attr-defined]
+    assert four.overheads.wall.value > one.overheads.wall.value  # type: ignore[attr-defined]
+    assert four.memory.devices == 32 and four.to_dict()["nodes"] == 4  # type: ignore[attr-defined]
+    assert four.estimate.runtime.value < one.estimate.runtime.value / 2  # type: ignore[attr-defined]
+    spot_one, spot_four = run(1, True), run(4, True)
+    extra = {
+        n: spot.job.training.value / plain.job.training.value  # type: ignore[attr-defined]
+        for n, spot, plain in ((1, spot_one, one), (4, spot_four, four))
+    }
+    assert extra[1] == pytest.approx(1.1) and extra[4] == pytest.approx(1.4)
