@@ -173,6 +173,7 @@ def forecast(
     ledger_storage: str | None = None,
     trace_store: TraceStore | None = None,
     plans: Mapping[str, TrainingPlan | Sequence[TrainingPlan]] | None = None,
+    nodes: int = 1,
 ) -> list[Forecast]:
     """``forecast_machine`` for each machine (``overheads`` by machine key, where measured;
     ``plans``: the training plan by machine key, default float32, or several to choose from:
@@ -191,7 +192,7 @@ def forecast(
                 probe, m, catalog, batch_size, epochs, n_train, n_val, spot=spot,
                 strategy=strategy, sweep_epochs=sweep_epochs, data_bytes=data_bytes,
                 data_basis=data_basis, overheads=(overheads or {}).get(m.key),
-                ledger_storage=ledger_storage, trace_store=trace_store, plan=plan,
+                ledger_storage=ledger_storage, trace_store=trace_store, plan=plan, nodes=nodes,
             )
             for plan in choices
         ]  # fmt: skip

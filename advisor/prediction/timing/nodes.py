@@ -179,3 +179,16 @@ def memory_view(
     if replicate:
         return machine, max(1, -(-batch_size // nodes))
     return replace(machine, accelerator_count=machine.accelerator_count * nodes), batch_size
+
+
+def networked(machines: Any, nodes: int) -> tuple[list[InstanceType], list[str]]:
+    """The machines that can run on ``nodes`` machines (a GPU type with a cited network
+    figure), and a line for each left out."""
+    keep, out = [], []
+    for m in machines:
+        if m.accelerator and network_of(m.provider, m.instance_type) is not None:
+            keep.append(m)
+        else:
+            out.append(f"{m.key}: left out on {nodes} machines (no cited network figure "
+                       "between machines of this type: providers/catalog/data/network.csv)")  # fmt: skip
+    return keep, out

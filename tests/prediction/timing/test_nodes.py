@@ -4,6 +4,8 @@ risk of N, the network figures with their sources, and a step predicted on N mac
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import pytest
 from advisor.providers.catalog import load
@@ -139,3 +141,24 @@ def test_a_forecast_on_four_machines_pays_four_prices_the_slowest_start_and_more
         for n, spot, plain in ((1, spot_one, one), (4, spot_four, four))
     }
     assert extra[1] == pytest.approx(1.1) and extra[4] == pytest.approx(1.4)
+
+
+def test_advisor_predict_nodes_shows_the_machines_and_leaves_out_unlinked_types(
+    tmp_path: Path,
+) -> None:
+    from cli_run import run
+    from perf_fixtures import probe_file
+
+    probe = str(probe_file(tmp_path, batch=512))
+    machines = "ec2:p4d.24xlarge,ec2:g4dn.xlarge"
+    result = run("predict", "-m", "fcn", "-b", "4096", "-i", machines, "--probe", probe,
+                 "--nodes", "4", "--precision", "fp32", "--json")  # fmt: skip
+    assert result.code == 0, result
+    out = json.loads(result.out)
+    (row,) = out["machines"]
+    assert row["machine"] == "ec2:p4d.24xlarge" and row["nodes"] == 4
+    assert row["prediction"]["devices"] == 32
+    assert any("g4dn.xlarge: left out on 4 machines" in n for n in out["notes"])
+    table = run("predict", "-m", "fcn", "-b", "4096", "-i", machines, "--probe", probe,
+                "--nodes", "4", "--precision", "fp32")  # fmt: skip
+    assert table.code == 0 and "4 x 8x A100-40GB" in table.out
