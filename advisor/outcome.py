@@ -95,6 +95,9 @@ class SuggestOutcome:
     # Issue #27: catalog machines of the space that are no candidates, by reason ("predicted
     # only": TPUs; "previous generation": previous-generation or retired types, not asked for).
     left_out: dict[str, list[str]] = field(default_factory=dict)
+    # Issue #49: with --max-nodes 1, the best networked types scored on 2, 4, 8 machines (no
+    # candidates; the report says when one would have been faster or cheaper)
+    more_nodes: list[Scored] = field(default_factory=list)
 
     @property
     def stop_reason(self) -> str:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.durations import format_duration
 from advisor.report.confidence import confidence_line
 from advisor.report.owned import lines as owned_lines
+from advisor.report.nodes import lines as nodes_lines
 from advisor.report.value_of_time import lines as value_lines
 
 if TYPE_CHECKING:
@@ -266,7 +267,7 @@ def render_summary(report: dict[str, Any], console: Console, top: int = TOP_ROWS
             head += say("how sure: " + confidence_line(conf, short=True), 2, label=True)
         for line in hyperparameter_lines(report, short=True):  # issue #29: --tune
             head += say(line, 2, label=True)
-        for line in [*value_lines(report), *owned_lines(report)]:  # issue #37
+        for line in [*value_lines(report), *owned_lines(report), *nodes_lines(report)]:  # 37, 49
             head += say(line)
     for label, key in (("fastest", "best_by_time"), ("cheapest", "best_by_cost")):
         row = report.get(key)

@@ -163,7 +163,8 @@ def run_suggest(
 
         backend.precision = check_precision(options.precision)
         backend.plan_fields = plan_fields(options.plan)  # the rest: fixed, or searched
-    candidates = backend.candidates(space, options.include_previous_generation)  # issue #27
+    # issues #27 (previous generations), #49 (several machines of a type)
+    candidates = backend.candidates(space, options.include_previous_generation, options.max_nodes)
     if not candidates:
         raise no_machine_error(options)
     name = study_name_for(options, workload, space, backend.snapshot)
@@ -219,6 +220,10 @@ def run_suggest(
     if progress:
         progress("trials", 1, 1)
     outcome.stop = stop
+    if not stop.reason.interrupted and stop.reason is not StopReason.SCREEN_TIMEOUT:
+        from advisor.study.more_nodes import more_nodes  # issue #49: the report's hint
+
+        outcome.more_nodes = more_nodes(outcome, backend)
     outcome.new_probes = backend.new_probes
     outcome.probe_spent_usd = state.spent_usd
     failures = dict(state.failures)

@@ -43,6 +43,7 @@ from advisor.prediction.step.plan import (
     searches,
 )
 from advisor.prediction.step.traces import per_device_batch
+from advisor.prediction.timing.nodes import memory_view
 from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
 
@@ -125,7 +126,8 @@ def best_forecast(
     first = run(plain)
     if first.fits or first.memory_unknown or not searches(fixed):
         return first, plain
-    gpus = max(1, machine.accelerator_count)
+    nodes = int(kw.get("nodes", 1))  # issue #49: the batch over every GPU of every machine
+    gpus = max(1, machine.accelerator_count) * nodes
     per_device = per_device_batch(batch_size, gpus)
     steps = [fixed["accumulation"]] if "accumulation" in fixed else _steps(per_device)
     fitting: list[tuple[Forecast, TrainingPlan]] = []
@@ -136,7 +138,8 @@ def best_forecast(
             if plan.accumulation > per_device:
                 break
             try:
-                memory = machine_memory(probe, machine, catalog, batch_size, store, plan)
+                view, batch = memory_view(machine, batch_size, nodes, plan.replicate == "nodes")
+                memory = machine_memory(probe, view, catalog, batch, store, plan)
             except PlanNotRunnable:  # advisor.train cannot checkpoint this model: not offered
                 break
             if memory is None or memory.fits is None:
