@@ -11,10 +11,10 @@ from advisor.evaluation.ranking import TIE_SHARE
 from advisor.report.confidence import confidence_line
 from advisor.report.epochs import render_epochs  # issue #19
 from advisor.report.hyperparameters import print_lines as print_hyperparameters
+from advisor.report.nodes import lines as nodes_lines
 from advisor.report.owned import lines as owned_lines
 from advisor.report.render_sections import managed_table, render_cloud
 from advisor.report.summary import TOP_ROWS, plan_text, render_summary, wall_text
-from advisor.report.nodes import lines as nodes_lines
 from advisor.report.value_of_time import lines as value_lines
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.durations import format_duration
 from advisor.report.confidence import confidence_line
-from advisor.report.owned import lines as owned_lines
 from advisor.report.nodes import lines as nodes_lines
+from advisor.report.owned import lines as owned_lines
 from advisor.report.value_of_time import lines as value_lines
 
 if TYPE_CHECKING:

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 import yaml
+from advisor.probes.operators import with_operator_trace
+from advisor.probes.result import ProbeRequest, ProbeResult
 from perf_fixtures import mlp_trace, probe
 
 from advisor.prediction.memory.model import GIB
-from advisor.probes.operators import with_operator_trace
-from advisor.probes.result import ProbeRequest, ProbeResult
 
 MODEL = "trace_user_models:build_wide_linear"  # importable, never built here
 BATCHES = (64, 512)
@@ -38,10 +38,11 @@ def _probe(r: ProbeRequest) -> ProbeResult:
 
 
 def _suggest(tmp_path: Path, max_nodes: int) -> dict[str, Any]:
+    from advisor.search_spaces.loader import load_space
+
     import advisor
     from advisor.evaluation.local import LocalBackend
     from advisor.prediction.step import traces
-    from advisor.search_spaces.loader import load_space
 
     for b in (2, 4, 8, 16, 32, 64, 128, 256, 512):  # each per-GPU batch, never traced here
         traces.remember(traces.trace_key(MODEL, "torch", b, {}), _step(b))

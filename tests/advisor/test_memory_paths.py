@@ -36,8 +36,8 @@ from memory_fixtures import (
 )
 from perf_fixtures import FakeCatalog, probe
 
-from advisor.prediction.memory.model import GIB, step_memory
 from advisor.prediction.memory import device as device_memory
+from advisor.prediction.memory.model import GIB, step_memory
 from advisor.prediction.step import traces
 
 fresh_memos = memory_fixtures.fresh_memos  # autouse: the memos forgotten around each test

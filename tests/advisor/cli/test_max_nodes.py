@@ -9,12 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
-from .conftest import Replay, one_line_error, run
+from advisor.providers.catalog import MachineKey
 
 from advisor.errors import AdvisorError
 from advisor.evaluation.candidates import Candidate, node_counts
 from advisor.options import SuggestOptions
-from advisor.providers.catalog import MachineKey
+
+from .conftest import Replay, one_line_error, run
 
 
 @pytest.mark.parametrize("bad", ["0", "65", "2.5", "many"])
