@@ -41,7 +41,7 @@ def section(
             continue
         group = [r for r in rows if int(r.get("nodes") or 1) == n]
         lost.append({"nodes": n, "reason": _why_lost(outcome, rec, group, n)})
-    return {"max_nodes": max_nodes, "better": [], "lost": lost}
+    return {"max_nodes": max_nodes, "better": [], "lost": lost} if lost else None
 
 
 def _better(outcome: SuggestOutcome, rec: dict[str, Any]) -> list[dict[str, Any]]:

@@ -362,7 +362,7 @@ def _screen(
         return None
     pairs = [(c, b) for b in outcome.space.batch_sizes for c in outcome.candidates]
     # issue #50: counted where the time goes (``advisor.progress.ScreenProgress``)
-    gpus = [(c.instance.accelerator, c.instance.accelerator_count, b) for c, b in pairs]
+    gpus = [(c.instance.accelerator, c.instance.accelerator_count * c.nodes, b) for c, b in pairs]
     told = ScreenProgress(progress or (lambda *_: None), gpus)
     prefetch = getattr(backend, "prefetch", None)  # issue #28: the probes in one process
     if prefetch is not None:
