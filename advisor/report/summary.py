@@ -66,7 +66,9 @@ def machine_label(row: dict[str, Any]) -> str:
 
 
 def _gpus(row: dict[str, Any]) -> str:
-    return f"{row['gpus']}x {row['accelerator']}" if row.get("gpus") else "cpu"
+    one = f"{row['gpus']}x {row['accelerator']}" if row.get("gpus") else "cpu"
+    n = int(row.get("nodes") or 1)  # issue #49
+    return f"{n} x {one}" if n > 1 else one  # 2 x 8x H100: two machines of eight
 
 
 def _asked(report: dict[str, Any]) -> str:
