@@ -119,7 +119,8 @@ def _broken(outcome: SuggestOutcome, row: dict[str, Any]) -> str:
 
 def _figures(row: dict[str, Any]) -> str:
     return (
-        f"{MachineKey(row['machine']).base} batch {row['batch_size']}: "
+        f"{MachineKey(row['machine']).base}{' spot' if row.get('spot') else ''} batch "
+        f"{row['batch_size']}: "
         f"{format_duration(row['runtime_s']['value'])}, USD {row['cost_usd']['value']:.3g}"
     )
 
