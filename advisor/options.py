@@ -186,7 +186,14 @@ OPTIONS: dict[str, OptionDoc] = {
     "value_of_time": OptionDoc(  # issue #37
         "--value-of-time", "USD an hour of waiting is worth: recommend least cost + time x value."
     ),
+    "max_nodes": OptionDoc(  # issue #49
+        "--max-nodes",
+        "Also consider 2, 4, 8... machines of a type, up to this many, joined by the cloud's "
+        "network under torchrun (types with a cited network figure only; default 1: one "
+        "machine, and the report says when more would have been faster or cheaper).",
+    ),
 }
+MAX_NODES = 64  # most machines --max-nodes takes
 
 
 @dataclass(frozen=True)
@@ -229,6 +236,7 @@ class SuggestOptions:
     spot: bool | None = None
     local: bool | None = None
     value_of_time: float | None = None  # issue #37: USD per hour; objective cost + time x value
+    max_nodes: int = 1  # issue #49: machines of a type joined by their network, at most
 
     def __post_init__(self) -> None:
         if self.data_gb is not None and not 0 <= self.data_gb < math.inf:
@@ -260,6 +268,16 @@ class SuggestOptions:
                 "pass --epochs N --at-batch B (N epochs seen at batch size B).",
             )
         self._check_epochs_at()
+        if (
+            isinstance(self.max_nodes, bool)
+            or not isinstance(self.max_nodes, int)
+            or not 1 <= self.max_nodes <= MAX_NODES
+        ):
+            raise AdvisorError(
+                f"--max-nodes must be a whole number from 1 to {MAX_NODES}, got "
+                f"{self.max_nodes!r}.",
+                "give the most machines of one type a run may use (1: one machine).",
+            )
         if (
             isinstance(self.cloud_probes, bool)
             or not isinstance(self.cloud_probes, int)

@@ -98,6 +98,9 @@ class SuggestOutcome:
     # Issue #47: the predicted-only machines (TPUs) screened at each batch size: {machine,
     # batch_size, runtime_s, cost_usd}, for the report to say where one would win.
     predicted_only: list[dict[str, Any]] = field(default_factory=list)
+    # Issue #49: with --max-nodes 1, the best networked types scored on 2, 4, 8 machines (no
+    # candidates; the report says when one would have been faster or cheaper)
+    more_nodes: list[Scored] = field(default_factory=list)
 
     @property
     def stop_reason(self) -> str:

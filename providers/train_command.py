@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 
 ENTRY_POINT: tuple[str, ...] = ("python", "-m", "advisor.train")
+# The head machine's rendezvous port where a launcher names none (issue #49): torchrun's default.
+TORCHRUN_PORT = 29500
 # The entry point's own options (``advisor.train.entry``): never passed to a workload builder.
 EXPECT_OPTIONS = ("expect_peak_gib", "expect_peak_high_gib", "expect_step_s")
 

@@ -110,6 +110,15 @@ def _machines(
     help="GB of data a cloud job downloads before training (default: a built-in workload's "
     "size; a user model without it leaves the download out).",
 )
+@click.option(
+    "--nodes",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Machines of each type joined by their network under torchrun (issue #49): the "
+    "batch split over every GPU, N prices, the slowest of N start-ups; types with no cited "
+    "network figure are left out.",
+)
 @plan_options
 @operator_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -136,6 +145,7 @@ def predict(
     n_train: int | None,
     n_val: int | None,
     data_gb: float | None,
+    nodes: int,
     precision: str,
     plan_text: str | None,
     top_ops: int | None,
@@ -206,6 +216,7 @@ def predict(
             run_probe=lambda r: probe_reporting(r, hook),
             progress=hook,
             timeout_s=timeout,
+            nodes=nodes,
         )
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=1))

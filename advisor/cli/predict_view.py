@@ -49,6 +49,15 @@ def put(line: str) -> None:
     output.console().print(Text(line), soft_wrap=True, highlight=False)
 
 
+def _gpus(f: Any, accelerator: str | None) -> str:
+    """ "8x A100" on one machine; "4 x 8x A100" on four (issue #49)."""
+    if not accelerator:
+        return "-"
+    one = f"{f.machine.accelerator_count}x {accelerator}"
+    nodes = getattr(f, "nodes", 1)
+    return f"{nodes} x {one}" if nodes > 1 else one
+
+
 def print_table(rows: list[Any], tables: dict[str, Any], header: str) -> None:
     """Everything `advisor predict` prints of ``rows`` (the predict API's rows, fastest
     first) and ``tables`` (runtime and cost by epochs, each over its best)."""
@@ -110,8 +119,7 @@ def machines_columns(rows: list[Any]) -> list[Column]:
     return [
         col("#", [str(i) for i in range(1, len(rows) + 1)], right=True),
         col("machine", [f.machine.key for f in rows]),
-        col("GPUs", [f"{f.machine.accelerator_count}x {a}" if a else "-"
-                     for f, a in zip(rows, gpu, strict=True)], right=True),
+        col("GPUs", [_gpus(f, a) for f, a in zip(rows, gpu, strict=True)], right=True),
         col("b/GPU", [str(f.prediction.per_device_batch) if a else "-"
                       for f, a in zip(rows, gpu, strict=True)], right=True),
         col("t2 ms", *t2, right=True),

@@ -17,7 +17,7 @@ from advisor.cli import params as p
 from advisor.cli.export import ExportTo
 from advisor.cli.saved_files import EXIT_STATUS, write_atomically, write_text
 from advisor.errors import MissingExtraError
-from advisor.options import OBJECTIVES, OPTIONS, SAMPLER_NAMES
+from advisor.options import MAX_NODES, OBJECTIVES, OPTIONS, SAMPLER_NAMES
 from advisor.prediction.step.plan import DEFAULT_PRECISION, PRECISION_CHOICES
 from advisor.search_spaces.workloads import ModelRef
 
@@ -65,6 +65,7 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @_option("spot", default=None)
 @_option("local", default=None)
 @_option("value_of_time", type=p.USD, metavar="USD_PER_HOUR")
+@_option("max_nodes", type=p.BoundedInt(1, MAX_NODES), default=1, show_default=True)
 @click.option("--no-screen", "screen", flag_value=False, default=True, help=OPTIONS["screen"].help)
 @_option("cloud_probes", type=p.BoundedInt(0, 100), default=0, show_default=True)
 @_option("cloud_settings", type=click.Path(dir_okay=False))

@@ -11,27 +11,41 @@ from advisor.search_spaces.space import MachineFilter
 
 @dataclass(frozen=True)
 class Candidate:
-    """One machine choice: a catalog instance type, on demand or on spot capacity."""
+    """One machine choice: a catalog instance type, on demand or on spot capacity, on one
+    machine or (issue #49, ``--max-nodes``) ``nodes`` of them joined by their network."""
 
     instance: InstanceType
     spot: bool = False
+    nodes: int = 1
 
     def __post_init__(self) -> None:
         if self.spot and self.instance.spot_usd_per_h is None:
             raise ValueError(f"{self.instance.key} has no spot price, so spot=True is invalid")
+        if self.nodes < 1:
+            raise ValueError(f"nodes must be >= 1, got {self.nodes}")
 
     @property
     def key(self) -> MachineKey:
-        """The Optuna ``machine`` value: ``service:instance_type`` (+ ``:spot``)."""
-        return MachineKey.of(self.instance.key, self.spot)
+        """The Optuna ``machine`` value: ``service:instance_type`` (+ ``:xN``, ``:spot``)."""
+        return MachineKey.of(self.instance.key, self.spot, self.nodes)
 
     @property
     def price_per_hour(self) -> float:
-        return self.instance.price(self.spot)
+        """The hourly price of every machine of the candidate."""
+        return self.instance.price(self.spot) * self.nodes
 
     @property
     def local(self) -> bool:
         return self.instance.provider == "local"
+
+
+def node_counts(max_nodes: int) -> list[int]:
+    """The node counts a study tries up to ``max_nodes``: 1, 2, 4, 8, ... (issue #49)."""
+    out, n = [1], 2
+    while n <= max_nodes:
+        out.append(n)
+        n *= 2
+    return out
 
 
 def matches(instance: InstanceType, machines: MachineFilter) -> bool:

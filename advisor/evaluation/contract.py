@@ -172,6 +172,9 @@ class Backend(ABC):
     trials_repeat_screen: ClassVar[bool] = False
     # Whether its predictions follow a training plan (--precision, --plan: issue #35).
     plans: ClassVar[bool] = False
+    # Issue #49: whether ``_runtime`` and ``_screen`` take a node count (a fifth argument):
+    # only then are several machines of a type candidates (``--max-nodes``).
+    models_nodes: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.new_probes = 0
@@ -207,11 +210,13 @@ class Backend(ABC):
         return "unknown"
 
     def candidates(
-        self, space: JointSpace, include_previous_generation: bool = False
+        self, space: JointSpace, include_previous_generation: bool = False, max_nodes: int = 1
     ) -> list[Candidate]:
         """Machines of the space, each on demand and (when allowed and sold) on spot. Issue
         #27: machines advisor cannot train on (TPUs) are never candidates, and previous-
-        generation or retired types only when asked for (or named in the space)."""
+        generation or retired types only when asked for (or named in the space). Issue #49:
+        with ``max_nodes`` > 1, a back end that models several machines (``models_nodes``)
+        adds each GPU type with a cited network figure on 2, 4, 8... machines."""
         catalog = getattr(self, "catalog", None)  # native spellings resolve (issue #15)
         check_instance_types(
             space.machines.instance_types,
@@ -236,13 +241,32 @@ class Backend(ABC):
                 out.append(Candidate(inst))
             if space.machines.spot and inst.spot_usd_per_h is not None and not local:
                 out.append(Candidate(inst, spot=True))
+        if max_nodes > 1 and self.models_nodes:
+            out += self._on_nodes(out, max_nodes)
         return out
+
+    def _on_nodes(self, one: list[Candidate], max_nodes: int) -> list[Candidate]:
+        """Issue #49: the one-machine candidates ``one`` on 2, 4, 8... <= ``max_nodes``
+        machines, for the types with a cited network figure (the rest named in ``left_out``)."""
+        from advisor.evaluation.candidates import node_counts
+        from advisor.prediction.timing.nodes import networked
+
+        keep, _ = networked([c.instance for c in one if not c.local], max_nodes)
+        joined = {i.key for i in keep}
+        single = sorted({c.instance.key for c in one if not c.local} - joined)
+        self.left_out["one machine only (no cited network figure)"] = single
+        return [
+            replace(c, nodes=n)
+            for n in node_counts(max_nodes)[1:]
+            for c in one
+            if c.instance.key in joined
+        ]
 
     def evaluate(
         self, workload: WorkloadInfo, candidate: Candidate, batch_size: int, hps: dict[str, Any]
     ) -> Scored:
         """Score a candidate (may run a probe); failures come back as ``FailedEvaluation``."""
-        rt = self._runtime(workload, candidate.instance, batch_size, hps)
+        rt = self._runtime(workload, candidate.instance, batch_size, hps, *_nodes(candidate))
         self.evaluations += 1
         self.new_probes += int(rt.new_probe)
         return self._finish(candidate, batch_size, rt, workload)
@@ -254,11 +278,12 @@ class Backend(ABC):
         candidate screened right after its on-demand twin takes the twin's run time (the same
         machine, batch and hyperparameters: only the price and the spot terms differ, in
         ``_finish``), so the model runs once per machine, not once per offer."""
-        key = (id(workload), candidate.instance.key, batch_size, repr(sorted(hps.items())))
+        key = (id(workload), candidate.instance.key, candidate.nodes, batch_size,
+               repr(sorted(hps.items())))  # fmt: skip
         if candidate.spot and self._last_screen is not None and self._last_screen[0] == key:
             rt: RunTime | None = replace(self._last_screen[1], new_probe=False)
         else:
-            rt = self._screen(workload, candidate.instance, batch_size, hps)
+            rt = self._screen(workload, candidate.instance, batch_size, hps, *_nodes(candidate))
             self._last_screen = None if rt is None else (key, rt)
         if rt is None:
             return None
@@ -295,12 +320,17 @@ class Backend(ABC):
             error = rt.error or "probe failed"
             return FailedEvaluation(estimate=dict(rt.estimate), error=error, **common)
         data = (workload.data_bytes, workload.data_basis) if workload else (0.0, "")
+        from advisor.prediction.timing import nodes as many  # issue #49: N machines
+
+        n, train = candidate.nodes, rt.runtime
         runtime, cost, notes = priced(
-            rt.runtime,
+            many.spot_training(train, n) if candidate.spot else train,
             candidate.price_per_hour,
             spot=candidate.spot,
             service=candidate.instance.service,
-            overheads=rt.overheads or run_overheads(candidate.instance, *data),
+            overheads=many.cluster_overheads(
+                rt.overheads or run_overheads(candidate.instance, *data), n
+            ),
         )
         return Evaluation(runtime=runtime, cost=cost, estimate={**rt.estimate, **notes}, **common)
 
@@ -318,3 +348,9 @@ class Backend(ABC):
         self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
     ) -> RunTime | None:
         return None
+
+
+def _nodes(candidate: Candidate) -> tuple[int, ...]:
+    """The node count passed to a back end's hooks: none for one machine (hooks written
+    before issue #49 take four arguments), ``(N,)`` for N machines."""
+    return (candidate.nodes,) if candidate.nodes > 1 else ()

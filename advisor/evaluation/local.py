@@ -62,6 +62,7 @@ class LocalBackend(Backend):
     name = "local"
     # Issues #27: trials charge nothing, repeat their screen; #35: each GPU's training plan
     probes_run_on_candidates, trials_repeat_screen, plans = False, True, True
+    models_nodes = True  # issue #49: a type on N machines, by the one prediction path
 
     def __init__(
         self,
@@ -265,7 +266,12 @@ class LocalBackend(Backend):
         return self._remote[key]
 
     def _runtime(
-        self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
+        self,
+        workload: WorkloadInfo,
+        instance: InstanceType,
+        batch_size: int,
+        hps: dict[str, Any],
+        nodes: int = 1,
     ) -> RunTime:
         from advisor.prediction.run.iteration_model import estimate, phase_times
 
@@ -292,7 +298,8 @@ class LocalBackend(Backend):
             here = not_probed_here(probe, epochs, new)
             if here is not None:
                 return here
-        remote = self.remote(workload, instance, batch_size, hps)
+        # a remote probe times one machine: several stay modelled (issue #49)
+        remote = self.remote(workload, instance, batch_size, hps) if nodes == 1 else None
         source, overheads, est = None, None, None
         extra: dict[str, Any] = {}
         if remote is not None and not remote.result.ok:  # measured there: it cannot run
@@ -319,14 +326,14 @@ class LocalBackend(Backend):
                 )
             elif instance.provider == "local":
                 phases = phase_times(probe, workload.n_train, workload.n_val)
-            elif self._predict is not None:
+            elif self._predict is not None and nodes == 1:
                 phases = self._predict(probe, instance, self.catalog, batch_size)
             else:  # the one prediction path (advisor predict's and the service's)
                 if instance.accelerator is not None:  # its operator trace, taken once
                     probe = self.ready(workload, batch_size, hps, probe, noise=is_ref)
                 from advisor.evaluation.memory_checks import planned_row
 
-                row = planned_row(self, workload, probe, instance, batch_size, epochs, new)
+                row = planned_row(self, workload, probe, instance, batch_size, epochs, new, nodes)
                 if isinstance(row, RunTime):  # issue #34: does not fit its GPUs' memory
                     return row
                 phases, est, extra = row
@@ -362,10 +369,15 @@ class LocalBackend(Backend):
         return workload.epochs_estimate(batch_size, from_probe(ref) if ref.ok else None), new
 
     def _screen(
-        self, workload: WorkloadInfo, instance: InstanceType, batch_size: int, hps: dict[str, Any]
+        self,
+        workload: WorkloadInfo,
+        instance: InstanceType,
+        batch_size: int,
+        hps: dict[str, Any],
+        nodes: int = 1,
     ) -> RunTime | None:
         # The model is the cheap part: one local probe per batch size, then arithmetic.
-        return self._runtime(workload, instance, batch_size, hps)
+        return self._runtime(workload, instance, batch_size, hps, nodes)
 
 
 def _lasting(remote: Any) -> bool:

@@ -157,18 +157,21 @@ class BatchLimits:
 
 def planned_row(
     backend: Any, workload: WorkloadInfo, probe: ProbeResult, instance: InstanceType,
-    batch: int, epochs: int, new: bool,
+    batch: int, epochs: int, new: bool, nodes: int = 1,
 ) -> RunTime | tuple[Any, Any, dict[str, Any]]:  # fmt: skip
     """A catalog machine's row on the one prediction path under the fastest training plan that
     fits it (issue #35, ``forecast.plan_search``): its phases, its training run's estimate (the
     forecast's own: issue #46) and what the estimate records (the plan in words and as
     fields), or the does-not-fit row. When ``--plan`` pins the plain
-    plan, a batch above the machine's limit is not predicted at all (``BatchLimits``)."""
+    plan, a batch above the machine's limit is not predicted at all (``BatchLimits``).
+    ``nodes`` > 1 (issue #49): ``nodes`` machines of the type (``timing.nodes``)."""
     from advisor.prediction.forecast.plan_search import best_forecast, searches
+    from advisor.prediction.timing.nodes import memory_view
 
     fixed = dict(backend.settings.plan_fields)
     if not searches(fixed):
-        over = backend.limits.check(probe, instance, backend.catalog, batch, epochs, new,
+        view, _ = memory_view(instance, batch, nodes, fixed.get("replicate") == "nodes")
+        over = backend.limits.check(probe, view, backend.catalog, batch, epochs, new,
                                     backend.cache)  # fmt: skip
         if over is not None:
             return over
@@ -176,7 +179,7 @@ def planned_row(
         probe, instance, backend.catalog, batch, epochs, workload.n_train, workload.n_val,
         precision=backend.settings.precision, fixed=fixed, sweep_epochs=(),
         data_bytes=workload.data_bytes, data_basis=workload.data_basis,
-        ledger_storage=backend.ledger_storage, trace_store=backend.cache,
+        ledger_storage=backend.ledger_storage, trace_store=backend.cache, nodes=nodes,
     )  # fmt: skip
     if row.memory is not None and row.memory.fits is False:
         return does_not_fit(row.memory, epochs, probe, new)
@@ -187,6 +190,9 @@ def planned_row(
         extra["step_terms"] = terms
     if plan is not None:
         extra["training_plan"] = plan.to_dict()
+    across = pred.breakdown.get("allreduce_across")
+    if nodes > 1 and across is not None and pred.phases.t2.value > 0:  # issue #49
+        extra["across_share"] = across / pred.phases.t2.value  # the step's time on the network
     if row.memory is not None:
         extra["memory"] = row.memory.to_dict()
     return pred.phases, row.training, extra

@@ -203,6 +203,7 @@ def predict(
     plan: Any = None,
     progress: Callable[[str, int, int], None] | None = None,
     timeout_s: float | None = None,
+    nodes: int = 1,
 ) -> Prediction:
     """Predict time and cost of training ``model`` (a built-in workload or your own
     ``module:function``) at ``batch_size`` on each instance.
@@ -225,7 +226,9 @@ def predict(
     plan); a GPU without the precision is left out. CPU machines train in float32 as probed.
     ``progress(phase, done, total)`` hears each machine as it is predicted (issue #50).
     ``timeout_s`` (``--timeout``, default 300): wall seconds for the probe and each call
-    into a user model's code (issue #50: in the isolated worker).
+    into a user model's code (issue #50: in the isolated worker). ``nodes`` (issue #49):
+    each machine type on that many machines under torchrun; types with no cited network
+    figure between machines are left out, with the reason.
     """
     from advisor.evaluation.probe_source import check_sizes, obtain_probe
     from advisor.prediction.forecast.forecast import forecast, normalised_tables
@@ -276,10 +279,15 @@ def predict(
     machines, too_many = fewer_gpus_than(machines, batch_size)  # issue #50
     machines, plans, left_out = planned_machines(machines, catalog, plan, precision)  # #35
     left_out = [*too_many, *left_out]
+    if nodes > 1:
+        from advisor.prediction.timing.nodes import networked
+
+        machines, unlinked = networked(machines, nodes)
+        left_out += unlinked
     each = counted(machines, progress, "predict:predicting each machine")  # issue #50
     rows = forecast(measured, each, catalog, batch_size, epochs, n_train, n_val, spot=spot,
                     strategy=strategy, data_bytes=data_bytes, data_basis=data_basis,
-                    overheads=overheads, plans=plans)  # fmt: skip
+                    overheads=overheads, plans=plans, nodes=nodes)  # fmt: skip
     return Prediction(
         workload=model,
         batch_size=batch_size,

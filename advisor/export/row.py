@@ -53,6 +53,7 @@ class ExportRow:
     training_plan: dict[str, Any] | None = None
     plan_words: str | None = None
     expected: dict[str, Any] | None = None
+    nodes: int = 1  # machines of the row's type joined by the network (issue #49)
 
     @property
     def label(self) -> str:
@@ -64,7 +65,7 @@ class ExportRow:
 
     @property
     def per_device_batch(self) -> int:
-        return math.ceil(self.batch_size / max(self.gpus, 1))
+        return math.ceil(self.batch_size / max(self.gpus * self.nodes, 1))
 
     def plan(self) -> Any:
         """The row's ``TrainingPlan`` (None: the plain float32 step, or a CPU row)."""
@@ -114,6 +115,14 @@ class ExportRow:
 
     def layout(self) -> str:
         """How the run is laid out, as ``advisor.train`` runs it (``advisor.train.device``)."""
+        if self.nodes > 1:
+            each = f"{self.gpus} x {self.accelerator}" if self.gpus else "CPU only"
+            per = self.batch_size / max(self.gpus * self.nodes, self.nodes)
+            return (
+                f"{self.nodes} machines of {each} under torchrun: one process per "
+                f"{'GPU' if self.gpus else 'machine'}, global batch {self.batch_size} = {per:g} "
+                "per process"
+            )
         if self.gpus > 1:
             per = self.batch_size / self.gpus
             return (
@@ -188,6 +197,7 @@ def _row(report: dict[str, Any], r: dict[str, Any], rank: int) -> ExportRow:
         training_plan=r.get("training_plan") if isinstance(r.get("training_plan"), dict) else None,
         plan_words=r.get("plan") or None,
         expected=r.get("expected") if isinstance(r.get("expected"), dict) else None,
+        nodes=max(1, int(r.get("nodes") or 1)),
     )
 
 

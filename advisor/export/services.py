@@ -18,6 +18,12 @@ every epoch): SageMaker's ``CheckpointConfig`` (``/opt/ml/checkpoints`` synced t
 output path), Vertex AI's ``AIP_CHECKPOINT_DIR`` (``<baseOutputDirectory>/checkpoints/``,
 restarts with ``restart_job_on_worker_restart``), an Azure ML output mounted read-write at a
 fixed datastore path named after the job. SageMaker's run time is capped at its 28-day limit.
+
+A row on N machines (issue #49) asks each service for N of them, and ``advisor.train`` joins
+them under ``torchrun`` from what the service tells each machine (``advisor.train.launch``):
+SageMaker's ``ResourceConfig.InstanceCount``; Vertex AI's workerpool0 (one replica, the head)
+plus workerpool1 (N - 1 replicas, same machine and container); Azure ML's ``instance_count``
+with a PyTorch distribution of one process per GPU, which Azure ML starts itself.
 """
 
 from __future__ import annotations
@@ -158,10 +164,12 @@ def sagemaker_request(row: ExportRow, settings: CloudSettings, name: str) -> dic
     spec = _spec(row, _image(settings, "sagemaker"), runner.output, name, max_runtime_s=runtime,
                  checkpoint_dir=ckpt)  # fmt: skip
     request = runner.build_request(spec)
+    request["ResourceConfig"]["InstanceCount"] = row.nodes
     request["Tags"] = [
         {"Key": "advisor:purpose", "Value": "training"},
         {"Key": "advisor:machine", "Value": row.machine},
     ]
+    validate_request("CreateTrainingJob", request, SAGEMAKER_FEATURE, SAGEMAKER_FIX)
     if row.spot:
         stopping = request["StoppingCondition"]
         stopping["MaxWaitTimeInSeconds"] = max(runtime, min(2 * runtime, SAGEMAKER_MAX_RUNTIME_S))
@@ -215,6 +223,11 @@ def vertex_job(row: ExportRow, settings: CloudSettings, name: str) -> Any:
     runner = vertex_runner(row, settings)
     job = runner.job(_spec(row, _image(settings, "vertex"), runner.output, name))
     job.labels = {"advisor-purpose": "training"}
+    if row.nodes > 1:  # the head is workerpool0's replica; the others, workerpool1's
+        head = job.job_spec.worker_pool_specs[0]
+        workers = type(head)(machine_spec=head.machine_spec, container_spec=head.container_spec,
+                             replica_count=row.nodes - 1)  # fmt: skip
+        job.job_spec.worker_pool_specs.append(workers)
     if row.spot:
         job.job_spec.scheduling.restart_job_on_worker_restart = True
     return job
@@ -261,6 +274,12 @@ def azureml_job(row: ExportRow, settings: CloudSettings, name: str) -> Any:
     if row.spot:
         outputs["checkpoints"] = ml.Output(type="uri_folder", mode="rw_mount",
                                            path=AZURE_CHECKPOINTS.format(name=name))  # fmt: skip
+    many: dict[str, Any] = {}
+    if row.nodes > 1:  # Azure ML starts one process per GPU on each machine, ranks set;
+        per = max(row.gpus, 1)  # LOCAL_WORLD_SIZE as torchrun sets it: the machines' split
+        many = {"instance_count": row.nodes,
+                "distribution": ml.PyTorchDistribution(process_count_per_instance=per),
+                "environment_variables": {"LOCAL_WORLD_SIZE": str(per)}}  # fmt: skip
     return ml.command(
         name=name,
         display_name=name,
@@ -272,6 +291,7 @@ def azureml_job(row: ExportRow, settings: CloudSettings, name: str) -> Any:
         job_tier="Spot" if row.spot else "Standard",
         timeout=time_limit(row),
         tags={"advisor:purpose": "training", "advisor:machine": row.machine},
+        **many,
     )
 
 

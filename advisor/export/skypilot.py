@@ -3,7 +3,10 @@ the disk; ``setup`` installs this project; ``run`` starts ``python -m advisor.tr
 row's batch size, epochs, plan, hyperparameters and predictions, the values that vary
 (workload, batch size, epochs) in ``envs`` so ``sky launch --env`` can change them. One
 machine: ``advisor.train`` runs one data-parallel process per GPU of one machine
-(``advisor.train.device``), so ``num_nodes`` is 1.
+(``advisor.train.device``), ``num_nodes: 1``. A row on N machines (issue #49) has
+``num_nodes: N`` and ``run`` starts ``torchrun`` on each with the rendezvous SkyPilot's
+variables give (its "Distributed multi-node jobs" guide: ``SKYPILOT_NUM_NODES``,
+``SKYPILOT_NODE_RANK``, the head first in ``SKYPILOT_NODE_IPS``, ``SKYPILOT_NUM_GPUS_PER_NODE``).
 
 An on-demand row is a plain task (``sky launch``). A spot row is a managed job (``sky jobs
 launch``: SkyPilot's jobs controller relaunches it when the spot machine is taken back) with a
@@ -22,6 +25,7 @@ import yaml
 
 from advisor.export.names import bucket_name, check_bucket, check_name
 from advisor.export.row import ExportRow
+from advisor.providers.train_command import TORCHRUN_PORT
 
 DEFAULT_DISK_GB = 100  # the user's choice (--disk-gb); SkyPilot's own default is 256 GB
 SKY_CLOUD = {"aws": "aws", "gcp": "gcp", "azure": "azure"}
@@ -87,7 +91,7 @@ def task(row: ExportRow, disk_gb: int = DEFAULT_DISK_GB, name: str | None = None
     out: dict[str, Any] = {"name": name}
     if root is not None:
         out["workdir"] = str(root)
-    out |= {"resources": resources, "num_nodes": 1, "envs": envs}
+    out |= {"resources": resources, "num_nodes": row.nodes, "envs": envs}
     if row.spot:  # the checkpoint bucket, created on first use and kept (SkyPilot storage)
         bucket = check_bucket(bucket_name(name))
         out["file_mounts"] = {
@@ -95,9 +99,22 @@ def task(row: ExportRow, disk_gb: int = DEFAULT_DISK_GB, name: str | None = None
         }
     out |= {
         "setup": _setup(root is not None),
-        "run": " ".join(["python", "-m", "advisor.train", *(_quote(a) for a in args)]),
+        "run": " ".join([*_launcher(row), "-m", "advisor.train", *(_quote(a) for a in args)]),
     }
     return out
+
+
+def _launcher(row: ExportRow) -> list[str]:
+    """``python`` on one machine; ``torchrun`` with SkyPilot's rendezvous on several."""
+    if row.nodes <= 1:
+        return ["python"]
+    per_node = "${SKYPILOT_NUM_GPUS_PER_NODE}" if row.gpus else "1"
+    return [
+        "torchrun", "--nnodes=${SKYPILOT_NUM_NODES}", "--node-rank=${SKYPILOT_NODE_RANK}",
+        f"--nproc-per-node={per_node}",
+        '--master-addr="$(echo "$SKYPILOT_NODE_IPS" | head -n1)"',
+        f"--master-port={TORCHRUN_PORT}",
+    ]  # fmt: skip
 
 
 def _setup(from_workdir: bool) -> str:

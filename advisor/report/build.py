@@ -28,6 +28,7 @@ from advisor.report.confidence import confidence, edge_section, quiet_pick, repo
 from advisor.report.epochs import epochs_note, epochs_per_batch
 from advisor.report.feasible import check_feasible as check_feasible  # re-exported
 from advisor.report.memory import left_out as memory_left_out
+from advisor.report.nodes import section as nodes_section
 from advisor.report.overheads import overheads_notes, overheads_section, run_overheads_of
 from advisor.report.owned import section as owned_section
 from advisor.report.reason import why
@@ -158,6 +159,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "left_out": outcome.left_out,  # issue #27: TPUs, previous-generation types
         "predicted_only": outcome.predicted_only,  # issue #47: TPUs screened, not candidates
         "memory_left_out": memory_out,  # issue #34: pairs whose step does not fit
+        "nodes": nodes_section(outcome, rec_row, rows),  # issue #49: more machines, or why not
         "notes": ([memory_out["text"] + "."] if memory_out else [])
         + _notes(outcome, complete)
         + _charge_notes(outcome, rows)  # issue #27
@@ -265,10 +267,10 @@ def _region_note(outcome: SuggestOutcome, row: dict[str, Any]) -> str | None:
     if row.get("service") == "local":
         return "this machine"
     try:
-        from advisor.providers.catalog import load
+        from advisor.providers.catalog import MachineKey, load
 
         cat = load(outcome.snapshot)
-        base = row["machine"].removesuffix(":spot")
+        base = MachineKey(row["machine"]).base
         inst = next(i for i in cat.instances if i.key == base)
         return cat.region_note(inst)
     except Exception:  # a replay table's snapshot is no catalog: no note

@@ -65,8 +65,15 @@ def left_out(outcome: SuggestOutcome) -> dict[str, Any] | None:
     )
     total = max(len(outcome.screen), len(outcome.candidates) * len(outcome.space.batch_sizes))
     text = (
-        f"Does not fit: {len(out)} of {total} machine x batch pairs ({len(machines)} machine "
+        f"Does not fit: {len(out)} of {total} machine x batch pairs ({_types(machines)} machine "
         f"type(s)) cannot hold a step in their memory, so they were not ranked or recommended, "
         f"no probe ran for them and they charged nothing (e.g. {shown})"
     )
     return {"count": len(out), "of": total, "pairs": pairs, "text": text}
+
+
+def _types(keys: list[str]) -> int:
+    """Machine types among ``keys`` (a type on 1 and on 4 machines counts once, issue #49)."""
+    from advisor.providers.catalog import MachineKey
+
+    return len({MachineKey(k).base for k in keys})

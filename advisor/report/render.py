@@ -11,6 +11,7 @@ from advisor.evaluation.ranking import TIE_SHARE
 from advisor.report.confidence import confidence_line
 from advisor.report.epochs import render_epochs  # issue #19
 from advisor.report.hyperparameters import print_lines as print_hyperparameters
+from advisor.report.nodes import lines as nodes_lines
 from advisor.report.owned import lines as owned_lines
 from advisor.report.render_sections import managed_table, render_cloud
 from advisor.report.summary import TOP_ROWS, plan_text, render_summary, wall_text
@@ -240,6 +241,7 @@ def _render_full(report: dict[str, Any], console: Console, top: int) -> None:
         for line in [
             *value_lines(report),
             *owned_lines(report),
+            *nodes_lines(report),  # issue #49
         ]:  # issue #37: --value-of-time's split and front
             console.print(f"  {escape(line)}")
         ranges = report.get("tuned_ranges") or {}

@@ -183,6 +183,7 @@ def trial_row(t: FrozenTrial, space: JointSpace) -> dict[str, Any]:
         "training_plan": rec.estimate.get("training_plan"),
         "step_terms": rec.estimate.get("step_terms"),  # issue #47
         "expected": expected(rec.estimate, rec.phases),  # issue #45: what its run measures
+        **_nodes(rec.machine, rec.estimate),  # issue #49
     }
 
 
@@ -217,7 +218,18 @@ def screen_row(
         "training_plan": ev.estimate.get("training_plan"),
         "step_terms": ev.estimate.get("step_terms"),  # issue #47
         "expected": expected(ev.estimate, ev.phases),  # issue #45
+        **_nodes(ev.machine, ev.estimate),  # issue #49
     }
+
+
+def _nodes(machine: str, estimate: dict[str, Any]) -> dict[str, Any]:
+    """Issue #49: the row's machines of its type (the export and submit read ``nodes``) and,
+    on several, the share of its step on the network between them (when modelled)."""
+    from advisor.providers.catalog import MachineKey
+
+    n = MachineKey(machine).nodes
+    share = estimate.get("across_share")
+    return {"nodes": n, **({"across_share": share} if n > 1 and share is not None else {})}
 
 
 def scored_rows(outcome: SuggestOutcome) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.durations import format_duration
 from advisor.report.confidence import confidence_line
+from advisor.report.nodes import lines as nodes_lines
 from advisor.report.owned import lines as owned_lines
 from advisor.report.value_of_time import lines as value_lines
 
@@ -65,7 +66,9 @@ def machine_label(row: dict[str, Any]) -> str:
 
 
 def _gpus(row: dict[str, Any]) -> str:
-    return f"{row['gpus']}x {row['accelerator']}" if row.get("gpus") else "cpu"
+    one = f"{row['gpus']}x {row['accelerator']}" if row.get("gpus") else "cpu"
+    n = int(row.get("nodes") or 1)  # issue #49
+    return f"{n} x {one}" if n > 1 else one  # 2 x 8x H100: two machines of eight
 
 
 def _asked(report: dict[str, Any]) -> str:
@@ -280,7 +283,7 @@ def render_summary(report: dict[str, Any], console: Console, top: int = TOP_ROWS
             head += say("how sure: " + confidence_line(conf, short=True), 2, label=True)
         for line in hyperparameter_lines(report, short=True):  # issue #29: --tune
             head += say(line, 2, label=True)
-        for line in [*value_lines(report), *owned_lines(report)]:  # issue #37
+        for line in [*value_lines(report), *owned_lines(report), *nodes_lines(report)]:  # 37, 49
             head += say(line)
     for label, key in (("fastest", "best_by_time"), ("cheapest", "best_by_cost")):
         row = report.get(key)

@@ -103,6 +103,7 @@ class SuggestRequest(_Strict):
     value_of_time: float | None = Field(  # issue #37: USD per hour
         None, gt=0, le=MAX_USD, description=_help("value_of_time")
     )
+    max_nodes: int = Field(1, ge=1, le=64, description=_help("max_nodes"))  # issue #49
 
     @field_validator("model")
     @classmethod

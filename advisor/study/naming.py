@@ -54,6 +54,8 @@ def study_name_for(
         ident["owned"] = owned
     if options.value_of_time is not None:  # issue #37: another ranking, another answer
         ident["value_of_time"] = options.value_of_time
+    if options.max_nodes > 1:  # issue #49: more candidates, another answer
+        ident["max_nodes"] = options.max_nodes
     digest = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
     name = workload.name.replace(":", ".")
     return f"advisor-{name}-{workload.framework}-{objective}-{digest[:8]}"

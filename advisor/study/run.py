@@ -44,7 +44,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError, Terminated
-from advisor.evaluation.contract import Backend
+from advisor.evaluation.contract import Backend, RunSettings
 from advisor.evaluation.failures import failed_probes, summary
 from advisor.evaluation.workload import WorkloadInfo
 from advisor.options import (
@@ -154,7 +154,6 @@ def run_suggest(
     storage_obj = storage if storage is not None else open_storage(url)
     if backend is None:
         backend = local_backend(options, storage_obj, space, progress)
-    from advisor.evaluation.contract import RunSettings
     from advisor.prediction.step.plan import check_precision, plan_fields
 
     backend.configure(RunSettings(
@@ -162,7 +161,8 @@ def run_suggest(
         plan_fields=plan_fields(options.plan),  # issue #35: the rest fixed, or searched
         before_probes=before_probes,  # issue #36: read once by evaluation.probe_batch.prefetch
     ))  # fmt: skip
-    candidates = backend.candidates(space, options.include_previous_generation)  # issue #27
+    candidates = backend.candidates(space, options.include_previous_generation,
+                                    options.max_nodes)  # issues #27, #49  # fmt: skip
     if not candidates:
         raise no_machine_error(options)
     name = study_name_for(options, workload, space, backend.snapshot)
@@ -220,6 +220,10 @@ def run_suggest(
     if progress:
         progress("trials", 1, 1)
     outcome.stop = stop
+    if not stop.reason.interrupted and stop.reason is not StopReason.SCREEN_TIMEOUT:
+        from advisor.study.more_nodes import more_nodes  # issue #49: the report's hint
+
+        outcome.more_nodes = more_nodes(outcome, backend)
     outcome.new_probes = backend.new_probes
     outcome.probe_spent_usd = state.spent_usd
     failures = dict(state.failures)
@@ -358,7 +362,7 @@ def _screen(
         return None
     pairs = [(c, b) for b in outcome.space.batch_sizes for c in outcome.candidates]
     # issue #50: counted where the time goes (``advisor.progress.ScreenProgress``)
-    gpus = [(c.instance.accelerator, c.instance.accelerator_count, b) for c, b in pairs]
+    gpus = [(c.instance.accelerator, c.instance.accelerator_count * c.nodes, b) for c, b in pairs]
     told = ScreenProgress(progress or (lambda *_: None), gpus)
     prefetch = getattr(backend, "prefetch", None)  # issue #28: the probes in one process
     if prefetch is not None:

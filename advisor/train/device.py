@@ -5,7 +5,9 @@ insists on a GPU; ``tpu`` is refused with the fix (the advisor image has no PyTo
 the shared training loop does not drive XLA devices). With several visible GPUs, training
 runs one process per GPU under ``torch.distributed`` with ``DistributedDataParallel`` and a
 ``DistributedSampler``: the global batch ``B`` is split as ``B / n`` per GPU, as the performance
-model assumes (``advisor.prediction.timing.accel``).
+model assumes (``advisor.prediction.timing.accel``). Started by ``torchrun`` (one machine or
+several: ``advisor.train.launch``), each process is one rank of the launcher's world: the
+plan's ``count`` is every process of every machine, ``nodes`` the machines.
 """
 
 from __future__ import annotations
@@ -22,19 +24,27 @@ DEVICES = ("auto", "cpu", "cuda", "tpu")
 @dataclass(frozen=True)
 class DevicePlan:
     """Where training runs: ``kind`` (cpu, cuda) on ``count`` devices (``count`` > 1
-    means one DistributedDataParallel process per GPU), and why."""
+    means one DistributedDataParallel process per GPU) over ``nodes`` machines, and why."""
 
     kind: str
     count: int
     reason: str
+    nodes: int = 1
+    launched: bool = False  # started by torchrun (or Azure ML): this process is one rank
 
     @property
     def distributed(self) -> bool:
         return self.count > 1
 
+    @property
+    def per_node(self) -> int:
+        """Processes (devices) on each machine."""
+        return max(1, self.count // max(self.nodes, 1))
+
     def describe(self) -> str:
         many = f" x{self.count} (DistributedDataParallel)" if self.distributed else ""
-        return f"{self.kind}{many} ({self.reason})"
+        where = f" on {self.nodes} machines" if self.nodes > 1 else ""
+        return f"{self.kind}{many}{where} ({self.reason})"
 
 
 def choose_device(requested: str, cuda_count: int, xla: bool) -> DevicePlan:
@@ -80,12 +90,26 @@ def detect(requested: str) -> DevicePlan:
     return choose_device(requested, count, importlib.util.find_spec("torch_xla") is not None)
 
 
+def joined(requested: str, ranks: Any) -> DevicePlan:
+    """The plan of one process ``torchrun`` started (``advisor.train.launch.Ranks``): the
+    device ``choose_device`` picks, over the launcher's whole world."""
+    one = detect(requested)
+    if one.kind == "cuda" and ranks.local_world > one.count:
+        raise AdvisorError(
+            f"torchrun starts {ranks.local_world} processes on this machine but PyTorch sees "
+            f"{one.count} GPUs.",
+            f"start at most {one.count} processes per machine (--nproc-per-node).",
+        )
+    why = f"torchrun: rank {ranks.rank} of {ranks.world}"
+    return DevicePlan(one.kind, ranks.world, why, nodes=ranks.nodes, launched=True)
+
+
 def torch_device(plan: DevicePlan, rank: int = 0) -> Any:
-    """The ``torch.device`` of ``rank`` under ``plan``."""
+    """The ``torch.device`` of ``rank`` under ``plan`` (its GPU on its own machine)."""
     import torch
 
     if plan.kind == "cuda":
-        return torch.device("cuda", rank)
+        return torch.device("cuda", rank % plan.per_node)
     return torch.device("cpu")
 
 
@@ -105,9 +129,22 @@ def init_rank(rank: int, plan: DevicePlan) -> None:
     import torch.distributed as dist
 
     if plan.kind == "cuda":
-        torch.cuda.set_device(rank)
+        torch.cuda.set_device(rank % plan.per_node)
     backend = "nccl" if plan.kind == "cuda" else "gloo"
     dist.init_process_group(backend, rank=rank, world_size=plan.count)
+
+
+def mesh(plan: DevicePlan, replicate: bool) -> Any:
+    """The device mesh FSDP2 shards over: every process (1-D), or with ``replicate`` on
+    several machines (HSDP) machines x processes per machine, ``("replicate", "shard")``:
+    torch's ``init_device_mesh`` puts consecutive ranks (one machine's) in one shard group."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    if replicate and plan.nodes > 1:
+        return init_device_mesh(
+            plan.kind, (plan.nodes, plan.per_node), mesh_dim_names=("replicate", "shard")
+        )
+    return init_device_mesh(plan.kind, (plan.count,))
 
 
 def distribute(setup: Any, plan: DevicePlan, rank: int, seed: int, wrap: bool = True) -> Any:

@@ -15,6 +15,11 @@ Besides the objective it reports ``epoch_s`` and ``step_s`` (the epoch's median 
 training step, steps 2..n, timed as the probes time them): ``advisor import`` records
 ``step_s`` in the calibration ledger. Vertex's report carries the objective only.
 
+On several machines (issue #49) it runs under ``torchrun``: started by it (or by Azure ML's
+PyTorch distribution), each process trains as its rank; started by SkyPilot, SageMaker or
+Vertex AI on N > 1 machines, it hands itself to ``torchrun`` with the launcher's rendezvous
+(``advisor.train.launch``).
+
 Hyperparameters come from the command line (any ``--name value`` not listed below is passed
 to the workload builder) and, when present, from SageMaker's
 ``/opt/ml/input/config/hyperparameters.json`` (the command line wins).
@@ -167,10 +172,19 @@ def run(
 ) -> dict[str, Any]:
     """Train as the command line says and report every epoch; return the training summary
     (rank 0's, when training runs on several GPUs)."""
+    from advisor.train import launch
     from advisor.train.device import detect
 
     args, hps = parse_args(argv)
+    ranks = launch.launched()
+    if ranks is not None:  # torchrun (or Azure ML) started this process as one rank
+        return _as_rank(ranks, args, hps, out)
     plan = detect(args.device)
+    where = launch.cluster()
+    if where is not None and where.nodes > 1:
+        launch.relaunch(where, where.gpus_per_node or plan.count,
+                        list(sys.argv[1:] if argv is None else argv))  # fmt: skip
+        return {"launched": "torchrun", "nodes": where.nodes, "node_rank": where.node_rank}
     if plan.distributed:
         import multiprocessing
 
@@ -181,6 +195,24 @@ def run(
         summary: dict[str, Any] = queue.get()
         return summary
     return _train(0, plan, args, hps, out)
+
+
+def _as_rank(
+    ranks: Any, args: argparse.Namespace, hps: dict[str, Any], out: Callable[[str], None] | None
+) -> dict[str, Any]:
+    """Train as rank ``ranks.rank`` of the world ``torchrun`` made, on every machine."""
+    import torch.distributed as dist
+
+    from advisor.train.device import init_rank, joined
+
+    plan = joined(args.device, ranks)
+    if not plan.distributed:
+        return _train(0, plan, args, hps, out)
+    init_rank(ranks.rank, plan)
+    try:
+        return _train(ranks.rank, plan, args, hps, out)
+    finally:
+        dist.destroy_process_group()
 
 
 def _rank_main(rank: int, plan: Any, args: argparse.Namespace, hps: dict[str, Any], q: Any) -> None:
@@ -232,7 +264,7 @@ def _train(
     if plan.distributed:  # FSDP shards the model instead of DDP (advisor.probes.sharding)
         fsdp = training_plan is not None and uses_fsdp(training_plan.sharding)
         setup = distribute(setup, plan, rank, args.seed, wrap=not fsdp)
-    setup, step = _plan_step(training_plan, setup, plan.distributed, device.type, report)
+    setup, step = _plan_step(training_plan, setup, plan, device.type, report)
     if done >= args.epochs:
         report.out("advisor-train: every epoch was already done")
         return {"epochs_run": 0, "resumed_from": done, "runtime_s": 0.0}
@@ -274,14 +306,21 @@ def _training_plan(text: str | None) -> Any:
 
 
 def _plan_step(
-    training_plan: Any, setup: Any, distributed: bool, device: str, report: Any
+    training_plan: Any, setup: Any, plan: Any, device: str, report: Any
 ) -> tuple[Any, Any]:
-    """``setup`` made ready for the plan, and the plan's step (None: the plain float32 step)."""
+    """``setup`` made ready for the plan, and the plan's step (None: the plain float32 step).
+    FSDP shards over the device mesh of ``plan`` (HSDP across machines where the training plan
+    replicates across them)."""
     if training_plan is None:
         return setup, None
+    from advisor.probes.sharding import uses_fsdp
+    from advisor.train.device import mesh
     from advisor.train.plan_step import make_step, prepare
 
-    setup = prepare(setup, training_plan, distributed)
+    grid = None
+    if plan.distributed and uses_fsdp(training_plan.sharding):
+        grid = mesh(plan, training_plan.replicate == "nodes")
+    setup = prepare(setup, training_plan, plan.distributed, grid)
     return setup, make_step(training_plan, device)
 
 

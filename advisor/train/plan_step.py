@@ -16,10 +16,11 @@ from advisor.probes.plan_step import blocks_of, checkpoint_blocks, make_step
 __all__ = ["make_step", "prepare"]
 
 
-def prepare(setup: Any, plan: TrainingPlan, distributed: bool = False) -> Any:
+def prepare(setup: Any, plan: TrainingPlan, distributed: bool = False, mesh: Any = None) -> Any:
     """``setup`` ready for ``plan`` (a new one where its optimizer changed): blocks checkpointed, TF32 allowed, and, on several
     processes (``distributed``), the optimizer sharded (ZeRO-1, the model in DDP already) or
-    the model sharded with FSDP (ZeRO-2/3: the model not in DDP)."""
+    the model sharded with FSDP (ZeRO-2/3: the model not in DDP) over ``mesh`` (default: every
+    process; a 2-D mesh: HSDP, ``advisor.train.device.mesh``)."""
     import torch
 
     from advisor.probes import sharding
@@ -36,5 +37,5 @@ def prepare(setup: Any, plan: TrainingPlan, distributed: bool = False) -> Any:
                 f"sharding={plan.sharding} shards the model with FSDP: it must not be in DDP.",
                 "distribute the model with wrap=False (advisor.train.device.distribute).",
             )
-        setup = sharding.fsdp(setup, plan.sharding, blocks_of(setup.model))
+        setup = sharding.fsdp(setup, plan.sharding, blocks_of(setup.model), mesh)
     return setup

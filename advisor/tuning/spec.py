@@ -119,6 +119,8 @@ def spec_for_machine(
     key = MachineKey.named(machine, cls.services[0])
     parsed = MachineKey(key)
     service, itype, spot = parsed.service, parsed.instance_type, parsed.spot
+    if parsed.nodes > 1:  # issue #49: the row's machines, joined by advisor.train's torchrun
+        options.setdefault("instance_count", parsed.nodes)
     if service == "local":
         raise AdvisorError(
             "The recommended machine is this local machine, which no managed service runs.",
@@ -140,7 +142,7 @@ def spec_for_machine(
         fixed=dict(fixed),
         accelerator=accelerator,
         accelerator_count=count,
-        machine_key=f"{service}:{itype}" + (":spot" if spot else ""),
+        machine_key=MachineKey.of(f"{service}:{itype}", spot, parsed.nodes),
         **options,
     )
 

@@ -78,3 +78,18 @@ def test_search_efficiency_reports_every_sampler_and_mode(
     assert bench.main(args) == 0
     out = capsys.readouterr().out
     assert "sampler only" in out and "screen" in out and "median" in out and "p90" in out
+
+
+def test_multi_node_reports_every_published_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _load("multi_node")
+    assert bench.main(["--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert len(res["rows"]) == 15 and len(res["picks"]) == 5
+    for r in res["rows"]:
+        assert r["nodes"] in (2, 4, 8) and r["measured"] > 1 and r["predicted"] > 1
+        assert r["error"] == pytest.approx(r["predicted"] / r["measured"] - 1, abs=2e-3)
+    assert res["median_abs_error"] == pytest.approx(
+        statistics.median(abs(r["error"]) for r in res["rows"]), abs=1e-3
+    )
+    assert bench.main([]) == 0
+    assert "Median |error|" in capsys.readouterr().out

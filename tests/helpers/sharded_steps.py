@@ -104,3 +104,22 @@ def worker(rank: int, plans: list[str], queue: Any) -> None:
         queue.put((rank, out))
     finally:
         dist.destroy_process_group()
+
+
+def hsdp_worker(rank: int, queue: Any) -> None:
+    """One of 4 processes as 2 machines x 2 (``advisor.train.device.mesh``): FSDP2 over the
+    HSDP mesh; puts (rank, mesh shape, placements of a weight, local bytes, whole bytes)."""
+    import torch.distributed as dist
+    from advisor.probes import sharding
+
+    from advisor.train.device import DevicePlan, mesh
+
+    dist.init_process_group("gloo", rank=rank, world_size=4)
+    plan = DevicePlan("cpu", 4, "test: 2 machines x 2", nodes=2)
+    grid = mesh(plan, replicate=True)
+    s = sharding.fsdp(setup(), "parameters", None, grid)
+    weight = s.model.blocks[0][0].weight
+    whole = WIDTH * WIDTH * weight.element_size()
+    queue.put((rank, tuple(grid.shape), grid.mesh_dim_names, str(weight.placements),
+               local_bytes([weight]), whole))  # fmt: skip
+    dist.destroy_process_group()

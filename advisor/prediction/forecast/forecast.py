@@ -59,6 +59,7 @@ class Forecast:
     # The training run alone at the chosen epochs, on demand (what the job is priced from and
     # what ``advisor suggest`` scores): estimated once per row (issue #46)
     training: Estimate | None = None
+    nodes: int = 1  # issue #49: machines of this type joined by their network
 
     @property
     def fits(self) -> bool:
@@ -94,6 +95,7 @@ class Forecast:
             "overheads": None if self.job is None else self.job.notes().get("overheads"),
             "memory": None if self.memory is None else self.memory.to_dict(),
             "fits": self.fits,
+            **({"nodes": self.nodes} if self.nodes > 1 else {}),
         }
 
 
@@ -116,12 +118,16 @@ def forecast_machine(
     trace_store: TraceStore | None = None,
     plan: TrainingPlan | None = None,
     precision: str | None = None,
+    nodes: int = 1,
 ) -> Forecast:
     """One machine's prediction and its whole job, priced: the start-up terms (``overheads``,
     e.g. a remote probe's measured start-up; default the service's, with ``data_bytes``
     downloaded) plus the training, billed once, at ``epochs`` and over the sweep. ``plan``:
     how the machine's GPUs train (issue #35); or ``precision`` (auto, fp32, tf32, bf16,
-    fp16): its plan for that precision, a ``PrecisionLacking`` error when its GPU lacks it."""
+    fp16): its plan for that precision, a ``PrecisionLacking`` error when its GPU lacks it.
+    ``nodes`` > 1 (issue #49): that many machines of the type under torchrun, at N times the
+    price, the slowest of N start-ups and N times the spot interruptions
+    (``advisor.prediction.timing.nodes``)."""
     if plan is None and precision not in (None, "fp32"):
         plan, lacking = machine_plan(machine, catalog, str(precision))
         if lacking:
@@ -131,21 +137,26 @@ def forecast_machine(
             f"{machine.key} has no spot price in this catalog snapshot.",
             "drop --spot or remove that machine.",
         )
-    price = machine.price(spot)
-    at = place(machine, batch_size, plan)  # the one split of the batch, for time and memory
+    from advisor.prediction.timing import nodes as many
+
+    price = machine.price(spot) * max(nodes, 1)
+    at = place(machine, batch_size, plan, nodes)  # the one split of the batch: time, memory
     pred = predict(probe, machine, catalog, batch_size, strategy=strategy,
                    ledger_storage=ledger_storage, trace_store=trace_store,
                    placement=at)  # fmt: skip
     over = overheads if overheads is not None else run_overheads(machine, data_bytes, data_basis)
+    over = many.cluster_overheads(over, nodes)
     counts = sorted({*sweep_epochs, epochs})
     sweep = epoch_sweep(
         pred.phases, n_train, n_val, batch_size, counts, price,
         spot=spot, service=machine.service, overheads=over,
     )  # fmt: skip
     training = estimate(pred.phases, n_train, n_val, epochs, batch_size)  # on demand
-    job = price_run(training.runtime, price, spot=spot, service=machine.service, overheads=over)
+    train = many.spot_training(training.runtime, nodes) if spot else training.runtime
+    job = price_run(train, price, spot=spot, service=machine.service, overheads=over)
     memory = machine_memory(probe, machine, catalog, batch_size, trace_store, placement=at)
-    return Forecast(machine, price, pred, sweep[epochs], sweep, over, job, memory, training)
+    return Forecast(machine, price, pred, sweep[epochs], sweep, over, job, memory, training,
+                    nodes)  # fmt: skip
 
 
 def forecast(
@@ -165,6 +176,7 @@ def forecast(
     ledger_storage: str | None = None,
     trace_store: TraceStore | None = None,
     plans: Mapping[str, TrainingPlan | Sequence[TrainingPlan]] | None = None,
+    nodes: int = 1,
 ) -> list[Forecast]:
     """``forecast_machine`` for each machine (``overheads`` by machine key, where measured;
     ``plans``: the training plan by machine key, default float32, or several to choose from:
@@ -183,7 +195,7 @@ def forecast(
                 probe, m, catalog, batch_size, epochs, n_train, n_val, spot=spot,
                 strategy=strategy, sweep_epochs=sweep_epochs, data_bytes=data_bytes,
                 data_basis=data_basis, overheads=(overheads or {}).get(m.key),
-                ledger_storage=ledger_storage, trace_store=trace_store, plan=plan,
+                ledger_storage=ledger_storage, trace_store=trace_store, plan=plan, nodes=nodes,
             )
             for plan in choices
         ]  # fmt: skip

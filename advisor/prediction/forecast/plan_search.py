@@ -125,8 +125,9 @@ def best_forecast(
     first = run(plain)
     if first.fits or first.memory_unknown or not searches(fixed):
         return first, plain
-    gpus = max(1, machine.accelerator_count)
-    per_device = place(machine, batch_size).per_device
+    nodes = int(kw.get("nodes", 1))  # issue #49: the batch over every GPU of every machine
+    gpus = place(machine, batch_size, nodes=nodes).devices
+    per_device = place(machine, batch_size, nodes=nodes).per_device
     steps = [fixed["accumulation"]] if "accumulation" in fixed else _steps(per_device)
     fitting: list[tuple[Forecast, TrainingPlan]] = []
     least: tuple[float, TrainingPlan] | None = None
@@ -136,7 +137,8 @@ def best_forecast(
             if plan.accumulation > per_device:
                 break
             try:
-                memory = machine_memory(probe, machine, catalog, batch_size, store, plan)
+                at = place(machine, batch_size, plan, nodes)
+                memory = machine_memory(probe, machine, catalog, batch_size, store, placement=at)
             except PlanNotRunnable:  # advisor.train cannot checkpoint this model: not offered
                 break
             if memory is None or memory.fits is None:

@@ -146,7 +146,7 @@ def machine_memory(
         at = Placement(batch_size, devices)
     else:
         at = placement or place(machine, batch_size, plan)
-    per_device = at.per_device
+    devices, per_device = at.devices, at.per_device
     if kind == "gpu":
         spec = _spec(machine, catalog)
         generation = getattr(spec, "generation", None)
@@ -177,7 +177,7 @@ def gpu_step(
     from advisor.prediction.step.traces import probe_hyperparameters
     from advisor.probes.operators.stored import operator_trace_of
 
-    plan, devices = at.plan or TrainingPlan(), at.devices
+    plan, devices = at.plan or TrainingPlan(), at.shards  # issue #49: HSDP shards per machine
     memory = StepMemory(at.per_device, known=False, unknown_reason="not traced")
     how = "the plan's step traced on fake tensors"
     if probe.framework == "torch":

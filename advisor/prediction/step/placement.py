@@ -1,5 +1,6 @@
-"""Where one row's batch lands (issue #46): the machine's devices, the global batch, the batch
-each data-parallel replica runs, the micro-batch its plan accumulates over, and the plan.
+"""Where one row's batch lands (issue #46): the machines and their devices, the global batch,
+the batch each data-parallel replica runs, the micro-batch its plan accumulates over, and the
+plan.
 
 ``place`` is the one place the global batch is split per device and per micro-step; the
 forecast makes one ``Placement`` per row and hands it to the step's time
@@ -22,13 +23,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Placement:
-    """One row's split of the global ``batch`` over ``devices`` replicas under ``plan``
-    (None: the plain float32 step). ``per_device``: each replica's batch; ``micro``: the batch
-    of one accumulation micro-step (``per_device`` without accumulation)."""
+    """One row's split of the global ``batch`` over ``devices`` replicas (every GPU of every
+    one of ``nodes`` machines) under ``plan`` (None: the plain float32 step). ``per_device``:
+    each replica's batch; ``micro``: the batch of one accumulation micro-step (``per_device``
+    without accumulation)."""
 
     batch: int
     devices: int
     plan: TrainingPlan | None = None
+    nodes: int = 1
     per_device: int = field(init=False)
     micro: int = field(init=False)
 
@@ -43,14 +46,26 @@ class Placement:
         object.__setattr__(self, "micro", micro)
 
     @property
+    def shards(self) -> int:
+        """The GPUs a sharded plan splits its state over: every one, or under HSDP
+        (``replicate=nodes``, issue #49) one machine's."""
+        if self.plan is not None and self.plan.replicate == "nodes":
+            return max(1, self.devices // max(1, self.nodes))
+        return self.devices
+
+    @property
     def planned(self) -> bool:
         """Whether the step runs under a plan other than the plain float32 one."""
         return self.plan is not None and self.plan != TrainingPlan()
 
 
-def place(machine: InstanceType, batch: int, plan: TrainingPlan | None = None) -> Placement:
-    """``machine``'s placement of the global ``batch`` under ``plan``: one replica per
-    accelerator (a CPU machine: one replica, which ignores the plan)."""
+def place(
+    machine: InstanceType, batch: int, plan: TrainingPlan | None = None, nodes: int = 1
+) -> Placement:
+    """The placement of the global ``batch`` under ``plan`` on ``nodes`` machines like
+    ``machine``: one replica per accelerator (a CPU machine: one replica, which ignores the
+    plan)."""
     if machine.accelerator is None:
         return Placement(batch, 1, None)
-    return Placement(batch, max(1, machine.accelerator_count), plan)
+    nodes = max(1, nodes)
+    return Placement(batch, max(1, machine.accelerator_count) * nodes, plan, nodes)

@@ -45,6 +45,9 @@ PLAN_SEARCH_HELP = (
 )
 CHECKPOINTING = ("none", "blocks")
 SHARDING = ("none", "optimizer", "gradients", "parameters")
+# Across machines (issue #49): ``nodes`` shards within each machine and replicates across them
+# (HSDP: FSDP2's fully_shard over a 2-D device mesh), ``none`` shards over every process.
+REPLICATE = ("none", "nodes")
 # What ``python -m advisor.train`` runs (``advisor.probes.sharding``: ZeRO-1 by torch's
 # ZeroRedundancyOptimizer, ZeRO-2/3 by FSDP2's fully_shard): the sharding the suggest search
 # may choose by itself.
@@ -65,18 +68,22 @@ PRECISION_WORDS = {
 @dataclass(frozen=True)
 class TrainingPlan:
     """How each step runs: ``precision``, ``accumulation`` micro-batches per optimizer step,
-    ``checkpointing`` of blocks' activations, ``sharding`` of state across the GPUs."""
+    ``checkpointing`` of blocks' activations, ``sharding`` of state across the GPUs, and on
+    several machines ``replicate`` ("nodes": the sharded state replicated across machines,
+    sharded within each: HSDP; issue #49)."""
 
     precision: str = "fp32"
     accumulation: int = 1
     checkpointing: str = "none"
     sharding: str = "none"
+    replicate: str = "none"
 
     def __post_init__(self) -> None:
         for kind, value, valid in (
             ("precision", self.precision, PRECISIONS),
             ("checkpointing", self.checkpointing, CHECKPOINTING),
             ("sharding", self.sharding, SHARDING),
+            ("replicate", self.replicate, REPLICATE),
         ):
             if value not in valid:
                 raise unknown_value_error(kind, str(value), valid)
@@ -141,6 +148,8 @@ class TrainingPlan:
             parts.append("checkpointed blocks")
         if self.sharding != "none":
             parts.append(SHARDING_WORDS[self.sharding])
+        if self.replicate == "nodes":
+            parts.append("replicated across machines, sharded within each (HSDP)")
         return ", ".join(parts)
 
     def key(self) -> str:
@@ -150,6 +159,8 @@ class TrainingPlan:
             out.append("ckpt")
         if self.sharding != "none":
             out.append(f"shard-{self.sharding}")
+        if self.replicate != "none":
+            out.append(f"replicate-{self.replicate}")
         return "/".join(out)
 
     def arg(self) -> str:
@@ -158,20 +169,30 @@ class TrainingPlan:
         return (
             f"precision={self.precision},accumulation={self.accumulation},"
             f"checkpointing={self.checkpointing},sharding={self.sharding}"
-        )
+        ) + (f",replicate={self.replicate}" if self.replicate != "none" else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "precision": self.precision,
             "accumulation": self.accumulation,
             "checkpointing": self.checkpointing,
             "sharding": self.sharding,
             "words": self.words(),
         }
+        if self.replicate != "none":  # one machine's plans keep their old form
+            out["replicate"] = self.replicate
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainingPlan:
-        unknown = set(d) - {"precision", "accumulation", "checkpointing", "sharding", "words"}
+        unknown = set(d) - {
+            "precision",
+            "accumulation",
+            "checkpointing",
+            "sharding",
+            "replicate",
+            "words",
+        }
         if unknown:
             raise unknown_value_error(
                 "plan field", sorted(unknown)[0], ("precision", "accumulation", "checkpointing",
@@ -182,6 +203,7 @@ class TrainingPlan:
             accumulation=_whole(d.get("accumulation", 1)),
             checkpointing=str(d.get("checkpointing", "none")),
             sharding=str(d.get("sharding", "none")),
+            replicate=str(d.get("replicate", "none")),
         )
 
 
@@ -196,7 +218,7 @@ class PlanNotRunnable(AdvisorError, ValueError):
 
 FIELDS = {"precision": "precision", "accumulation": "accumulation", "accumulate": "accumulation",
           "checkpointing": "checkpointing", "checkpoint": "checkpointing",
-          "sharding": "sharding", "shard": "sharding"}  # fmt: skip
+          "sharding": "sharding", "shard": "sharding", "replicate": "replicate"}  # fmt: skip
 
 
 def parse_plan(text: str, precision: str | None = None) -> TrainingPlan:
@@ -266,9 +288,8 @@ def plan_fields(text: str | None, precision: str | None = None) -> dict[str, Any
     if not text:
         return {}
     given = {p.partition("=")[0].strip().lower() for p in text.split(",") if p.strip()}
-    plan = parse_plan(text).to_dict()
-    names = {"accumulate": "accumulation", "checkpoint": "checkpointing", "shard": "sharding"}
-    fields = {names.get(n, n): plan[names.get(n, n)] for n in given}
+    plan = parse_plan(text)
+    fields = {FIELDS.get(n, n): getattr(plan, FIELDS.get(n, n)) for n in given}
     one_precision(fields.get("precision"), precision)
     return fields
 

@@ -37,7 +37,8 @@ import math
 from typing import Any
 
 from advisor.intervals import Interval
-from advisor.prediction.step.traces import StepTrace, per_device_batch
+from advisor.prediction.step.placement import Placement, place
+from advisor.prediction.step.traces import StepTrace
 from advisor.prediction.timing import constants as C
 from advisor.prediction.timing.collective import Link, allreduce_seconds, bucketed_seconds
 from advisor.prediction.timing.device import DeviceTime, device_time
@@ -116,17 +117,16 @@ def iteration_parts(
     dev: DeviceTime,
     link: Link,
     profile: C.GenerationProfile,
-    n: int,
-    batch: int,
+    at: Placement,
     strategy: str,
     forward_only: bool = False,
     comm_factor: float = 1.0,
 ) -> dict[str, float]:
     """Seconds of each part of one iteration (training step, or forward pass if
-    ``forward_only``) on ``n`` devices under ``strategy``, with the terms behind them.
+    ``forward_only``) at the placement ``at`` (``n`` devices) under ``strategy``, with the terms behind them.
     ``comm_factor``: the gradient traffic relative to one all-reduce (sharded parameters add
     the forward's all-gather: 1.5)."""
-    b = per_device_batch(batch, n)
+    n, batch, b = at.devices, at.batch, at.per_device
     device = (dev.forward if forward_only else dev.step).value * profile.device_scale
     launches = dev.forward_launches if forward_only else dev.launches
     one = launches * C.DISPATCH_S_PER_LAUNCH * profile.dispatch_scale
@@ -230,13 +230,19 @@ def predict_accelerator(
     startup: DeviceStartup,
     strategy: str | None = None,
     plan: Any = None,
+    nodes: int = 1,
+    placement: Placement | None = None,
 ) -> tuple[PhaseTimes, dict[str, float], str, str, DeviceTime]:
     """Phase times on an accelerator machine from the step's trace at the per-device batch
-    (``step``); returns phases, breakdown, kind, bottleneck and the device time.
+    (``step``); returns phases, breakdown, kind, bottleneck and the device time. The global
+    ``batch`` is split by the row's ``placement`` (made here from ``batch``, ``plan`` and
+    ``nodes`` when not given: the benchmarks).
 
     ``strategy`` None means the framework's usual one: "dp" (one process drives every
     replica, one input pipeline: Keras / tf.distribute.MirroredStrategy) for Keras, "ddp"
     (DistributedDataParallel, one process and input pipeline per device) for PyTorch.
+    ``nodes`` > 1: that many machines under torchrun, the gradients' collective hierarchical
+    (``advisor.prediction.timing.nodes``, issue #49).
     """
     from advisor.prediction.timing.phases import accelerator_phases
 
@@ -245,13 +251,19 @@ def predict_accelerator(
     strategy = "xla" if tpu else strategy or default_strategy(sig.framework)
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, but got {strategy!r}")
-    n = machine.accelerator_count
-    b = per_device_batch(batch, n)
+    at = placement or place(machine, batch, plan, nodes)  # the row's one split of the batch
+    n, b, nodes = at.devices, at.per_device, at.nodes
     dev = device_time(step, spec, profile, sig, b)
     link = link_of(spec, machine)
     comm = SHARDING_TRAFFIC.get(getattr(plan, "sharding", "none"), 1.0)
-    parts = iteration_parts(sig, dev, link, profile, n, batch, strategy, comm_factor=comm)
-    fwd = iteration_parts(sig, dev, link, profile, n, batch, strategy, forward_only=True)
+    parts = iteration_parts(sig, dev, link, profile, at, strategy, comm_factor=comm)
+    if nodes > 1:  # issue #49: the collective inside each machine, then across them
+        from advisor.prediction.timing.nodes import across_machines
+
+        parts = across_machines(parts, sig.gradient_bytes, machine, nodes, link,
+                                buckets(sig.gradient_bytes), comm,
+                                getattr(plan, "replicate", "none") == "nodes")  # fmt: skip
+    fwd = iteration_parts(sig, dev, link, profile, at, strategy, forward_only=True)
     input_factor = C.OTHER_CPU_FACTOR if sig.data_s_per_sample is not None else C.INPUT_FACTOR
     t2 = iteration_bounds(parts, dev.step, input_factor)
     v_step = iteration_bounds(fwd, dev.forward, input_factor)

@@ -115,6 +115,7 @@ def predict(
     trace_store: TraceStore | None = None,
     plan: TrainingPlan | None = None,
     placement: Placement | None = None,
+    nodes: int = 1,
 ) -> Prediction:
     """Predict (or, for the local machine at the probed setting, return the measured)
     phase times of ``probe``'s workload on ``machine`` at ``batch_size`` (default: the
@@ -129,10 +130,12 @@ def predict(
     an accelerator runs (``advisor.prediction.step.plan``; default float32, no accumulation,
     checkpointing or sharding): its step is traced at the micro-batch and rewritten under the
     plan (``advisor.prediction.step.rewrite``); a CPU ignores it. ``placement``: the row's
-    split of the batch (``step.placement``; made here from ``batch_size`` and ``plan`` when
-    not given).
+    split of the batch (``step.placement``; made here from ``batch_size``, ``plan`` and
+    ``nodes`` when not given). ``nodes``: machines of this type joined by their network
+    (issue #49; ``advisor.prediction.timing.nodes``); the batch is global, split over every
+    GPU of every machine.
     """
-    at = placement or place(machine, batch_size or probe.batch_size, plan)
+    at = placement or place(machine, batch_size or probe.batch_size, plan, nodes)
     batch, plan = at.batch, at.plan
     sig: WorkloadSignature = signature(probe)
     local = machine.provider == "local"
@@ -161,7 +164,7 @@ def predict(
         if plan is not None and at.planned:
             plan.check(devices, sig.framework, strategy)
             step = step_trace(probe, at.micro, trace_store)
-            step = plan_step(step, plan, devices) if step is not None else None
+            step = plan_step(step, plan, at.shards) if step is not None else None
             extra["plan"] = plan.words(per_device)
         else:
             step = step_trace(probe, per_device, trace_store)
@@ -169,7 +172,7 @@ def predict(
         records: list[CalibrationRecord] | None = None if calibrate else []
         startup = device_startup(device_class(machine), profile, ledger_storage, records)
         phases, breakdown, kind, neck, dev = perf_accel.predict_accelerator(
-            sig, machine, spec, batch, step, startup, strategy=strategy, plan=plan
+            sig, machine, spec, batch, step, startup, strategy=strategy, plan=plan, placement=at
         )
         extra.update(basis=dev.basis, basis_notes=dev.notes, top_operators=dev.top)
     cal = CalibrationFactor()

@@ -202,3 +202,17 @@ def test_odd_model_references_give_valid_names(plan_loaded: dict[str, Any]) -> N
         assert len(task["name"]) <= 63
         names.add(task["name"])
     assert len(names) == len(ODD_MODELS)
+
+
+def test_a_row_on_several_machines_loads_with_its_node_count(
+    plan_study: dict[str, Any], tmp_path: Path
+) -> None:
+    """Issue #49: the recommendation on 4 machines: SkyPilot reads ``num_nodes: 4`` and the
+    ``torchrun`` line on its own variables."""
+    report = plan_study["report"]
+    rec = dict(report["recommended"], nodes=4)
+    path = tmp_path / "nodes.yaml"
+    export("skypilot", report=dict(report, recommended=rec), out=path)
+    (task,) = load_in_skypilot(report, tmp_path, path)
+    assert task["error"] is None, task
+    assert task["num_nodes"] == 4 and task["run"].startswith("torchrun --nnodes=")

@@ -91,3 +91,14 @@ def test_machine_plans_leave_out_gpus_without_the_precision() -> None:
     plans, left_out = machine_plans(machines, CAT, None, "bf16")
     assert set(left_out) == {machines[0].key}
     assert {p.precision for p in plans.values()} == {"bf16"}
+
+
+def test_replicate_across_machines_is_part_of_the_plan_and_leaves_one_machine_plans_alone() -> None:
+    """Issue #49: ``replicate=nodes`` (HSDP) round-trips through ``--plan`` text and dicts; a
+    plan without it keeps the text, key and dict it had before."""
+    hsdp = parse_plan("sharding=parameters,replicate=nodes")
+    assert hsdp.replicate == "nodes" and parse_plan(hsdp.arg()) == hsdp
+    assert TrainingPlan.from_dict(hsdp.to_dict()) == hsdp
+    assert hsdp.key().endswith("/replicate-nodes") and "HSDP" in hsdp.words()
+    plain = parse_plan("sharding=parameters")
+    assert "replicate" not in plain.arg() + plain.key() and "replicate" not in plain.to_dict()
