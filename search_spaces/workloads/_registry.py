@@ -103,7 +103,13 @@ def all_workloads() -> list[Workload]:
 
 
 def load_callable(path: str) -> Callable[..., Any]:
-    """Import ``module:function`` and return the function, with a clear error if it fails."""
+    """Import ``module:function`` and return the function, with a clear error if it fails;
+    an ``hf:`` model's builder (``advisor.search_spaces.hf``) for an ``hf:`` reference."""
+    if path.startswith("hf:"):
+        from advisor.search_spaces.hf import builder, parse
+
+        parse(path)
+        return builder(path)  # type: ignore[return-value]
     module_name, sep, attr = path.partition(":")
     if not sep or not module_name or not attr:
         raise AdvisorError(
