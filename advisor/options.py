@@ -20,6 +20,7 @@ from advisor.prediction.step.plan import (
     PRECISION_HELP,
     plan_fields,
 )
+from advisor.search_spaces.hf.flags import METHOD_HELP, SEQ_LEN_HELP, TOKENS_HELP, apply_flags
 from advisor.search_spaces.space import JointSpace
 from advisor.search_spaces.workloads import ModelRef
 
@@ -186,6 +187,10 @@ OPTIONS: dict[str, OptionDoc] = {
     "value_of_time": OptionDoc(  # issue #37
         "--value-of-time", "USD an hour of waiting is worth: recommend least cost + time x value."
     ),
+    # issue #48: written into the hf: model reference and --n-train (the service takes those)
+    "method": OptionDoc("--method", METHOD_HELP, service=False),
+    "seq_len": OptionDoc("--seq-len", SEQ_LEN_HELP, service=False),
+    "tokens": OptionDoc("--tokens", TOKENS_HELP, service=False),
 }
 
 
@@ -229,8 +234,16 @@ class SuggestOptions:
     spot: bool | None = None
     local: bool | None = None
     value_of_time: float | None = None  # issue #37: USD per hour; objective cost + time x value
+    method: str | None = None  # issue #48: hf: models; moved into the model reference
+    seq_len: int | None = None
+    tokens: int | None = None  # issue #48: moved into n_train (sequences of seq_len)
 
     def __post_init__(self) -> None:
+        model, n_train = apply_flags(self.model, self.n_train, self.method, self.seq_len,
+                                     self.tokens)  # fmt: skip
+        for name, value in (("model", model), ("n_train", n_train), ("method", None),
+                            ("seq_len", None), ("tokens", None)):  # fmt: skip
+            object.__setattr__(self, name, value)
         if self.data_gb is not None and not 0 <= self.data_gb < math.inf:
             raise AdvisorError(f"--data-gb must be >= 0, got {self.data_gb}.", "give a size in GB.")
         for name in ("budget_usd", "deadline_s", "timeout_s", "value_of_time"):

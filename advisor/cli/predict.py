@@ -14,6 +14,8 @@ from advisor.cli.plan_options import plan_of, plan_options, precision_of
 from advisor.cli.predict_view import row_plan as row_plan  # re-exported
 from advisor.errors import AdvisorError
 from advisor.options import OPTIONS
+from advisor.search_spaces.hf.flags import METHOD_HELP, SEQ_LEN_HELP, TOKENS_HELP, apply_flags
+from advisor.search_spaces.hf.ref import METHODS
 from advisor.search_spaces.workloads import ModelRef
 
 
@@ -110,6 +112,9 @@ def _machines(
     help="GB of data a cloud job downloads before training (default: a built-in workload's "
     "size; a user model without it leaves the download out).",
 )
+@click.option("--method", type=click.Choice(METHODS), default=None, help=METHOD_HELP)
+@click.option("--seq-len", type=p.POSITIVE, default=None, help=SEQ_LEN_HELP)
+@click.option("--tokens", type=p.POSITIVE, default=None, help=TOKENS_HELP)
 @plan_options
 @operator_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -131,6 +136,9 @@ def predict(
     n_train: int | None,
     n_val: int | None,
     data_gb: float | None,
+    method: str | None,
+    seq_len: int | None,
+    tokens: int | None,
     precision: str,
     plan_text: str | None,
     top_ops: int | None,
@@ -159,6 +167,7 @@ def predict(
 
     if batch_size <= 0:
         raise AdvisorError(f"--batch-size must be > 0, but got {batch_size}.", "pass e.g. 512.")
+    model, n_train = apply_flags(model, n_train, method, seq_len, tokens)  # issue #48
     if not ModelRef(model).is_user:
         get(model)  # an unknown workload is a one-line error before anything runs
     if on_gpu is not None and top_ops is None:

@@ -2,11 +2,12 @@
 method applied, synthetic tokens (``advisor probe``/``predict``/``suggest`` and
 ``python -m advisor.train`` call it as any builder).
 
-On the meta device (the trace, the memory model) the model is built from its config by
-``AutoModelForCausalLM.from_config``: nothing is downloaded. Off it, a model known by name
-loads its weights with ``from_pretrained`` (the user's ``HF_TOKEN`` from the environment, as
-``huggingface_hub`` reads it), QLoRA's in 4 bits through ``BitsAndBytesConfig``; a
-``config.json`` (or ``weights=random``) starts from random weights. The data are sequences of
+The model is built from its config by ``AutoModelForCausalLM.from_config`` (on the meta
+device for the trace and the memory model): nothing is downloaded. With ``weights=pretrained``
+(what ``python -m advisor.train`` adds for a model known by name: the real job on the cloud
+machine) it loads its weights with ``from_pretrained`` (the user's ``HF_TOKEN`` from the
+environment, as ``huggingface_hub`` reads it), QLoRA's in 4 bits through
+``BitsAndBytesConfig``. The data are sequences of
 ``seq_len`` random token ids (packed: every position a target), the next token predicted;
 ``n_train`` sequences stand for ``--tokens N`` (``N / seq_len``, rounded up).
 """
@@ -18,9 +19,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from advisor.errors import AdvisorError
 from advisor.search_spaces.hf import known
 from advisor.search_spaces.hf.ref import HfRef, parse
+
+from advisor.errors import AdvisorError
 
 TRAIN_SEQUENCES = 10_000
 VAL_SEQUENCES = 100
@@ -67,7 +69,7 @@ def _network(ref: HfRef, traced: bool) -> Any:
     from transformers import AutoModelForCausalLM
 
     config = config_of(ref)
-    pretrained = not traced and not ref.is_file and ref.options.get("weights") != "random"
+    pretrained = not traced and not ref.is_file and ref.options.get("weights") == "pretrained"
     if pretrained:
         import torch
 
@@ -100,7 +102,6 @@ def build(
     """``(model, loss_fn, optimizer, train_dataset, val_dataset)`` of the ``hf:`` reference
     ``model``: AdamW over the trainable parameters (lr 2e-4, the common LoRA default)."""
     import torch
-
     from advisor.search_spaces.hf.data import CausalLM, RandomTokens, TokenLoss
     from advisor.search_spaces.hf.methods import trainable_parameters
 

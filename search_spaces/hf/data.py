@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -36,12 +37,14 @@ class CausalLM(nn.Module):
     def __init__(self, inner: nn.Module) -> None:
         super().__init__()
         self.inner = inner
+        _meta_is_tracing()
         self.half_base = any(p.dtype == torch.bfloat16 for p in inner.parameters())
 
     def forward(self, ids: torch.Tensor) -> Any:
         kind = ids.device.type
         own = self.half_base and kind in ("cpu", "cuda") and not torch.is_autocast_enabled(kind)
-        with torch.autocast(kind, dtype=torch.bfloat16, enabled=own):
+        cast = torch.autocast(kind, dtype=torch.bfloat16) if own else contextlib.nullcontext()
+        with cast:
             return self.inner(input_ids=ids, use_cache=False).logits
 
 
@@ -53,3 +56,21 @@ class TokenLoss:
         return nn.functional.cross_entropy(
             logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1)
         )
+
+
+def _meta_is_tracing() -> None:
+    """transformers' mask code reads values (``.all()`` on the positions, to skip the mask of a
+    plain causal batch) unless it is tracing, which it detects for fake tensors, not for meta
+    ones: meta tensors are counted as tracing too (the mask is then built, as under fake
+    tensors; a B x T x T boolean)."""
+    from transformers import masking_utils
+
+    found = masking_utils.is_tracing
+    if getattr(found, "counts_meta", False):
+        return
+
+    def is_tracing(tensor: Any = None) -> bool:
+        return bool(found(tensor)) or (isinstance(tensor, torch.Tensor) and tensor.is_meta)
+
+    is_tracing.counts_meta = True  # type: ignore[attr-defined]
+    masking_utils.is_tracing = is_tracing

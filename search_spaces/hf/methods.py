@@ -98,11 +98,11 @@ def check_bitsandbytes() -> None:
 
     import torch
 
-    if importlib.util.find_spec("bitsandbytes") is None or not torch.cuda.is_available():
+    has_bnb = importlib.util.find_spec("bitsandbytes") is not None
+    if not has_bnb or not torch.cuda.is_available():
+        lacks = "no CUDA device" if has_bnb else "no bitsandbytes"
         raise AdvisorError(
-            "method=qlora needs bitsandbytes and a CUDA device, and this machine has "
-            + ("no CUDA device." if importlib.util.find_spec("bitsandbytes") else
-               "no bitsandbytes."),  # fmt: skip
+            f"method=qlora needs bitsandbytes and a CUDA device, and this machine has {lacks}.",
             "run QLoRA on a GPU machine with `pip install bitsandbytes`, or use method=lora.",
         )
 
@@ -118,8 +118,10 @@ def quantise_blocks(model: Any) -> int:
     for block in blocks:
         for name, child in list(block.named_modules()):
             for sub, leaf in list(child.named_children()):
-                if type(leaf) is torch.nn.Linear and sub not in ("lora_A", "lora_B") and not (
-                    "lora_A" in name or "lora_B" in name
+                if (
+                    type(leaf) is torch.nn.Linear
+                    and sub not in ("lora_A", "lora_B")
+                    and not ("lora_A" in name or "lora_B" in name)
                 ):
                     setattr(child, sub, traced4bit_class()(leaf))
                     count += 1
@@ -194,6 +196,6 @@ def _dequantise(packed: Any, absmax: Any, shape: Any, dtype: Any) -> Any:
     """The bf16 working copy of a 4-bit weight: the two nibbles of each byte spread out and
     scaled (two memory-bound kernels; the values are not the weights', which the trace never
     reads)."""
-    out_f, in_f = shape
+    in_f = shape[1]
     wide = packed.repeat_interleave(2, dim=1)[:, :in_f].to(dtype)
     return wide * absmax[:1].to(dtype)

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor.errors import AdvisorError, unknown_value_error
 from advisor.search_spaces.hf import known
+
+from advisor.errors import AdvisorError, unknown_value_error
 
 PREFIX = "hf:"
 METHODS = ("full", "lora", "qlora", "frozen")
@@ -26,7 +27,7 @@ OPTIONS: dict[str, tuple[type, str]] = {
     "targets": (str, "LoRA target modules joined by '+', or all-linear (the default)"),
     "frozen": (int, "method=frozen: the first N blocks (and the embeddings) frozen"),
     "seq_len": (int, "tokens per sequence (default 2048, at most the model's context)"),
-    "weights": (str, "pretrained (a named model on the cloud machine) or random"),
+    "weights": (str, "random (the default) or pretrained (advisor.train on the cloud machine)"),
     "layers": (int, "override num_hidden_layers (a small config of the family)"),
     "vocab": (int, "override vocab_size"),
 }
