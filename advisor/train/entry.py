@@ -170,6 +170,9 @@ def run(
     from advisor.train.device import detect
 
     args, hps = parse_args(argv)
+    from advisor.search_spaces.hf.ref import for_the_run
+
+    args.model = for_the_run(args.model)  # issue #48: an hf: model's weights, loaded here
     plan = detect(args.device)
     if plan.distributed:
         import multiprocessing

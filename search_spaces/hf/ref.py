@@ -123,3 +123,16 @@ def _check(options: dict[str, Any]) -> None:
     if options.get("frozen", 0) < 0:
         raise AdvisorError(f"hf: option frozen must be >= 0, got {options['frozen']}.",
                            "give the number of blocks to freeze.")  # fmt: skip
+
+
+def for_the_run(text: str) -> str:
+    """The reference ``python -m advisor.train`` builds: a model known by name, whole (no
+    ``layers``/``vocab`` override) and without a ``weights`` option, with
+    ``weights=pretrained`` (its weights loaded on the machine that trains); anything else as
+    it is."""
+    if not is_hf(text):
+        return text
+    ref = parse(text)
+    if ref.is_file or {"weights", "layers", "vocab"} & set(ref.options):
+        return text
+    return ref.with_options(weights="pretrained").text()

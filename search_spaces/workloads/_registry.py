@@ -132,7 +132,8 @@ def load_callable(path: str) -> Callable[..., Any]:
 
 
 # A missing package -> the extra that installs it (pyproject's optional dependencies).
-EXTRAS = {"torch": "torch", "tensorflow": "tensorflow", "keras": "tensorflow", "sklearn": "torch"}
+EXTRAS = {"torch": "torch", "tensorflow": "tensorflow", "keras": "tensorflow", "sklearn": "torch",
+          "transformers": "finetune", "peft": "finetune"}  # fmt: skip
 
 
 def import_error(module_name: str, exc: ImportError) -> AdvisorError:
