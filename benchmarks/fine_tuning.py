@@ -12,7 +12,10 @@ estimate adds the trace margin. The fit decision is safe when no case's measured
 exceeds its upper estimate by more than 5 %. QLoRA needs bitsandbytes on a CUDA device: not
 measured here (its memory is modelled; docs/fine-tuning.md).
 
-    python benchmarks/fine_tuning.py [--quick] [--json FILE]
+The depth check (``--depth``): a 12-block model's plan peak from its whole trace against the
+one ``probes.operators.layer_scaling`` carries from traces of 2 and 4 blocks.
+
+    python benchmarks/fine_tuning.py [--quick] [--depth] [--json FILE]
 """
 
 from __future__ import annotations
@@ -52,6 +55,40 @@ def run_case(config: str, method: str, plan: str, batch: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+DEPTH_CASES = (  # the whole trace against the one carried from 2 and 4 blocks
+    "hf:Qwen/Qwen2.5-0.5B,layers=12,vocab=8192,seq_len=256,method=full",
+    "hf:Qwen/Qwen2.5-0.5B,layers=12,vocab=8192,seq_len=256,method=lora",
+)
+
+
+def depth_case(workload: str, plan_text: str = "precision=bf16") -> list[dict[str, Any]]:
+    """The plan's peak at micro-batches 1, 4 and 16 from the whole trace and from
+    ``layer_scaling`` (CUDA's autocast lists, as the product predicts for a GPU)."""
+    from advisor.probes.operators.layer_scaling import scaled_lines
+    from advisor.probes.operators.peak_lines import TRACED_BATCHES, PeakLines, envelope
+    from advisor.probes.operators.plan_peak import lines_here, trace_plan_peak
+
+    from advisor.prediction.step.plan import parse_plan
+
+    plan = parse_plan(plan_text)
+    low, high = TRACED_BATCHES
+    start = time.perf_counter()
+    a, b = (trace_plan_peak(workload, m, plan) for m in (low, high))
+    whole = PeakLines(low, high, envelope(a.timeline, b.timeline, high - low), a.state)
+    whole_s = time.perf_counter() - start
+    start = time.perf_counter()
+    scaled = scaled_lines(workload, lambda w: lines_here(w, plan))
+    scaled_s = time.perf_counter() - start
+    assert scaled is not None
+    rows = []
+    for micro in (1, 4, 16):
+        w, s = sum(whole.at(micro).values()), sum(scaled.at(micro).values())
+        rows.append({"workload": workload, "plan": plan_text, "micro_batch": micro,
+                     "whole_mib": w / 2**20, "scaled_mib": s / 2**20, "error": s / w - 1,
+                     "whole_s": whole_s, "scaled_s": scaled_s})  # fmt: skip
+    return rows
+
+
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     errors = [abs(r["error"]) for r in rows]
     return {
@@ -85,7 +122,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one config, the plain step")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--depth", action="store_true", help="only the depth check")
     args = parser.parse_args(argv)
+    if args.depth:
+        found = [row for w in DEPTH_CASES for row in depth_case(w)]
+        for row in found:
+            print(json.dumps(row), flush=True)
+        if args.json:
+            args.json.write_text(json.dumps({"depth": found}, indent=1))
+        return 0
     configs = CONFIGS[:1] if args.quick else CONFIGS
     plans = PLANS[:1] if args.quick else PLANS
     rows = []
