@@ -239,10 +239,10 @@ class SuggestOptions:
     tokens: int | None = None  # issue #48: moved into n_train (sequences of seq_len)
 
     def __post_init__(self) -> None:
-        model, n_train = apply_flags(self.model, self.n_train, self.method, self.seq_len,
-                                     self.tokens)  # fmt: skip
-        for name, value in (("model", model), ("n_train", n_train), ("method", None),
-                            ("seq_len", None), ("tokens", None)):  # fmt: skip
+        model, n_train, epochs = apply_flags(self.model, self.n_train, self.method,
+                                             self.seq_len, self.tokens, self.epochs)  # fmt: skip
+        for name, value in (("model", model), ("n_train", n_train), ("epochs", epochs),
+                            ("method", None), ("seq_len", None), ("tokens", None)):  # fmt: skip
             object.__setattr__(self, name, value)
         if self.data_gb is not None and not 0 <= self.data_gb < math.inf:
             raise AdvisorError(f"--data-gb must be >= 0, got {self.data_gb}.", "give a size in GB.")

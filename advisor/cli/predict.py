@@ -167,7 +167,7 @@ def predict(
 
     if batch_size <= 0:
         raise AdvisorError(f"--batch-size must be > 0, but got {batch_size}.", "pass e.g. 512.")
-    model, n_train = apply_flags(model, n_train, method, seq_len, tokens)  # issue #48
+    model, n_train, epochs = apply_flags(model, n_train, method, seq_len, tokens, epochs)  # #48
     if not ModelRef(model).is_user:
         get(model)  # an unknown workload is a one-line error before anything runs
     if on_gpu is not None and top_ops is None:

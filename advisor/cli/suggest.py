@@ -144,11 +144,10 @@ def suggest(
     from advisor.search_spaces.loader import load_space
     from advisor.storage.locks import terminate_as_exception
 
-    fields["model"], fields["n_train"] = apply_flags(  # issue #48
-        fields["model"],
-        fields["n_train"],
-        *(fields.pop(k) for k in ("method", "seq_len", "tokens")),
-    )
+    fields["model"], fields["n_train"], fields["epochs"] = apply_flags(  # issue #48
+        fields["model"], fields["n_train"],
+        *(fields.pop(k) for k in ("method", "seq_len", "tokens")), fields["epochs"],
+    )  # fmt: skip
     model = ModelRef(fields["model"])
     space = load_space(Path(space_file), None if model.is_user else model) if space_file else None
     options = SuggestOptions(space=space, **fields)

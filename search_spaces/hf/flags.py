@@ -1,6 +1,7 @@
 """``--method``, ``--seq-len`` and ``--tokens`` (``advisor predict`` and ``suggest``): written
 into the ``hf:`` reference (the method and sequence length travel with the model) and into
-the training set's size (``--tokens N``: ``N / seq_len`` packed sequences)."""
+the training set's size (``--tokens N``: ``N / seq_len`` packed sequences, one epoch unless
+``--epochs`` is given)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ METHOD_HELP = (
 SEQ_LEN_HELP = "Tokens per sequence of an hf: model (default 2048)."
 TOKENS_HELP = (
     "Training tokens of an hf: model (packed into sequences of --seq-len): sets --n-train "
-    "to tokens / seq_len."
+    "to tokens / seq_len, and one epoch unless --epochs says more."
 )
 
 
@@ -26,10 +27,12 @@ def apply_flags(
     method: str | None = None,
     seq_len: int | None = None,
     tokens: int | None = None,
-) -> tuple[str, int | None]:
-    """``(model, n_train)`` with the flags applied; one line when they do not apply."""
+    epochs: int | None = None,
+) -> tuple[str, int | None, int | None]:
+    """``(model, n_train, epochs)`` with the flags applied (``tokens``: the tokens trained
+    on, one pass unless ``epochs`` is given); one line when they do not apply."""
     if method is None and seq_len is None and tokens is None:
-        return model, n_train
+        return model, n_train, epochs
     if not is_hf(model):
         raise AdvisorError(
             f"--method, --seq-len and --tokens apply to hf: models, not to {model!r}.",
@@ -45,4 +48,5 @@ def apply_flags(
         from advisor.search_spaces.hf.build import sequences
 
         n_train = sequences(tokens, ref.seq_len)
-    return ref.text(), n_train
+        epochs = epochs or 1
+    return ref.text(), n_train, epochs

@@ -57,10 +57,12 @@ def test_a_bad_reference_is_one_line(text: str, says: str) -> None:
 
 
 def test_the_flags_go_into_the_reference_and_the_training_set() -> None:
-    model, n = apply_flags("hf:Qwen/Qwen2.5-0.5B", None, "lora", 1024, 20_000_000)
+    model, n, epochs = apply_flags("hf:Qwen/Qwen2.5-0.5B", None, "lora", 1024, 20_000_000)
     assert model == "hf:Qwen/Qwen2.5-0.5B,method=lora,seq_len=1024"
     assert n == sequences(20_000_000, 1024) == 19532  # packed, the last one filled up
-    assert apply_flags("fcn", 10) == ("fcn", 10)
+    assert epochs == 1  # the tokens are what is trained on
+    assert apply_flags("hf:Qwen/Qwen2.5-0.5B", None, tokens=10**6, epochs=3)[2] == 3
+    assert apply_flags("fcn", 10) == ("fcn", 10, None)
     with pytest.raises(AdvisorError, match="apply to hf: models"):
         apply_flags("fcn", None, "lora")
     with pytest.raises(AdvisorError, match="give one of them"):
