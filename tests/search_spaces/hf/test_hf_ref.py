@@ -79,3 +79,15 @@ def test_the_run_loads_a_named_models_weights_and_the_command_carries_the_method
     assert for_the_run(f"hf:{TINY}") == f"hf:{TINY}"
     command = train_command(train_values(device="cuda", model=named, batch_size=8))
     assert command[command.index("--model") + 1] == named
+
+
+def test_the_report_speaks_in_tokens_for_an_hf_model() -> None:
+    from advisor.report.tokens import token_lines, tokens_per_pass
+
+    per_pass = tokens_per_pass("hf:Qwen/Qwen2.5-0.5B,method=lora,seq_len=1024", 19532)
+    assert per_pass == 19532 * 1024 and tokens_per_pass("fcn", 100) is None
+    row = {"epochs": 1, "training_s": {"value": 1000.0}, "cost_usd": {"value": 4.0}}
+    (line,) = token_lines({"tokens_per_pass": per_pass}, row)
+    assert line == ("tokens: 20.0 M a pass x 1 epoch; 20,001 tokens/s of training, "
+                    "5.00 M tokens per USD (the whole job)")  # fmt: skip
+    assert token_lines({}, row) == []
