@@ -13,8 +13,11 @@ peak moments do not correspond (another count of envelope lines), the model is t
 
 The operator trace (the step's kernels, for its time) is carried the same way: each kernel's
 call count (the same kernel: the same kind, phase, shapes and dtype) on the line through the
-two depths, the parameters and the memory figures likewise; a kernel whose count would fall
-below one, or a trace that is not a meta-device one, leaves the model traced whole.
+two depths, the parameters and the memory figures likewise; the optimizer's multi-tensor
+kernels, whose shapes are the whole parameter list's (and which the trace may split into other
+chunks), are carried by name: their calls and their total tensors, elements, FLOPs and bytes;
+a kernel whose count would fall below one, or a trace that is not a meta-device one, leaves
+the model traced whole.
 """
 
 from __future__ import annotations
@@ -56,8 +59,11 @@ def scaled_trace(workload: str, trace: Any) -> Any:
     if any(t.executed for t in small):
         return None
     f = (depth - a) / (b - a)
-    first = {o.key: o for o in small[0].operators}
-    second = {o.key: o for o in small[1].operators}
+    steps = [_by_name([o for o in t.operators if o.phase == "optimizer"]) for t in small]
+    if set(steps[0]) != set(steps[1]):
+        return None
+    first = {o.key: o for o in small[0].operators if o.phase != "optimizer"}
+    second = {o.key: o for o in small[1].operators if o.phase != "optimizer"}
     operators = []
     for key in dict.fromkeys([*first, *second]):
         lo = first[key].count if key in first else 0
@@ -67,6 +73,15 @@ def scaled_trace(workload: str, trace: Any) -> Any:
             return None
         op: Operator = second.get(key) or first[key]
         operators.append(dataclasses.replace(op, count=count))
+    for name, (op, x) in steps[1].items():  # multi-tensor kernels over more tensors
+        w = steps[0][name][1]
+        total = {k: w.get(k, v) + (v - w.get(k, v)) * f for k, v in x.items()}
+        calls = max(1, round(total.pop("calls")))
+        operators.append(dataclasses.replace(
+            op, count=calls, flops=max(0.0, total.pop("flops") / calls),
+            bytes=max(0.0, total.pop("bytes") / calls),
+            dims={**op.dims, **{k: max(1, round(v / calls)) for k, v in total.items()}},
+        ))  # fmt: skip
 
     def carry(x: dict[str, int], y: dict[str, int]) -> dict[str, int]:
         return {k: max(0, round(x.get(k, 0) + (y.get(k, 0) - x.get(k, 0)) * f)) for k in y}
@@ -79,6 +94,21 @@ def scaled_trace(workload: str, trace: Any) -> Any:
         peak_memory=carry(small[0].peak_memory, small[1].peak_memory),
         notes=(*small[1].notes, note),
     )  # fmt: skip
+
+
+def _by_name(ops: list[Any]) -> dict[str, tuple[Any, dict[str, float]]]:
+    """The optimizer's kernels by name: one of them, and their totals over every call (calls,
+    FLOPs, bytes, elements and tensors)."""
+    out: dict[str, tuple[Any, dict[str, float]]] = {}
+    for o in ops:
+        _, total = out.setdefault(o.name, (o, {"calls": 0.0, "flops": 0.0, "bytes": 0.0}))
+        total["calls"] += o.count
+        total["flops"] += o.flops * o.count
+        total["bytes"] += o.bytes * o.count
+        for k in ("numel", "tensors", "blocks"):
+            if k in o.dims:
+                total[k] = total.get(k, 0.0) + o.dims[k] * o.count
+    return out
 
 
 def scaled_lines(workload: str, trace: Any) -> PeakLines | None:

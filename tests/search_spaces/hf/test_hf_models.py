@@ -84,3 +84,39 @@ def test_a_lora_run_of_a_tiny_llama_trains_with_advisor_train() -> None:
     assert proc.returncode == 0, proc.stderr
     losses = [float(v) for v in re.findall(r"train_loss=([0-9.]+);", proc.stdout)]
     assert len(losses) == 3 and losses[-1] < losses[0] - 0.05, losses
+
+
+@pytest.mark.slow
+def test_a_deep_model_is_carried_from_two_shallow_traces() -> None:
+    from advisor.probes.operators.layer_scaling import scaled_lines, scaled_trace
+    from advisor.probes.operators.peak_lines import TRACED_BATCHES, PeakLines, envelope
+    from advisor.probes.operators.plan_peak import lines_here, trace_plan_peak
+    from advisor.probes.operators.torch_workload import trace_on_meta
+
+    from advisor.prediction.step.plan import parse_plan
+
+    for method in ("full", "lora"):
+        model = f"hf:{TINY},layers=8,seq_len=64,method={method}"
+        scaled = scaled_trace(model, lambda w: trace_on_meta(w, 2, {}, 0))
+        whole = trace_on_meta(model, 2, {}, 0)
+        assert scaled is not None and scaled.parameters == whole.parameters
+
+        def kernels(t: object, step: bool) -> list[object]:
+            return [o for o in t.operators if (o.phase == "optimizer") == step]  # type: ignore[attr-defined]
+
+        assert sorted((o.key, o.count) for o in kernels(scaled, False)) == sorted(
+            (o.key, o.count) for o in kernels(whole, False)
+        )
+        for what in ("flops", "bytes"):  # the optimizer's kernels over every parameter
+            got, want = (sum(getattr(o, what) * o.count for o in kernels(t, True))
+                         for t in (scaled, whole))  # fmt: skip
+            assert abs(got / want - 1) < 0.01, (method, what, got, want)
+        plan = parse_plan("precision=bf16")
+        low, high = TRACED_BATCHES
+        a, b = (trace_plan_peak(model, m, plan) for m in (low, high))
+        traced = PeakLines(low, high, envelope(a.timeline, b.timeline, high - low), a.state)
+        carried = scaled_lines(model, lambda w, p=plan: lines_here(w, p))
+        assert carried is not None
+        for micro in (1, 4, 16):
+            want, got = sum(traced.at(micro).values()), sum(carried.at(micro).values())
+            assert abs(got / want - 1) < 0.01, (method, micro, got, want)
