@@ -123,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="one config, the plain step")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--depth", action="store_true", help="only the depth check")
+    parser.add_argument("--plan", default=None, help="only this plan (e.g. precision=bf16)")
     args = parser.parse_args(argv)
     if args.depth:
         found = [row for w in DEPTH_CASES for row in depth_case(w)]
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             args.json.write_text(json.dumps({"depth": found}, indent=1))
         return 0
     configs = CONFIGS[:1] if args.quick else CONFIGS
-    plans = PLANS[:1] if args.quick else PLANS
+    plans = (args.plan,) if args.plan is not None else PLANS[:1] if args.quick else PLANS
     rows = []
     for config in configs:
         for method in METHODS:
@@ -141,7 +142,11 @@ def main(argv: list[str] | None = None) -> int:
                     row = run_case(config, method, plan, batch)
                     print(json.dumps(row), flush=True)
                     rows.append(row)
-    command = "python benchmarks/fine_tuning.py" + (" --quick" if args.quick else "")
+    command = (
+        "python benchmarks/fine_tuning.py"
+        + (" --quick" if args.quick else "")
+        + (f" --plan {args.plan}" if args.plan else "")
+    )
     print(markdown(rows, command))
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "summary": summary(rows)}, indent=1))
