@@ -20,6 +20,7 @@ from advisor.prediction.step.plan import (
     PRECISION_HELP,
     plan_fields,
 )
+from advisor.search_spaces.hf.flags import METHOD_HELP, SEQ_LEN_HELP, TOKENS_HELP, apply_flags
 from advisor.search_spaces.space import JointSpace
 from advisor.search_spaces.workloads import ModelRef
 
@@ -192,6 +193,10 @@ OPTIONS: dict[str, OptionDoc] = {
         "network under torchrun (types with a cited network figure only; default 1: one "
         "machine, and the report says when more would have been faster or cheaper).",
     ),
+    # issue #48: written into the hf: model reference and --n-train (the service takes those)
+    "method": OptionDoc("--method", METHOD_HELP, service=False),
+    "seq_len": OptionDoc("--seq-len", SEQ_LEN_HELP, service=False),
+    "tokens": OptionDoc("--tokens", TOKENS_HELP, service=False),
 }
 MAX_NODES = 64  # most machines --max-nodes takes
 
@@ -237,8 +242,16 @@ class SuggestOptions:
     local: bool | None = None
     value_of_time: float | None = None  # issue #37: USD per hour; objective cost + time x value
     max_nodes: int = 1  # issue #49: machines of a type joined by their network, at most
+    method: str | None = None  # issue #48: hf: models; moved into the model reference
+    seq_len: int | None = None
+    tokens: int | None = None  # issue #48: moved into n_train (sequences of seq_len)
 
     def __post_init__(self) -> None:
+        model, n_train, epochs = apply_flags(self.model, self.n_train, self.method,
+                                             self.seq_len, self.tokens, self.epochs)  # fmt: skip
+        for name, value in (("model", model), ("n_train", n_train), ("epochs", epochs),
+                            ("method", None), ("seq_len", None), ("tokens", None)):  # fmt: skip
+            object.__setattr__(self, name, value)
         if self.data_gb is not None and not 0 <= self.data_gb < math.inf:
             raise AdvisorError(f"--data-gb must be >= 0, got {self.data_gb}.", "give a size in GB.")
         for name in ("budget_usd", "deadline_s", "timeout_s", "value_of_time"):

@@ -14,6 +14,8 @@ from advisor.cli.plan_options import plan_of, plan_options, precision_of
 from advisor.cli.predict_view import row_plan as row_plan  # re-exported
 from advisor.errors import AdvisorError
 from advisor.options import OPTIONS
+from advisor.search_spaces.hf.flags import METHOD_HELP, SEQ_LEN_HELP, TOKENS_HELP, apply_flags
+from advisor.search_spaces.hf.ref import METHODS
 from advisor.search_spaces.workloads import ModelRef
 
 
@@ -119,6 +121,9 @@ def _machines(
     "batch split over every GPU, N prices, the slowest of N start-ups; types with no cited "
     "network figure are left out.",
 )
+@click.option("--method", type=click.Choice(METHODS), default=None, help=METHOD_HELP)
+@click.option("--seq-len", type=p.POSITIVE, default=None, help=SEQ_LEN_HELP)
+@click.option("--tokens", type=p.POSITIVE, default=None, help=TOKENS_HELP)
 @plan_options
 @operator_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -146,6 +151,9 @@ def predict(
     n_val: int | None,
     data_gb: float | None,
     nodes: int,
+    method: str | None,
+    seq_len: int | None,
+    tokens: int | None,
     precision: str,
     plan_text: str | None,
     top_ops: int | None,
@@ -175,6 +183,7 @@ def predict(
 
     if batch_size <= 0:
         raise AdvisorError(f"--batch-size must be > 0, but got {batch_size}.", "pass e.g. 512.")
+    model, n_train, epochs = apply_flags(model, n_train, method, seq_len, tokens, epochs)  # #48
     if not ModelRef(model).is_user:
         get(model)  # an unknown workload is a one-line error before anything runs
     if on_gpu is not None and top_ops is None:

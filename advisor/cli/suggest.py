@@ -19,6 +19,7 @@ from advisor.cli.saved_files import EXIT_STATUS, write_atomically, write_text
 from advisor.errors import MissingExtraError
 from advisor.options import MAX_NODES, OBJECTIVES, OPTIONS, SAMPLER_NAMES
 from advisor.prediction.step.plan import DEFAULT_PRECISION, PRECISION_CHOICES
+from advisor.search_spaces.hf import METHODS
 from advisor.search_spaces.workloads import ModelRef
 
 
@@ -55,6 +56,9 @@ def _option(field: str, *extra: str, **kwargs: Any) -> Callable[[Any], Any]:
 @_option("n_val", type=p.COUNT_OR_ZERO)
 @_option("data_gb", type=p.FiniteFloat(0.0, 1e6))
 @_option("include_previous_generation", is_flag=True)
+@_option("method", type=click.Choice(METHODS))
+@_option("seq_len", type=p.POSITIVE)
+@_option("tokens", type=p.POSITIVE)
 @_option(
     "precision", type=click.Choice(PRECISION_CHOICES), default=DEFAULT_PRECISION, show_default=True
 )
@@ -137,9 +141,14 @@ def suggest(
     with the report of the trials that finished.
     """
     from advisor.options import SuggestOptions
+    from advisor.search_spaces.hf.flags import apply_flags
     from advisor.search_spaces.loader import load_space
     from advisor.storage.locks import terminate_as_exception
 
+    fields["model"], fields["n_train"], fields["epochs"] = apply_flags(  # issue #48
+        fields["model"], fields["n_train"],
+        *(fields.pop(k) for k in ("method", "seq_len", "tokens")), fields["epochs"],
+    )  # fmt: skip
     model = ModelRef(fields["model"])
     space = load_space(Path(space_file), None if model.is_user else model) if space_file else None
     options = SuggestOptions(space=space, **fields)

@@ -76,6 +76,8 @@ def decide(
         except Exception:  # the probe runs and its own trace is taken after (step.ready)
             return None
         remember(key, trace)
+    if ModelRef(model).is_hf:  # issue #48: the GPU rows read the trace, never a CPU timing
+        return LocalDecision(trace, False, "an open language model, fine-tuned on GPUs")
     if not trace.memory_bytes:
         return LocalDecision(trace, True, "no memory figure in the trace")
     limit = {} if max_step_s is None else {"max_step_s": max_step_s}

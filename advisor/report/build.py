@@ -100,6 +100,7 @@ def build_report(outcome: SuggestOutcome) -> dict[str, Any]:
         "storage": outcome.storage_url,
         "resumed": outcome.resumed,
         "workload": outcome.workload.name,
+        **_tokens(outcome.workload),  # issue #48: an hf: model's tokens a pass
         "framework": outcome.workload.framework,
         "objective": objective,
         "metric_names": METRIC_NAMES[objective],
@@ -397,3 +398,11 @@ def _epoch_sweep(outcome: SuggestOutcome, rows: list[dict[str, Any]]) -> dict[st
         "cost_usd": cost,
         "runtime_normalised": normalise(runtime),
     }
+
+
+def _tokens(workload: Any) -> dict[str, int]:
+    """``{"tokens_per_pass": N}`` for an ``hf:`` model, else nothing (issue #48)."""
+    from advisor.report.tokens import tokens_per_pass
+
+    n = tokens_per_pass(workload.name, workload.n_train)
+    return {} if n is None else {"tokens_per_pass": n}

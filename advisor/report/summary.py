@@ -22,6 +22,7 @@ from advisor.durations import format_duration
 from advisor.report.confidence import confidence_line
 from advisor.report.nodes import lines as nodes_lines
 from advisor.report.owned import lines as owned_lines
+from advisor.report.tokens import token_lines
 from advisor.report.value_of_time import lines as value_lines
 
 if TYPE_CHECKING:
@@ -276,7 +277,7 @@ def render_summary(report: dict[str, Any], console: Console, top: int = TOP_ROWS
     if rec:
         first, *rest = _pick(rec)
         head += say(first, label=True)
-        for line in rest:
+        for line in [*rest, *token_lines(report, rec)]:  # issue #48: tokens/s, tokens per USD
             head += say(line, 2)
         conf = report.get("confidence")
         if conf:

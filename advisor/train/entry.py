@@ -176,6 +176,9 @@ def run(
     from advisor.train.device import detect
 
     args, hps = parse_args(argv)
+    from advisor.search_spaces.hf.ref import for_the_run
+
+    args.model = for_the_run(args.model)  # issue #48: an hf: model's weights, loaded here
     ranks = launch.launched()
     if ranks is not None:  # torchrun (or Azure ML) started this process as one rank
         return _as_rank(ranks, args, hps, out)

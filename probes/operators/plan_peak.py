@@ -77,7 +77,18 @@ def lines_here(
     sharding: str = "none",
     rules: str = "cuda",
 ) -> PeakLines:
-    """:func:`peak_lines` in this process (the isolated worker calls this)."""
+    """:func:`peak_lines` in this process (the isolated worker calls this); a deep ``hf:``
+    model's from two shallow traces (``layer_scaling``, issue #48)."""
+    if workload.startswith("hf:"):
+        from advisor.probes.operators.layer_scaling import scaled_lines
+
+        def shallow(w: str) -> PeakLines:
+            return lines_here(w, plan, hyperparameters, replicas=replicas, sharding=sharding,
+                              rules=rules)  # fmt: skip
+
+        scaled = scaled_lines(workload, shallow)
+        if scaled is not None:
+            return scaled
     low, high = TRACED_BATCHES
     a, b = (
         trace_plan_peak(workload, m, plan, hyperparameters, replicas=replicas, sharding=sharding,

@@ -43,6 +43,15 @@ def trace_torch_workload(
         raise ValueError(f"mode must be one of {MODES}, but got {mode!r}")
     if batch_size <= 0:
         raise ValueError(f"batch_size must be > 0, but got {batch_size}")
+    if workload.startswith("hf:") and mode != "executed":  # issue #48: a deep model, carried
+        from advisor.probes.operators.layer_scaling import scaled_trace
+
+        def shallow(w: str) -> OperatorTrace:
+            return trace_torch_workload(w, batch_size, hyperparameters, mode, seed)
+
+        scaled = scaled_trace(workload, shallow)
+        if scaled is not None:
+            return scaled
     hp = dict(hyperparameters or {})
     start = time.perf_counter()
     notes: tuple[str, ...] = ()

@@ -103,7 +103,13 @@ def all_workloads() -> list[Workload]:
 
 
 def load_callable(path: str) -> Callable[..., Any]:
-    """Import ``module:function`` and return the function, with a clear error if it fails."""
+    """Import ``module:function`` and return the function, with a clear error if it fails;
+    an ``hf:`` model's builder (``advisor.search_spaces.hf``) for an ``hf:`` reference."""
+    if path.startswith("hf:"):
+        from advisor.search_spaces.hf import builder, parse
+
+        parse(path)
+        return builder(path)  # type: ignore[return-value]
     module_name, sep, attr = path.partition(":")
     if not sep or not module_name or not attr:
         raise AdvisorError(
@@ -126,7 +132,8 @@ def load_callable(path: str) -> Callable[..., Any]:
 
 
 # A missing package -> the extra that installs it (pyproject's optional dependencies).
-EXTRAS = {"torch": "torch", "tensorflow": "tensorflow", "keras": "tensorflow", "sklearn": "torch"}
+EXTRAS = {"torch": "torch", "tensorflow": "tensorflow", "keras": "tensorflow", "sklearn": "torch",
+          "transformers": "finetune", "peft": "finetune"}  # fmt: skip
 
 
 def import_error(module_name: str, exc: ImportError) -> AdvisorError:

@@ -35,7 +35,16 @@ def check_framework(framework: str) -> None:
 def check_user_module(path: str) -> None:
     """Raise AdvisorError when the module of ``module:function`` cannot be found, looked up
     as the probe's child process finds it (``python -m`` puts the working directory first; a
-    console script's own ``sys.path`` lacks it)."""
+    console script's own ``sys.path`` lacks it). An ``hf:`` model needs transformers and
+    peft (the ``finetune`` extra)."""
+    if path.startswith("hf:"):
+        for package in ("transformers", "peft"):
+            if not _found(package):
+                raise AdvisorError(
+                    f"--model {path} needs '{package}', which is not installed.",
+                    "pip install 'advisor[finetune]'.",
+                )
+        return
     module = path.partition(":")[0]
     cwd = os.getcwd()
     added = cwd not in sys.path and "" not in sys.path

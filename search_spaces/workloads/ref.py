@@ -1,5 +1,6 @@
-"""What ``--model`` names: a built-in workload (``fcn``) or a user's builder
-(``package.module:function``), told apart once, where the name enters."""
+"""What ``--model`` names: a built-in workload (``fcn``), a user's builder
+(``package.module:function``) or an open model (``hf:meta-llama/Llama-3.1-8B,method=lora``,
+``advisor.search_spaces.hf``), told apart once, where the name enters."""
 
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ class ModelRef(str):
         if isinstance(text, ModelRef):
             return text
         text = str(text)
+        if text.startswith("hf:"):  # issue #48: an open model by name or config.json
+            from advisor.search_spaces.hf import parse
+
+            parse(text)
+            return super().__new__(cls, text)
         if ":" in text and not _USER.match(text):
             raise AdvisorError(
                 f"{text!r} is not a user model: write it as package.module:function.",
@@ -37,13 +43,19 @@ class ModelRef(str):
 
     @property
     def is_user(self) -> bool:
-        """Whether this names a user's builder (``module:function``), not a built-in workload."""
+        """Whether this names a user's builder (``module:function``, or an ``hf:`` model, whose
+        builder imports transformers), not a built-in workload."""
         return ":" in self
 
     @property
+    def is_hf(self) -> bool:
+        """Whether this names an open model, ``hf:<name or config.json>[,options]``."""
+        return self.startswith("hf:")
+
+    @property
     def module(self) -> str:
-        return self.partition(":")[0] if self.is_user else ""
+        return self.partition(":")[0] if self.is_user and not self.is_hf else ""
 
     @property
     def function(self) -> str:
-        return self.partition(":")[2]
+        return "" if self.is_hf else self.partition(":")[2]

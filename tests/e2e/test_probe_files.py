@@ -22,7 +22,7 @@ from .conftest import check
 GOOD = probe().to_dict()
 CASES = {
     # field -> (value, what the one line must say)
-    "overflow": ({"iteration_s": [1e308] * 10}, "iteration_s[0] must be <= 1e+06"),
+    "overflow": ({"iteration_s": [1e308] * 10}, "iteration_s[0] must be <= 1e+08"),
     "zero size": ({"n_train": 0}, "n_train must be an integer from 1 to 1,000,000,000"),
     "absurd size": ({"n_train": 1e30}, "n_train must be an integer from 0 to 1,000,000,000"),
     "float size": ({"n_val": 212.5}, "n_val must be an integer"),

@@ -57,8 +57,8 @@ def test_every_failure_status_round_trips_with_its_one_line_reason() -> None:
         # issue #36: bounds (the CLI's sample bound, a probe phase under MAX_PROBE_SECONDS)
         ({"n_val": -1}, "n_val must be an integer from 0 to 1,000,000,000, but got -1"),
         ({"n_train": 1e30}, "n_train must be an integer from 0 to 1,000,000,000"),
-        ({"iteration_s": [1e308, 1.0]}, "iteration_s[0] must be <= 1e+06"),
-        ({"init_s": 2e6}, "init_s must be <= 1e+06"),
+        ({"iteration_s": [1e308, 1.0]}, "iteration_s[0] must be <= 1e+08"),
+        ({"init_s": 2e8}, "init_s must be <= 1e+08"),
         ({"extra": 1}, "unknown probe field(s): extra"),
         ({"warnings": [3]}, "warnings must be a list of strings"),
     ],
