@@ -129,13 +129,11 @@ def test_checkpointing_is_not_runnable_where_advisor_train_cannot_wrap() -> None
 
 
 def _bench(name: str) -> ModuleType:
-    sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """The benchmark module under its own name (the gloo processes it spawns import it by name
+    from ``benchmarks/``, which the spawned children inherit on their path)."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    return importlib.import_module(name)
 
 
 @pytest.mark.slow  # about 30 s: four real steps and their traces
