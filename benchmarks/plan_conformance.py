@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import statistics
 import sys
@@ -276,10 +277,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the real steps run (cuda: one process per plan)")  # fmt: skip
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument("--workloads", default=None,
+                        help="comma-separated workloads to run (default: all of CASES)")  # fmt: skip
     args = parser.parse_args(argv)
+    chosen = None if args.workloads is None else set(args.workloads.split(","))
     rows = []
     for workload, hp, batches, sharded in CASES:
-        if args.quick and workload not in QUICK:
+        if (args.quick and workload not in QUICK) or (chosen and workload not in chosen):
             continue
         runs = [(t, 1) for t in SINGLE]
         if sharded and args.device == "cpu":  # two processes over gloo; one GPU runs one
@@ -293,7 +297,10 @@ def main(argv: list[str] | None = None) -> int:
                       f"{row['predicted_mib']:.1f} MiB, measured {row['measured_mib']:.1f} "
                       f"({row['error']:+.1%}) [{row['seconds']:.0f} s]", file=sys.stderr)  # fmt: skip
                 rows.append(row)
+                if args.json is not None:  # kept as it goes: a long run's rows survive a stop
+                    args.json.write_text(json.dumps(rows, indent=1))
     command = "python benchmarks/plan_conformance.py" + (" --quick" if args.quick else "")
+    command += f" --workloads {args.workloads}" if args.workloads else ""
     command += " --device cuda" if args.device == "cuda" else ""
     from docs_section import publish
 

@@ -222,7 +222,7 @@ def _rss_run(tmp_path: Path, args: list[str], budget_mib: int | None = None) -> 
     lines = proc.stderr.splitlines()
     figures = [json.loads(x[5:]) for x in lines if x.startswith("@rss ")]
     assert figures, proc.stderr[-2000:]
-    errors = [x for x in lines if not x.startswith("@rss ")]
+    errors = error_lines("\n".join(x for x in lines if not x.startswith("@rss ")))
     return {**figures[-1], "errors": errors}
 
 
