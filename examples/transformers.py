@@ -32,6 +32,7 @@ builder             config (sequence length)                   published size
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,20 @@ class TokenLoss:
         return self._loss(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
+DEPTH_KEY = {"gpt2": "n_layer", "bert": "num_hidden_layers", "opt": "num_hidden_layers"}
+
+
+def _blocks(config: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a builder with its depth (``blocks``): its ``layers=`` keyword builds fewer."""
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        c = load_config(config)
+        fn.blocks = int(c[DEPTH_KEY[c["model_type"]]])  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
 def build_language_model(
     config: str | dict[str, Any],
     batch_size: int = 1,
@@ -89,10 +104,13 @@ def build_language_model(
     lr: float = 1e-4,
     weight_decay: float = 0.01,
     seq_len: int | None = None,
+    layers: int | None = None,
     **_: Any,
 ) -> Any:
     """The workload of the model described by ``examples/model_configs/<config>.json`` (or by
-    the config dict itself)."""
+    the config dict itself); ``layers``: that many of its blocks instead of all (the advisor
+    traces a deep model's plan memory at 2 and 4 blocks and carries it to the builder's
+    ``blocks``: ``advisor.probes.operators.layer_scaling``)."""
     from examples.transformer_blocks import Bert, Gpt2, Opt
 
     c = load_config(config) if isinstance(config, str) else dict(config)
@@ -105,6 +123,8 @@ def build_language_model(
     if kind not in families:
         raise ValueError(f"config {config!r} is a {kind!r} model; known: {sorted(families)}")
     network, positions, causal = families[kind]
+    if layers is not None:
+        c[DEPTH_KEY[kind]] = int(layers)
     length = int(seq_len or c[positions])
     if not 0 < length <= c[positions]:
         raise ValueError(f"seq_len must be in 1..{c[positions]} for {config}, got {length}")
@@ -117,46 +137,55 @@ def build_language_model(
     return model, TokenLoss(), optimizer, train, val
 
 
+@_blocks("gpt2_med")
 def gpt2_medium(**kwargs: Any) -> Any:
     """GPT-2 Medium (24 layers, 1024 hidden, 16 heads), sequences of 1024."""
     return build_language_model("gpt2_med", **kwargs)
 
 
+@_blocks("gpt2_large")
 def gpt2_large(**kwargs: Any) -> Any:
     """GPT-2 Large (36 layers, 1280 hidden, 20 heads), sequences of 1024."""
     return build_language_model("gpt2_large", **kwargs)
 
 
+@_blocks("gpt2_xl")
 def gpt2_xl(**kwargs: Any) -> Any:
     """GPT-2 XL (48 layers, 1600 hidden, 25 heads), sequences of 1024."""
     return build_language_model("gpt2_xl", **kwargs)
 
 
+@_blocks("gpt3_xl")
 def gpt3_xl(**kwargs: Any) -> Any:
     """The artefact's ``gpt3_xl`` config (24 layers, 3072 hidden, 24 heads), sequences of 2048."""
     return build_language_model("gpt3_xl", **kwargs)
 
 
+@_blocks("gpt3_27")
 def gpt3_27(**kwargs: Any) -> Any:
     """GPT-3 2.7B (32 layers, 2560 hidden, 32 heads, dense attention), sequences of 2048."""
     return build_language_model("gpt3_27", **kwargs)
 
 
+@_blocks("gpt3_67")
 def gpt3_67(**kwargs: Any) -> Any:
     """GPT-3 6.7B (32 layers, 4096 hidden, 32 heads, dense attention), sequences of 2048."""
     return build_language_model("gpt3_67", **kwargs)
 
 
+@_blocks("gpt3_13")
 def gpt3_13(**kwargs: Any) -> Any:
     """GPT-3 13B (40 layers, 5120 hidden, 40 heads, dense attention), sequences of 2048."""
     return build_language_model("gpt3_13", **kwargs)
 
 
+@_blocks("bert")
 def bert_base(**kwargs: Any) -> Any:
     """BERT-Base as a masked LM (12 layers, 768 hidden, 12 heads), sequences of 512."""
     return build_language_model("bert", **kwargs)
 
 
+@_blocks("bert_large")
 def bert_large(**kwargs: Any) -> Any:
     """BERT-Large as a masked LM (24 layers, 1024 hidden, 16 heads), sequences of 512."""
     return build_language_model("bert_large", **kwargs)

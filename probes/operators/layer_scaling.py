@@ -1,4 +1,7 @@
-"""A deep ``hf:`` model's plan peak and operator trace from two shallow traces (issue #48).
+"""A deep ``hf:`` model's plan peak and operator trace from two shallow traces (issue #48);
+the plan peak of any builder that declares its depth likewise (issue #46): a ``blocks``
+attribute (its number of alike blocks) and a ``layers=`` keyword that builds fewer
+(``examples/transformers.py``'s GPT-2, GPT-3 and BERT builders).
 
 Tracing every op of a 32-block 8B model on fake tensors takes minutes (157 s for one
 micro-batch of Llama 3.1 8B under LoRA on this machine), and the plan search needs a pair of
@@ -27,6 +30,9 @@ from typing import Any
 from advisor.probes.operators.peak_lines import PeakLines
 
 SHALLOW = (2, 4)  # the depths traced
+# A declared builder's depths: four blocks and more put its peak at the moment of the whole
+# model's (at two, a GPT-2's embedding and head outweigh its blocks: another moment peaks)
+DECLARED_SHALLOW = (4, 6)
 
 
 def depth_of(workload: str) -> tuple[Any, int] | None:
@@ -40,6 +46,33 @@ def depth_of(workload: str) -> tuple[Any, int] | None:
     if depth <= SHALLOW[1] or ref.method == "frozen":
         return None
     return ref, depth
+
+
+def declared_depth(workload: str, hyperparameters: dict[str, Any] | None) -> int | None:
+    """The depth a ``module:function`` builder declares (its ``blocks``), when it is deeper than
+    ``SHALLOW`` and ``layers`` is not already fixed; None otherwise (traced whole)."""
+    if workload.startswith("hf:") or ":" not in workload or "layers" in (hyperparameters or {}):
+        return None
+    from advisor.search_spaces.workloads import load_callable
+
+    try:
+        blocks = getattr(load_callable(workload), "blocks", None)
+    except Exception:  # not importable here: the whole trace says why
+        return None
+    return int(blocks) if isinstance(blocks, int) and blocks > DECLARED_SHALLOW[1] else None
+
+
+def scaled_declared_lines(
+    workload: str, hyperparameters: dict[str, Any] | None, trace: Any
+) -> PeakLines | None:
+    """The peak lines of a builder that declares its depth (``declared_depth``) from
+    ``trace(hyperparameters) -> PeakLines`` at the ``SHALLOW`` depths (``layers=``); None when
+    it declares none or the two traces' peak moments do not correspond."""
+    depth = declared_depth(workload, hyperparameters)
+    if depth is None:
+        return None
+    small = [trace({**(hyperparameters or {}), "layers": n}) for n in DECLARED_SHALLOW]
+    return _carried(small, depth, DECLARED_SHALLOW)
 
 
 def scaled_trace(workload: str, trace: Any) -> Any:
@@ -119,13 +152,27 @@ def scaled_lines(workload: str, trace: Any) -> PeakLines | None:
     if found is None:
         return None
     ref, depth = found
-    a, b = SHALLOW
     small = [trace(ref.with_options(layers=n).text()) for n in SHALLOW]
+    return _carried(small, depth)
+
+
+def _carried(
+    small: list[PeakLines], depth: int, depths: tuple[int, int] = SHALLOW
+) -> PeakLines | None:
+    """The peak lines at ``depth`` blocks on the line through ``small`` (at ``depths``); None
+    where the two traces' peak moments do not correspond (another count of moments, or a
+    moment whose holders differ)."""
+    a, b = depths
     if len(small[0].lines) != len(small[1].lines) or (small[0].low, small[0].high) != (
         small[1].low,
         small[1].high,
     ):
         return None
+    for (lo_a, hi_a), (lo_b, hi_b) in zip(small[0].lines, small[1].lines, strict=True):
+        held = [[x > 0 or y > 0 for x, y in zip(lo, hi, strict=True)]
+                for lo, hi in ((lo_a, hi_a), (lo_b, hi_b))]  # fmt: skip
+        if held[0] != held[1]:
+            return None
     f = (depth - a) / (b - a)
 
     def carry(x: tuple[int, ...], y: tuple[int, ...]) -> tuple[int, ...]:

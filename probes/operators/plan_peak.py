@@ -77,10 +77,12 @@ def lines_here(
     sharding: str = "none",
     rules: str = "cuda",
 ) -> PeakLines:
-    """:func:`peak_lines` in this process (the isolated worker calls this); a deep ``hf:``
-    model's from two shallow traces (``layer_scaling``, issue #48)."""
+    """:func:`peak_lines` in this process (the isolated worker calls this); a deep model's
+    from two shallow traces (``layer_scaling``: an ``hf:`` model, issue #48, or a builder that
+    declares its ``blocks``, issue #46)."""
+    from advisor.probes.operators.layer_scaling import scaled_declared_lines, scaled_lines
+
     if workload.startswith("hf:"):
-        from advisor.probes.operators.layer_scaling import scaled_lines
 
         def shallow(w: str) -> PeakLines:
             return lines_here(w, plan, hyperparameters, replicas=replicas, sharding=sharding,
@@ -89,6 +91,15 @@ def lines_here(
         scaled = scaled_lines(workload, shallow)
         if scaled is not None:
             return scaled
+    else:
+
+        def fewer(hps: dict[str, Any]) -> PeakLines:
+            return lines_here(workload, plan, hps, replicas=replicas, sharding=sharding,
+                              rules=rules)  # fmt: skip
+
+        declared = scaled_declared_lines(workload, hyperparameters, fewer)
+        if declared is not None:
+            return declared
     low, high = TRACED_BATCHES
     a, b = (
         trace_plan_peak(workload, m, plan, hyperparameters, replicas=replicas, sharding=sharding,
