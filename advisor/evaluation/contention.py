@@ -63,9 +63,9 @@ def notes(probes: Iterable[tuple[int, Any]]) -> list[str]:
     worst = max(slowdown_bound(f) for f in found.values())
     which = "probe at batch" if len(found) == 1 else "probes at batch sizes"
     return [
-        f"The {which} {batches} ran while other processes kept {busy_text} of {cores:.0f} "
-        f"cores busy: their times, and the cloud times modelled from them, may be up to "
-        f"{worst:.1f}x too slow. Re-run when the machine is quiet: they are then retaken."
+        f"The {which} {batches} shared the CPU ({busy_text} of {cores:.0f} cores busy "
+        f"elsewhere): times modelled from them may be up to {worst:.1f}x too slow; re-run "
+        "when quiet and they are then retaken."
     ]
 
 

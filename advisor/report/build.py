@@ -4,6 +4,10 @@
 ``advisor.report.render`` draws it (``render``) and plots it (``plot``).
 ``check_feasible`` raises the "nothing fits" error with the cheapest (or fastest) option and
 the fix.
+
+Size: one report, one builder; its sections' own computations already live beside it
+(``ranking``, ``tokens``, ``nodes``, ``memory``...): what is left here is the order in which
+they are put together, which a split would scatter.
 """
 
 from __future__ import annotations

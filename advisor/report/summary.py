@@ -117,16 +117,15 @@ def _alternative(label: str, row: dict[str, Any]) -> str:
 
 
 def step_text(terms: dict[str, float] | None) -> str:
-    """Issue #47: a step's terms on several devices, as the fastest line shows them ("" for
-    one device or none known)."""
+    """Issue #47: a step's terms on several devices, largest first, as the fastest line shows
+    them ("" for one device or none known)."""
     if not terms or terms.get("devices", 1) < 2:
         return ""
-    n = int(terms["devices"])
-    return (
-        f"; step {terms['t2']:.3g} ms on {n} devices: device {terms['device']:.3g}, host "
-        f"dispatch {terms['dispatch']:.3g}, input {terms['input']:.3g}, all-reduce "
-        f"{terms['allreduce']:.3g}, replica {terms['replica']:.3g} ms"
-    )
+    names = {"dispatch": "host dispatch", "input": "input", "device": "device",
+             "allreduce": "all-reduce", "replica": "replica"}  # fmt: skip
+    parts = sorted(((terms[k], w) for k, w in names.items() if k in terms), reverse=True)
+    listed = ", ".join(f"{w} {v:.2g}" for v, w in parts)
+    return f"; step {terms['t2']:.3g} ms on {int(terms['devices'])} devices: {listed} ms"
 
 
 # The order in which the ranking's columns give way when the table is wider than the terminal

@@ -28,6 +28,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 from advisor.errors import AdvisorError
 from advisor.providers.train_command import TORCHRUN_PORT
@@ -142,8 +143,8 @@ def _sagemaker_file(path: Path | None) -> dict[str, str]:
 def _vertex(spec: Mapping[str, object]) -> Cluster:
     """Vertex AI's ``CLUSTER_SPEC``: workerpool0's replica is node 0, workerpool1's replica
     ``i`` is node ``1 + i``."""
-    pools = dict(spec.get("cluster") or {})  # type: ignore[call-overload]
-    task = dict(spec.get("task") or {})  # type: ignore[call-overload]
+    pools = dict(cast(Mapping[str, Any], spec.get("cluster") or {}))
+    task = dict(cast(Mapping[str, Any], spec.get("task") or {}))
     heads = list(pools.get("workerpool0") or [])
     workers = list(pools.get("workerpool1") or [])
     if not heads:

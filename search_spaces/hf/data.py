@@ -72,5 +72,5 @@ def _meta_is_tracing() -> None:
     def is_tracing(tensor: Any = None) -> bool:
         return bool(found(tensor)) or (isinstance(tensor, torch.Tensor) and tensor.is_meta)
 
-    is_tracing.counts_meta = True  # type: ignore[attr-defined]
+    is_tracing.__dict__["counts_meta"] = True
     masking_utils.is_tracing = is_tracing

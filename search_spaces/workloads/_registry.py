@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any
+from typing import Any, cast
 
 from advisor.errors import AdvisorError, unknown_value_error
 
@@ -109,7 +109,7 @@ def load_callable(path: str) -> Callable[..., Any]:
         from advisor.search_spaces.hf import builder, parse
 
         parse(path)
-        return builder(path)  # type: ignore[return-value]
+        return cast(Callable[..., Any], builder(path))
     module_name, sep, attr = path.partition(":")
     if not sep or not module_name or not attr:
         raise AdvisorError(

@@ -54,8 +54,9 @@ def test_a_row_that_needs_accumulation_is_recommended_with_its_plan(tmp_path: Pa
     assert plan["checkpointing"] == "none" and plan["accumulation"] > 1
     micro = -(-8 // plan["accumulation"])
     assert rec["plan"] == f"fp32, micro-batch {micro} x {plan['accumulation']} accumulation steps"
-    from advisor.prediction.memory.priors import usable_gib
     from advisor.providers.catalog import load
+
+    from advisor.prediction.memory.priors import usable_gib
 
     usable, _ = usable_gib(load().accelerator("T4"))  # the board's usable memory, not its 16 GB
     assert f" of {usable:.1f} GiB" in rec["memory"]  # fits the T4 under that plan

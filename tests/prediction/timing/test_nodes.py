@@ -31,11 +31,9 @@ GIB = 1024**3
 
 @pytest.fixture(autouse=True)
 def _fresh() -> None:
-    from advisor.prediction.step import traces
-    from advisor.prediction.timing import device
+    from advisor.prediction.memo import forget_all
 
-    traces.forget()
-    device.forget()
+    forget_all()
 
 
 def test_every_network_row_names_its_source_and_a_known_fabric() -> None:
