@@ -82,24 +82,16 @@ def lines_here(
     declares its ``blocks``, issue #46)."""
     from advisor.probes.operators.layer_scaling import scaled_declared_lines, scaled_lines
 
-    if workload.startswith("hf:"):
+    def at(w: str, hps: dict[str, Any] | None) -> PeakLines:
+        return lines_here(w, plan, hps, replicas=replicas, sharding=sharding, rules=rules)
 
-        def shallow(w: str) -> PeakLines:
-            return lines_here(w, plan, hyperparameters, replicas=replicas, sharding=sharding,
-                              rules=rules)  # fmt: skip
-
-        scaled = scaled_lines(workload, shallow)
-        if scaled is not None:
-            return scaled
-    else:
-
-        def fewer(hps: dict[str, Any]) -> PeakLines:
-            return lines_here(workload, plan, hps, replicas=replicas, sharding=sharding,
-                              rules=rules)  # fmt: skip
-
-        declared = scaled_declared_lines(workload, hyperparameters, fewer)
-        if declared is not None:
-            return declared
+    scaled = (
+        scaled_lines(workload, lambda w: at(w, hyperparameters))
+        if workload.startswith("hf:")
+        else scaled_declared_lines(workload, hyperparameters, lambda hps: at(workload, hps))
+    )
+    if scaled is not None:
+        return scaled
     low, high = TRACED_BATCHES
     a, b = (
         trace_plan_peak(workload, m, plan, hyperparameters, replicas=replicas, sharding=sharding,
