@@ -245,7 +245,7 @@ def markdown(rows: list[dict[str, Any]], command: str) -> str:
     met = all(p["median_abs_error"] <= 0.10 and p["worst_upper_error"] >= -0.05 for p in plans)
     lines = [
         f"`{command}` ({len(rows)} cases on this machine's CPU; "
-        f"{time.strftime('%Y-%m-%d')}). Predicted: `plan_memory.traced_memory` with the "
+        f"{time.strftime('%Y-%m-%d')}). Predicted: `memory.plan.traced_memory` with the "
         "CPU's autocast lists (the traced tensors; upper: plus the trace's measured margin). "
         "Measured: the allocator's peak of `advisor.train`'s real steady step under the plan "
         "(the worst of two gloo processes where sharded). **Goal "
