@@ -107,13 +107,17 @@ def _pick(row: dict[str, Any]) -> list[str]:
     return [head, *(["; ".join(x for x in (plan, memory) if x)] if plan or memory else []), cost]
 
 
-def _alternative(label: str, row: dict[str, Any]) -> str:
+def _alternative(label: str, row: dict[str, Any], terms: bool = True) -> str:
+    """The fastest or cheapest line; ``terms``: with its step's terms on several devices."""
     return (
         f"{label}: {machine_label(row)} b{row['batch_size']}: {time_text(row['runtime_s'], False)}, "
         f"USD {_usd(row['cost_usd'], False)} ({row.get('known') or row['source']})"
         + (f", {row['plan']}" if row.get("plan") else "")
-        + step_text(row.get("step_terms"))
+        + (step_text(row.get("step_terms")) if terms else "")
     )
+
+
+WIDE_TERMS = 100  # columns from which the fastest line carries its step's terms (80x24 fits)
 
 
 def step_text(terms: dict[str, float] | None) -> str:
@@ -288,7 +292,8 @@ def render_summary(report: dict[str, Any], console: Console, top: int = TOP_ROWS
     for label, key in (("fastest", "best_by_time"), ("cheapest", "best_by_cost")):
         row = report.get(key)
         if row and not _same(row, rec):
-            head += say(_alternative(label, row), label=True)
+            # the step's terms where the screen is wide enough (under 100 columns: --json)
+            head += say(_alternative(label, row, terms=width >= WIDE_TERMS), label=True)
         elif row:
             head += say(f"{label}: the recommendation", label=True)
     rows = report["ranking"][:top]
