@@ -16,8 +16,7 @@ import statistics
 from typing import Any
 
 import numpy as np
-from multi_gpu import Row, constants, machine_of, step_time
-from multi_gpu_data import step
+from multi_gpu_data import Row, constants, machine_of, step, step_time
 
 from advisor.prediction.timing import constants as C
 

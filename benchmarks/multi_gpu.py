@@ -25,100 +25,33 @@ constants only (what ``--before`` runs on another checkout).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import statistics
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from unittest import mock
-
-from advisor.providers.catalog import AcceleratorSpec, InstanceType
 
 from advisor.prediction.timing import accel
 from advisor.prediction.timing import constants as C
-from advisor.prediction.timing.startup import device_startup
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cross_gpu import Specs  # the benchmarks beside it
 from docs_section import publish
-from multi_gpu_data import HERE, Row, lambda_rows, signature, step, tf_rows
+from multi_gpu_data import (
+    HERE,
+    Row,
+    constants,
+    lambda_rows,
+    machine_of,
+    step_time,
+    tf_rows,
+)  # fmt: skip
 
 SECTION = "## Data parallel per framework on published 1-8 GPU throughputs (issue #47)"
 
 
 # --- the machines ----------------------------------------------------------------------------
-
-P100_NVLINK = (
-    "P100 SXM2 datasheet (2016): 10.6 TFLOPS FP32, 732 GB/s HBM2; NVLink 160 GB/s "
-    "bidirectional = 80 per direction (DGX-1)"
-)
-
-
-def machine_of(row: Row, specs: Specs) -> tuple[InstanceType, AcceleratorSpec]:
-    """The machine a row ran on, with its topology (``providers.catalog.topology``)."""
-    spec = specs.get(row.gpu)
-    provider, itype = "owned", f"{row.n}x {row.gpu}"
-    if row.platform == "aws":
-        provider, itype = "aws", "p2.8xlarge"
-    elif row.platform == "gce":
-        provider, itype = "gcp", f"n1-standard-32+{row.n}xK80"
-    elif row.platform == "dgx1":
-        spec = dataclasses.replace(
-            spec, link="NVLink", link_gbs=80.0, fp32_tflops=10.6, source=P100_NVLINK
-        )
-    m = InstanceType(provider, "ec2", itype, 8 * row.n, 64.0 * row.n, spec.name, row.n, 80.0,
-                     1.0, None, "", "benchmark")  # fmt: skip
-    return m, spec
-
-
-def step_time(row: Row, specs: Specs, n: int, model: str | None = None) -> dict[str, float]:
-    """The product's iteration parts for ``row``'s machine at ``n`` devices."""
-    model = model or row.model
-    m, spec = machine_of(dataclasses.replace(row, n=n), specs)
-    s = step(model, row.batch)
-    sig = signature(s, model, row.framework)
-    profile = accel.generation_profile(spec)
-    startup = device_startup(spec.name, profile, records=[])
-    _, parts, _, _, _ = accel.predict_accelerator(sig, m, spec, row.batch * n, s, startup)
-    parts["t2"] = accel.iteration_time(parts)
-    return parts
-
-
-@contextmanager
-def constants(**values: Any) -> Iterator[None]:
-    """The module constants, generation scales and whole-model profiles (``profile_<gen>``:
-    (efficiency, memory_efficiency, sustained_clock), or None for the kernel model) set for
-    one evaluation."""
-    patches = []
-    gens = dict(C.GENERATIONS)
-    for name, value in values.items():
-        if name.startswith("profile_"):
-            g = name.removeprefix("profile_")
-            if value is None:
-                gens[g] = dataclasses.replace(gens[g], whole_model=False, efficiency=None,
-                                              memory_efficiency=None, sustained_clock=1.0)  # fmt: skip
-            else:
-                eff, mem, clock = value
-                gens[g] = dataclasses.replace(gens[g], whole_model=True, efficiency=eff,
-                                              memory_efficiency=mem, sustained_clock=clock)  # fmt: skip
-        elif name.startswith("scale_"):
-            g = name.removeprefix("scale_")
-            if hasattr(gens[g], "device_scale"):  # (the model before issue #47 has none)
-                gens[g] = dataclasses.replace(gens[g], device_scale=value)
-        elif hasattr(C, name):
-            patches.append(mock.patch.object(C, name, value))
-    patches.append(mock.patch.object(C, "GENERATIONS", gens))
-    for p in patches:
-        p.start()
-    try:
-        yield
-    finally:
-        for p in patches:
-            p.stop()
 
 
 def scaling(row: Row, one: Row, specs: Specs, **values: float) -> float:
