@@ -26,7 +26,7 @@ import dataclasses
 from typing import Any
 
 from advisor.prediction.memo import Memo
-from advisor.prediction.memory.model import MemoryTerm, StepMemory
+from advisor.prediction.memory.model import PEAK_TERMS, MemoryTerm, StepMemory
 from advisor.prediction.step.plan import PlanNotRunnable, TrainingPlan
 from advisor.probes.operators.peak_lines import NotLinear
 from advisor.probes.plan_step import NoBlocks
@@ -42,17 +42,6 @@ SHARDED = {
     "optimizer": ("optimizer_state",),
     "gradients": ("optimizer_state", "gradients"),
     "parameters": ("optimizer_state", "gradients", "parameters"),
-}
-# The peak's holders (``plan_peak.PeakLines.at``) as memory terms.
-TERMS = {
-    "parameters": "parameters",
-    "gathered_parameters": "gathered_parameters",
-    "gradients": "gradients",
-    "optimizer_state": "optimizer_state",
-    "activations": "activations",
-    "backward_temporaries": "transient_backward",
-    "optimizer_temporaries": "transient_optimizer",
-    "batch": "batch",
 }
 
 _LINES: Memo[Any] = Memo("plan peak lines", bound=256)
@@ -112,7 +101,8 @@ def traced_memory(
     if plan.accumulation > 2 and "batch" in held:  # two micro-steps traced, the batch whole
         held = {**held, "batch": round(held["batch"] * plan.accumulation / 2)}
     terms = tuple(
-        MemoryTerm(TERMS[k], float(v), float(v), float(v), TRACED_SOURCE) for k, v in held.items()
+        MemoryTerm(PEAK_TERMS[k], float(v), float(v), float(v), TRACED_SOURCE)
+        for k, v in held.items()
     )
     notes = (f"plan: {plan.words(per_device_batch)}", *lines.notes)
     return StepMemory(per_device_batch, terms, notes=notes)
