@@ -1,7 +1,9 @@
 """Issue #46: a builder that declares its depth (``blocks``, ``layers=``) has its plan memory
-carried from traces of 2 and 4 blocks; the carried peak is the whole trace's."""
+carried from traces of 4 and 6 blocks; the carried peak is the whole trace's."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from advisor.probes.operators.layer_scaling import declared_depth
@@ -11,9 +13,11 @@ from advisor.probes.operators.plan_peak import lines_here, trace_plan_peak
 from advisor.prediction.step.plan import parse_plan
 
 DEEP = "trace_user_models:deep_mini"
+ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_only_a_deep_declared_builder_is_carried() -> None:
+def test_only_a_deep_declared_builder_is_carried(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))  # examples/ is found as the worker finds it: from here
     assert declared_depth(DEEP, {}) == 8
     assert declared_depth(DEEP, {"layers": 8}) is None  # fixed by the user: traced whole
     assert declared_depth("examples.transformers:gpt2_mini", {}) is None  # declares nothing
