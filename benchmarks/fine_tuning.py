@@ -74,7 +74,7 @@ def depth_case(workload: str, plan_text: str = "precision=bf16") -> list[dict[st
     low, high = TRACED_BATCHES
     start = time.perf_counter()
     a, b = (trace_plan_peak(workload, m, plan) for m in (low, high))
-    whole = PeakLines(low, high, envelope(a.timeline, b.timeline, high - low), a.state)
+    whole = PeakLines(low, high, envelope(a.timeline, b.timeline, high - low, 1 - low), a.state)
     whole_s = time.perf_counter() - start
     start = time.perf_counter()
     scaled = scaled_lines(workload, lambda w: lines_here(w, plan))

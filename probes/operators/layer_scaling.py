@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.probes.operators.peak_lines import PeakLines
+from advisor.probes.operators.peak_lines import PeakLines, kind
 
 SHALLOW = (2, 4)  # the depths traced
 # A declared builder's depths: four blocks and more put its peak at the moment of the whole
@@ -159,20 +159,15 @@ def scaled_lines(workload: str, trace: Any) -> PeakLines | None:
 def _carried(
     small: list[PeakLines], depth: int, depths: tuple[int, int] = SHALLOW
 ) -> PeakLines | None:
-    """The peak lines at ``depth`` blocks on the line through ``small`` (at ``depths``); None
-    where the two traces' peak moments do not correspond (another count of moments, or a
-    moment whose holders differ)."""
+    """The peak lines at ``depth`` blocks on the line through ``small`` (at ``depths``), each
+    moment carried with the moment of its kind (``peak_lines.kind``) in the same place among
+    them; None where the two traces keep other kinds of moment or another count of one."""
     a, b = depths
-    if len(small[0].lines) != len(small[1].lines) or (small[0].low, small[0].high) != (
-        small[1].low,
-        small[1].high,
-    ):
+    if (small[0].low, small[0].high) != (small[1].low, small[1].high):
         return None
-    for (lo_a, hi_a), (lo_b, hi_b) in zip(small[0].lines, small[1].lines, strict=True):
-        held = [[x > 0 or y > 0 for x, y in zip(lo, hi, strict=True)]
-                for lo, hi in ((lo_a, hi_a), (lo_b, hi_b))]  # fmt: skip
-        if held[0] != held[1]:
-            return None
+    kinds = [_by_kind(s.lines) for s in small]
+    if {k: len(v) for k, v in kinds[0].items()} != {k: len(v) for k, v in kinds[1].items()}:
+        return None
     f = (depth - a) / (b - a)
 
     def carry(x: tuple[int, ...], y: tuple[int, ...]) -> tuple[int, ...]:
@@ -180,8 +175,20 @@ def _carried(
 
     lines = tuple(
         (carry(lo_a, lo_b), carry(hi_a, hi_b))
-        for (lo_a, hi_a), (lo_b, hi_b) in zip(small[0].lines, small[1].lines, strict=True)
+        for k in kinds[1]
+        for (lo_a, hi_a), (lo_b, hi_b) in zip(kinds[0][k], kinds[1][k], strict=True)
     )
     state = round(small[0].state + (small[1].state - small[0].state) * f)
     note = f"{depth} blocks carried from traces of {a} and {b} blocks (linear in the depth)"
     return PeakLines(small[0].low, small[0].high, lines, state, (*small[1].notes, note))
+
+
+Line = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+def _by_kind(lines: tuple[Line, ...]) -> dict[tuple[bool, ...], list[Line]]:
+    """The lines by the kind of their moment, in the step's order."""
+    out: dict[tuple[bool, ...], list[Line]] = {}
+    for line in lines:
+        out.setdefault(kind(*line), []).append(line)
+    return out

@@ -1,10 +1,11 @@
 """A traced step's live bytes as lines over the micro-batch (issue #45): every tensor's size is
 linear in the batch, so each moment of a step traced at two micro-batches is a line, and the
-step's peak at any micro-batch is the highest of them; the upper envelope keeps the few lines
-that are highest somewhere."""
+step's peak at any micro-batch is the highest of them; the upper envelope of each kind of
+moment keeps the few lines that are highest somewhere."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,8 +26,8 @@ class PeakLines:
     """A step's live bytes under one plan as a function of the micro-batch ``b``: each moment
     of the step (after each op) holds ``at_low + (at_high - at_low) * (b - low) / (high - low)``
     bytes per holder, from the step traced at micro-batches ``low`` and ``high`` (tensor
-    shapes grow linearly with the batch); only the moments that are the step's peak at some
-    batch are kept (the upper envelope of those lines). ``state`` is the optimizer state's
+    shapes grow linearly with the batch); only the moments that are the highest of their kind
+    at some batch are kept (``envelope``). ``state`` is the optimizer state's
     bytes (the rest of ``optimizer`` is its step's temporaries)."""
 
     low: int
@@ -62,13 +63,40 @@ class PeakLines:
 
 
 def envelope(
-    low: tuple[tuple[int, ...], ...], high: tuple[tuple[int, ...], ...], span: int
+    low: tuple[tuple[int, ...], ...],
+    high: tuple[tuple[int, ...], ...],
+    span: int,
+    first: float = -math.inf,
 ) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
     """The moments whose total is the largest at some micro-batch (the upper envelope of the
-    lines through each moment's totals at the two traced batches, ``span`` apart)."""
-    best: dict[float, tuple[float, int]] = {}  # slope -> (total at the low batch, moment)
+    lines through each moment's totals at the two traced batches, ``span`` apart), from
+    ``first`` batches past the low one on (``1 - low``: a micro-batch holds one sample at
+    least). The envelope is taken within each kind of moment (the holders it holds,
+    ``kind``), so a kind that a deeper model's peak may reach is kept beside the others: the
+    depths that ``layer_scaling`` carries then keep the same kinds of moment."""
+    kinds: dict[tuple[bool, ...], list[int]] = {}
     for i, (lo, hi) in enumerate(zip(low, high, strict=True)):
-        slope, base = (sum(hi) - sum(lo)) / span, float(sum(lo))
+        kinds.setdefault(kind(lo, hi), []).append(i)
+    kept = sorted(i for moments in kinds.values() for i in _hull(low, high, span, first, moments))
+    return tuple((low[i], high[i]) for i in kept)
+
+
+def kind(lo: tuple[int, ...], hi: tuple[int, ...]) -> tuple[bool, ...]:
+    """Which holders a moment holds bytes in (at either traced batch)."""
+    return tuple(x > 0 or y > 0 for x, y in zip(lo, hi, strict=True))
+
+
+def _hull(
+    low: tuple[tuple[int, ...], ...],
+    high: tuple[tuple[int, ...], ...],
+    span: int,
+    first: float,
+    moments: list[int],
+) -> list[int]:
+    """The upper envelope of ``moments``' lines over the batches from ``first`` on."""
+    best: dict[float, tuple[float, int]] = {}  # slope -> (total at the low batch, moment)
+    for i in moments:
+        slope, base = (sum(high[i]) - sum(low[i])) / span, float(sum(low[i]))
         if slope not in best or base > best[slope][0]:
             best[slope] = (base, i)
     hull: list[tuple[float, float, int]] = []  # (slope, base, moment), slopes rising
@@ -77,7 +105,14 @@ def envelope(
         while hull and _above(hull[-1], (slope, base, i), hull[-2] if len(hull) > 1 else None):
             hull.pop()
         hull.append((slope, base, i))
-    return tuple((low[i], high[i]) for _, _, i in hull)
+    while len(hull) > 1 and _crossing(hull[0], hull[1]) <= first:  # highest only before first
+        hull.pop(0)
+    return [i for _, _, i in hull]
+
+
+def _crossing(a: tuple[float, float, int], b: tuple[float, float, int]) -> float:
+    """Where ``b`` (steeper) overtakes ``a``, in batches past the low one."""
+    return (a[1] - b[1]) / (b[0] - a[0])
 
 
 def _above(last: tuple[float, float, int], new: tuple[float, float, int], before: Any) -> bool:

@@ -103,7 +103,8 @@ def lines_here(
             f"the step's ops differ between micro-batches {low} and {high} "
             f"({len(a.timeline)} and {len(b.timeline)}): its shapes are not linear in the batch"
         )
-    return PeakLines(low, high, envelope(a.timeline, b.timeline, high - low), a.state, a.notes)
+    return PeakLines(low, high, envelope(a.timeline, b.timeline, high - low, 1 - low), a.state,
+                     a.notes)  # fmt: skip
 
 
 def peak_at(

@@ -66,7 +66,7 @@ def _setup(model: Any, opt: Any, x: Any, y: Any) -> Any:
 
 def deep_mini(layers: int | None = None, **kwargs: Any) -> Any:
     """GPT-2's blocks, 8 of them at width 128 (sequences of 64), declaring its depth
-    (``blocks``) so that its plan memory is carried from traces of 2 and 4 blocks."""
+    (``blocks``) so that its plan memory is carried from traces of 4 and 6 blocks."""
     from examples.transformers import build_language_model, load_config
 
     config = {**load_config("gpt2_large"), "n_layer": 8, "n_embd": 128, "n_head": 4,

@@ -119,6 +119,7 @@ def forecast_machine(
     plan: TrainingPlan | None = None,
     precision: str | None = None,
     nodes: int = 1,
+    fit: bool = True,
 ) -> Forecast:
     """One machine's prediction and its whole job, priced: the start-up terms (``overheads``,
     e.g. a remote probe's measured start-up; default the service's, with ``data_bytes``
@@ -127,7 +128,8 @@ def forecast_machine(
     fp16): its plan for that precision, a ``PrecisionLacking`` error when its GPU lacks it.
     ``nodes`` > 1 (issue #49): that many machines of the type under torchrun, at N times the
     price, the slowest of N start-ups and N times the spot interruptions
-    (``advisor.prediction.timing.nodes``)."""
+    (``advisor.prediction.timing.nodes``). ``fit=False``: the time and price alone (the plan
+    search orders its plans by them before tracing their memory; ``memory`` is None)."""
     if plan is None and precision not in (None, "fp32"):
         plan, lacking = machine_plan(machine, catalog, str(precision))
         if lacking:
@@ -154,7 +156,11 @@ def forecast_machine(
     training = estimate(pred.phases, n_train, n_val, epochs, batch_size)  # on demand
     train = many.spot_training(training.runtime, nodes) if spot else training.runtime
     job = price_run(train, price, spot=spot, service=machine.service, overheads=over)
-    memory = machine_memory(probe, machine, catalog, batch_size, trace_store, placement=at)
+    memory = (
+        machine_memory(probe, machine, catalog, batch_size, trace_store, placement=at)
+        if fit
+        else None
+    )
     return Forecast(machine, price, pred, sweep[epochs], sweep, over, job, memory, training,
                     nodes)  # fmt: skip
 

@@ -6,19 +6,28 @@ on that GPU (``auto``: bf16 where the GPU has it, else fp16, else fp32; a GPU wi
 precision is left out, ``PrecisionLacking``); ``--plan`` fields fix the rest, and the free
 ones are searched over a small set:
 
-- the plain plan (the whole per-GPU batch in one pass, no checkpointing, no sharding) when it
-  fits: every other part only adds work to the step in the model (accumulation repeats the
-  forward and backward passes' launches at a smaller micro-batch, checkpointing recomputes
-  the forward pass, sharding adds collective traffic), so nothing else is predicted faster;
-- else, for each checkpointing (``none``, ``blocks``: offered only where ``advisor.train``
-  can wrap the model's blocks, ``PlanNotRunnable``) x sharding (``none`` and, on a machine
-  with several GPUs and one process per GPU, ``optimizer``, ``gradients``, ``parameters``:
-  ZeRO-1/2/3, all run by ``advisor.train``), the fewest accumulation steps of 1, 2, 4, 8, ...
-  whose step fits the GPU (its upper memory estimate: the plan's step traced,
-  ``memory.device.machine_memory``); each is forecast and the fastest whole job is
-  taken. Checkpointing is chosen only where it lowers the peak enough to pay for its
-  recomputation (on a model whose blocks' inputs outweigh what they save, say fcn, it raises
-  the peak and is never the fastest plan that fits).
+- the plain plan (the whole per-GPU batch in one pass, no checkpointing, no sharding): every
+  other part only adds work to the step in the model (accumulation repeats the forward and
+  backward passes' launches at a smaller micro-batch, checkpointing recomputes the forward
+  pass, sharding adds collective traffic), so it is the first plan tried;
+- each checkpointing (``none``, ``blocks``: offered only where ``advisor.train`` can wrap the
+  model's blocks, ``PlanNotRunnable``) x sharding (``none`` and, on a machine with several
+  GPUs and one process per GPU, ``optimizer``, ``gradients``, ``parameters``: ZeRO-1/2/3, all
+  run by ``advisor.train``) x accumulation steps of 1, 2, 4, 8, ...: a plan fits when its
+  step's upper memory estimate fits the GPU (the plan's step traced,
+  ``memory.device.machine_memory``). Checkpointing is chosen only where it lowers the peak
+  enough to pay for its recomputation (on a model whose blocks' inputs outweigh what they
+  save, say fcn, it raises the peak and is never the fastest plan that fits).
+
+The search is branch and bound (issue #46): each variant's whole job is forecast without its
+memory at one micro-step (cheap: the step's time is read from the one traced step), a bound on
+the variant's time (more micro-steps are never faster, less the model's noise); the variants'
+memory, a trace per plan layout (seconds for a deep model: each variant's one micro-step and
+its two, which give every count), is looked at in the order of their bounds, each variant's
+fewest micro-steps that fit its answer, until the next bound cannot beat the best answer: a
+plan that cannot win is never traced. Each part a plan adds must buy a margin of predicted
+time (``SIMPLER``, a prior) to be advised over the simpler plan: near-ties go to the plan with
+fewer parts.
 
 The global batch keeps its meaning: accumulation splits each GPU's batch into micro-batches
 and the epochs to the target are those of the global batch. When no plan fits, the row of
@@ -47,6 +56,15 @@ from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
 
 ACCUMULATION_LIMIT = 64  # most accumulation steps tried (1, 2, 4, ... 64)
+# A prior, not a measurement: each part a plan adds (a doubling of its micro-steps, the
+# checkpointing, each level of sharding) must make its job predicted this much faster than
+# the simpler plan to be advised over it. The model predicts such plans within a fraction of
+# a percent of each other (ZeRO-1's smaller optimizer step against DDP's, a micro-batch's
+# kernels), well inside its own uncertainty, where the plan with fewer parts is the one a
+# user can trust to run as advised; it also spares tracing the memory of plans that would
+# only tie.
+SIMPLER = 0.02
+SHARDING_PARTS = {"none": 0, "optimizer": 1, "gradients": 2, "parameters": 3}
 
 
 def base_plan(
@@ -98,66 +116,82 @@ def best_forecast(
     """The forecast of the fastest plan that fits ``machine`` at ``batch_size`` and that plan
     (None: the machine has no GPU, or it trains the plain float32 step); ``kw`` goes to
     ``forecast_machine``. ``precision`` "auto" (issue #50): the fastest of the GPU's
-    precisions that fits, by the model's own numbers (``plan.auto_candidates``)."""
+    precisions that fits, by the model's own numbers (``plan.auto_candidates``); best first
+    (the module docstring)."""
     fixed = dict(fixed or {})
-    gpu = bool(machine.accelerator) and device_kind(machine) == "gpu"
-    if precision == "auto" and "precision" not in fixed and gpu:
-        spec = catalog.accelerator(machine.accelerator)
-        found = [
-            best_forecast(probe, machine, catalog, batch_size, epochs, n_train, n_val,
-                          precision=p, fixed=fixed, strategy=strategy, **kw)
-            for p in auto_candidates(spec)
-        ]  # fmt: skip
-        fit = [f for f in found if f[0].fits]
-        return min(fit or found[-1:], key=lambda fp: _wall(fp[0]))
-    store = kw.get("trace_store")
 
-    def run(plan: TrainingPlan | None) -> Forecast:
+    def run(plan: TrainingPlan | None, fit: bool = True) -> Forecast:
         return forecast_machine(
             probe, machine, catalog, batch_size, epochs, n_train, n_val,
-            strategy=strategy, plan=plan, **kw,
+            strategy=strategy, plan=plan, fit=fit, **kw,
         )  # fmt: skip
 
     if not machine.accelerator or device_kind(machine) != "gpu":
         return run(None), None
-    base = base_plan(machine, catalog, precision, fixed)
-    plain = _plain(base)
-    first = run(plain)
-    if first.fits or first.memory_unknown or not searches(fixed):
-        return first, plain
+    spec = catalog.accelerator(machine.accelerator)
+    auto = precision == "auto" and "precision" not in fixed
+    bases = [base_plan(machine, catalog, p, fixed) for p in
+             (auto_candidates(spec) if auto else (precision,))]  # fmt: skip
+    if not searches(fixed):
+        found = [(run(_plain(b)), _plain(b)) for b in bases]
+        fit = [fp for fp in found if fp[0].fits]
+        return min(fit or found[-1:], key=lambda fp: _wall(fp[0]))
     nodes = int(kw.get("nodes", 1))  # issue #49: the batch over every GPU of every machine
-    gpus = place(machine, batch_size, nodes=nodes).devices
-    per_device = place(machine, batch_size, nodes=nodes).per_device
-    steps = [fixed["accumulation"]] if "accumulation" in fixed else _steps(per_device)
-    fitting: list[tuple[Forecast, TrainingPlan]] = []
+    at = place(machine, batch_size, nodes=nodes)
+    steps = [fixed["accumulation"]] if "accumulation" in fixed else _steps(at.per_device)
+
+    def key(plan: TrainingPlan) -> float:
+        """The plan's predicted job wall time, its parts' margins added (``SIMPLER``)."""
+        return _wall(run(_plain(plan), fit=False)) * (1 + SIMPLER * _parts(plan))
+
+    variants = [v for b in bases for v in
+                candidates(b, fixed, at.devices, probe.framework, strategy)]  # fmt: skip
+    bounds = sorted(((key(replace(v, accumulation=steps[0])), i) for i, v in
+                     enumerate(variants)))  # fmt: skip
+    best: tuple[float, TrainingPlan] | None = None
     least: tuple[float, TrainingPlan] | None = None
-    for variant in candidates(base, fixed, gpus, probe.framework, strategy):
-        for n in steps:
-            plan = replace(variant, accumulation=n)
-            if plan.accumulation > per_device:
+    unknown: TrainingPlan | None = None
+    for bound, i in bounds:
+        if best is not None and bound >= best[0]:  # it cannot beat the best: not traced
+            break
+        for k, n in enumerate(steps):
+            plan = replace(variants[i], accumulation=n)
+            if n > at.per_device:
                 break
             try:
-                at = place(machine, batch_size, plan, nodes)
-                memory = machine_memory(probe, machine, catalog, batch_size, store, placement=at)
+                memory = machine_memory(probe, machine, catalog, batch_size,
+                                        kw.get("trace_store"),
+                                        placement=place(machine, batch_size, plan, nodes))  # fmt: skip
             except PlanNotRunnable:  # advisor.train cannot checkpoint this model: not offered
                 break
-            if memory is None or memory.fits is None:
+            if memory is None or memory.fits is None:  # not traceable here: shown, not searched
+                unknown = unknown or plan
                 break
             if memory.fits:
-                fitting.append((run(_plain(plan)), plan))
+                wall = bound if k == 0 else key(plan)
+                if best is None or wall < best[0]:
+                    best = (wall, plan)
                 break
             if least is None or memory.fit.need_bytes < least[0]:
                 least = (memory.fit.need_bytes, plan)
-    if fitting:
-        return min(fitting, key=lambda fp: _wall(fp[0]))
-    if least is None:
-        return first, plain
-    return run(least[1]), least[1]
+    last = (best or least or (0.0, unknown or bases[-1]))[1]
+    return run(_plain(last)), _plain(last)
 
 
 def _plain(plan: TrainingPlan) -> TrainingPlan | None:
     """None for the float32 plain plan (the step as traced), else ``plan``."""
     return None if plan == TrainingPlan() else plan
+
+
+def _parts(plan: TrainingPlan | None) -> int:
+    """How many parts ``plan`` adds to the plain step (see ``SIMPLER``)."""
+    if plan is None:
+        return 0
+    return (
+        SHARDING_PARTS.get(plan.sharding, 0)
+        + (plan.checkpointing != "none")
+        + max(0, plan.accumulation.bit_length() - 1)
+    )
 
 
 def _steps(per_device: int) -> list[int]:

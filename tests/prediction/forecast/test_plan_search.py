@@ -62,7 +62,7 @@ def test_fixed_fields_are_kept_and_the_rest_searched() -> None:
 def test_a_plan_that_fits_nowhere_returns_its_least_memory_row() -> None:
     row, plan = _best(V100, fixed=plan_fields("accumulation=1,checkpointing=none"))
     assert not searches(plan_fields("accumulation=1,checkpointing=none,sharding=none"))
-    assert plan is not None and plan.checkpointing == "none" and plan.accumulation == 1
+    assert plan is None  # the plain float32 step (accumulation 1, nothing checkpointed or sharded)
     assert row.fits is False
 
 
@@ -100,3 +100,39 @@ def test_the_plan_set_of_a_machine() -> None:
     assert plan_fields("accumulate=4,shard=optimizer") == {
         "accumulation": 4, "sharding": "optimizer",
     }  # fmt: skip
+
+
+def test_a_plan_that_cannot_win_is_never_traced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #46: the variants' memory is traced in the order of their time bounds, until the
+    next bound cannot beat the best plan that fits; the answer is the exhaustive search's:
+    the least predicted time, each part a plan adds weighed at ``SIMPLER`` (a prior)."""
+    from advisor.probes.operators import plan_peak
+
+    from advisor.prediction.forecast import plan_search
+
+    traced: list[str] = []
+
+    def counted(workload, plan, *args, **kw):  # type: ignore[no-untyped-def]
+        traced.append(f"{plan.checkpointing}/{kw.get('sharding')}/{plan.accumulation > 1}")
+        return memory_fixtures.sized_lines(workload, plan, *args, **kw)
+
+    monkeypatch.setattr(plan_peak, "peak_lines", counted)
+    row, plan = _best(V100X8, batch=64)  # 8 a GPU: 32 GiB of activations, a 16 GB V100
+    assert row.fits and plan is not None
+    layouts = 2 * 4 * 2  # checkpointing x sharding x (one micro-step, more)
+    assert 0 < len(set(traced)) < layouts, traced
+
+    def weighed(fixed: str) -> float | None:
+        alt, alt_plan = _best(V100X8, batch=64, fixed=plan_fields(fixed))
+        if not alt.fits:
+            return None
+        wall = (alt.job_wall_s or alt.estimate.runtime).value
+        return wall * (1 + plan_search.SIMPLER * plan_search._parts(alt_plan))
+
+    every = {
+        (c, s): weighed(f"checkpointing={c},sharding={s}")
+        for c in ("none", "blocks")
+        for s in ("none", "optimizer", "gradients", "parameters")
+    }
+    fitting = {k: v for k, v in every.items() if v is not None}
+    assert (plan.checkpointing, plan.sharding) == min(fitting, key=lambda k: fitting[k])

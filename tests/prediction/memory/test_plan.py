@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import math
 import random
 import sys
 from pathlib import Path
@@ -46,13 +47,14 @@ def test_the_envelope_keeps_every_moment_that_is_the_peak_at_some_batch(
     peak as all the moments, at every micro-batch."""
     low = tuple((a,) for a, _ in moments)
     high = tuple((b,) for _, b in moments)
-    kept = envelope(low, high, 2)
-    assert 1 <= len(kept) <= len(moments)
-    for batch in (1, 2, 3, 4, 7, 64, 4096):
-        f = (batch - 2) / 2
-        every = max(lo[0] + (hi[0] - lo[0]) * f for lo, hi in zip(low, high, strict=True))
-        ours = max(lo[0] + (hi[0] - lo[0]) * f for lo, hi in kept)
-        assert ours == pytest.approx(every)
+    for first, fewest in ((-math.inf, 1), (-1, 1)):  # every batch; from micro-batch 1 on
+        kept = envelope(low, high, 2, first)
+        assert fewest <= len(kept) <= len(moments)
+        for batch in (1, 2, 3, 4, 7, 64, 4096):
+            f = (batch - 2) / 2
+            every = max(lo[0] + (hi[0] - lo[0]) * f for lo, hi in zip(low, high, strict=True))
+            ours = max(lo[0] + (hi[0] - lo[0]) * f for lo, hi in kept)
+            assert ours == pytest.approx(every)
 
 
 def test_the_lines_give_the_traced_peak_at_another_micro_batch() -> None:

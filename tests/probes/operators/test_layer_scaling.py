@@ -16,8 +16,13 @@ DEEP = "trace_user_models:deep_mini"
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_only_a_deep_declared_builder_is_carried(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(ROOT))  # examples/ is found as the worker finds it: from here
+@pytest.fixture(autouse=True)
+def _repo_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """examples/ found from the repository root, as the isolated worker finds it."""
+    monkeypatch.syspath_prepend(str(ROOT))
+
+
+def test_only_a_deep_declared_builder_is_carried() -> None:
     assert declared_depth(DEEP, {}) == 8
     assert declared_depth(DEEP, {"layers": 8}) is None  # fixed by the user: traced whole
     assert declared_depth("examples.transformers:gpt2_mini", {}) is None  # declares nothing
@@ -25,20 +30,29 @@ def test_only_a_deep_declared_builder_is_carried(monkeypatch: pytest.MonkeyPatch
     assert declared_depth("fcn", {}) is None
 
 
-@pytest.mark.slow  # about 60 s: each plan traced whole and at 4 and 6 blocks
+@pytest.mark.slow  # about 90 s: each plan traced whole and at 4 and 6 blocks
 @pytest.mark.parametrize(
-    "text, carried",
-    [("", True), ("checkpointing=blocks", True), ("precision=bf16,accumulation=2", False)],
+    "text, replicas",
+    [
+        ("", 1),
+        ("checkpointing=blocks", 1),
+        ("precision=bf16,accumulation=2", 1),
+        ("precision=bf16,checkpointing=blocks", 1),
+        ("precision=bf16,sharding=parameters", 4),
+    ],
 )
-def test_the_carried_peak_is_the_whole_traces(text: str, carried: bool) -> None:
-    """Carried where the two shallow traces' peak moments correspond; where they do not (bf16
-    under accumulation: 2 moments at 4 blocks, 3 from 6 on), the model is traced whole."""
+def test_the_carried_peak_is_the_whole_traces(text: str, replicas: int) -> None:
+    """Carried kind of moment by kind (bf16 under accumulation keeps a third moment from 6
+    blocks on, FSDP one per block: each kind's envelope keeps them at 4 blocks too), the
+    carried peak is the whole trace's at every micro-batch: never 1 % below it (the dangerous
+    side), at most 3 % above (FSDP's near-equal moments within a block, paired in order)."""
     plan = parse_plan(text)
+    kw = {"replicas": replicas, "sharding": plan.sharding}
     low, high = TRACED_BATCHES
-    a, b = (trace_plan_peak(DEEP, m, plan, {"layers": 8}) for m in (low, high))
-    whole = PeakLines(low, high, envelope(a.timeline, b.timeline, high - low), a.state)
-    got = lines_here(DEEP, plan, {})
-    assert any("carried" in n for n in got.notes) is carried, got.notes
+    a, b = (trace_plan_peak(DEEP, m, plan, {"layers": 8}, **kw) for m in (low, high))
+    whole = PeakLines(low, high, envelope(a.timeline, b.timeline, high - low, 1 - low), a.state)
+    got = lines_here(DEEP, plan, {}, **kw)
+    assert any("carried" in n for n in got.notes), got.notes
     for micro in (1, 4, 16):
         want, have = sum(whole.at(micro).values()), sum(got.at(micro).values())
-        assert abs(have / want - 1) < 0.01, (text, micro, have, want)
+        assert -0.01 < have / want - 1 < 0.03, (text, micro, have, want)

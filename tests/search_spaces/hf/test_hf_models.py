@@ -114,7 +114,9 @@ def test_a_deep_model_is_carried_from_two_shallow_traces() -> None:
         plan = parse_plan("precision=bf16")
         low, high = TRACED_BATCHES
         a, b = (trace_plan_peak(model, m, plan) for m in (low, high))
-        traced = PeakLines(low, high, envelope(a.timeline, b.timeline, high - low), a.state)
+        traced = PeakLines(
+            low, high, envelope(a.timeline, b.timeline, high - low, 1 - low), a.state
+        )
         carried = scaled_lines(model, lambda w, p=plan: lines_here(w, p))
         assert carried is not None
         for micro in (1, 4, 16):

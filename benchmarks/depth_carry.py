@@ -1,0 +1,97 @@
+"""A deep builder's plan peak carried from two shallow traces against its whole trace (issue #46).
+
+For each plan layout the plan search traces (precision, accumulation, checkpointing, and how the
+GPUs share the state), ``probes.operators.layer_scaling`` carries the peak lines of a builder
+that declares its depth (``blocks``, ``layers=``) from traces at ``DECLARED_SHALLOW`` blocks,
+kind of moment by kind; this traces the same step whole at ``--depth`` blocks and prints the
+carried peak's error at micro-batches 1, 2, 8 and 32 (negative: under the whole trace, the
+dangerous side) and the seconds each took, in one process.
+
+    python benchmarks/depth_carry.py [--workload examples.transformers:gpt2_large]
+        [--depth 36] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+MICROS = (1, 2, 8, 32)
+LAYOUTS = (  # (plan text, GPUs)
+    ("", 1),
+    ("precision=bf16", 1),
+    ("precision=bf16", 8),
+    ("precision=bf16,sharding=optimizer", 8),
+    ("precision=bf16,sharding=gradients", 8),
+    ("precision=bf16,sharding=parameters", 8),
+    ("precision=bf16,sharding=parameters", 2),
+    ("precision=bf16,accumulation=2", 1),
+    ("precision=bf16,checkpointing=blocks", 1),
+    ("precision=bf16,accumulation=2,checkpointing=blocks,sharding=parameters", 4),
+)
+
+
+def case(workload: str, depth: int, text: str, gpus: int) -> dict[str, Any]:
+    """One layout: the carried and the whole peak's totals, their errors and times."""
+    from advisor.probes.operators.layer_scaling import DECLARED_SHALLOW, _carried
+    from advisor.probes.operators.plan_peak import lines_here
+
+    from advisor.prediction.step.plan import parse_plan
+
+    plan = parse_plan(text)
+    kw = {"replicas": gpus, "sharding": plan.sharding if gpus > 1 else "none"}
+    start = time.perf_counter()
+    small = [lines_here(workload, plan, {"layers": n}, **kw) for n in DECLARED_SHALLOW]
+    carried = _carried(small, depth, DECLARED_SHALLOW)
+    carried_s = time.perf_counter() - start
+    start = time.perf_counter()
+    whole = lines_here(workload, plan, {"layers": depth}, **kw)
+    whole_s = time.perf_counter() - start
+    errors = {
+        m: (sum(carried.at(m).values()) / sum(whole.at(m).values()) - 1) if carried else None
+        for m in MICROS
+    }
+    return {"plan": text or "fp32", "gpus": gpus, "carried": carried is not None,
+            "errors": errors, "carried_s": carried_s, "whole_s": whole_s,
+            "whole_gib": {m: sum(whole.at(m).values()) / 2**30 for m in MICROS}}  # fmt: skip
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = " | ".join(f"micro {m}" for m in MICROS)
+    lines = [f"| plan | GPUs | {head} | carried s | whole s |",
+             "|---|---:|" + "---:|" * (len(MICROS) + 2)]  # fmt: skip
+    for r in rows:
+        errs = " | ".join(
+            "traced whole" if e is None else f"{e:+.2%}" for e in r["errors"].values()
+        )
+        lines.append(f"| {r['plan']} | {r['gpus']} | {errs} | {r['carried_s']:.1f} | "
+                     f"{r['whole_s']:.1f} |")  # fmt: skip
+    worst = min((e for r in rows for e in r["errors"].values() if e is not None), default=0.0)
+    lines.append(f"\nMost under the whole trace: {worst:+.2%}.")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workload", default="examples.transformers:gpt2_large")
+    parser.add_argument("--depth", type=int, default=36, help="blocks of the whole trace")
+    parser.add_argument("--json", type=Path, help="write the rows here")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))  # examples/, as the isolated worker finds it
+    rows = []
+    for text, gpus in LAYOUTS:
+        rows.append(case(args.workload, args.depth, text, gpus))
+        print(f"{rows[-1]['plan']} x{gpus}: done", file=sys.stderr, flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1))
+    print(f"{args.workload} at {args.depth} blocks, carried from 4 and 6\n")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
