@@ -8,13 +8,23 @@ need ``--n-train``/``--n-val`` only where the builder cannot say (a dataset with
 the flags stay overrides. A PyTorch model is built on the meta device (no weights allocated,
 as ``advisor.prediction.step.loader`` does), so a model too big for this machine is measured
 the same way.
+
+Building it starts the isolated worker and imports the framework (3-5 s here, most of a
+resumed ``advisor suggest``'s time, issue #46), so the sizes are kept in the advisor's folder
+(``user-sizes.json``) beside the module file's path, size and modification time, and read
+back while that file is unchanged; the module is looked up as the worker finds it, without
+importing it (no user code runs in this process, issue #50).
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import os
+import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from advisor.errors import AdvisorError
 
@@ -56,6 +66,64 @@ def builder_sizes(model: str, framework: str = "torch", batch_size: int = 32) ->
 
 @functools.lru_cache(maxsize=16)
 def _cached(model: str, framework: str, batch_size: int) -> BuilderSizes:
+    key = f"{model}|{framework}|{batch_size}"
+    stamp = _module_stamp(model)
+    kept = _kept().get(key) if stamp else None
+    if isinstance(kept, dict) and kept.get("stamp") == stamp:
+        try:
+            return BuilderSizes(**kept["sizes"])
+        except TypeError:  # an entry of another shape: built again
+            pass
+    sizes = _built(model, framework, batch_size)
+    if stamp:
+        _keep(key, {"stamp": stamp, "sizes": asdict(sizes)})
+    return sizes
+
+
+def _kept_path() -> Path:
+    from advisor.config import home
+
+    return home() / "user-sizes.json"
+
+
+def _kept() -> dict[str, object]:
+    try:
+        data = json.loads(_kept_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _keep(key: str, entry: dict[str, object]) -> None:
+    """Add ``entry`` to the kept sizes (written whole, then renamed into place); a folder that
+    cannot be written keeps nothing."""
+    path = _kept_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({**_kept(), key: entry}, indent=1))
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
+def _module_stamp(model: str) -> str | None:
+    """``path|size|mtime_ns`` of the file of ``model``'s module, looked up in the working
+    directory and on ``sys.path`` as the worker finds it, without importing it; None when it
+    is not a plain file found there (an ``hf:`` model, a built-in, a zip)."""
+    module, sep, _ = model.partition(":")
+    if not sep or model.startswith("hf:"):
+        return None
+    rel = Path(*module.split("."))
+    for root in (os.getcwd(), *sys.path):
+        for path in (Path(root or ".") / f"{rel}.py", Path(root or ".") / rel / "__init__.py"):
+            if path.is_file():
+                st = path.stat()
+                return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    return None
+
+
+def _built(model: str, framework: str, batch_size: int) -> BuilderSizes:
     from advisor.evaluation.user_code import run_model_code
     from advisor.prediction.step.traces import user_modules_importable
 
