@@ -6,11 +6,11 @@ on that GPU (``auto``: bf16 where the GPU has it, else fp16, else fp32; a GPU wi
 precision is left out, ``PrecisionLacking``); ``--plan`` fields fix the rest, and the free
 ones are searched over a small set:
 
-- the plain plan (the whole per-GPU batch in one pass, no checkpointing, no sharding): every
-  other part only adds work to the step in the model (accumulation repeats the forward and
-  backward passes' launches at a smaller micro-batch, checkpointing recomputes the forward
-  pass, sharding adds collective traffic), so it is the first plan tried;
-- each checkpointing (``none``, ``blocks``: offered only where ``advisor.train`` can wrap the
+- the plain plan (the whole per-GPU batch in one pass, no checkpointing, no sharding) when it
+  fits, and no other plan is looked at: every other part only adds work to the step in the
+  model (accumulation repeats the forward and backward passes' launches at a smaller
+  micro-batch, checkpointing recomputes the forward pass, sharding adds collective traffic);
+- else each checkpointing (``none``, ``blocks``: offered only where ``advisor.train`` can wrap the
   model's blocks, ``PlanNotRunnable``) x sharding (``none`` and, on a machine with several
   GPUs and one process per GPU, ``optimizer``, ``gradients``, ``parameters``: ZeRO-1/2/3, all
   run by ``advisor.train``) x accumulation steps of 1, 2, 4, 8, ...: a plan fits when its
@@ -19,7 +19,7 @@ ones are searched over a small set:
   enough to pay for its recomputation (on a model whose blocks' inputs outweigh what they
   save, say fcn, it raises the peak and is never the fastest plan that fits).
 
-The search is branch and bound (issue #46): each variant's whole job is forecast without its
+That search is branch and bound (issue #46): each variant's whole job is forecast without its
 memory at one micro-step (cheap: the step's time is read from the one traced step), a bound on
 the variant's time (more micro-steps are never faster, less the model's noise); the variants'
 memory, a trace per plan layout (seconds for a deep model: each variant's one micro-step and
@@ -116,8 +116,8 @@ def best_forecast(
     """The forecast of the fastest plan that fits ``machine`` at ``batch_size`` and that plan
     (None: the machine has no GPU, or it trains the plain float32 step); ``kw`` goes to
     ``forecast_machine``. ``precision`` "auto" (issue #50): the fastest of the GPU's
-    precisions that fits, by the model's own numbers (``plan.auto_candidates``); best first
-    (the module docstring)."""
+    precisions that fits, by the model's own numbers (``plan.auto_candidates``); branch and
+    bound (the module docstring)."""
     fixed = dict(fixed or {})
 
     def run(plan: TrainingPlan | None, fit: bool = True) -> Forecast:
@@ -132,9 +132,10 @@ def best_forecast(
     auto = precision == "auto" and "precision" not in fixed
     bases = [base_plan(machine, catalog, p, fixed) for p in
              (auto_candidates(spec) if auto else (precision,))]  # fmt: skip
-    if not searches(fixed):
-        found = [(run(_plain(b)), _plain(b)) for b in bases]
-        fit = [fp for fp in found if fp[0].fits]
+    found = [(run(_plain(b)), _plain(b)) for b in bases]  # each precision's plain plan
+    fit = [fp for fp in found if fp[0].fits]
+    plain_done = [f.fits or f.memory_unknown for f, _ in found]
+    if all(plain_done) or not searches(fixed):  # nothing to search: the fastest plain plan
         return min(fit or found[-1:], key=lambda fp: _wall(fp[0]))
     nodes = int(kw.get("nodes", 1))  # issue #49: the batch over every GPU of every machine
     at = place(machine, batch_size, nodes=nodes)
@@ -144,11 +145,14 @@ def best_forecast(
         """The plan's predicted job wall time, its parts' margins added (``SIMPLER``)."""
         return _wall(run(_plain(plan), fit=False)) * (1 + SIMPLER * _parts(plan))
 
-    variants = [v for b in bases for v in
-                candidates(b, fixed, at.devices, probe.framework, strategy)]  # fmt: skip
+    variants = [v for b, done in zip(bases, plain_done, strict=True) if not done
+                for v in candidates(b, fixed, at.devices, probe.framework, strategy)]  # fmt: skip
     bounds = sorted(((key(replace(v, accumulation=steps[0])), i) for i, v in
                      enumerate(variants)))  # fmt: skip
-    best: tuple[float, TrainingPlan] | None = None
+    best: tuple[float, TrainingPlan] | None = min(
+        ((_wall(f), b) for (f, _), b in zip(found, bases, strict=True) if f.fits),
+        default=None, key=lambda wp: wp[0],
+    )  # fmt: skip
     least: tuple[float, TrainingPlan] | None = None
     unknown: TrainingPlan | None = None
     for bound, i in bounds:
