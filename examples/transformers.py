@@ -109,7 +109,7 @@ def build_language_model(
 ) -> Any:
     """The workload of the model described by ``examples/model_configs/<config>.json`` (or by
     the config dict itself); ``layers``: that many of its blocks instead of all (the advisor
-    traces a deep model's plan memory at 2 and 4 blocks and carries it to the builder's
+    traces a deep model's plan memory at 4 and 6 blocks and carries it to the builder's
     ``blocks``: ``advisor.probes.operators.layer_scaling``)."""
     from examples.transformer_blocks import Bert, Gpt2, Opt
 

@@ -10,9 +10,11 @@ step's peak moments grow linearly with the number of blocks: the step is traced 
 ``SHALLOW`` blocks (the family's real widths, vocabulary and head), each at the two traced
 micro-batches, and each peak moment's bytes are carried to the model's own depth along the
 line through the two depths. Two blocks apart, so that models alternating two kinds of block
-(Gemma 2's sliding and global attention) add a whole pair per step. Where the two traces'
-peak moments do not correspond (another count of envelope lines), the model is traced whole.
-``benchmarks/fine_tuning.py`` compares the scaled peak with the whole trace.
+(Gemma 2's sliding and global attention) add a whole pair per step. Each moment is carried
+with the moment of its kind (the holders it holds bytes in, ``peak_lines.kind``) in the same
+place at the other depth; where the two traces keep other kinds of moment, or another count of
+one, the model is traced whole. ``benchmarks/fine_tuning.py`` (``hf:``) and
+``benchmarks/depth_carry.py`` (declared builders) compare the carried peak with the whole trace.
 
 The operator trace (the step's kernels, for its time) is carried the same way: each kernel's
 call count (the same kernel: the same kind, phase, shapes and dtype) on the line through the
@@ -33,6 +35,7 @@ SHALLOW = (2, 4)  # the depths traced
 # A declared builder's depths: four blocks and more put its peak at the moment of the whole
 # model's (at two, a GPT-2's embedding and head outweigh its blocks: another moment peaks)
 DECLARED_SHALLOW = (4, 6)
+Line = tuple[tuple[int, ...], tuple[int, ...]]  # a moment's bytes by holder at the two batches
 
 
 def depth_of(workload: str) -> tuple[Any, int] | None:
@@ -50,7 +53,7 @@ def depth_of(workload: str) -> tuple[Any, int] | None:
 
 def declared_depth(workload: str, hyperparameters: dict[str, Any] | None) -> int | None:
     """The depth a ``module:function`` builder declares (its ``blocks``), when it is deeper than
-    ``SHALLOW`` and ``layers`` is not already fixed; None otherwise (traced whole)."""
+    ``DECLARED_SHALLOW`` and ``layers`` is not already fixed; None otherwise (traced whole)."""
     if workload.startswith("hf:") or ":" not in workload or "layers" in (hyperparameters or {}):
         return None
     from advisor.search_spaces.workloads import load_callable
@@ -66,8 +69,8 @@ def scaled_declared_lines(
     workload: str, hyperparameters: dict[str, Any] | None, trace: Any
 ) -> PeakLines | None:
     """The peak lines of a builder that declares its depth (``declared_depth``) from
-    ``trace(hyperparameters) -> PeakLines`` at the ``SHALLOW`` depths (``layers=``); None when
-    it declares none or the two traces' peak moments do not correspond."""
+    ``trace(hyperparameters) -> PeakLines`` at the ``DECLARED_SHALLOW`` depths (``layers=``);
+    None when it declares none or the two traces' moments do not correspond (``_carried``)."""
     depth = declared_depth(workload, hyperparameters)
     if depth is None:
         return None
@@ -181,9 +184,6 @@ def _carried(
     state = round(small[0].state + (small[1].state - small[0].state) * f)
     note = f"{depth} blocks carried from traces of {a} and {b} blocks (linear in the depth)"
     return PeakLines(small[0].low, small[0].high, lines, state, (*small[1].notes, note))
-
-
-Line = tuple[tuple[int, ...], tuple[int, ...]]
 
 
 def _by_kind(lines: tuple[Line, ...]) -> dict[tuple[bool, ...], list[Line]]:

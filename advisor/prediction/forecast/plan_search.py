@@ -179,7 +179,8 @@ def best_forecast(
             if least is None or memory.fit.need_bytes < least[0]:
                 least = (memory.fit.need_bytes, plan)
     last = (best or least or (0.0, unknown or bases[-1]))[1]
-    return run(_plain(last)), _plain(last)
+    kept = [f for (f, p), b in zip(found, bases, strict=True) if b == last and f.fits]
+    return (kept[0] if kept else run(_plain(last))), _plain(last)  # a plain row: forecast once
 
 
 def _plain(plan: TrainingPlan) -> TrainingPlan | None:
