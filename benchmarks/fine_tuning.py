@@ -34,21 +34,30 @@ CONFIGS = (  # family at its real widths, cut to fit a CPU step
     "hf:Qwen/Qwen2.5-0.5B,layers=2,vocab=8192,seq_len=128",
     "hf:meta-llama/Llama-3.2-1B,layers=2,vocab=8192,seq_len=64",
 )
+# on a GPU (``--device cuda``): the families' real vocabularies and longer sequences
+GPU_CONFIGS = (
+    "hf:Qwen/Qwen2.5-0.5B,layers=4,seq_len=512",
+    "hf:meta-llama/Llama-3.2-1B,layers=4,seq_len=512",
+)
+GPU_BATCHES = (2, 8)
 METHODS = ("full", "lora", "frozen")
 PLANS = ("", "precision=bf16")
 BATCHES = (1, 2)
 
 
-def run_case(config: str, method: str, plan: str, batch: int) -> dict[str, Any]:
+def run_case(
+    config: str, method: str, plan: str, batch: int, device: str = "cpu"
+) -> dict[str, Any]:
     from plan_conformance import measured, predicted, upper
 
     workload = f"{config},method={method}"
     start = time.perf_counter()
-    pred = predicted(workload, {}, batch, plan, 1)
+    pred = predicted(workload, {}, batch, plan, 1, device)
     high = upper(workload, {}, pred)
-    meas = measured(workload, {}, batch, plan, 1)
+    meas = measured(workload, {}, batch, plan, 1, device)
     return {
         "config": config, "method": method, "plan": plan or "fp32", "batch": batch,
+        "device": device,
         "measured_mib": meas / 2**20, "predicted_mib": pred / 2**20, "upper_mib": high / 2**20,
         "error": pred / meas - 1, "upper_error": high / meas - 1,
         "seconds": time.perf_counter() - start,
@@ -124,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--depth", action="store_true", help="only the depth check")
     parser.add_argument("--plan", default=None, help="only this plan (e.g. precision=bf16)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the real steps run (cuda: larger configs, CUDA's autocast)")  # fmt: skip
+    parser.add_argument("--config", default=None, help="only the configs containing this text")
     args = parser.parse_args(argv)
     if args.depth:
         found = [row for w in DEPTH_CASES for row in depth_case(w)]
@@ -132,20 +144,26 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             args.json.write_text(json.dumps({"depth": found}, indent=1))
         return 0
-    configs = CONFIGS[:1] if args.quick else CONFIGS
+    configs = GPU_CONFIGS if args.device == "cuda" else CONFIGS
+    configs = configs[:1] if args.quick else configs
+    configs = tuple(c for c in configs if args.config is None or args.config in c)
+    batches = GPU_BATCHES if args.device == "cuda" else BATCHES
     plans = (args.plan,) if args.plan is not None else PLANS[:1] if args.quick else PLANS
     rows = []
     for config in configs:
         for method in METHODS:
             for plan in plans:
-                for batch in BATCHES:
-                    row = run_case(config, method, plan, batch)
+                for batch in batches:
+                    row = run_case(config, method, plan, batch, args.device)
                     print(json.dumps(row), flush=True)
                     rows.append(row)
+                    if args.json:  # kept as it goes: a long run's rows survive a stop
+                        args.json.write_text(json.dumps({"rows": rows}, indent=1))
     command = (
         "python benchmarks/fine_tuning.py"
         + (" --quick" if args.quick else "")
         + (f" --plan {args.plan}" if args.plan else "")
+        + (" --device cuda" if args.device == "cuda" else "")
     )
     print(markdown(rows, command))
     if args.json:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/ (after an installed advisor)
 
 MIB = 2**20
 SINGLE = (
@@ -70,8 +70,16 @@ CASES: list[tuple[str, dict[str, Any], tuple[int, ...], bool]] = [
     ("simple-cnn", {}, (64, 256), False),
     ("examples.my_torch_model:build", {}, (64, 256), False),
     ("examples.transformers:gpt2_mini", {}, (4, 16), True),
-    ("examples.transformers:bert_base", {"seq_len": 128}, (2, 4), False),
+    ("examples.transformers:bert_base", {"seq_len": 128}, (4, 8), False),
 ]
+# on a GPU the steps are cheap: a larger batch per workload beside the CPU's
+GPU_BATCHES = {
+    "fcn": (1024,),
+    "simple-cnn": (1024,),
+    "examples.my_torch_model:build": (1024,),
+    "examples.transformers:gpt2_mini": (64,),
+    "examples.transformers:bert_base": (32,),
+}
 QUICK = {"fcn": (64,), "examples.transformers:gpt2_mini": (4,)}
 QUICK_PLANS = ("", "precision=bf16,accumulation=2,checkpointing=blocks", "sharding=parameters")
 RANKS = 2
@@ -240,13 +248,14 @@ def per_plan(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def markdown(rows: list[dict[str, Any]], command: str) -> str:
+def markdown(rows: list[dict[str, Any]], command: str, where: str = "this machine's CPU") -> str:
     plans = per_plan(rows)
+    rules = "CUDA's" if rows and rows[0]["device"] == "cuda" else "the CPU's"
     met = all(p["median_abs_error"] <= 0.10 and p["worst_upper_error"] >= -0.05 for p in plans)
     lines = [
-        f"`{command}` ({len(rows)} cases on this machine's CPU; "
-        f"{time.strftime('%Y-%m-%d')}). Predicted: `memory.plan.traced_memory` with the "
-        "CPU's autocast lists (the traced tensors; upper: plus the trace's measured margin). "
+        f"`{command}` ({len(rows)} cases on {where}; "
+        f"{time.strftime('%Y-%m-%d')}). Predicted: `memory.plan.traced_memory` with {rules} "
+        "autocast lists (the traced tensors; upper: plus the trace's measured margin). "
         "Measured: the allocator's peak of `advisor.train`'s real steady step under the plan "
         "(the worst of two gloo processes where sharded). **Goal "
         f"{'met' if met else 'NOT met'}**: median |error| <= 10 % per plan and no plan "
@@ -280,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads", default=None,
                         help="comma-separated workloads to run (default: all of CASES)")  # fmt: skip
     args = parser.parse_args(argv)
+    from advisor.prediction.step.plan import parse_plan
+
     chosen = None if args.workloads is None else set(args.workloads.split(","))
     rows = []
     for workload, hp, batches, sharded in CASES:
@@ -291,8 +302,18 @@ def main(argv: list[str] | None = None) -> int:
         for text, ranks in runs:
             if args.quick and text not in QUICK_PLANS:
                 continue
-            for batch in QUICK.get(workload, batches) if args.quick else batches:
-                row = run_case(workload, hp, batch, text, ranks, args.device)
+            chosen_batches = QUICK.get(workload, batches) if args.quick else batches
+            if args.device == "cuda" and not args.quick:
+                chosen_batches = batches + GPU_BATCHES.get(workload, ())
+            for batch in chosen_batches:
+                if parse_plan(text).accumulation > batch:
+                    continue  # the search never splits a batch into more micro-batches than samples
+                try:
+                    row = run_case(workload, hp, batch, text, ranks, args.device)
+                except Exception as exc:  # a case that breaks is listed; the others still run
+                    print(f"{workload} b{batch} {text or 'fp32'} x{ranks}: FAILED {exc!r}",
+                          file=sys.stderr)  # fmt: skip
+                    continue
                 print(f"{workload} b{batch} {row['plan']} x{ranks}: predicted "
                       f"{row['predicted_mib']:.1f} MiB, measured {row['measured_mib']:.1f} "
                       f"({row['error']:+.1%}) [{row['seconds']:.0f} s]", file=sys.stderr)  # fmt: skip
@@ -304,7 +325,14 @@ def main(argv: list[str] | None = None) -> int:
     command += " --device cuda" if args.device == "cuda" else ""
     from docs_section import publish
 
-    publish("## Plans' memory against the step that runs", markdown(rows, command),
+    where = "this machine's CPU"
+    section = "## Plans' memory against the step that runs"
+    if args.device == "cuda":
+        import torch
+
+        where = f"one {torch.cuda.get_device_name()}, torch {torch.__version__}"
+        section += " on a GPU"
+    publish(section, markdown(rows, command, where),
             args.write_docs, rows, args.json)  # fmt: skip
     return 0
 
