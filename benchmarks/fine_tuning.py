@@ -53,7 +53,7 @@ def run_case(
     workload = f"{config},method={method}"
     start = time.perf_counter()
     pred = predicted(workload, {}, batch, plan, 1, device)
-    high = upper(workload, {}, pred)
+    high = upper(workload, {}, pred, device)
     meas = measured(workload, {}, batch, plan, 1, device)
     return {
         "config": config, "method": method, "plan": plan or "fp32", "batch": batch,

@@ -25,7 +25,7 @@ cd /tmp || exit 1
   python3 -c "import torch, transformers, peft; print('torch', torch.__version__, 'transformers', transformers.__version__, 'peft', peft.__version__)"
 } >"$OUT/gpu_check.log" 2>&1
 conf() {  # $1: name, $2: workloads
-  timeout "$MEM_S" python3 "$B/plan_conformance.py" --device cuda --workloads "$2" \
+  timeout "$MEM_S" python3 "$B/plan_conformance.py" --device cuda --hold --workloads "$2" \
     --json "$OUT/conf_$1.json" >>"$OUT/memory.log" 2>&1
 }
 conf conv fcn,simple-cnn,examples.my_torch_model:build &

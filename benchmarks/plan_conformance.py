@@ -18,12 +18,21 @@ and the allocator's measured peak is set beside the prediction for that plan, pe
   own kernels: the trace's measured margin (``memory_priors.TRACE_MARGIN``) and, where the step
   convolves, the convolution library's workspace (``memory.CONV_WORKSPACE_PRIOR``'s high end).
 
-Goal: median |error| <= 10 % per plan, and no plan under-predicted by more than 5 % at its
-upper estimate. On a machine with a GPU the same script runs unchanged with ``--device cuda``
-(one process per plan; ``torch.cuda.max_memory_allocated`` after the allocator's cache is
-emptied and its peak reset).
+On a GPU (``--device cuda``, one process, the plans on one device) the prediction also holds
+the cuBLAS workspaces the product adds (``memory.model.prior_terms``' ``cublas_workspace``: they
+are in the allocated peak), the upper estimate their high end; the measurement is
+``torch.cuda.max_memory_allocated`` after the allocator's cache is emptied and its peak reset;
+each row names its GPU and generation. ``--hold`` runs each step again with the allocator held
+to the upper estimate plus the reserve prior's high end (``runs_when_held``): on a roomy GPU
+cuDNN's workspace takes free memory it gives up on a full one, so that is the fit decision's
+own check. ``--rescore FILES`` scores measured rows kept from an earlier run (a GPU's, say)
+by the model as it is now, without running a step.
 
-    python benchmarks/plan_conformance.py [--device cpu|cuda] [--quick] [--json FILE] [--write-docs]
+Goal: median |error| <= 10 % per plan, and no plan under-predicted by more than 5 % at its
+upper estimate.
+
+    python benchmarks/plan_conformance.py [--device cpu|cuda] [--hold] [--quick] [--json FILE]
+        [--write-docs] [--workloads W,...] [--rescore FILES --gpu NAME,GENERATION]
 """
 
 from __future__ import annotations
@@ -86,10 +95,13 @@ RANKS = 2
 
 
 def predicted(
-    workload: str, hp: dict[str, Any], batch: int, text: str, ranks: int, device: str = "cpu"
-) -> float:
-    """The product's traced tensors for the plan at ``batch`` per process (the autocast lists
-    of ``device``)."""
+    workload: str, hp: dict[str, Any], batch: int, text: str, ranks: int, device: str = "cpu",
+    generation: str | None = None,
+) -> float:  # fmt: skip
+    """The product's prediction of the allocated peak for the plan at ``batch`` per process:
+    the traced tensors (the autocast lists of ``device``), and on a GPU the cuBLAS workspaces
+    the product adds for a step that multiplies matrices (on ``generation``; default: this
+    GPU's)."""
     from advisor.prediction.memory.plan import traced_memory
     from advisor.prediction.step.plan import parse_plan
 
@@ -97,24 +109,62 @@ def predicted(
     memory = traced_memory(workload, hp, batch, parse_plan(text), ranks, rules=rules)
     if not memory.known:
         raise RuntimeError(memory.unknown_reason)
-    return memory.bytes
+    if device != "cuda":
+        return memory.bytes
+    return memory.bytes + _cublas(workload, hp, generation)[0]
 
 
-def upper(workload: str, hp: dict[str, Any], tensors: float) -> float:
-    """``tensors`` plus the upper terms the product adds for the step's own kernels."""
+def _cublas(workload: str, hp: dict[str, Any], generation: str | None) -> tuple[float, float]:
+    """The cuBLAS workspaces' (value, high) bytes the product adds for ``workload``'s step."""
+    from advisor.prediction.memory.model import MIB as MB
+    from advisor.prediction.memory.model import multiplies
+    from advisor.prediction.memory.priors import cublas_workspace_mib
+
+    if not multiplies(_trace(workload, hp)):
+        return 0.0, 0.0
+    (value, _, high), _ = cublas_workspace_mib(generation or this_generation())
+    return value * MB, high * MB
+
+
+def this_generation() -> str | None:
+    """This GPU's generation as the catalog names it (only what the cuBLAS term tells apart)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    major, minor = torch.cuda.get_device_capability()
+    return "Hopper" if (major, minor) == (9, 0) else f"sm_{major}{minor}"
+
+
+_TRACES: dict[str, Any] = {}
+
+
+def _trace(workload: str, hp: dict[str, Any]) -> Any:
     from advisor.probes.operators.torch_workload import trace_torch_workload
 
+    key = f"{workload}|{sorted(hp.items())}"
+    if key not in _TRACES:
+        _TRACES[key] = trace_torch_workload(workload, 2, hp, mode="meta")
+    return _TRACES[key]
+
+
+def upper(
+    workload: str, hp: dict[str, Any], tensors: float, device: str = "cpu",
+    generation: str | None = None,
+) -> float:  # fmt: skip
+    """``tensors`` (the traced tensors) plus the upper terms the product adds for the step's
+    own kernels: the trace's margin, on a GPU the cuBLAS workspaces' high end and, where the
+    step convolves, cuDNN's workspace prior's high end."""
     from advisor.prediction.memory.model import CONV_WORKSPACE_PRIOR
     from advisor.prediction.memory.priors import trace_margin
 
-    if workload not in _CONVOLVES:
-        trace = trace_torch_workload(workload, 2, hp, mode="meta")
-        _CONVOLVES[workload] = any(o.kind == "conv" for o in trace.operators)
-    workspace = CONV_WORKSPACE_PRIOR[2] if _CONVOLVES[workload] else 0.0
-    return tensors * (1 + trace_margin("torch")[0]) + workspace
-
-
-_CONVOLVES: dict[str, bool] = {}
+    convolves = any(o.kind == "conv" for o in _trace(workload, hp).operators)
+    workspace = CONV_WORKSPACE_PRIOR[2] if convolves else 0.0
+    cublas = (0.0, 0.0)
+    if device == "cuda":
+        cublas = _cublas(workload, hp, generation)
+    tensors -= cublas[0]
+    return tensors * (1 + trace_margin("torch")[0]) + workspace + cublas[1]
 
 
 def measured(
@@ -178,6 +228,25 @@ def _run(rank: int, ranks: int, workload: str, hp: dict[str, Any], batch: int, t
         return cpu_peak(lambda: step(setup, (x, y), "cpu"), setup, (x, y), warm_up=2)
 
 
+def held_run(workload: str, hp: dict[str, Any], batch: int, text: str, limit: float) -> bool:
+    """Whether the step runs on a GPU whose caching allocator may hold at most ``limit``
+    bytes (``torch.cuda.set_per_process_memory_fraction``): the fit decision checked on a
+    full GPU, where cuDNN's elastic workspace must give way (``--hold``)."""
+    import torch
+
+    total = torch.cuda.get_device_properties(0).total_memory
+    torch.cuda.empty_cache()
+    torch.cuda.set_per_process_memory_fraction(min(1.0, limit / total))
+    try:
+        _cuda_run(workload, hp, batch, text)
+        return True
+    except torch.OutOfMemoryError:
+        return False
+    finally:
+        torch.cuda.empty_cache()
+        torch.cuda.set_per_process_memory_fraction(1.0)
+
+
 def _cuda_run(workload: str, hp: dict[str, Any], batch: int, text: str) -> int:
     """On the GPU: ``advisor.train``'s setup and step under the plan, the allocator's peak of
     a steady step (its cache emptied and its peak reset first)."""
@@ -213,26 +282,43 @@ def _cuda_run(workload: str, hp: dict[str, Any], batch: int, text: str) -> int:
 
 
 def run_case(
-    workload: str, hp: dict[str, Any], batch: int, text: str, ranks: int, device: str = "cpu"
-) -> dict[str, Any]:
+    workload: str, hp: dict[str, Any], batch: int, text: str, ranks: int, device: str = "cpu",
+    hold: bool = False,
+) -> dict[str, Any]:  # fmt: skip
     start = time.perf_counter()
-    pred = predicted(workload, hp, batch, text, ranks, device)
     meas = measured(workload, hp, batch, text, ranks, device)
-    top = upper(workload, hp, pred)
+    row = {
+        "workload": workload, "hp": hp, "batch": batch, "plan": text or "fp32",
+        "processes": ranks, "device": device, "measured_mib": meas / MIB,
+    }  # fmt: skip
+    if device == "cuda":
+        import torch
+
+        row["gpu"] = torch.cuda.get_device_name()
+        row["generation"] = this_generation()
+    score(row)
+    if hold and device == "cuda":  # the allocator held to the upper estimate and its reserve
+        from advisor.prediction.memory.priors import reserve_fraction
+
+        limit = row["upper_mib"] * MIB * (1 + reserve_fraction("torch")[2])
+        row["runs_when_held"] = held_run(workload, hp, batch, text, limit)
     gc.collect()
-    return {
-        "workload": workload,
-        "batch": batch,
-        "plan": text or "fp32",
-        "processes": ranks,
-        "device": device,
-        "predicted_mib": pred / MIB,
-        "upper_mib": top / MIB,
-        "measured_mib": meas / MIB,
-        "error": (pred - meas) / meas,
-        "upper_error": (top - meas) / meas,
-        "seconds": time.perf_counter() - start,
-    }
+    row["seconds"] = time.perf_counter() - start
+    return row
+
+
+def score(row: dict[str, Any]) -> dict[str, Any]:
+    """``row``'s prediction, upper estimate and errors by the model as it is now (its
+    measurement kept): a GPU's rows are rescored here without the GPU."""
+    text = "" if row["plan"] == "fp32" else row["plan"]
+    args = (row["workload"], row.get("hp", {}), row["batch"], text, row["processes"])
+    generation = row.get("generation")
+    pred = predicted(*args, row["device"], generation)
+    top = upper(row["workload"], row.get("hp", {}), pred, row["device"], generation)
+    meas = row["measured_mib"] * MIB
+    row.update(predicted_mib=pred / MIB, upper_mib=top / MIB, error=(pred - meas) / meas,
+               upper_error=(top - meas) / meas)  # fmt: skip
+    return row
 
 
 def per_plan(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -250,14 +336,27 @@ def per_plan(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def markdown(rows: list[dict[str, Any]], command: str, where: str = "this machine's CPU") -> str:
     plans = per_plan(rows)
-    rules = "CUDA's" if rows and rows[0]["device"] == "cuda" else "the CPU's"
+    gpu = bool(rows) and rows[0]["device"] == "cuda"
+    held = any("runs_when_held" in r for r in rows)
     met = all(p["median_abs_error"] <= 0.10 and p["worst_upper_error"] >= -0.05 for p in plans)
+    predicted_words = (
+        "`memory.plan.traced_memory` with CUDA's autocast lists plus the cuBLAS workspaces "
+        "(`cublas_workspace`) for a step that multiplies matrices (upper: plus the trace's "
+        "measured margin and, where the step convolves, cuDNN's workspace prior's high end)"
+        if gpu
+        else "`memory.plan.traced_memory` with the CPU's autocast lists (the traced tensors; "
+        "upper: plus the trace's measured margin)"
+    )
+    measured_words = (
+        "`torch.cuda.max_memory_allocated` of `advisor.train`'s real steady step under the "
+        "plan, the allocator's cache emptied and its peak reset first"
+        if gpu
+        else "the allocator's peak of `advisor.train`'s real steady step under the plan (the "
+        "worst of two gloo processes where sharded)"
+    )
     lines = [
-        f"`{command}` ({len(rows)} cases on {where}; "
-        f"{time.strftime('%Y-%m-%d')}). Predicted: `memory.plan.traced_memory` with {rules} "
-        "autocast lists (the traced tensors; upper: plus the trace's measured margin). "
-        "Measured: the allocator's peak of `advisor.train`'s real steady step under the plan "
-        "(the worst of two gloo processes where sharded). **Goal "
+        f"`{command}` ({len(rows)} cases on {where}; {time.strftime('%Y-%m-%d')}). "
+        f"Predicted: {predicted_words}. Measured: {measured_words}. **Goal "
         f"{'met' if met else 'NOT met'}**: median |error| <= 10 % per plan and no plan "
         "under-predicted by more than 5 % at its upper estimate.",
         "",
@@ -269,12 +368,14 @@ def markdown(rows: list[dict[str, Any]], command: str, where: str = "this machin
             f"| {p['plan']} | {p['processes']} | {p['cases']} | {p['median_abs_error']:.1%} | "
             f"{p['worst_upper_error']:+.1%} |"
         )
-    lines += ["", "| workload | batch | plan | processes | predicted MiB | measured MiB | error |",
-              "|---|---:|---|---:|---:|---:|---:|"]  # fmt: skip
+    extra = " runs when held |" if held else ""
+    lines += ["", "| workload | batch | plan | processes | predicted MiB | measured MiB | error |"
+              + extra, "|---|---:|---|---:|---:|---:|---:|" + ("---|" if held else "")]  # fmt: skip
     for r in rows:
+        cell = f" {'yes' if r.get('runs_when_held') else 'NO'} |" if held else ""
         lines.append(
             f"| {r['workload']} | {r['batch']} | {r['plan']} | {r['processes']} | "
-            f"{r['predicted_mib']:.1f} | {r['measured_mib']:.1f} | {r['error']:+.1%} |"
+            f"{r['predicted_mib']:.1f} | {r['measured_mib']:.1f} | {r['error']:+.1%} |" + cell
         )
     return "\n".join(lines)
 
@@ -288,7 +389,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-docs", action="store_true")
     parser.add_argument("--workloads", default=None,
                         help="comma-separated workloads to run (default: all of CASES)")  # fmt: skip
+    parser.add_argument("--hold", action="store_true",
+                        help="--device cuda: also run each step with the allocator held to its "
+                        "upper estimate plus the reserve prior's high end (does it fit?)")  # fmt: skip
+    parser.add_argument("--rescore", default=None, metavar="FILES",
+                        help="comma-separated JSON files of measured rows (e.g. a GPU's): "
+                        "score them by the model as it is now, run nothing")  # fmt: skip
+    parser.add_argument("--gpu", default=None, metavar="NAME,GENERATION",
+                        help="--rescore: the GPU rows that do not name theirs ran on")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.rescore:
+        return rescore(args)
     from advisor.prediction.step.plan import parse_plan
 
     chosen = None if args.workloads is None else set(args.workloads.split(","))
@@ -309,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
                 if parse_plan(text).accumulation > batch:
                     continue  # the search never splits a batch into more micro-batches than samples
                 try:
-                    row = run_case(workload, hp, batch, text, ranks, args.device)
+                    row = run_case(workload, hp, batch, text, ranks, args.device, args.hold)
                 except Exception as exc:  # a case that breaks is listed; the others still run
                     print(f"{workload} b{batch} {text or 'fp32'} x{ranks}: FAILED {exc!r}",
                           file=sys.stderr)  # fmt: skip
@@ -334,6 +445,32 @@ def main(argv: list[str] | None = None) -> int:
         section += " on a GPU"
     publish(section, markdown(rows, command, where),
             args.write_docs, rows, args.json)  # fmt: skip
+    return 0
+
+
+def rescore(args: argparse.Namespace) -> int:
+    """Measured rows kept from an earlier run (``--json``), scored by today's model."""
+    from docs_section import publish
+
+    hps = {workload: hp for workload, hp, _, _ in CASES}
+    gpu, generation = [*args.gpu.split(","), ""][:2] if args.gpu else ("", "")
+    rows = []
+    for name in args.rescore.split(","):
+        for row in json.loads(Path(name).read_text()):
+            row.setdefault("hp", hps.get(row["workload"], {}))
+            if row["device"] == "cuda":
+                row.setdefault("gpu", gpu)
+                row.setdefault("generation", generation or None)
+            rows.append(score(row))
+    device = rows[0]["device"] if rows else "cpu"
+    where = "this machine's CPU"
+    section = "## Plans' memory against the step that runs"
+    if device == "cuda":
+        where = f"one {rows[0].get('gpu') or 'GPU'} (the rows of {args.rescore}, rescored)"
+        section += " on a GPU"
+    command = f"python benchmarks/plan_conformance.py --rescore {args.rescore}"
+    command += f" --gpu {args.gpu}" if args.gpu else ""
+    publish(section, markdown(rows, command, where), args.write_docs, rows, args.json)
     return 0
 
 

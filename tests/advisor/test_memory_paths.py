@@ -3,9 +3,9 @@ memory -- the one prediction path, ``advisor predict`` (CLI and Python API), the
 ``/v1/predict`` and ``advisor suggest``'s scorer, report and trial loop.
 
 The steps are hand-built traces (``perf_fixtures.mlp_trace``) given memory terms far from any
-GPU's edge: 4 GiB of parameters, as much in gradients, and 3 GiB of saved activations per
+GPU's edge: 4 GiB of parameters, as much in gradients, and 2.75 GiB of saved activations per
 sample (the plan's traced step stands in as ``memory_fixtures.sized_lines``). At batch 8 a
-step needs about 32 GiB per device: more than a 16 GB V100 or T4 and a 24 GB L4, less than a
+step needs about 30 GiB per device: more than a 16 GB V100 or T4 and a 24 GB L4, less than a
 40 GB A100 or an 80 GB H100; at one sample per device (8 GPUs) about 11 GiB, which fits a
 V100. Expected figures are the memory model's own (``memory_fixtures.expected_bytes``: its
 terms; ``device_memory.capacity_bytes``: a board's usable memory), never numbers written here.
@@ -118,7 +118,7 @@ def test_the_largest_fitting_batch_is_found_from_one_traced_plan(
     limit = device_memory.batch_limit(
         sized_probe(1), A100, FakeCatalog(), (1, 2, 4, 8, 16, 32, 64), store
     )
-    assert limit == 8  # 8 GiB + 3 GiB a sample: batch 8 fits 40 GB (its upper estimate too)
+    assert limit == 8  # 8 GiB + 2.75 GiB a sample: batch 8 fits 40 GB (its upper estimate too)
     assert calls == [MODEL]
     assert device_memory.batch_limit(sized_probe(1), V100, FakeCatalog(), (8, 16), store) is None
 
@@ -223,7 +223,7 @@ def _suggest(tmp_path: Path, **fields: Any) -> tuple[dict[str, Any], str]:
     return report, url
 
 
-FITTING = {("ec2:p5.4xlarge", 8)}  # 8 GiB + 3 GiB a sample: only the H100, only batch 8
+FITTING = {("ec2:p5.4xlarge", 8)}  # 8 GiB + 2.75 GiB a sample: only the H100, only batch 8
 # Issue #35: the plain plan pinned (the whole batch in one pass), as before plans were searched
 PLAIN = "accumulation=1,checkpointing=none,sharding=none"
 

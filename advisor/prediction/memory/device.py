@@ -31,6 +31,7 @@ from advisor.prediction.memory.model import (
     StepMemory,
     largest_fitting_batch,
     memory_fit,
+    multiplies,
     prior_terms,
     step_memory,
 )
@@ -196,7 +197,9 @@ def gpu_step(
     own = operator_trace_of(probe)
     convolves = own is not None and any(o.kind == "conv" for o in own.operators)
     tensors = sum(t.value for t in memory.terms)
-    extra = prior_terms(probe.framework, convolves, tensors, generation, devices)
+    extra = prior_terms(
+        probe.framework, convolves, tensors, generation, devices, multiplies=multiplies(own)
+    )
     return replace(memory, terms=(*memory.terms, *extra)), how
 
 

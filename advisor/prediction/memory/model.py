@@ -20,6 +20,7 @@ from typing import Any
 
 from advisor.prediction.memory.priors import (
     collective_gib,
+    cublas_workspace_mib,
     fixed_gib,
     reserve_fraction,
     trace_margin,
@@ -190,18 +191,36 @@ def gpu_terms(
 ) -> list[MemoryTerm]:
     """The priors a GPU adds to ``tensor_bytes`` of ``trace``'s tensors (``prior_terms``)."""
     convolves = any(o.kind == "conv" for o in trace.operators)
-    return prior_terms(trace.framework, convolves, tensor_bytes, generation, devices)
+    return prior_terms(
+        trace.framework, convolves, tensor_bytes, generation, devices,
+        multiplies=multiplies(trace),
+    )  # fmt: skip
+
+
+def multiplies(trace: OperatorTrace | None) -> bool:
+    """Whether ``trace``'s step multiplies matrices through cuBLAS (linear or batched)."""
+    return trace is not None and any(o.kind in ("linear", "bmm") for o in trace.operators)
 
 
 def prior_terms(
-    framework: str, convolves: bool, tensor_bytes: float, generation: str | None, devices: int = 1
+    framework: str,
+    convolves: bool,
+    tensor_bytes: float,
+    generation: str | None,
+    devices: int = 1,
+    *,
+    multiplies: bool = False,
 ) -> list[MemoryTerm]:
-    """What a GPU holds beyond the step's tensors (all ``prior=True``): the framework's fixed
-    cost on ``generation``, the caching allocator's reserve, cuDNN's workspace when the step
-    convolves, NCCL's buffers on ``devices`` > 1, and the trace's own measured margin (0 at
-    the centre, its largest measured under-prediction at the top)."""
+    """What a GPU holds beyond the step's tensors: the framework's fixed cost on
+    ``generation``, the caching allocator's reserve, cuBLAS's workspaces when a PyTorch step
+    ``multiplies`` matrices (modelled), cuDNN's workspace when the step convolves, NCCL's
+    buffers on ``devices`` > 1 (priors), and the trace's own measured margin (0 at the
+    centre, its largest measured under-prediction at the top)."""
     (v, lo, hi), source = fixed_gib(framework, generation)
     out = [MemoryTerm("framework_fixed", v * GIB, lo * GIB, hi * GIB, source, prior=True)]
+    if multiplies and framework == "torch":
+        (bv, blo, bhi), bsource = cublas_workspace_mib(generation)
+        out.append(MemoryTerm("cublas_workspace", bv * MIB, blo * MIB, bhi * MIB, bsource))
     fv, flo, fhi = reserve_fraction(framework)
     out.append(
         MemoryTerm(

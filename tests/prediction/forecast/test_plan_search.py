@@ -1,6 +1,6 @@
 """Issue #35: the training plan of one (machine, batch) is the fastest predicted plan that fits
 (``advisor.prediction.forecast.plan_search``). The steps are ``memory_fixtures``' hand-built
-traces: 4 GiB of parameters, as much in gradients, 3 GiB of activations a sample (32 GiB at
+traces: 4 GiB of parameters, as much in gradients, 2.75 GiB of activations a sample (30 GiB at
 batch 8: more than a 16 GB V100, less than a 40 GB A100). Whether a plan fits is the memory
 model's own verdict (``plan_memory``), never a figure written here."""
 

@@ -78,6 +78,27 @@ def test_conv_workspace_prior_only_on_a_gpu_for_a_convolving_step() -> None:
     assert "conv_workspace" not in {t.name for t in cpu.terms}
 
 
+def test_cublas_workspaces_for_a_torch_step_that_multiplies() -> None:
+    """PyTorch's default workspace per handle (32 MiB on sm_90, 8 MiB + 128 KiB elsewhere),
+    two handles (forward, backward's thread) and cuBLASLt's 1 MiB: 65 MiB on Hopper, as the
+    H200 measured; none for a step without matrix products, nor for Keras."""
+
+    def cublas(trace: OperatorTrace, generation: str) -> float | None:
+        terms = step_memory(trace, device="gpu", generation=generation).terms
+        return next((t.value for t in terms if t.name == "cublas_workspace"), None)
+
+    assert cublas(_trace(peak_memory=PEAK), "Hopper") == 65 * MIB
+    assert cublas(_trace(peak_memory=PEAK), "Ampere") == (2 * 8.125 + 1) * MIB
+    assert cublas(_trace(conv=True, peak_memory=PEAK), "Hopper") is None
+    assert cublas(_trace("keras", memory_bytes=SUM), "Hopper") is None
+    term = next(
+        t
+        for t in step_memory(_trace(peak_memory=PEAK), generation="Hopper").terms
+        if t.name == "cublas_workspace"
+    )
+    assert not term.prior and term.low == 32 * MIB and "CublasHandlePool" in term.source
+
+
 def test_without_a_peak_the_trace_terms_are_summed_and_said_so() -> None:
     m = step_memory(_trace(memory_bytes=SUM), device="cpu")
     assert m.bytes == 10 and "no peak tracked" in m.notes[0]
