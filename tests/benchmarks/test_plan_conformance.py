@@ -1,0 +1,47 @@
+"""`benchmarks/plan_conformance.py --rescore`: measured rows kept from a GPU scored by the model
+as it is now, without the GPU (issue #45)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_gpu_row_is_rescored_with_cublas_workspaces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same step measured on an H200 and on the CPU: on the GPU the prediction holds the
+    cuBLAS workspaces (65 MiB on Hopper: the step multiplies matrices), on the CPU not; the
+    errors are the rows' own measurements against those predictions."""
+    bench = _load("plan_conformance")
+    case = {"workload": "examples.my_torch_model:build", "batch": 64, "plan": "fp32",
+            "processes": 1}  # fmt: skip
+    rows = [{**case, "device": "cuda", "measured_mib": 66.0},
+            {**case, "device": "cpu", "measured_mib": 1.0}]  # fmt: skip
+    kept, out = tmp_path / "rows.json", tmp_path / "scored.json"
+    kept.write_text(json.dumps(rows))
+    args = ["--rescore", str(kept), "--gpu", "NVIDIA H200,Hopper", "--json", str(out)]
+    assert bench.main(args) == 0
+    gpu, cpu = json.loads(out.read_text())
+    assert gpu["generation"] == "Hopper" and "generation" not in cpu
+    assert gpu["predicted_mib"] - cpu["predicted_mib"] == pytest.approx(65.0, abs=0.5)
+    for r in (gpu, cpu):
+        assert r["error"] == pytest.approx(r["predicted_mib"] / r["measured_mib"] - 1)
+        assert r["upper_mib"] >= r["predicted_mib"]
+    assert "one NVIDIA H200" in capsys.readouterr().out
