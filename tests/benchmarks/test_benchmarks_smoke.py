@@ -93,3 +93,15 @@ def test_multi_node_reports_every_published_ratio(capsys: pytest.CaptureFixture[
     )
     assert bench.main([]) == 0
     assert "Median |error|" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_probe_memory_reports_both_allocators(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue #46: the probe child's memory by phase, with the probe's allocator and without."""
+    bench = _load("probe_memory")
+    assert bench.main(["--batch", "16", "--steps", "1"]) == 0
+    out = capsys.readouterr().out
+    for phase in ("torch imported", "setup built (model, data)", "step 1"):
+        assert f"| freed memory kept (the probe's) | {phase} |" in out
+        assert f"| C library default | {phase} |" in out
+    assert "the step's own tensors (default peak - built):" in out

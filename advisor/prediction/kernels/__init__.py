@@ -16,6 +16,7 @@ from advisor.prediction.kernels.predict import (
     operator_times,
     predict_operator,
     predict_trace,
+    predict_trace_times,
 )
 
 __all__ = [
@@ -29,4 +30,5 @@ __all__ = [
     "operator_times",
     "predict_operator",
     "predict_trace",
+    "predict_trace_times",
 ]

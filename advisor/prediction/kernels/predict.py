@@ -154,6 +154,19 @@ def predict_trace(
     """Device time of one step of ``trace`` on each GPU (by GPU name), split by phase, with
     the top operators and the basis of the prediction. Errors are summed as if fully
     correlated (the interval of the step is the sum of the operators' lows and highs)."""
+    return predict_trace_times(trace, gpus, tf32_matmul, tf32_conv, model)[0]
+
+
+def predict_trace_times(
+    trace: OperatorTrace,
+    gpus: Sequence[str | GpuSpec | Any],
+    tf32_matmul: bool = False,
+    tf32_conv: bool = True,
+    model: KernelModel | None = None,
+) -> tuple[dict[str, StepPrediction], OperatorTimes]:
+    """``predict_trace`` and the per-operator times it summed (rows: the trace's operators,
+    columns: the distinct GPUs in order), for a caller that also groups them (issue #46: the
+    step-time model had computed them twice)."""
     model = model or load_model()
     specs: dict[str, GpuSpec] = {}
     for g in gpus:
@@ -198,4 +211,4 @@ def predict_trace(
                             "spec figures (spec-only interval)")  # fmt: skip
         out[name] = StepPrediction(name, total, by_phase, top, basis(spec, how, model),
                                    tuple(notes))  # fmt: skip
-    return out
+    return out, times

@@ -103,10 +103,13 @@ def calibration_factor(
     workload: str | None = None,
     storage: str | None = None,
     signature: str | None = None,
+    records: list[CalibrationRecord] | None = None,
 ) -> CalibrationFactor:
     """Geometric-mean correction for ``device_class`` from the closest records: same
-    ``signature``, else same ``workload``, else the whole device class. None: factor 1."""
-    records = [r for r in load_records(storage) if r.device_class.lower() == device_class.lower()]
+    ``signature``, else same ``workload``, else the whole device class. None: factor 1.
+    ``records``: the ledger's, already read (default: read from ``storage``)."""
+    every = load_records(storage) if records is None else records
+    records = [r for r in every if r.device_class.lower() == device_class.lower()]
     tiers = (
         [r for r in records if signature and r.signature == signature],
         [r for r in records if workload is not None and r.workload == workload],

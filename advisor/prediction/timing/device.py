@@ -81,12 +81,12 @@ def _kernel_step(step: StepTrace, gpu: Any) -> tuple[Any, tuple[tuple[str, float
 
 
 def _kernel_step_of(step: StepTrace, gpu: Any) -> tuple[Any, tuple[tuple[str, float, float], ...]]:
-    from advisor.prediction.kernels import operator_times, predict_trace
+    from advisor.prediction.kernels import predict_trace_times
 
     ops = step.trace.operators
     tf32 = step.precision == "tf32"
-    pred = predict_trace(step.trace, [gpu], tf32_matmul=tf32)[gpu.name]
-    times = operator_times(list(ops), [gpu], tf32_matmul=tf32).value[:, 0]
+    preds, op_times = predict_trace_times(step.trace, [gpu], tf32_matmul=tf32)
+    pred, times = preds[gpu.name], op_times.value[:, 0]  # the operators' times computed once
     groups: dict[str, float] = {}
     for op, t in zip(ops, times, strict=True):
         name = op.kind if op.kind == op.phase else f"{op.phase} {op.kind}"

@@ -34,6 +34,7 @@ from advisor.prediction.timing.correction import (
     CalibrationFactor,
     CalibrationRecord,
     calibration_factor,
+    load_records,
     record_measurement,
 )
 from advisor.prediction.timing.signature import (
@@ -101,6 +102,15 @@ def _calibrated(phases: PhaseTimes, cal: CalibrationFactor) -> PhaseTimes:
     )
 
 
+def _ledger(storage: str | None) -> list[CalibrationRecord] | None:
+    """The ledger's records; None when it cannot be read (each reader then reads it itself:
+    the start-up falls back to its priors, the calibration raises, as before)."""
+    try:
+        return load_records(storage)
+    except Exception:
+        return None
+
+
 def predict(
     probe: ProbeResult,
     machine: InstanceType,
@@ -143,6 +153,9 @@ def predict(
     if local and timed and batch == probe.batch_size and threads in (None, probe.threads):
         return Prediction(machine.key, _measured(probe), "measured", 1, batch)
     extra: dict[str, Any] = {}
+    # the ledger read once for the start-up and the calibration (issue #46: twice a row)
+    reads = calibrate and (machine.accelerator is not None or not local)
+    records: list[CalibrationRecord] | None = _ledger(ledger_storage) if reads else []
     if machine.accelerator is None:
         phases, breakdown, kind = perf_cpu.predict_cpu(
             sig, machine, batch, threads=threads, parallel_fraction=parallel_fraction
@@ -169,7 +182,6 @@ def predict(
         else:
             step = step_trace(probe, per_device, trace_store)
         profile = perf_accel.generation_profile(spec)
-        records: list[CalibrationRecord] | None = None if calibrate else []
         startup = device_startup(device_class(machine), profile, ledger_storage, records)
         phases, breakdown, kind, neck, dev = perf_accel.predict_accelerator(
             sig, machine, spec, batch, step, startup, strategy=strategy, plan=plan, placement=at
@@ -182,6 +194,7 @@ def predict(
             probe.workload,
             ledger_storage,
             signature=workload_signature(probe),
+            records=records,
         )
         phases = _calibrated(phases, cal)
     return Prediction(

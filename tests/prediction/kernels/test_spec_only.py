@@ -7,7 +7,13 @@ import math
 
 from advisor.probes.operators import Operator, OperatorTrace
 
-from advisor.prediction.kernels import predict_operator, predict_trace
+from advisor.prediction.kernels import (
+    gpu_spec,
+    operator_times,
+    predict_operator,
+    predict_trace,
+    predict_trace_times,
+)
 
 MM = Operator("linear", "forward", "aten.addmm", {"B": 1, "M": 2048, "N": 2048, "K": 2048})
 
@@ -48,3 +54,13 @@ def test_trace_prediction_splits_phases_and_names_its_basis() -> None:
         assert step.top[0][1] >= step.top[-1][1] and 0 < step.top[0][2] <= 1
     assert any("reduction/embedding/copy/optimizer" in n for n in h200.notes)
     assert t4.total.value > h200.total.value  # a T4 is slower than an H200
+
+
+def test_trace_prediction_with_its_operator_times_is_the_same_prediction() -> None:
+    """Issue #46: the step-time model reads the step and its per-operator times from one call."""
+    steps, times = predict_trace_times(trace(), ["T4", "H200"], tf32_matmul=True)
+    assert steps == predict_trace(trace(), ["T4", "H200"], tf32_matmul=True)
+    alone = operator_times(list(trace().operators), [gpu_spec("T4")], tf32_matmul=True)
+    assert (times.value[:, 0] == alone.value[:, 0]).all()
+    per_step = sum(t * op.count for t, op in zip(times.value[:, 1], trace().operators, strict=True))
+    assert math.isclose(per_step, steps["H200"].total.value, rel_tol=1e-12)

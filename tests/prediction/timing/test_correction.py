@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from perf_fixtures import FakeCatalog, gpu_machine, probe, probe_file
 
 from advisor.cli.main import cli
-from advisor.prediction.timing.correction import calibration_factor
+from advisor.prediction.timing.correction import calibration_factor, load_records
 from advisor.prediction.timing.ledger import LEDGER_STUDY
 from advisor.prediction.timing.model import predict, record_run
 
@@ -88,6 +88,10 @@ def test_closest_evidence_wins_and_other_classes_are_untouched() -> None:
     cal = calibration_factor("V100", "fcn")
     assert cal.factor == pytest.approx(1.2) and cal.points == 1
     assert calibration_factor("K80", "fcn").points == 0
+    # issue #46: a prediction reads the ledger once and hands the records on: the same factor
+    assert calibration_factor("V100", "fcn", records=load_records()) == cal
+    assert calibration_factor("V100", "fcn", records=[]).points == 0
+    assert predict(small, v100, cat).calibration == pytest.approx(1.2)
 
 
 def test_empty_ledger_says_so_and_bad_measurement_is_a_user_error(tmp_path: Path) -> None:
