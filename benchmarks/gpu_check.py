@@ -45,7 +45,9 @@ that travels and run the check in one call (``timeout_s`` 600)::
       && python3 $OLDPWD/benchmarks/gpu_check.py --budget-s 480 --write-docs --json \
          >$OUT/gpu_check.json; cp $OLDPWD/docs/benchmarks.md $OUT/
 
-(progress goes to stderr, the output tail). Run it from outside the checkout (``cd /tmp``):
+(progress goes to stderr, the output tail); ``benchmarks/gpu_round.sh`` runs it that way
+after the plans' memory benchmarks, in one call (2026-11-28). Run it from outside the
+checkout (``cd /tmp``):
 there the probe's child process, started with ``python -m advisor.probes.child``, would find
 the checkout's ``advisor/`` folder first, which has no ``probes`` (the package maps it from
 ``probes/``), and every case fails with "No module named 'advisor.probes'" (seen on the H200,
