@@ -3,7 +3,7 @@
 On one GPU, for convolution models under fp32 (TF32 convolutions, PyTorch's default) and
 bf16, at several batches, each setting in a fresh process (cuDNN reads its environment once):
 
-- the step ``advisor.train`` runs (``plan_conformance._cuda_run``'s setup), its allocated peak
+- the step ``advisor.train`` runs (``plan_conformance_gpu.device_step``), its allocated peak
   (``torch.cuda.max_memory_allocated`` after the cache is emptied and the peak reset) and its
   steady step time (median of 10 timed steps after 3, ``torch.cuda.synchronize`` around each);
 - the excess over the traced tensors (``memory.plan.traced_memory`` with CUDA's autocast
@@ -26,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -46,44 +45,20 @@ PLANS = ("", "precision=bf16")
 def measure(workload: str, batch: int, text: str, device: str) -> dict[str, float]:
     """The allocated peak of a steady step and its median time, in this process."""
     import torch
-    from advisor.probes.plan_step import make_step
-    from advisor.probes.torch_loop import build_setup, split_batch, to_device
+    from plan_conformance_gpu import cuda_peak, device_step
 
-    from advisor.prediction.step.plan import parse_plan
-    from advisor.train.plan_step import prepare
-
-    plan = parse_plan(text)
-    dev = torch.device(device)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        setup, _, _ = build_setup(workload, batch, batch, 8, 0, {})
-    setup.model.to(dev)
-    setup = prepare(setup, plan)
-    x, y = to_device(split_batch(next(iter(setup.train_loader))), dev)
-    step = make_step(plan, device)
-    setup.model.train()
+    args, step = device_step(workload, {}, batch, text, device)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     for _ in range(3):
-        step(setup, (x, y), dev)
+        step(*args)
     times = []
     for _ in range(10):
         sync()
         start = time.perf_counter()
-        step(setup, (x, y), dev)
+        step(*args)
         sync()
         times.append(time.perf_counter() - start)
-    peak = 0.0
-    if device == "cuda":
-        setup.optimizer.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-        step(setup, (x, y), dev)
-        torch.cuda.synchronize()
-        peak = float(torch.cuda.max_memory_allocated())
-    del setup, x, y
-    if device == "cuda":
-        torch.cuda.empty_cache()
+    peak = float(cuda_peak(args, step)) if device == "cuda" else 0.0
     return {"measured_mib": peak / MIB, "step_ms": statistics.median(times) * 1e3}
 
 

@@ -50,6 +50,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/ (after an installed advisor)
 
+from plan_conformance_gpu import cuda_run, held_run, this_generation
 from plan_conformance_report import markdown, rescore
 
 MIB = 2**20
@@ -127,16 +128,6 @@ def _cublas(workload: str, hp: dict[str, Any], generation: str | None) -> tuple[
     return value * MB, high * MB
 
 
-def this_generation() -> str | None:
-    """This GPU's generation as the catalog names it (only what the cuBLAS term tells apart)."""
-    import torch
-
-    if not torch.cuda.is_available():
-        return None
-    major, minor = torch.cuda.get_device_capability()
-    return "Hopper" if (major, minor) == (9, 0) else f"sm_{major}{minor}"
-
-
 _TRACES: dict[str, Any] = {}
 
 
@@ -173,7 +164,7 @@ def measured(
 ) -> float:
     """The allocator's peak of the real steady step, the worst process's."""
     if device == "cuda":
-        return _cuda_run(workload, hp, batch, text)
+        return cuda_run(workload, hp, batch, text)
     if ranks == 1:
         return _run(0, 1, workload, hp, batch, text)
     import tempfile
@@ -227,59 +218,6 @@ def _run(rank: int, ranks: int, workload: str, hp: dict[str, Any], batch: int, t
     setup.model.train()
     with cuda_dropout(), cuda_default_foreach(getattr(setup.optimizer, "optim", setup.optimizer)):
         return cpu_peak(lambda: step(setup, (x, y), "cpu"), setup, (x, y), warm_up=2)
-
-
-def held_run(workload: str, hp: dict[str, Any], batch: int, text: str, limit: float) -> bool:
-    """Whether the step runs on a GPU whose caching allocator may hold at most ``limit``
-    bytes (``torch.cuda.set_per_process_memory_fraction``): the fit decision checked on a
-    full GPU, where cuDNN's elastic workspace must give way (``--hold``)."""
-    import torch
-
-    total = torch.cuda.get_device_properties(0).total_memory
-    torch.cuda.empty_cache()
-    torch.cuda.set_per_process_memory_fraction(min(1.0, limit / total))
-    try:
-        _cuda_run(workload, hp, batch, text)
-        return True
-    except torch.OutOfMemoryError:
-        return False
-    finally:
-        torch.cuda.empty_cache()
-        torch.cuda.set_per_process_memory_fraction(1.0)
-
-
-def _cuda_run(workload: str, hp: dict[str, Any], batch: int, text: str) -> int:
-    """On the GPU: ``advisor.train``'s setup and step under the plan, the allocator's peak of
-    a steady step (its cache emptied and its peak reset first)."""
-    import torch
-    from advisor.probes.plan_step import make_step
-    from advisor.probes.torch_loop import build_setup, split_batch, to_device
-
-    from advisor.prediction.step.plan import parse_plan
-    from advisor.train.plan_step import prepare
-
-    plan = parse_plan(text)
-    dev = torch.device("cuda")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        setup, _, _ = build_setup(workload, batch, batch, 8, 0, hp)
-    setup.model.to(dev)
-    setup = prepare(setup, plan)
-    x, y = to_device(split_batch(next(iter(setup.train_loader))), dev)
-    step = make_step(plan, "cuda")
-    setup.model.train()
-    for _ in range(2):
-        step(setup, (x, y), dev)
-    setup.optimizer.zero_grad(set_to_none=True)
-    torch.cuda.synchronize()
-    torch.cuda.empty_cache()
-    torch.cuda.reset_peak_memory_stats()
-    step(setup, (x, y), dev)
-    torch.cuda.synchronize()
-    peak = int(torch.cuda.max_memory_allocated())
-    del setup, x, y
-    torch.cuda.empty_cache()
-    return peak
 
 
 def run_case(
@@ -341,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="--rescore: the GPU rows that do not name theirs ran on")  # fmt: skip
     args = parser.parse_args(argv)
     if args.rescore:
-        return rescore(args)
+        return rescore(args, {w: hp for w, hp, _, _ in CASES}, score)
     from advisor.prediction.step.plan import parse_plan
 
     chosen = None if args.workloads is None else set(args.workloads.split(","))

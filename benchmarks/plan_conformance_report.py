@@ -8,6 +8,7 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +72,15 @@ def markdown(rows: list[dict[str, Any]], command: str, where: str = "this machin
     return "\n".join(lines)
 
 
-def rescore(args: argparse.Namespace) -> int:
-    """Measured rows kept from an earlier run (``--json``), scored by today's model."""
+def rescore(
+    args: argparse.Namespace,
+    hps: dict[str, dict[str, Any]],
+    score: Callable[[dict[str, Any]], dict[str, Any]],
+) -> int:
+    """Measured rows kept from an earlier run (``--json``), scored by today's model
+    (``score``; ``hps``: each workload's hyperparameters, for rows that do not name theirs)."""
     from docs_section import publish
-    from plan_conformance import CASES, score
 
-    hps = {workload: hp for workload, hp, _, _ in CASES}
     gpu, generation = [*args.gpu.split(","), ""][:2] if args.gpu else ("", "")
     rows = []
     for name in args.rescore.split(","):
