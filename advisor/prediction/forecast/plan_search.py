@@ -25,7 +25,10 @@ the variant's time (more micro-steps are never faster, less the model's noise); 
 memory, a trace per plan layout (seconds for a deep model: each variant's one micro-step and
 its two, which give every count), is looked at in the order of their bounds, each variant's
 fewest micro-steps that fit its answer, until the next bound cannot beat the best answer: a
-plan that cannot win is never traced. Each part a plan adds must buy a margin of predicted
+plan that cannot win is never traced. Sharding divides the state, never the activations: a
+sharded variant skips the micro-steps where its unsharded sibling's activations and batch
+(``unshardable``) alone overflow the GPU, and stops at the first other one whose time cannot
+beat the best answer. Each part a plan adds must buy a margin of predicted
 time (``SIMPLER``, a prior) to be advised over the simpler plan: near-ties go to the plan with
 fewer parts.
 
@@ -42,6 +45,7 @@ from typing import Any
 
 from advisor.prediction.forecast.forecast import Forecast, forecast_machine
 from advisor.prediction.memory.device import device_kind, machine_memory
+from advisor.prediction.memory.model import StepMemory
 from advisor.prediction.step.machine_plan import auto_candidates, on_gpus, plan_on
 from advisor.prediction.step.placement import place
 from advisor.prediction.step.plan import (
@@ -155,6 +159,7 @@ def best_forecast(
     )  # fmt: skip
     least: tuple[float, TrainingPlan] | None = None
     unknown: TrainingPlan | None = None
+    floors: dict[TrainingPlan, tuple[float, float]] = {}  # unsharded plan -> (floor, usable)
     for bound, i in bounds:
         if best is not None and bound >= best[0]:  # it cannot beat the best: not traced
             break
@@ -162,6 +167,12 @@ def best_forecast(
             plan = replace(variants[i], accumulation=n)
             if n > at.per_device:
                 break
+            floor = floors.get(replace(plan, sharding="none"))
+            if best is not None and floor is not None:  # a sharded plan, its sibling traced
+                if floor[0] > floor[1]:  # more micro-steps needed, whatever it shards
+                    continue
+                if key(plan) >= best[0]:  # its fewest micro-steps that may fit cannot win
+                    break
             try:
                 memory = machine_memory(probe, machine, catalog, batch_size,
                                         kw.get("trace_store"),
@@ -171,6 +182,8 @@ def best_forecast(
             if memory is None or memory.fits is None:  # not traceable here: shown, not searched
                 unknown = unknown or plan
                 break
+            if plan.sharding == "none":
+                floors[plan] = (unshardable(memory.memory), memory.fit.have_bytes)
             if memory.fits:
                 wall = bound if k == 0 else key(plan)
                 if best is None or wall < best[0]:
@@ -181,6 +194,14 @@ def best_forecast(
     last = (best or least or (0.0, unknown or bases[-1]))[1]
     kept = [f for (f, p), b in zip(found, bases, strict=True) if b == last and f.fits]
     return (kept[0] if kept else run(_plain(last))), _plain(last)  # a plain row: forecast once
+
+
+def unshardable(memory: StepMemory) -> float:
+    """The bytes at the peak of an unsharded plan's step that no sharding of its state
+    removes (its activations and batch): the step of the same plan sharded holds them at the
+    same moment, so its peak is never below them (checked against the traced sharded steps:
+    docs/plans.md)."""
+    return sum(t.value for t in memory.terms if t.name in ("activations", "batch"))
 
 
 def _plain(plan: TrainingPlan) -> TrainingPlan | None:

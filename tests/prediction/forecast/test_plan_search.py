@@ -136,3 +136,52 @@ def test_a_plan_that_cannot_win_is_never_traced(monkeypatch: pytest.MonkeyPatch)
     }
     fitting = {k: v for k, v in every.items() if v is not None}
     assert (plan.checkpointing, plan.sharding) == min(fitting, key=lambda k: fitting[k])
+
+
+def test_a_sharded_plan_is_not_traced_where_its_activations_alone_overflow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Sharding divides the state (parameters, gradients, optimizer), never the activations:
+    at the micro-steps where the unsharded plan's activations and batch already overflow the
+    GPU (one micro-step: 8 samples, 22 GiB on a 16 GB V100), its sharded siblings are not
+    traced; where they might fit (two micro-steps and more) they are, and the answer is the
+    exhaustive search's (``test_a_plan_that_cannot_win_is_never_traced``)."""
+    from advisor.probes.operators import plan_peak
+
+    traced: list[tuple[str, int]] = []
+
+    def counted(workload, plan, *args, **kw):  # type: ignore[no-untyped-def]
+        traced.append((str(kw.get("sharding")), plan.accumulation))
+        return memory_fixtures.sized_lines(workload, plan, *args, **kw)
+
+    monkeypatch.setattr(plan_peak, "peak_lines", counted)
+    row, plan = _best(V100X8, batch=64)
+    assert row.fits and plan is not None
+    assert ("none", 1) in traced  # the unsharded plan's one micro-step: traced, too big
+    sharded = [n for s, n in traced if s != "none"]
+    assert sharded and min(sharded) > 1, traced
+
+
+@pytest.mark.slow
+def test_a_sharded_steps_peak_is_never_below_its_unsharded_activations() -> None:
+    """The premise of that pruning, on real traces (a 2-block Qwen2.5 at its real width, four
+    ranks): at every micro-batch, each sharded plan's traced peak holds at least the
+    activations and batch of the unsharded plan's peak (``plan_search.unshardable``)."""
+    from advisor.probes.operators.plan_peak import lines_here
+
+    from advisor.prediction.forecast.plan_search import unshardable
+    from advisor.prediction.memory.model import PEAK_TERMS, MemoryTerm, StepMemory
+
+    workload = "hf:Qwen/Qwen2.5-0.5B,method=full,layers=2,vocab=512,seq_len=32"
+    for checkpointing in ("none", "blocks"):
+        plan = TrainingPlan(precision="bf16", checkpointing=checkpointing)
+        ddp = lines_here(workload, plan, {}, replicas=4, sharding="none")
+        for sharding in ("optimizer", "gradients", "parameters"):
+            sharded = lines_here(workload, TrainingPlan(precision="bf16", sharding=sharding,
+                                                        checkpointing=checkpointing),
+                                 {}, replicas=4, sharding=sharding)  # fmt: skip
+            for micro in (1, 4, 32):
+                held = ddp.at(micro)
+                terms = tuple(MemoryTerm(PEAK_TERMS[k], v, v, v, "trace") for k, v in held.items())
+                floor = unshardable(StepMemory(micro, terms))
+                assert 0 < floor <= sum(sharded.at(micro).values()), (sharding, micro)
