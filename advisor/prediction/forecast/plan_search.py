@@ -25,10 +25,11 @@ the variant's time (more micro-steps are never faster, less the model's noise); 
 memory, a trace per plan layout (seconds for a deep model: each variant's one micro-step and
 its two, which give every count), is looked at in the order of their bounds, each variant's
 fewest micro-steps that fit its answer, until the next bound cannot beat the best answer: a
-plan that cannot win is never traced. Sharding divides the state, never the activations: a
-sharded variant skips the micro-steps where its unsharded sibling's activations and batch
-(``unshardable``) alone overflow the GPU, and stops at the first other one whose time cannot
-beat the best answer. Each part a plan adds must buy a margin of predicted
+plan that cannot win is never traced, nor the micro-steps of a variant from the first whose
+time cannot beat it. Sharding divides the state, never the activations: a sharded variant
+skips the micro-steps where its unsharded sibling's activations and batch (``unshardable``)
+alone overflow the GPU (when nothing fits yet, those that are also no smaller than the least
+memory found: the row that does not fit keeps its least-memory plan). Each part a plan adds must buy a margin of predicted
 time (``SIMPLER``, a prior) to be advised over the simpler plan: near-ties go to the plan with
 fewer parts.
 
@@ -39,6 +40,7 @@ the plan that needs the least memory is returned (its text says it does not fit)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -167,12 +169,12 @@ def best_forecast(
             plan = replace(variants[i], accumulation=n)
             if n > at.per_device:
                 break
-            floor = floors.get(replace(plan, sharding="none"))
-            if best is not None and floor is not None:  # a sharded plan, its sibling traced
-                if floor[0] > floor[1]:  # more micro-steps needed, whatever it shards
-                    continue
-                if key(plan) >= best[0]:  # its fewest micro-steps that may fit cannot win
-                    break
+            # a sharded plan's unsharded sibling's activations and batch, and the usable bytes
+            floor, usable = floors.get(replace(plan, sharding="none"), (0.0, math.inf))
+            if floor > usable and (best is not None or (least is not None and floor >= least[0])):
+                continue  # it does not fit, nor would it be the least: more micro-steps
+            if best is not None and k > 0 and key(plan) >= best[0]:
+                break  # its fewest micro-steps that may fit cannot win, nor can more
             try:
                 memory = machine_memory(probe, machine, catalog, batch_size,
                                         kw.get("trace_store"),
