@@ -29,9 +29,9 @@ plan that cannot win is never traced, nor the micro-steps of a variant from the 
 time cannot beat it. Sharding divides the state, never the activations: a sharded variant
 skips the micro-steps where its unsharded sibling's activations and batch (``unshardable``)
 alone overflow the GPU (when nothing fits yet, those that are also no smaller than the least
-memory found: the row that does not fit keeps its least-memory plan). Each part a plan adds must buy a margin of predicted
-time (``SIMPLER``, a prior) to be advised over the simpler plan: near-ties go to the plan with
-fewer parts.
+memory found: the row that does not fit keeps its least-memory plan). Each part a plan adds
+must buy a margin of predicted time (``SIMPLER``, a prior) to be advised over the simpler
+plan: near-ties go to the plan with fewer parts.
 
 The global batch keeps its meaning: accumulation splits each GPU's batch into micro-batches
 and the epochs to the target are those of the global batch. When no plan fits, the row of
