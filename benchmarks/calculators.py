@@ -10,8 +10,8 @@ The measured rows are ``benchmarks/fine_tuning.py --device cuda``'s (default: th
 - fm-training-estimator's, DeepSpeed's and accelerate's figures for the same model, method,
   batch, sequence length and precision, computed by each tool's own code
   (``benchmarks/calculators_run.py``, which says what each counts) in the calculators' own
-  environment: fm-training-estimator needs transformers < 5, so the tools run in a child
-  process whose ``PYTHONPATH`` is ``--calculators``.
+  environment: fm-training-estimator needs transformers < 4.51 (``OptimizerNames.ADAMW_HF``),
+  so the tools run in a child process whose ``PYTHONPATH`` is ``--calculators``.
 
 None of the four counts the CUDA context (outside the allocator, about 0.5 GiB), so each is
 read against the allocator's peak. DeepSpeed's figure is model states only, a floor by design.
@@ -19,7 +19,7 @@ read against the allocator's peak. DeepSpeed's figure is model states only, a fl
 The calculators are not advisor's dependencies; install them in a folder of their own:
 
     pip install --no-deps --target /tmp/calc fm-training-estimator==0.1.0 deepspeed==0.19.8 \\
-        transformers==4.57.3 huggingface_hub==0.36.0 tokenizers==0.22.1 dataclass-wizard \\
+        transformers==4.49.0 huggingface_hub==0.36.0 tokenizers==0.21.4 dataclass-wizard \\
         fire xgboost-cpu==3.2.0 hjson ninja py-cpuinfo msgpack einops
     python benchmarks/calculators.py --calculators /tmp/calc [--rows FILE] [--json FILE]
 
@@ -50,8 +50,8 @@ MIB = 2**20
 
 def config_dir(config: str, folder: Path) -> str:
     """A folder holding ``config``'s ``config.json`` (advisor's own ``config_of``) and a
-    one-word tokenizer (fm-training-estimator reads the tokenizer's ``model_max_length`` only
-    when the config has no context length), as a calculator reads a model from the Hub."""
+    one-word tokenizer (fm-training-estimator loads one, and reads its ``model_max_length``
+    only when the config has no context length), as a calculator reads a model from the Hub."""
     from advisor.search_spaces.hf.build import config_of
     from advisor.search_spaces.hf.ref import parse
     from tokenizers import Tokenizer
