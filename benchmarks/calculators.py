@@ -16,9 +16,11 @@ The measured rows are ``benchmarks/fine_tuning.py --device cuda``'s (default: th
 None of the four counts the CUDA context (outside the allocator, about 0.5 GiB), so each is
 read against the allocator's peak. DeepSpeed's figure is model states only, a floor by design.
 
-The calculators are not advisor's dependencies; install them in a folder of their own:
+The calculators are not advisor's dependencies; install them in a folder of their own (with
+the project's environment active: DeepSpeed's source package builds against its torch):
 
-    pip install --no-deps --target /tmp/calc fm-training-estimator==0.1.0 deepspeed==0.19.8 \\
+    DS_BUILD_OPS=0 pip install --no-deps --no-build-isolation --target /tmp/calc \\
+        fm-training-estimator==0.1.0 deepspeed==0.19.8 \\
         transformers==4.49.0 huggingface_hub==0.36.0 tokenizers==0.21.4 dataclass-wizard \\
         fire xgboost-cpu==3.2.0 hjson ninja py-cpuinfo msgpack einops
     python benchmarks/calculators.py --calculators /tmp/calc [--rows FILE] [--json FILE]
