@@ -5,33 +5,21 @@ figure."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from repo_paths import load_benchmark
 
 
 def test_accelerate_is_called_as_its_estimate_memory_command_reads_a_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """accelerate's "Training using Adam": 16 bytes a parameter in float32 (weights,
-    gradients, two AdamW moments) of what it sizes, 8 under bf16 mixed precision, LoRA's adapters counted
-    with the base; a tool that is not installed gives its error, not a number."""
-    bench, run = _load("calculators"), _load("calculators_run")
+    gradients, two AdamW moments) of what it sizes, 8 under bf16 mixed precision, LoRA's
+    adapters counted with the base; a tool that is not installed gives its error, not a
+    number."""
+    bench, run = load_benchmark("calculators"), load_benchmark("calculators_run")
     config = "hf:Qwen/Qwen2.5-0.5B,layers=1,vocab=256,seq_len=32"
     folder = Path(bench.config_dir(config, tmp_path))
     assert json.loads((folder / "config.json").read_text())["num_hidden_layers"] == 1
@@ -65,7 +53,7 @@ def test_accelerate_is_called_as_its_estimate_memory_command_reads_a_model(
 
 
 def test_the_summary_counts_each_tools_errors_against_the_measured_peak() -> None:
-    bench = _load("calculators")
+    bench = load_benchmark("calculators")
     rows = [
         {"errors": {"advisor": -0.02, "deepspeed": 0.5, "accelerate": -0.4}},
         {"errors": {"advisor": 0.01, "deepspeed": 1.5}},

@@ -3,24 +3,11 @@ as it is now, without the GPU (issue #45)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from repo_paths import load_benchmark
 
 
 def test_a_gpu_row_is_rescored_with_cublas_workspaces(
@@ -29,7 +16,7 @@ def test_a_gpu_row_is_rescored_with_cublas_workspaces(
     """The same step measured on an H200 and on the CPU: on the GPU the prediction holds the
     cuBLAS workspaces (65 MiB on Hopper: the step multiplies matrices), on the CPU not; the
     errors are the rows' own measurements against those predictions."""
-    bench = _load("plan_conformance")
+    bench = load_benchmark("plan_conformance")
     case = {"workload": "examples.my_torch_model:build", "batch": 64, "plan": "fp32",
             "processes": 1}  # fmt: skip
     rows = [{**case, "device": "cuda", "measured_mib": 66.0},
