@@ -272,18 +272,29 @@ class Backend(ABC):
         return self._finish(candidate, batch_size, rt, workload)
 
     def screen(
-        self, workload: WorkloadInfo, candidate: Candidate, batch_size: int, hps: dict[str, Any]
+        self,
+        workload: WorkloadInfo,
+        candidate: Candidate,
+        batch_size: int,
+        hps: dict[str, Any],
+        mode: str = "search",
     ) -> Scored | None:
         """A cheap prediction used to order the search, or None if unavailable. A spot
         candidate screened right after its on-demand twin takes the twin's run time (the same
         machine, batch and hyperparameters: only the price and the spot terms differ, in
-        ``_finish``), so the model runs once per machine, not once per offer."""
+        ``_finish``), so the model runs once per machine, not once per offer. ``mode``, for a
+        back end whose predictions follow a training plan (``plans``; the others predict one
+        way): "search" the fastest plan that fits, "plain" the plain plans alone, "bound" the
+        fastest plan its memory untraced (``plan_search.best_forecast``; the screen's two
+        passes, ``advisor.study.screen``)."""
         key = (id(workload), candidate.instance.key, candidate.nodes, batch_size,
-               repr(sorted(hps.items())))  # fmt: skip
+               repr(sorted(hps.items())), mode)  # fmt: skip
         if candidate.spot and self._last_screen is not None and self._last_screen[0] == key:
             rt: RunTime | None = replace(self._last_screen[1], new_probe=False)
         else:
-            rt = self._screen(workload, candidate.instance, batch_size, hps, *_nodes(candidate))
+            kw = {"mode": mode} if self.plans and mode != "search" else {}
+            rt = self._screen(workload, candidate.instance, batch_size, hps, *_nodes(candidate),
+                              **kw)  # fmt: skip
             self._last_screen = None if rt is None else (key, rt)
         if rt is None:
             return None

@@ -272,6 +272,7 @@ class LocalBackend(Backend):
         batch_size: int,
         hps: dict[str, Any],
         nodes: int = 1,
+        mode: str = "search",
     ) -> RunTime:
         from advisor.prediction.run.iteration_model import estimate, phase_times
 
@@ -333,7 +334,8 @@ class LocalBackend(Backend):
                     probe = self.ready(workload, batch_size, hps, probe, noise=is_ref)
                 from advisor.evaluation.memory_checks import planned_row
 
-                row = planned_row(self, workload, probe, instance, batch_size, epochs, new, nodes)
+                row = planned_row(self, workload, probe, instance, batch_size, epochs, new,
+                                  nodes, mode)  # fmt: skip
                 if isinstance(row, RunTime):  # issue #34: does not fit its GPUs' memory
                     return row
                 phases, est, extra = row
@@ -375,9 +377,10 @@ class LocalBackend(Backend):
         batch_size: int,
         hps: dict[str, Any],
         nodes: int = 1,
+        mode: str = "search",
     ) -> RunTime | None:
         # The model is the cheap part: one local probe per batch size, then arithmetic.
-        return self._runtime(workload, instance, batch_size, hps, nodes)
+        return self._runtime(workload, instance, batch_size, hps, nodes, mode)
 
 
 def _lasting(remote: Any) -> bool:

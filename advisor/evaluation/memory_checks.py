@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from advisor.evaluation.contract import RunTime
@@ -32,6 +33,9 @@ from advisor.probes.result import ProbeResult
 from advisor.providers.catalog import InstanceType
 
 DOES_NOT_FIT = "does not fit"  # how a does-not-fit error starts (the memory model's text)
+# A does-not-fit row of the screen's first pass: its plain plans do not fit, the others were
+# not traced (``advisor.study.screen``)
+UNSEARCHED = "plans_not_searched"
 # suggest skips a local probe for time only when even the step's lower bound (its FLOPs at this
 # CPU's measured product rate) is over a minute: the probe's own time box (120 s) could not
 # take its five-step floor. A tighter limit moved with the machine's load: fcn at batch 2048
@@ -157,19 +161,21 @@ class BatchLimits:
 
 def planned_row(
     backend: Any, workload: WorkloadInfo, probe: ProbeResult, instance: InstanceType,
-    batch: int, epochs: int, new: bool, nodes: int = 1,
+    batch: int, epochs: int, new: bool, nodes: int = 1, mode: str = "search",
 ) -> RunTime | tuple[Any, Any, dict[str, Any]]:  # fmt: skip
     """A catalog machine's row on the one prediction path under the fastest training plan that
     fits it (issue #35, ``forecast.plan_search``): its phases, its training run's estimate (the
     forecast's own: issue #46) and what the estimate records (the plan in words and as
     fields), or the does-not-fit row. When ``--plan`` pins the plain
     plan, a batch above the machine's limit is not predicted at all (``BatchLimits``).
-    ``nodes`` > 1 (issue #49): ``nodes`` machines of the type (``timing.nodes``)."""
+    ``nodes`` > 1 (issue #49): ``nodes`` machines of the type (``timing.nodes``).
+    ``mode`` (``best_forecast``'s): "plain" marks a row whose plain plans do not fit while
+    other plans could (``UNSEARCHED``); "bound" gives the row's fastest plan, memory untraced."""
     from advisor.prediction.forecast.plan_search import best_forecast, searches
     from advisor.prediction.timing.nodes import memory_view
 
     fixed = dict(backend.settings.plan_fields)
-    if not searches(fixed):
+    if not searches(fixed) and mode != "bound":
         view, _ = memory_view(instance, batch, nodes, fixed.get("replicate") == "nodes")
         over = backend.limits.check(probe, view, backend.catalog, batch, epochs, new,
                                     backend.cache)  # fmt: skip
@@ -180,9 +186,13 @@ def planned_row(
         precision=backend.settings.precision, fixed=fixed, sweep_epochs=(),
         data_bytes=workload.data_bytes, data_basis=workload.data_basis,
         ledger_storage=backend.ledger_storage, trace_store=backend.cache, nodes=nodes,
+        mode=mode,
     )  # fmt: skip
     if row.memory is not None and row.memory.fits is False:
-        return does_not_fit(row.memory, epochs, probe, new)
+        out = does_not_fit(row.memory, epochs, probe, new)
+        if mode == "plain" and searches(fixed):  # other plans were not looked at
+            return replace(out, estimate={**out.estimate, UNSEARCHED: True})
+        return out
     pred = row.prediction
     extra: dict[str, Any] = {"bottleneck": pred.bottleneck, "basis": pred.basis, "plan": pred.plan}
     terms = pred.step_terms()  # issue #47: what decided a multi-GPU row's step

@@ -48,28 +48,54 @@ def not_fitting(outcome: SuggestOutcome) -> list[Any]:
 
 def left_out(outcome: SuggestOutcome) -> dict[str, Any] | None:
     """The pairs whose step does not fit their devices' memory (this machine's included,
-    when the model is too big to probe here): how many, which, and one line."""
-    out = not_fitting(outcome)
-    if not out:
+    when the model is too big to probe here): how many, which, and one line. Issue #46: the
+    pairs whose plain plans do not fit and whose other plans were not searched, as even their
+    fastest is slower and dearer than a row that fits (``advisor.study.screen``), are counted
+    apart (``beaten``): some plan might fit them, but none could be the answer."""
+    found = not_fitting(outcome)
+    if not found:
         return None
-    pairs = [f"{ev.machine} b{ev.batch_size}" for ev in out]
-    first: dict[str, Any] = {}  # one example per machine type: its smallest batch
+    out = [ev for ev in found if not ev.estimate.get("beaten_by")]
+    beaten = [ev for ev in found if ev.estimate.get("beaten_by")]
+    total = max(len(outcome.screen), len(outcome.candidates) * len(outcome.space.batch_sizes))
+    parts = []
+    if out:
+        parts.append(
+            f"Does not fit: {len(out)} of {total} machine x batch pairs ({_types(_machines(out))} "
+            f"machine type(s)) cannot hold a step in their memory, so they were not ranked or "
+            f"recommended, no probe ran for them and they charged nothing (e.g. {_shown(out)})"
+        )
+    if beaten:
+        by = beaten[0].estimate["beaten_by"]
+        parts.append(
+            f"{'Not searched' if not out else 'not searched'}: {len(beaten)} of {total} pairs "
+            f"({_types(_machines(beaten))} machine type(s)) do not fit under their plain plans "
+            f"and no other plan was traced for them: even their fastest plan is slower and "
+            f"dearer than a row that fits (e.g. {beaten[0].machine} at batch "
+            f"{beaten[0].batch_size}: slower and dearer than {by['machine']} at batch "
+            f"{by['batch_size']}), so none could be the answer"
+        )
+    return {"count": len(out), "beaten": len(beaten), "of": total,
+            "pairs": [f"{ev.machine} b{ev.batch_size}" for ev in out],
+            "beaten_pairs": [f"{ev.machine} b{ev.batch_size}" for ev in beaten],
+            "text": "; ".join(parts)}  # fmt: skip
+
+
+def _machines(evs: list[Any]) -> list[str]:
+    return sorted({ev.machine.removesuffix(":spot") for ev in evs})
+
+
+def _shown(out: list[Any]) -> str:
+    """One example per machine type (its smallest batch): this machine first, then the types
+    with the most memory per device (the nearest to fitting)."""
+    first: dict[str, Any] = {}
     for ev in sorted(out, key=lambda e: (e.batch_size, e.machine)):
         first.setdefault(ev.machine.removesuffix(":spot"), ev)
-    machines = sorted(first)
-    # this machine first, then the machine types with the most memory per device (the nearest)
     nearest = sorted(first.items(), key=lambda kv: (not kv[0].startswith("local"), -_have(kv[1])))
-    shown = "; ".join(
+    return "; ".join(
         f"{m} at batch {ev.batch_size}: {str(ev.error).removeprefix(DOES_NOT_FIT + ': ')}"
         for m, ev in nearest[:EXAMPLES]
     )
-    total = max(len(outcome.screen), len(outcome.candidates) * len(outcome.space.batch_sizes))
-    text = (
-        f"Does not fit: {len(out)} of {total} machine x batch pairs ({_types(machines)} machine "
-        f"type(s)) cannot hold a step in their memory, so they were not ranked or recommended, "
-        f"no probe ran for them and they charged nothing (e.g. {shown})"
-    )
-    return {"count": len(out), "of": total, "pairs": pairs, "text": text}
 
 
 def _types(keys: list[str]) -> int:

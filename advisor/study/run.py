@@ -9,7 +9,8 @@
    objective and a hash of the space and limits, so an identical re-run resumes it.
 3. Screen: the back end predicts every (machine, batch) cheaply with an interval (the local
    back end probes this machine once per batch size, cached, then the performance model and
-   iteration-time model are arithmetic). When a screen is available the machine and batch of
+   iteration-time model are arithmetic; a pair's plans are searched only where it could still
+   beat a row that fits: ``advisor.study.screen``). When a screen is available the machine and batch of
    each trial are chosen best-first by predicted value, among candidates whose optimistic
    bound (interval low end) could still beat the best result so far and whose probe fits the
    probe budget; the sampler chooses the hyperparameters. Without a screen the sampler
@@ -54,7 +55,6 @@ from advisor.options import (
     workload_info,
 )
 from advisor.outcome import Stop, StopReason, SuggestOutcome
-from advisor.progress import ScreenProgress
 from advisor.search_spaces.filters import machine_filter
 from advisor.search_spaces.space import JointSpace, space_to_dict
 from advisor.search_spaces.workloads import ModelRef
@@ -65,6 +65,7 @@ from advisor.study.identity import check_same_question
 from advisor.study.loop import TrialLoop
 from advisor.study.naming import study_name_for
 from advisor.study.predicted_only import screen_predicted_only
+from advisor.study.screen import screen_pairs
 from advisor.study.state import StudyState
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ def run_suggest(
     # unless earlier transient probe failures are to be retried (a fixed model).
     stopped_before = resumed and bool(last_run.get("final")) and not state.retrying
     try:
-        stop: Stop | None = _screen(outcome, backend, progress, deadline, clock)
+        stop: Stop | None = screen_pairs(outcome, backend, progress, deadline, clock)
         if stop is None:
             outcome.predicted_only = screen_predicted_only(outcome, backend)  # issue #47
         if stop is None and options.cloud_probes:  # issue #14: measure the best for real
@@ -347,40 +348,6 @@ def study_attrs(
         "n_val": workload.n_val,
         "backend": backend.name,
     }
-
-
-def _screen(
-    outcome: SuggestOutcome,
-    backend: Backend,
-    progress: Progress | None,
-    deadline: float | None,
-    clock: Callable[[], float],
-) -> Stop | None:
-    """Predict every (machine, batch) cheaply into ``outcome.screen``; a stop when
-    --timeout ran out meanwhile (the partial screen is kept), else None."""
-    if not outcome.options.screen:
-        return None
-    pairs = [(c, b) for b in outcome.space.batch_sizes for c in outcome.candidates]
-    # issue #50: counted where the time goes (``advisor.progress.ScreenProgress``)
-    gpus = [(c.instance.accelerator, c.instance.accelerator_count * c.nodes, b) for c, b in pairs]
-    told = ScreenProgress(progress or (lambda *_: None), gpus)
-    prefetch = getattr(backend, "prefetch", None)  # issue #28: the probes in one process
-    if prefetch is not None:
-        told.before(0, None, "what this machine can probe")  # its step traced per batch size
-        prefetch(outcome.workload, outcome.space.batch_sizes)
-    for i, (cand, batch) in enumerate(pairs):
-        told.before(i, batch)
-        if deadline is not None and clock() > deadline:
-            outcome.guided = bool(outcome.screen)
-            return Stop(StopReason.SCREEN_TIMEOUT)
-        pred = backend.screen(outcome.workload, cand, batch, {})
-        if pred is None:
-            outcome.screen = {}
-            break
-        outcome.screen[(cand.key, batch)] = pred
-        told.after(i)
-    told.before(len(pairs), None)
-    return None
 
 
 def _refuse_if_nothing_ran(outcome: SuggestOutcome) -> None:

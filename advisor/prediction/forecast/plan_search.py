@@ -27,9 +27,10 @@ its two, which give every count), is looked at in the order of their bounds, eac
 fewest micro-steps that fit its answer, until the next bound cannot beat the best answer: a
 plan that cannot win is never traced, nor the micro-steps of a variant from the first whose
 time cannot beat it. Sharding divides the state, never the activations: a sharded variant
-skips the micro-steps where its unsharded sibling's activations and batch (``unshardable``)
-alone overflow the GPU (when nothing fits yet, those that are also no smaller than the least
-memory found: the row that does not fit keeps its least-memory plan). Each part a plan adds
+skips the micro-steps where its unsharded sibling's traced peak, less what that level of
+sharding could divide of it (``shard_floor``: ZeRO-1 only the optimizer's state, which LoRA
+makes tiny), alone overflows the GPU (when nothing fits yet, those that are also no smaller
+than the least memory found: the row that does not fit keeps its least-memory plan). Each part a plan adds
 must buy a margin of predicted time (``SIMPLER``, a prior) to be advised over the simpler
 plan: near-ties go to the plan with fewer parts.
 
@@ -47,7 +48,7 @@ from typing import Any
 
 from advisor.prediction.forecast.forecast import Forecast, forecast_machine
 from advisor.prediction.memory.device import device_kind, machine_memory
-from advisor.prediction.memory.model import StepMemory
+from advisor.prediction.memory.model import PEAK_TERMS, StepMemory
 from advisor.prediction.step.machine_plan import auto_candidates, on_gpus, plan_on
 from advisor.prediction.step.placement import place
 from advisor.prediction.step.plan import (
@@ -71,6 +72,16 @@ ACCUMULATION_LIMIT = 64  # most accumulation steps tried (1, 2, 4, ... 64)
 # only tie.
 SIMPLER = 0.02
 SHARDING_PARTS = {"none": 0, "optimizer": 1, "gradients": 2, "parameters": 3}
+MODES = ("search", "plain", "bound")  # what ``best_forecast`` does (see there)
+# The traced terms (``memory.model.PEAK_TERMS``) each level of sharding divides over the GPUs:
+# ZeRO-1 the optimizer's state (and its step's temporaries, over the shard), ZeRO-2 the
+# gradients too, ZeRO-3 / FSDP the parameters too; never the activations or the batch.
+_STATE = ("optimizer_state", "transient_optimizer")
+SHARDED_TERMS = {
+    "optimizer": _STATE,
+    "gradients": (*_STATE, "gradients"),
+    "parameters": (*_STATE, "gradients", "parameters"),
+}
 
 
 def base_plan(
@@ -117,13 +128,21 @@ def best_forecast(
     precision: str = "fp32",
     fixed: Mapping[str, Any] | None = None,
     strategy: str | None = None,
+    mode: str = "search",
     **kw: Any,
 ) -> tuple[Forecast, TrainingPlan | None]:
     """The forecast of the fastest plan that fits ``machine`` at ``batch_size`` and that plan
     (None: the machine has no GPU, or it trains the plain float32 step); ``kw`` goes to
     ``forecast_machine``. ``precision`` "auto" (issue #50): the fastest of the GPU's
     precisions that fits, by the model's own numbers (``plan.auto_candidates``); branch and
-    bound (the module docstring)."""
+    bound (the module docstring).
+
+    ``mode`` (issue #46, the screen's two passes): "search" (the above); "plain": the plain
+    plans alone (no other plan is traced; the row does not fit when none of them does);
+    "bound": the fastest plan the search may take, its memory not traced (``memory`` None) --
+    a lower bound on the row's time, and so its cost, whatever plan fits."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, but got {mode!r}")
     fixed = dict(fixed or {})
 
     def run(plan: TrainingPlan | None, fit: bool = True) -> Forecast:
@@ -138,14 +157,20 @@ def best_forecast(
     auto = precision == "auto" and "precision" not in fixed
     bases = [base_plan(machine, catalog, p, fixed) for p in
              (auto_candidates(spec) if auto else (precision,))]  # fmt: skip
-    found = [(run(_plain(b)), _plain(b)) for b in bases]  # each precision's plain plan
-    fit = [fp for fp in found if fp[0].fits]
-    plain_done = [f.fits or f.memory_unknown for f, _ in found]
-    if all(plain_done) or not searches(fixed):  # nothing to search: the fastest plain plan
-        return min(fit or found[-1:], key=lambda fp: _wall(fp[0]))
     nodes = int(kw.get("nodes", 1))  # issue #49: the batch over every GPU of every machine
     at = place(machine, batch_size, nodes=nodes)
     steps = [fixed["accumulation"]] if "accumulation" in fixed else _steps(at.per_device)
+    if mode == "bound":  # each variant at its fewest micro-steps: more are never faster
+        fastest = [(run(_plain(v), fit=False), _plain(v)) for b in bases
+                   for v in ([b] if not searches(fixed) else
+                             [replace(c, accumulation=steps[0]) for c in
+                              candidates(b, fixed, at.devices, probe.framework, strategy)])]  # fmt: skip
+        return min(fastest, key=lambda fp: _wall(fp[0]))
+    found = [(run(_plain(b)), _plain(b)) for b in bases]  # each precision's plain plan
+    fit = [fp for fp in found if fp[0].fits]
+    plain_done = [f.fits or f.memory_unknown for f, _ in found]
+    if all(plain_done) or not searches(fixed) or mode == "plain":  # the fastest plain plan
+        return min(fit or found[-1:], key=lambda fp: _wall(fp[0]))
 
     def key(plan: TrainingPlan) -> float:
         """The plan's predicted job wall time, its parts' margins added (``SIMPLER``)."""
@@ -161,7 +186,8 @@ def best_forecast(
     )  # fmt: skip
     least: tuple[float, TrainingPlan] | None = None
     unknown: TrainingPlan | None = None
-    floors: dict[TrainingPlan, tuple[float, float]] = {}  # unsharded plan -> (floor, usable)
+    # unsharded plan -> (its traced step memory, the usable bytes)
+    floors: dict[TrainingPlan, tuple[StepMemory, float]] = {}
     for bound, i in bounds:
         if best is not None and bound >= best[0]:  # it cannot beat the best: not traced
             break
@@ -169,8 +195,10 @@ def best_forecast(
             plan = replace(variants[i], accumulation=n)
             if n > at.per_device:
                 break
-            # a sharded plan's unsharded sibling's activations and batch, and the usable bytes
-            floor, usable = floors.get(replace(plan, sharding="none"), (0.0, math.inf))
+            # what a sharded plan's step holds at least, from its unsharded sibling's
+            sibling = floors.get(replace(plan, sharding="none"))
+            floor, usable = (0.0, math.inf) if sibling is None or plan.sharding == "none" else (
+                shard_floor(sibling[0], plan.sharding, at.shards), sibling[1])  # fmt: skip
             if floor > usable and (best is not None or (least is not None and floor >= least[0])):
                 continue  # it does not fit, nor would it be the least: more micro-steps
             if best is not None and k > 0 and key(plan) >= best[0]:
@@ -185,7 +213,7 @@ def best_forecast(
                 unknown = unknown or plan
                 break
             if plan.sharding == "none":
-                floors[plan] = (unshardable(memory.memory), memory.fit.have_bytes)
+                floors[plan] = (memory.memory, memory.fit.have_bytes)
             if memory.fits:
                 wall = bound if k == 0 else key(plan)
                 if best is None or wall < best[0]:
@@ -198,16 +226,23 @@ def best_forecast(
     return (kept[0] if kept else run(_plain(last))), _plain(last)  # a plain row: forecast once
 
 
-def unshardable(memory: StepMemory) -> float:
-    """The bytes at the peak of an unsharded plan's step that no sharding of its state
-    removes (its activations and batch): the step of the same plan sharded holds them at the
-    same moment, so its peak is never below them (checked against the traced sharded steps:
-    docs/plans.md)."""
-    return sum(t.value for t in memory.terms if t.name in ("activations", "batch"))
+def shard_floor(memory: StepMemory, sharding: str, shards: int) -> float:
+    """A lower bound on the traced bytes at the peak of an unsharded plan's step (``memory``)
+    when ``sharding`` divides its state over ``shards`` GPUs: the same moment of the sharded
+    step holds every traced byte but the state that level divides (``SHARDED_TERMS``), of
+    which it keeps at least 1/``shards`` (ZeRO-1's greedy partition: at least that much);
+    its activations, batch and transients stay, and the collectives' buffers only add.
+    Checked against the traced sharded steps (docs/plans.md)."""
+    traced = [t for t in memory.terms if t.name in PEAK_TERMS.values()]
+    divided = sum(t.value for t in traced if t.name in SHARDED_TERMS[sharding])
+    return sum(t.value for t in traced) - divided * (1 - 1 / max(1, shards))
 
 
 def _plain(plan: TrainingPlan) -> TrainingPlan | None:
-    """None for the float32 plain plan (the step as traced), else ``plan``."""
+    """None for the float32 plain plan (the step as traced), else ``plan`` (replicated
+    across machines only where it shards: unsharded state is replicated everywhere)."""
+    if plan.sharding == "none" and plan.replicate != "none":
+        plan = replace(plan, replicate="none")
     return None if plan == TrainingPlan() else plan
 
 

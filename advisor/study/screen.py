@@ -1,0 +1,179 @@
+"""The screen: every (machine, batch) pair of the study predicted cheaply, before any trial,
+in two passes (issue #46: the plan search only where a row could still win).
+
+1. Every pair under its plain plans (the whole per-GPU batch in one pass, at each precision
+   the search may take). A row whose plain plan fits is final: no other plan is faster in
+   the model (``forecast.plan_search``), so its plans are not searched anyway.
+2. The pairs whose plain plans do not fit, fastest first by their bound: the fastest plan
+   each may take, its memory not traced (``best_forecast(mode="bound")``), a lower bound on
+   the row's time and so its cost. Each is searched for the fastest plan that fits, unless a
+   row already found to fit is faster *and* cheaper than that bound: then whatever plan fits
+   it, the pair is beaten on both time and cost, so it cannot be the fastest, the cheapest,
+   on the Pareto front or in a tie (``evaluation.ranking``: a tie is among rows no other
+   beats on both), and its plans' memory (seconds of fake-tensor tracing each for a deep
+   model) is never traced. It keeps its first pass's does-not-fit row, which says why.
+
+A back end that does not predict under training plans (``Backend.plans``) is screened once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from advisor.durations import format_duration
+from advisor.evaluation.contract import Backend, Evaluation, FailedEvaluation, Scored
+from advisor.evaluation.memory_checks import UNSEARCHED
+from advisor.outcome import Stop, StopReason
+from advisor.progress import ScreenProgress
+
+if TYPE_CHECKING:
+    from advisor.evaluation.candidates import Candidate
+    from advisor.outcome import SuggestOutcome
+
+Progress = Callable[[str, int, int], None]
+Pair = tuple["Candidate", int]
+
+
+class Front:
+    """The rows found to fit that no other found row beats on both time and cost."""
+
+    def __init__(self, rows: Iterable[Scored] = ()) -> None:
+        self.rows: list[Evaluation] = []
+        for row in rows:
+            self.add(row)
+
+    def add(self, row: Scored | None) -> None:
+        """Keep ``row`` when it is scored (it fits) and no kept row beats it on both."""
+        if not isinstance(row, Evaluation) or self.beater(row) is not None:
+            return
+        self.rows = [r for r in self.rows if not _beats(row, r)] + [row]
+
+    def beater(self, bound: Evaluation) -> Evaluation | None:
+        """A kept row faster and cheaper than ``bound``, else None."""
+        return next((r for r in self.rows if _beats(r, bound)), None)
+
+
+def _beats(a: Evaluation, b: Evaluation) -> bool:
+    return a.runtime.value < b.runtime.value and a.cost.value < b.cost.value
+
+
+def screen_pairs(
+    outcome: SuggestOutcome,
+    backend: Backend,
+    progress: Progress | None,
+    deadline: float | None,
+    clock: Callable[[], float],
+) -> Stop | None:
+    """Predict every (machine, batch) cheaply into ``outcome.screen`` (the module's two
+    passes); a stop when --timeout ran out meanwhile (the partial screen is kept), else None."""
+    if not outcome.options.screen:
+        return None
+    pairs = [(c, b) for b in outcome.space.batch_sizes for c in outcome.candidates]
+    mode = "plain" if backend.plans else "search"
+    stop = _first_pass(outcome, backend, pairs, mode, progress, deadline, clock)
+    if stop is not None or mode == "search" or not outcome.screen:
+        return stop
+    return _second_pass(outcome, backend, pairs, progress, deadline, clock)
+
+
+def _first_pass(
+    outcome: SuggestOutcome,
+    backend: Backend,
+    pairs: list[Pair],
+    mode: str,
+    progress: Progress | None,
+    deadline: float | None,
+    clock: Callable[[], float],
+) -> Stop | None:
+    # issue #50: counted where the time goes (``advisor.progress.ScreenProgress``)
+    gpus = [(c.instance.accelerator, c.instance.accelerator_count * c.nodes, b) for c, b in pairs]
+    told = ScreenProgress(progress or (lambda *_: None), gpus)
+    prefetch = getattr(backend, "prefetch", None)  # issue #28: the probes in one process
+    if prefetch is not None:
+        told.before(0, None, "what this machine can probe")  # its step traced per batch size
+        prefetch(outcome.workload, outcome.space.batch_sizes)
+    for i, (cand, batch) in enumerate(pairs):
+        told.before(i, batch)
+        if deadline is not None and clock() > deadline:
+            outcome.guided = bool(outcome.screen)
+            return Stop(StopReason.SCREEN_TIMEOUT)
+        pred = backend.screen(outcome.workload, cand, batch, {}, mode)
+        if pred is None:
+            outcome.screen = {}
+            break
+        outcome.screen[(cand.key, batch)] = pred
+        told.after(i)
+    told.before(len(pairs), None)
+    return None
+
+
+def _second_pass(
+    outcome: SuggestOutcome,
+    backend: Backend,
+    pairs: list[Pair],
+    progress: Progress | None,
+    deadline: float | None,
+    clock: Callable[[], float],
+) -> Stop | None:
+    say = progress or (lambda *_: None)
+    pending = [(c, b) for c, b in pairs if _unsearched(outcome.screen.get((c.key, b)))]
+    bounds: dict[tuple[str, int], Scored | None] = {}
+    for i, (cand, batch) in enumerate(pending):
+        say(f"screen:bounding the plans of {len(pending):,} pairs whose plain plan does not fit",
+            i, len(pending))  # fmt: skip
+        if deadline is not None and clock() > deadline:
+            outcome.guided = bool(outcome.screen)
+            return Stop(StopReason.SCREEN_TIMEOUT)
+        bounds[(cand.key, batch)] = backend.screen(outcome.workload, cand, batch, {}, "bound")
+
+    fastest: dict[tuple[str, int, int], float] = {}  # a machine's offers at a batch
+    for (cand, batch), ev in zip(pending, bounds.values(), strict=True):
+        twins = (cand.instance.key, cand.nodes, batch)
+        t = ev.runtime.value if isinstance(ev, Evaluation) else float("inf")
+        fastest[twins] = min(t, fastest.get(twins, t))
+
+    def order(pair: Pair) -> tuple[float, bool]:
+        """Fastest bound first, a spot offer beside its on-demand twin (one search for both)."""
+        return fastest[(pair[0].instance.key, pair[0].nodes, pair[1])], pair[0].spot
+
+    front = Front(outcome.screen.values())
+    skipped = 0
+    for i, (cand, batch) in enumerate(sorted(pending, key=order)):
+        say(f"screen:searching the plans of {len(pending):,} pairs whose plain plan does not "
+            f"fit ({skipped:,} beaten on time and cost before their search)", i, len(pending))  # fmt: skip
+        if deadline is not None and clock() > deadline:
+            outcome.guided = bool(outcome.screen)
+            return Stop(StopReason.SCREEN_TIMEOUT)
+        key, bound = (cand.key, batch), bounds[(cand.key, batch)]
+        if isinstance(bound, Evaluation) and (by := front.beater(bound)) is not None:
+            outcome.screen[key] = beaten(outcome.screen[key], bound, by)
+            skipped += 1
+            continue
+        pred = backend.screen(outcome.workload, cand, batch, {})
+        if pred is not None:
+            outcome.screen[key] = pred
+            front.add(pred)
+    say("screen:searching the plans", len(pending), len(pending))
+    return None
+
+
+def _unsearched(row: Scored | None) -> bool:
+    return isinstance(row, FailedEvaluation) and bool(row.estimate.get(UNSEARCHED))
+
+
+def beaten(row: Scored, bound: Evaluation, by: Evaluation) -> Scored:
+    """The first pass's does-not-fit ``row``, saying why its other plans were not traced."""
+    if not isinstance(row, FailedEvaluation):
+        return row
+    why = (
+        f"{row.error} (its plain plans; no other plan traced: even its fastest, at least "
+        f"{format_duration(bound.runtime.value)} and USD {bound.cost.value:.2f}, is slower and "
+        f"dearer than {by.machine} at batch {by.batch_size}, "
+        f"{format_duration(by.runtime.value)} and USD {by.cost.value:.2f}, which fits)"
+    )
+    beaten_by = {"machine": by.machine, "batch_size": by.batch_size}
+    bounds = {"runtime_s": bound.runtime.value, "cost_usd": bound.cost.value}
+    return replace(row, error=why, estimate={**row.estimate, "beaten_by": beaten_by,
+                                             "bound": bounds})  # fmt: skip

@@ -1,0 +1,146 @@
+"""Issue #46: the screen searches a pair's training plans only where the pair could still beat
+a row that fits (``advisor.study.screen``). ``memory_fixtures``' memory terms (32 GiB at batch
+8) on a wide MLP's kernels (compute-bound): its plain plan fits neither a 24 GB A10G nor a
+12 GB K80; the A10G's plan search finds a plan that fits, and the K80 (several times slower,
+nearly as dear by the hour) is then beaten on time and cost by that row before its own
+search: its plans are never searched. Scored by the real scorer (``LocalBackend``) through the
+Python API, on fake local probes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import memory_fixtures
+import pytest
+from memory_fixtures import MODEL, sized
+from perf_fixtures import mlp_trace, probe
+
+import advisor
+from advisor.errors import AdvisorError
+from advisor.evaluation.contract import Evaluation
+from advisor.evaluation.local import LocalBackend
+from advisor.study.screen import Front
+
+fresh_memos = memory_fixtures.fresh_memos  # autouse: the memos forgotten around each test
+A10G, K80 = "ec2:g5.xlarge", "ec2:p2.xlarge"
+
+
+def _wide(batch: int) -> Any:
+    """A 4-layer MLP 4,096 wide at ``batch`` (its kernels compute-bound on any GPU) holding
+    ``memory_fixtures``' bytes."""
+    from dataclasses import replace
+
+    return replace(
+        mlp_trace(batch, 4096, 4, workload=MODEL), memory_bytes=sized(batch).memory_bytes
+    )
+
+
+def _probe(batch: int) -> Any:
+    from dataclasses import replace
+
+    from advisor.probes.operators import with_operator_trace
+
+    base = replace(probe(batch=batch, t2=2.0, workload=MODEL),
+                   fingerprint={"data_s": 1e-6 * batch, "input_bytes_per_sample": 1024.0})  # fmt: skip
+    return with_operator_trace(base, _wide(batch))
+
+
+def _row(machine: str, seconds: float, usd: float) -> Evaluation:
+    from advisor.intervals import Interval
+
+    return Evaluation(machine=machine, batch_size=8, source="modelled", epochs=1,
+                      price_per_hour=1.0, spot=False, probe_s=0.0,
+                      runtime=Interval.exact(seconds), cost=Interval.exact(usd))  # fmt: skip
+
+
+def test_the_front_keeps_the_rows_no_other_beats_on_both() -> None:
+    front = Front([_row("a", 10, 5), _row("b", 20, 2), _row("c", 30, 6)])  # c: beaten by a
+    assert [r.machine for r in front.rows] == ["a", "b"]
+    assert front.beater(_row("x", 25, 3)).machine == "b"  # type: ignore[union-attr]
+    assert front.beater(_row("y", 15, 3)) is None  # faster than b, cheaper than a
+    assert front.beater(_row("z", 10, 6)) is None  # a ties on time: not beaten on both
+    front.add(_row("d", 5, 1))  # beats both: the only one kept
+    assert [r.machine for r in front.rows] == ["d"]
+
+
+def _suggest(tmp_path: Path, machines: list[str], searched: list[tuple[str, str]]) -> Any:
+    """The report of a suggest over ``machines`` at batch 8, float32, recording in
+    ``searched`` each (machine, mode) the plan search was asked for."""
+    from advisor.search_spaces.loader import load_space
+
+    from advisor.prediction.forecast import plan_search
+
+    real = plan_search.best_forecast
+
+    def recorded(probe: Any, machine: Any, *args: Any, **kw: Any) -> Any:
+        searched.append((machine.key, kw.get("mode", "search")))
+        return real(probe, machine, *args, **kw)
+
+    from advisor.prediction.step import traces
+
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    for b in (1, 2, 4, 8):  # the steps at each micro-batch, never traced for real
+        traces.remember(traces.trace_key(MODEL, "torch", b, {}), _wide(b))
+    space = load_space(
+        f"workload: {MODEL}\nbatch_sizes: [8]\nmachines:\n  instance_types: [{', '.join(machines)}]\n",
+        MODEL,
+    )
+    backend = LocalBackend(url, run_probe=lambda r: _probe(r.batch_size))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plan_search, "best_forecast", recorded)
+
+        report = advisor.suggest(
+            model=MODEL, space=space, n_train=200_000, n_val=100, budget_usd=1e6, local=False,
+            storage=url, backend=backend, spot=False, precision="fp32",
+            include_previous_generation=True,
+        )  # fmt: skip
+    return report, backend
+
+
+@pytest.mark.slow  # about 10 s: two small studies with the kernel model
+def test_a_pair_beaten_before_its_plan_search_is_not_searched(tmp_path: Path) -> None:
+    searched: list[tuple[str, str]] = []
+    report, _ = _suggest(tmp_path / "both", [A10G, K80], searched)
+    assert (A10G, "search") in searched  # its plain plan does not fit: its plans searched
+    assert (K80, "bound") in searched and (K80, "search") not in searched
+    rec = report["recommended"]
+    assert rec["machine"] == A10G and rec["training_plan"]["accumulation"] > 1
+    out = report["memory_left_out"]
+    assert out["count"] == 0 and out["beaten"] == 1 and out["beaten_pairs"] == [f"{K80} b8"]
+    assert out["text"].startswith("Not searched: 1 of 2 pairs") and A10G in out["text"]
+
+    # what the K80's own search, alone, finds: a plan slower and dearer, or none that fits
+    alone: list[tuple[str, str]] = []
+    try:
+        k80, _ = _suggest(tmp_path / "k80", [K80], alone)
+    except AdvisorError as exc:  # no plan fits it: left out either way
+        assert "cannot hold a step in their memory" in str(exc)
+    else:
+        row = k80["recommended"]
+        assert row["runtime_s"]["value"] > rec["runtime_s"]["value"]
+        assert row["cost_usd"]["value"] > rec["cost_usd"]["value"]
+    assert (K80, "search") in alone
+
+
+def test_a_back_end_without_plans_is_screened_once(tmp_path: Path) -> None:
+    """The replay back end predicts one way: no bound, no second pass."""
+    from advisor.search_spaces.loader import load_space
+
+    from advisor.evaluation.replay import ReplayBackend
+
+    from ..cli.conftest import table
+
+    asked: list[str] = []
+
+    class Counting(ReplayBackend):
+        def screen(self, *args: Any, **kw: Any) -> Any:
+            asked.append(args[4] if len(args) > 4 else kw.get("mode", "search"))
+            return super().screen(*args, **kw)
+
+    report = advisor.suggest(
+        model="fcn", budget_usd=5, space=load_space("workload: fcn\nbatch_sizes: [256]\n"),
+        backend=Counting(table()), storage=f"sqlite:///{tmp_path / 's.db'}",
+    )  # fmt: skip
+    assert report["recommended"] is not None
+    assert asked and set(asked) == {"search"}
