@@ -2,10 +2,17 @@
 1``, the default): the GPU types with a cited network figure among the best screened rows,
 scored on 2, 4 and 8 machines at every batch size of the space. These are no candidates (the
 study's answer does not change); the report compares them with its recommendation
-(``advisor.report.nodes``)."""
+(``advisor.report.nodes``).
+
+They are scored with the state replicated across machines (``replicate=nodes``: DDP, or HSDP
+where the plan shards, within each machine), whose memory per GPU is one machine's at the
+per-GPU batch (``timing.nodes.memory_view``): the memory traced for the one-machine rows
+serves them (issue #46: sharding over every GPU of 2-8 machines asked for a memory trace per
+GPU count, tens of minutes for an 8B model). ``--max-nodes`` searches every plan."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from advisor.evaluation.candidates import Candidate, node_counts
@@ -42,11 +49,17 @@ def more_nodes(outcome: SuggestOutcome, backend: Backend) -> list[Scored]:
         if len(picked) == HINT_TYPES:
             break
     out: list[Scored] = []
-    for cand in picked:
-        for n in node_counts(HINT_NODES)[1:]:
-            many = Candidate(cand.instance, cand.spot, n)
-            for batch in outcome.space.batch_sizes:
-                found = backend.screen(outcome.workload, many, batch, {})
-                if found is not None:
-                    out.append(found)
+    settings = backend.settings
+    fields = dict(settings.plan_fields)
+    backend.configure(replace(settings, plan_fields={"replicate": "nodes", **fields}))
+    try:
+        for cand in picked:
+            for n in node_counts(HINT_NODES)[1:]:
+                many = Candidate(cand.instance, cand.spot, n)
+                for batch in outcome.space.batch_sizes:
+                    found = backend.screen(outcome.workload, many, batch, {})
+                    if found is not None:
+                        out.append(found)
+    finally:
+        backend.configure(settings)
     return out
