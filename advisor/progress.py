@@ -49,6 +49,11 @@ class Kind:
 
 KINDS: dict[str, Kind] = {
     "screen": Kind("screening {total:,} machine x batch pairs (a local probe per new batch size)"),
+    # the screen's second pass (advisor.study.screen): the pairs left are mostly beaten before
+    # their search, in milliseconds, so the rate of the first ones gives an upper bound
+    "plans": Kind(
+        "searching the plans of {total:,} pairs whose plain plan does not fit", bound=True
+    ),
     "trials": Kind("trials (up to {total}; a new machine or batch size may probe)", bound=True),
     "cloud": Kind("cloud probes (up to {total} machines, each a managed job)", bound=True),
     "tune": Kind("short training runs (--tune)", unit="s"),

@@ -141,7 +141,7 @@ def _second_pass(
     front = Front(outcome.screen.values())
     skipped = 0
     for i, (cand, batch) in enumerate(sorted(pending, key=order)):
-        say(f"screen:searching the plans of {len(pending):,} pairs whose plain plan does not "
+        say(f"plans:searching the plans of {len(pending):,} pairs whose plain plan does not "
             f"fit ({skipped:,} beaten on time and cost before their search)", i, len(pending))  # fmt: skip
         if deadline is not None and clock() > deadline:
             outcome.guided = bool(outcome.screen)
@@ -155,7 +155,7 @@ def _second_pass(
         if pred is not None:
             outcome.screen[key] = pred
             front.add(pred)
-    say("screen:searching the plans", len(pending), len(pending))
+    say("plans:searching the plans", len(pending), len(pending))
     return None
 
 
