@@ -32,6 +32,10 @@ from typing import Any
 from advisor.probes.operators.peak_lines import PeakLines, kind
 
 SHALLOW = (2, 4)  # the depths traced
+# The depths tried next when the peak moments of those two do not correspond (Llama 3.1 8B
+# under QLoRA and FSDP: at 2 blocks one kind of moment peaks twice, at 4 once; at 4, 6 and 8
+# they correspond and 4 and 6 carry to 8 exactly), before the model is traced whole
+WIDER = (4, 6)
 # A declared builder's depths: four blocks and more put its peak at the moment of the whole
 # model's (at two, a GPT-2's embedding and head outweigh its blocks: another moment peaks)
 DECLARED_SHALLOW = (4, 6)
@@ -149,14 +153,19 @@ def _by_name(ops: list[Any]) -> dict[str, tuple[Any, dict[str, float]]]:
 
 def scaled_lines(workload: str, trace: Any) -> PeakLines | None:
     """The peak lines of ``workload`` (an ``hf:`` reference) at its own depth from
-    ``trace(shallow_workload) -> PeakLines`` at the ``SHALLOW`` depths; None when the model is
-    not deeper than them or the two traces' peak moments do not correspond."""
+    ``trace(shallow_workload) -> PeakLines`` at the ``SHALLOW`` depths, else at the ``WIDER``
+    ones; None when the model is not deeper than them or neither pair's peak moments
+    correspond."""
     found = depth_of(workload)
     if found is None:
         return None
     ref, depth = found
     small = [trace(ref.with_options(layers=n).text()) for n in SHALLOW]
-    return _carried(small, depth)
+    carried = _carried(small, depth)
+    if carried is None and depth > WIDER[1]:  # the 4-block trace kept, one of 6 blocks added
+        wider = [small[1], trace(ref.with_options(layers=WIDER[1]).text())]
+        carried = _carried(wider, depth, WIDER)
+    return carried
 
 
 def _carried(
