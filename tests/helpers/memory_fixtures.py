@@ -59,6 +59,22 @@ def remember(*batches: int, workload: str = MODEL) -> None:
         traces.remember(traces.trace_key(workload, "torch", b, {}), sized(b, workload))
 
 
+def wide(batch: int) -> Any:
+    """A 4-layer MLP 4,096 wide at ``batch`` (its kernels compute-bound on any GPU, so the
+    GPUs' speeds tell the rows apart) holding this file's memory terms."""
+    return dataclasses.replace(
+        mlp_trace(batch, 4096, 4, workload=MODEL), memory_bytes=sized(batch).memory_bytes
+    )
+
+
+def wide_probe(batch: int) -> ProbeResult:
+    """A local probe of ``wide``'s step at ``batch``."""
+    base = dataclasses.replace(probe(batch=batch, t2=2.0, workload=MODEL),
+                               fingerprint={"data_s": 1e-6 * batch,
+                                            "input_bytes_per_sample": 1024.0})  # fmt: skip
+    return with_operator_trace(base, wide(batch))
+
+
 A100 = gpu_machine("a100.1", "A100", 1, 4.0)
 V100 = gpu_machine("v100.1", "V100", 1, 0.5)  # the cheapest by far, and too small
 V100X8 = gpu_machine("v100.8", "V100", 8, 24.0)

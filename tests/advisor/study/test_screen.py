@@ -13,8 +13,7 @@ from typing import Any
 
 import memory_fixtures
 import pytest
-from memory_fixtures import MODEL, sized
-from perf_fixtures import mlp_trace, probe
+from memory_fixtures import MODEL, wide, wide_probe
 
 import advisor
 from advisor.errors import AdvisorError
@@ -24,26 +23,6 @@ from advisor.study.screen import Front
 
 fresh_memos = memory_fixtures.fresh_memos  # autouse: the memos forgotten around each test
 A10G, K80 = "ec2:g5.xlarge", "ec2:p2.xlarge"
-
-
-def _wide(batch: int) -> Any:
-    """A 4-layer MLP 4,096 wide at ``batch`` (its kernels compute-bound on any GPU) holding
-    ``memory_fixtures``' bytes."""
-    from dataclasses import replace
-
-    return replace(
-        mlp_trace(batch, 4096, 4, workload=MODEL), memory_bytes=sized(batch).memory_bytes
-    )
-
-
-def _probe(batch: int) -> Any:
-    from dataclasses import replace
-
-    from advisor.probes.operators import with_operator_trace
-
-    base = replace(probe(batch=batch, t2=2.0, workload=MODEL),
-                   fingerprint={"data_s": 1e-6 * batch, "input_bytes_per_sample": 1024.0})  # fmt: skip
-    return with_operator_trace(base, _wide(batch))
 
 
 def _row(machine: str, seconds: float, usd: float) -> Evaluation:
@@ -81,12 +60,12 @@ def _suggest(tmp_path: Path, machines: list[str], searched: list[tuple[str, str]
 
     url = f"sqlite:///{tmp_path / 'study.db'}"
     for b in (1, 2, 4, 8):  # the steps at each micro-batch, never traced for real
-        traces.remember(traces.trace_key(MODEL, "torch", b, {}), _wide(b))
+        traces.remember(traces.trace_key(MODEL, "torch", b, {}), wide(b))
     space = load_space(
         f"workload: {MODEL}\nbatch_sizes: [8]\nmachines:\n  instance_types: [{', '.join(machines)}]\n",
         MODEL,
     )
-    backend = LocalBackend(url, run_probe=lambda r: _probe(r.batch_size))
+    backend = LocalBackend(url, run_probe=lambda r: wide_probe(r.batch_size))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(plan_search, "best_forecast", recorded)
 
