@@ -75,6 +75,24 @@ def wide_probe(batch: int) -> ProbeResult:
     return with_operator_trace(base, wide(batch))
 
 
+def wide_study(tmp_path: Any, batch: int, machines: list[str]) -> tuple[str, Any, Any]:
+    """(storage URL, space, ``LocalBackend``) of a study of ``wide``'s step at ``batch`` on
+    ``machines``, its steps at the micro-batches up to ``batch`` known to this process (never
+    traced for real) and its local probes ``wide_probe``."""
+    from advisor.search_spaces.loader import load_space
+
+    from advisor.evaluation.local import LocalBackend
+
+    b = 1
+    while b <= batch:
+        traces.remember(traces.trace_key(MODEL, "torch", b, {}), wide(b))
+        b *= 2
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    space = load_space(f"workload: {MODEL}\nbatch_sizes: [{batch}]\nmachines:\n  "
+                       f"instance_types: [{', '.join(machines)}]\n", MODEL)  # fmt: skip
+    return url, space, LocalBackend(url, run_probe=lambda r: wide_probe(r.batch_size))
+
+
 A100 = gpu_machine("a100.1", "A100", 1, 4.0)
 V100 = gpu_machine("v100.1", "V100", 1, 0.5)  # the cheapest by far, and too small
 V100X8 = gpu_machine("v100.8", "V100", 8, 24.0)

@@ -12,10 +12,9 @@ from typing import Any
 
 import memory_fixtures
 import pytest
-from memory_fixtures import MODEL, PER_SAMPLE, REPLICA, wide, wide_probe
+from memory_fixtures import MODEL, PER_SAMPLE, REPLICA, wide_study
 
 import advisor
-from advisor.evaluation.local import LocalBackend
 
 fresh_memos = memory_fixtures.fresh_memos  # autouse: the memos forgotten around each test
 MACHINE = "ec2:g5.48xlarge"  # 8 x A10G (24 GB), a cited network figure
@@ -39,19 +38,9 @@ def _lines(asked: list[tuple[int, str]]) -> Any:
 @pytest.mark.slow  # about 10 s: a small study with the kernel model and its hint
 def test_the_hint_on_several_machines_traces_no_step_sharded_over_them(tmp_path: Path) -> None:
     from advisor.probes.operators import plan_peak
-    from advisor.search_spaces.loader import load_space
-
-    from advisor.prediction.step import traces
 
     asked: list[tuple[int, str]] = []
-    url = f"sqlite:///{tmp_path / 'study.db'}"
-    for b in (1, 2, 4, 8, 16, 32):  # the steps at each micro-batch, never traced for real
-        traces.remember(traces.trace_key(MODEL, "torch", b, {}), wide(b))
-    space = load_space(
-        f"workload: {MODEL}\nbatch_sizes: [256]\nmachines:\n  instance_types: [{MACHINE}]\n",
-        MODEL,
-    )
-    backend = LocalBackend(url, run_probe=lambda r: wide_probe(r.batch_size))
+    url, space, backend = wide_study(tmp_path, 256, [MACHINE])
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(plan_peak, "peak_lines", _lines(asked))
         report = advisor.suggest(

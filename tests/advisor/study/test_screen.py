@@ -13,12 +13,11 @@ from typing import Any
 
 import memory_fixtures
 import pytest
-from memory_fixtures import MODEL, wide, wide_probe
+from memory_fixtures import MODEL, wide_study
 
 import advisor
 from advisor.errors import AdvisorError
 from advisor.evaluation.contract import Evaluation
-from advisor.evaluation.local import LocalBackend
 from advisor.study.screen import Front
 
 fresh_memos = memory_fixtures.fresh_memos  # autouse: the memos forgotten around each test
@@ -46,7 +45,6 @@ def test_the_front_keeps_the_rows_no_other_beats_on_both() -> None:
 def _suggest(tmp_path: Path, machines: list[str], searched: list[tuple[str, str]]) -> Any:
     """The report of a suggest over ``machines`` at batch 8, float32, recording in
     ``searched`` each (machine, mode) the plan search was asked for."""
-    from advisor.search_spaces.loader import load_space
 
     from advisor.prediction.forecast import plan_search
 
@@ -56,16 +54,7 @@ def _suggest(tmp_path: Path, machines: list[str], searched: list[tuple[str, str]
         searched.append((machine.key, kw.get("mode", "search")))
         return real(probe, machine, *args, **kw)
 
-    from advisor.prediction.step import traces
-
-    url = f"sqlite:///{tmp_path / 'study.db'}"
-    for b in (1, 2, 4, 8):  # the steps at each micro-batch, never traced for real
-        traces.remember(traces.trace_key(MODEL, "torch", b, {}), wide(b))
-    space = load_space(
-        f"workload: {MODEL}\nbatch_sizes: [8]\nmachines:\n  instance_types: [{', '.join(machines)}]\n",
-        MODEL,
-    )
-    backend = LocalBackend(url, run_probe=lambda r: wide_probe(r.batch_size))
+    url, space, backend = wide_study(tmp_path, 8, machines)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(plan_search, "best_forecast", recorded)
 
