@@ -4,7 +4,8 @@
   ``$ADVISOR_HOME/locks``). Creating the storage's tables and a study, and choosing-and-
   claiming the next configuration of a study, happen under it, so processes started together
   neither crash on the schema (``alembic_version``) nor pick the same configuration. The lock
-  is held for milliseconds (a few queries), never while a probe runs.
+  is held for milliseconds (a few queries), never while a probe runs, and only by a live
+  process (a ``live_lock``: CI saw a worker stopped inside it hold up the host's others).
 - ``sigint_deferred()``: Ctrl-C (or SIGTERM, under ``terminate_as_exception``) during a storage
   write is held until the write is done.
 - ``owner_id()``/``owner_gone()``: this process as it signs what it holds, and whether the
@@ -160,9 +161,18 @@ def process_stopped(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[:1] in (["T"], ["t"])
 
 
-def storage_lock(url: str) -> contextlib.AbstractContextManager[None]:
-    """The exclusive lock of one storage (see the module docstring)."""
-    return file_lock(lock_path(url))
+@contextlib.contextmanager
+def storage_lock(url: str | None) -> Iterator[None]:
+    """The exclusive lock of one storage (see the module docstring; none for ``None`` or an
+    in-memory storage). A ``live_lock``: a process stopped while it holds the lock (SIGSTOP
+    mid-claim) holds up the other processes of its host for ``STOPPED_S``, not for as long as
+    the pause lasts; resumed, its writes are fenced (service) or at worst repeat a probe."""
+    path = lock_path(url) if url else None
+    if path is None:
+        yield
+        return
+    with live_lock(path):
+        yield
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ from advisor.outcome import Stop, StopReason
 from advisor.providers.catalog import MachineKey
 from advisor.records import TrialRecord
 from advisor.storage import transient
-from advisor.storage.locks import file_lock, lock_path, sigint_deferred
+from advisor.storage.locks import sigint_deferred, storage_lock
 from advisor.study.claims import Claims, ClaimStore
 from advisor.study.planner import Planner, affordable
 from advisor.study.state import Config, StudyState
@@ -63,7 +63,7 @@ class TrialLoop:
         self.o = outcome
         self.backend = backend
         self.state = state
-        self.lock = lock_path(lock_url) if lock_url else None
+        self.lock_url = lock_url
         self.progress = progress
         self.deadline, self.clock = deadline, clock  # --timeout, on the search's clock
         name = outcome.study.study_name
@@ -124,7 +124,7 @@ class TrialLoop:
         o, state = self.o, self.state
         claimed: Config | None = None
         try:
-            with file_lock(self.lock), sigint_deferred():  # Ctrl-C waits for the claim
+            with storage_lock(self.lock_url), sigint_deferred():  # Ctrl-C waits for the claim
                 # Claims first, trials second: a process writes its trial before its claim
                 # lapses, so a config is seen either as claimed or as done. Alone on the
                 # study (no other process at work since the last read), the trials read

@@ -58,7 +58,7 @@ from advisor.outcome import Stop, StopReason, SuggestOutcome
 from advisor.search_spaces.filters import machine_filter
 from advisor.search_spaces.space import JointSpace, space_to_dict
 from advisor.search_spaces.workloads import ModelRef
-from advisor.storage.locks import file_lock, lock_path, sigint_deferred
+from advisor.storage.locks import sigint_deferred, storage_lock
 from advisor.storage.urls import open_storage, resolve_storage
 from advisor.study.claims import ClaimStore
 from advisor.study.identity import check_same_question
@@ -302,7 +302,7 @@ def open_study(
 
     objective = options.resolved_objective
     directions = [StudyDirection.MINIMIZE] * (2 if objective == "pareto" else 1)
-    with file_lock(lock_path(lock_url) if lock_url else None), sigint_deferred():
+    with storage_lock(lock_url), sigint_deferred():
         # One lookup by name, not a summary of every study (issue #30: that grew with them).
         try:
             storage.get_study_id_from_name(name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))  # faults.py and conftest.py's helpers, by name
 
 from conftest import replay_table  # noqa: E402
-from faults import TRIALS, ZERO, Cluster, RedisServer, record  # noqa: E402
+from faults import TRIALS, ZERO, Cluster, Proc, RedisServer, record  # noqa: E402
 
 LEASE_S = 3.0
 PROBE_S = 0.5
@@ -40,17 +40,26 @@ def cluster(tmp_path: Path, pg_url: str, redis: RedisServer) -> Iterator[Cluster
 
 
 def _check(
-    c: Cluster, fault: str, points: list[str], started: float, storage_down: bool = False
+    c: Cluster,
+    fault: str,
+    points: list[str],
+    started: float,
+    storage_down: bool = False,
+    paused: Sequence[Proc] = (),
 ) -> dict[str, int]:
     c.wait_ended()
     tally = c.tally()
     # A lease renewal fails only while the database is down (issue #30 saw 15 in ordinary
-    # jobs: forked workers shared their parent's connection).
-    tally["renewals_failed"] = c.logs().count("lease renewal failed")
+    # jobs: forked workers shared their parent's connection), or in a worker stopped in the
+    # middle of one past the database's idle-transaction timeout: resumed, it finds its
+    # connection closed by the server (then its lease taken over, and stops).
+    failed = "lease renewal failed"
+    tally["renewals_failed"] = c.logs().count(failed)
+    excused = sum(p.log.read_text(errors="replace").count(failed) for p in paused)
     record(fault, points, tally, time.monotonic() - started)
     assert {k: tally[k] for k in ZERO} == ZERO, (tally, c.logs()[-6000:])
     assert tally["done"] == tally["jobs"] and tally["trials_added"] == TRIALS * tally["jobs"]
-    assert storage_down or tally["renewals_failed"] == 0, c.logs()[-6000:]
+    assert storage_down or tally["renewals_failed"] == excused, c.logs()[-6000:]
     return tally
 
 
@@ -116,17 +125,21 @@ def test_postgres_restart(cluster: Cluster, postgres: Any) -> None:
     )
 
 
-def _pause_past_lease(c: Cluster, job_id: str) -> None:
+def _pause_past_lease(c: Cluster, job_id: str, spare: int) -> Proc:
     """SIGSTOP the job's worker until another worker took the job over and ran a trial of
-    it, then SIGCONT it: its writes must be refused."""
+    it, then SIGCONT it: its writes must be refused. A spare worker (``spare``) is started
+    first, as a replaced machine would be: the take-over then waits for the lease alone, not
+    for another job to end (under CI's load one took over a minute)."""
     holder, lease = c.worker_of(job_id), c.lease(job_id)
+    c.start_worker(spare)
     holder.pause()
     try:
-        c.wait_for(lambda: c.lease(job_id) > lease and c.status(job_id) == "running", 60)
+        c.wait_for(lambda: c.lease(job_id) > lease and c.status(job_id) == "running", 120)
         done = c.trials_done(job_id)
-        c.wait_for(lambda: c.trials_done(job_id) > done or c.status(job_id) == "done", 60)
+        c.wait_for(lambda: c.trials_done(job_id) > done or c.status(job_id) == "done", 120)
     finally:
         holder.resume()
+    return holder
 
 
 def test_worker_paused_past_its_lease(cluster: Cluster) -> None:
@@ -137,16 +150,18 @@ def test_worker_paused_past_its_lease(cluster: Cluster) -> None:
     a, b = c.submit(301), c.submit(302)
     assert a and b
     c.wait_for(lambda: _running(c, a, 2))
-    _pause_past_lease(c, a)  # paused mid-trials
+    first = _pause_past_lease(c, a, spare=3)  # paused mid-trials
+    c.start_worker(4)  # the resumed worker stopped itself: `late` finds a free worker
     late = c.submit(303)
     assert late
     c.wait_for(lambda: c.status(late) == "running")
-    _pause_past_lease(c, late)  # paused just after its claim
+    second = _pause_past_lease(c, late, spare=5)  # paused just after its claim
     _check(
         c,
         "worker paused (SIGSTOP) past its lease, resumed after the take-over",
         ["mid-trials (trial >= 2)", "just after the claim"],
         started,
+        paused=[first, second],
     )
     assert "taken over" in c.logs()  # the resumed worker stopped itself
 

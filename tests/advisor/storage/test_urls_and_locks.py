@@ -10,12 +10,20 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from advisor.errors import AdvisorError
-from advisor.storage.locks import file_lock, lock_path, owner_gone, owner_id, sigint_deferred
+from advisor.storage.locks import (
+    file_lock,
+    lock_path,
+    owner_gone,
+    owner_id,
+    sigint_deferred,
+    storage_lock,
+)
 from advisor.storage.urls import resolve_storage
 
 
@@ -45,6 +53,37 @@ def test_the_lock_is_exclusive_while_held_and_free_after(tmp_path: Path) -> None
     with file_lock(path):
         assert path.exists() and not _try_lock(path)
     assert _try_lock(path)
+
+
+_HOLDER = """
+import sys, time
+from advisor.storage.locks import storage_lock
+with storage_lock(sys.argv[1]):
+    print("holding", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_storage_lock_is_kept_by_a_live_holder_and_passed_when_it_is_stopped(
+    tmp_path: Path,
+) -> None:
+    """CI: a service worker stopped (SIGSTOP) while creating its storage held every other
+    worker of the host for the whole pause; now only a live holder keeps the lock."""
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, url], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"holding\n"
+        path = lock_path(url)
+        assert path is not None and not _try_lock(path)  # held while its holder runs
+        holder.send_signal(signal.SIGSTOP)
+        started = time.monotonic()
+        with storage_lock(url):  # goes ahead about a second after the holder stopped
+            waited = time.monotonic() - started
+        assert 0.9 < waited < 30, waited
+    finally:
+        holder.send_signal(signal.SIGCONT)
+        holder.kill()
+        holder.wait()
 
 
 def test_ctrl_c_during_a_write_is_raised_after_the_write() -> None:
