@@ -60,6 +60,7 @@ from advisor.prediction.step.plan import (
     searches,
 )
 from advisor.probes.result import ProbeResult
+from advisor.probes.sharding import uses_fsdp
 from advisor.providers.catalog import InstanceType
 
 ACCUMULATION_LIMIT = 64  # most accumulation steps tried (1, 2, 4, ... 64)
@@ -104,16 +105,26 @@ def candidates(
     gpus: int,
     framework: str = "torch",
     strategy: str | None = None,
+    nodes: int = 1,
 ) -> list[TrainingPlan]:
     """The (checkpointing, sharding) variants of ``base`` the search may take; their
-    accumulation is set later (the fewest steps that fit)."""
+    accumulation is set later (the fewest steps that fit). On several machines each FSDP
+    variant is offered twice (issue #49): sharded over every GPU of every machine, and sharded
+    within each machine, replicated across them (HSDP, ``replicate=nodes``). HSDP sends less
+    over the network, and each GPU updates a larger shard of the state: the model's bounds
+    order the two (HSDP first on a tie). HSDP's memory is one machine's at the per-GPU batch
+    (the one-machine rows' traces serve it); where it fits and its bound is lower, the
+    variants sharded over every GPU cannot beat it and are never traced."""
     ckpts = [fixed["checkpointing"]] if "checkpointing" in fixed else list(CHECKPOINTING)
     shards = [fixed["sharding"]] if "sharding" in fixed and gpus > 1 else ["none"]
     if "sharding" not in fixed and gpus > 1 and strategy != "dp":
         shards = list(RUNNABLE_SHARDING)
     if framework == "keras":
         ckpts, shards = ["none"], ["none"]
-    return [replace(base, checkpointing=c, sharding=s) for c in ckpts for s in shards]
+    out = [replace(base, checkpointing=c, sharding=s) for c in ckpts for s in shards]
+    if nodes > 1 and "replicate" not in fixed:  # HSDP first: it wins the ties
+        out = [replace(v, replicate="nodes") for v in out if uses_fsdp(v.sharding)] + out
+    return out
 
 
 def best_forecast(
@@ -164,7 +175,7 @@ def best_forecast(
         fastest = [(run(_plain(v), fit=False), _plain(v)) for b in bases
                    for v in ([b] if not searches(fixed) else
                              [replace(c, accumulation=steps[0]) for c in
-                              candidates(b, fixed, at.devices, probe.framework, strategy)])]  # fmt: skip
+                              candidates(b, fixed, at.devices, probe.framework, strategy, nodes)])]  # fmt: skip
         return min(fastest, key=lambda fp: _wall(fp[0]))
     found = [(run(_plain(b)), _plain(b)) for b in bases]  # each precision's plain plan
     fit = [fp for fp in found if fp[0].fits]
@@ -177,7 +188,7 @@ def best_forecast(
         return _wall(run(_plain(plan), fit=False)) * (1 + SIMPLER * _parts(plan))
 
     variants = [v for b, done in zip(bases, plain_done, strict=True) if not done
-                for v in candidates(b, fixed, at.devices, probe.framework, strategy)]  # fmt: skip
+                for v in candidates(b, fixed, at.devices, probe.framework, strategy, nodes)]  # fmt: skip
     bounds = sorted(((key(replace(v, accumulation=steps[0])), i) for i, v in
                      enumerate(variants)))  # fmt: skip
     best: tuple[float, TrainingPlan] | None = min(
@@ -196,9 +207,10 @@ def best_forecast(
             if n > at.per_device:
                 break
             # what a sharded plan's step holds at least, from its unsharded sibling's
-            sibling = floors.get(replace(plan, sharding="none"))
+            sibling = floors.get(replace(plan, sharding="none", replicate="none"))
+            shards = place(machine, batch_size, plan, nodes).shards  # HSDP: one machine's
             floor, usable = (0.0, math.inf) if sibling is None or plan.sharding == "none" else (
-                shard_floor(sibling[0], plan.sharding, at.shards), sibling[1])  # fmt: skip
+                shard_floor(sibling[0], plan.sharding, shards), sibling[1])  # fmt: skip
             if floor > usable and (best is not None or (least is not None and floor >= least[0])):
                 continue  # it does not fit, nor would it be the least: more micro-steps
             if best is not None and k > 0 and key(plan) >= best[0]:

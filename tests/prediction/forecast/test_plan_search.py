@@ -9,7 +9,7 @@ from __future__ import annotations
 import memory_fixtures
 import pytest
 from memory_fixtures import A100, V100, V100X8, Store, sized_probe
-from perf_fixtures import FakeCatalog
+from perf_fixtures import FakeCatalog, gpu_machine
 
 from advisor.prediction.forecast.plan_search import best_forecast, candidates
 from advisor.prediction.step.plan import (
@@ -100,6 +100,73 @@ def test_the_plan_set_of_a_machine() -> None:
     assert plan_fields("accumulate=4,shard=optimizer") == {
         "accumulation": 4, "sharding": "optimizer",
     }  # fmt: skip
+
+
+def test_on_several_machines_each_fsdp_variant_is_offered_within_them_too() -> None:
+    """Issue #49: on N machines each FSDP variant (ZeRO-2/3) is offered sharded over every GPU
+    and sharded within each machine, replicated across them (HSDP), HSDP first (it wins the
+    bounds' ties: its memory is one machine's, traced for the one-machine rows); ZeRO-1 runs
+    over every process (torch's ZeroRedundancyOptimizer) and has no such variant."""
+    base = TrainingPlan("bf16")
+    one = candidates(base, {}, 8)
+    assert {p.replicate for p in one} == {"none"}
+    two = candidates(base, {}, 16, nodes=2)
+    hsdp = [p for p in two if p.replicate == "nodes"]
+    assert {(p.checkpointing, p.sharding) for p in hsdp} == {
+        (c, s) for c in ("none", "blocks") for s in ("gradients", "parameters")
+    }
+    assert two[: len(hsdp)] == hsdp and set(two[len(hsdp) :]) == set(one)
+    pinned = candidates(base, {"replicate": "none"}, 16, nodes=2)
+    assert {p.replicate for p in pinned} == {"none"}
+
+
+def test_on_several_machines_the_plan_is_the_exhaustive_searchs_hsdp_included() -> None:
+    """Issue #49: on two 8-GPU machines (a cited network figure) the search's plan is the
+    least predicted time, parts weighed at ``SIMPLER``, over every variant that fits: each
+    checkpointing x sharding, and each FSDP sharding within the machines (HSDP) too."""
+    from advisor.prediction.forecast import plan_search
+
+    pair = gpu_machine("p3dn.24xlarge", "V100", 8, 31.2)
+    row, plan = _best(pair, batch=128, nodes=2)  # 8 a GPU, as on one machine at 64
+    assert row.fits and plan is not None
+
+    def weighed(fixed: str) -> float | None:
+        alt, alt_plan = _best(pair, batch=128, nodes=2, fixed=plan_fields(fixed))
+        if not alt.fits:
+            return None
+        wall = (alt.job_wall_s or alt.estimate.runtime).value
+        return wall * (1 + plan_search.SIMPLER * plan_search._parts(alt_plan))
+
+    every = {
+        (c, s, r): weighed(f"checkpointing={c},sharding={s},replicate={r}")
+        for c in ("none", "blocks")
+        for s in ("none", "optimizer", "gradients", "parameters")
+        for r in (("none", "nodes") if s in ("gradients", "parameters") else ("none",))
+    }
+    fitting = {k: v for k, v in every.items() if v is not None}
+    assert (plan.checkpointing, plan.sharding, plan.replicate) == min(
+        fitting, key=lambda k: fitting[k]
+    )
+
+
+def test_on_several_machines_fsdp_within_each_holds_one_machines_memory() -> None:
+    """Issue #49: with ZeRO-3 asked for on two machines, HSDP (sharded within each machine,
+    replicated across) sends less over the network than sharding over all 16 GPUs: it is the
+    plan where it fits, and its memory per GPU is one machine's at the same per-GPU batch (the
+    one-machine rows' trace serves it)."""
+    pair = gpu_machine("p3dn.24xlarge", "V100", 8, 31.2)
+    fixed = plan_fields("checkpointing=none,sharding=parameters")
+    row, plan = _best(pair, batch=128, nodes=2, fixed=fixed)
+    assert row.fits and plan is not None and plan.replicate == "nodes"
+    one, one_plan = _best(pair, batch=64, fixed={**fixed, "accumulation": plan.accumulation})
+    assert one_plan is not None and one.memory is not None and row.memory is not None
+    assert one.memory.fit.need_bytes == row.memory.fit.need_bytes  # 8 a GPU, sharded over 8
+    alone, _ = _best(pair, batch=128, nodes=2, fixed={**fixed, "replicate": "none"})
+    assert alone.fits and _wall(alone) > _wall(row)  # over all 16: more over the network
+
+
+def _wall(row):  # type: ignore[no-untyped-def]
+    return (row.job_wall_s or row.estimate.runtime).value
 
 
 def test_a_plan_that_cannot_win_is_never_traced(monkeypatch: pytest.MonkeyPatch) -> None:
