@@ -11,7 +11,8 @@ import pytest
 from memory_fixtures import A100, V100, V100X8, Store, sized_probe
 from perf_fixtures import FakeCatalog, gpu_machine
 
-from advisor.prediction.forecast.plan_search import best_forecast, candidates
+from advisor.prediction.forecast import plan_search
+from advisor.prediction.forecast.plan_search import _wall, best_forecast, candidates
 from advisor.prediction.step.plan import (
     PrecisionLacking,
     TrainingPlan,
@@ -19,6 +20,7 @@ from advisor.prediction.step.plan import (
     searches,
 )
 
+P3DN = gpu_machine("p3dn.24xlarge", "V100", 8, 31.2)  # 8 x V100, a cited network figure
 fresh_memos = memory_fixtures.fresh_memos  # autouse: the memos forgotten around each test
 
 
@@ -124,21 +126,11 @@ def test_on_several_machines_the_plan_is_the_exhaustive_searchs_hsdp_included() 
     """Issue #49: on two 8-GPU machines (a cited network figure) the search's plan is the
     least predicted time, parts weighed at ``SIMPLER``, over every variant that fits: each
     checkpointing x sharding, and each FSDP sharding within the machines (HSDP) too."""
-    from advisor.prediction.forecast import plan_search
-
-    pair = gpu_machine("p3dn.24xlarge", "V100", 8, 31.2)
-    row, plan = _best(pair, batch=128, nodes=2)  # 8 a GPU, as on one machine at 64
+    row, plan = _best(P3DN, batch=128, nodes=2)  # 8 a GPU, as on one machine at 64
     assert row.fits and plan is not None
 
-    def weighed(fixed: str) -> float | None:
-        alt, alt_plan = _best(pair, batch=128, nodes=2, fixed=plan_fields(fixed))
-        if not alt.fits:
-            return None
-        wall = (alt.job_wall_s or alt.estimate.runtime).value
-        return wall * (1 + plan_search.SIMPLER * plan_search._parts(alt_plan))
-
     every = {
-        (c, s, r): weighed(f"checkpointing={c},sharding={s},replicate={r}")
+        (c, s, r): _weighed(f"checkpointing={c},sharding={s},replicate={r}", P3DN, 128, nodes=2)
         for c in ("none", "blocks")
         for s in ("none", "optimizer", "gradients", "parameters")
         for r in (("none", "nodes") if s in ("gradients", "parameters") else ("none",))
@@ -154,19 +146,23 @@ def test_on_several_machines_fsdp_within_each_holds_one_machines_memory() -> Non
     replicated across) sends less over the network than sharding over all 16 GPUs: it is the
     plan where it fits, and its memory per GPU is one machine's at the same per-GPU batch (the
     one-machine rows' trace serves it)."""
-    pair = gpu_machine("p3dn.24xlarge", "V100", 8, 31.2)
     fixed = plan_fields("checkpointing=none,sharding=parameters")
-    row, plan = _best(pair, batch=128, nodes=2, fixed=fixed)
+    row, plan = _best(P3DN, batch=128, nodes=2, fixed=fixed)
     assert row.fits and plan is not None and plan.replicate == "nodes"
-    one, one_plan = _best(pair, batch=64, fixed={**fixed, "accumulation": plan.accumulation})
+    one, one_plan = _best(P3DN, batch=64, fixed={**fixed, "accumulation": plan.accumulation})
     assert one_plan is not None and one.memory is not None and row.memory is not None
     assert one.memory.fit.need_bytes == row.memory.fit.need_bytes  # 8 a GPU, sharded over 8
-    alone, _ = _best(pair, batch=128, nodes=2, fixed={**fixed, "replicate": "none"})
+    alone, _ = _best(P3DN, batch=128, nodes=2, fixed={**fixed, "replicate": "none"})
     assert alone.fits and _wall(alone) > _wall(row)  # over all 16: more over the network
 
 
-def _wall(row):  # type: ignore[no-untyped-def]
-    return (row.job_wall_s or row.estimate.runtime).value
+def _weighed(fixed: str, machine, batch, **kw) -> float | None:  # type: ignore[no-untyped-def]
+    """The job time of the search's plan under ``fixed`` fields, each part it adds weighed at
+    ``SIMPLER`` (None: nothing under them fits)."""
+    alt, alt_plan = _best(machine, batch=batch, fixed=plan_fields(fixed), **kw)
+    if not alt.fits:
+        return None
+    return _wall(alt) * (1 + plan_search.SIMPLER * plan_search._parts(alt_plan))
 
 
 def test_a_plan_that_cannot_win_is_never_traced(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,8 +170,6 @@ def test_a_plan_that_cannot_win_is_never_traced(monkeypatch: pytest.MonkeyPatch)
     next bound cannot beat the best plan that fits; the answer is the exhaustive search's:
     the least predicted time, each part a plan adds weighed at ``SIMPLER`` (a prior)."""
     from advisor.probes.operators import plan_peak
-
-    from advisor.prediction.forecast import plan_search
 
     traced: list[str] = []
 
@@ -189,15 +183,8 @@ def test_a_plan_that_cannot_win_is_never_traced(monkeypatch: pytest.MonkeyPatch)
     layouts = 2 * 4 * 2  # checkpointing x sharding x (one micro-step, more)
     assert 0 < len(set(traced)) < layouts, traced
 
-    def weighed(fixed: str) -> float | None:
-        alt, alt_plan = _best(V100X8, batch=64, fixed=plan_fields(fixed))
-        if not alt.fits:
-            return None
-        wall = (alt.job_wall_s or alt.estimate.runtime).value
-        return wall * (1 + plan_search.SIMPLER * plan_search._parts(alt_plan))
-
     every = {
-        (c, s): weighed(f"checkpointing={c},sharding={s}")
+        (c, s): _weighed(f"checkpointing={c},sharding={s}", V100X8, 64)
         for c in ("none", "blocks")
         for s in ("none", "optimizer", "gradients", "parameters")
     }
