@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 KINDS = (
@@ -154,7 +155,7 @@ class OperatorTrace:
                 f"{self.peak_memory}"
             )
 
-    @property
+    @cached_property  # read for every row's prediction: computed once per trace
     def launches(self) -> int:
         """Kernel launches per step (every call of every operator)."""
         return sum(o.count for o in self.operators)
@@ -165,7 +166,7 @@ class OperatorTrace:
             out[o.phase] += o.count
         return dict(out)
 
-    @property
+    @cached_property
     def flops(self) -> float:
         return sum(o.flops * o.count for o in self.operators)
 
