@@ -24,6 +24,8 @@ Contract for a framework (``probes/torch_runner.py`` and ``probes/keras_runner.p
 - :meth:`~FrameworkRunner.input_bytes_per_sample` (optional, issue #27) measures the bytes of
   one training sample's inputs from the first batch (recorded as the fingerprint's
   ``input_bytes_per_sample``, the size the performance model copies to the device).
+- :meth:`~FrameworkRunner.loader_batch_s` (optional) reads the training DataLoader's CPU
+  seconds per batch after the timed steps (the fingerprint's ``LOADER_KEY``).
 - :meth:`~FrameworkRunner.gradient_noise` (optional, issue #19) measures the gradient noise
   scale on a few more training batches when ``request.gradient_noise``; the base calls it
   after the timed iterations and validation passes, so it does not change their timing.
@@ -50,6 +52,7 @@ from typing import Any, ClassVar
 from advisor.probes.gradient_noise import NoiseScale
 from advisor.probes.host import busy_cpu_s, cores, others_cores, peak_rss_bytes, running_share
 from advisor.probes.result import (
+    LOADER_KEY,
     MIN_PROBE_ITERATIONS,
     ProbeRequest,
     ProbeResult,
@@ -204,6 +207,12 @@ class FrameworkRunner(ABC):
         inputs, not the targets); None: not measured (the default)."""
         return None
 
+    def loader_batch_s(self, prepared: Prepared, request: ProbeRequest) -> float | None:
+        """The training DataLoader's CPU seconds per batch, read after the timed steps from
+        the data the probe built (recorded as the fingerprint's ``LOADER_KEY``, so a GPU row
+        does not build the data again to time it); None: not measured (the default)."""
+        return None
+
     def gradient_noise(self, prepared: Prepared, request: ProbeRequest) -> NoiseScale | None:
         """Issue #19: the gradient noise scale ``B_simple`` on a few more training batches at
         the probe's weights (no optimizer step), time-boxed by ``request.max_seconds``;
@@ -290,6 +299,8 @@ class FrameworkRunner(ABC):
                 "gradient noise scale", skipped, self.gradient_noise, prepared, request
             )
 
+        loader_s = optional("DataLoader time", skipped, self.loader_batch_s, prepared, request)
+
         init_wall = timed.first_batch_wall - started
         init_s, init_note = self._init(prepared, init_wall)
         # issue #36: what the process waited for a busy core is not initialisation
@@ -316,6 +327,8 @@ class FrameworkRunner(ABC):
             fingerprint["init_clocks"] = {"wall_s": round(init_wall, 4), "running": round(share, 4)}
         if others is not None:  # measured: other processes' busy cores over the timed steps
             fingerprint["contention"] = {"others_cores": round(others, 3), "cores": cores()}
+        if loader_s is not None:  # untimed, after the steps: the input pipeline's host term
+            fingerprint[LOADER_KEY] = float(loader_s)
         if in_bytes is not None:  # issue #27: measured, not assumed from a shape
             fingerprint["input_bytes_per_sample"] = float(in_bytes)
         return ProbeResult(

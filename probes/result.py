@@ -279,6 +279,10 @@ class PhaseTimes:
         )
 
 
+# fingerprint key: the training DataLoader's CPU seconds per batch (the input pipeline's host
+# term of a GPU row), read by the probe after its timed steps or, for a probe without it,
+# when a GPU row is first predicted from it (``advisor.prediction.step.ready``)
+LOADER_KEY = "data_s"
 MIN_PROBE_ITERATIONS = 5  # a time-boxed probe still times this many (4 steady samples)
 
 

@@ -136,6 +136,51 @@ def dataset_size(loader: Any) -> int | None:
         return None
 
 
+def loader_batch_cpu_s(
+    loader: Any, batches: int = 5, passes: int = 6
+) -> tuple[float | None, float | None, str]:
+    """The DataLoader's CPU seconds per batch: the fastest of its first ``batches`` batches,
+    read in ``passes`` passes (two for a loader with worker processes: each pass starts them
+    again), and the bytes of one sample's inputs; ``(None, None, why)`` when not timed (a
+    loader of meta tensors, or no batch). CPU seconds (``time.process_time``): waiting for a
+    busy core does not count; several passes: the first batches of a process fault in fresh
+    pages, a run's thousands of steps do not (``advisor.prediction.step.loader``)."""
+    times: list[float] = []
+    in_bytes = None
+    if getattr(loader, "num_workers", 0):
+        passes = min(passes, 2)
+    for _ in range(passes):
+        it = iter(loader)
+        for _ in range(batches):
+            start = time.process_time()
+            try:
+                batch = next(it)
+            except StopIteration:
+                break
+            times.append(time.process_time() - start)
+            if in_bytes is None:
+                inputs, _ = split_batch(batch)
+                tensors = _tensors(inputs)
+                if any(t.device.type == "meta" for t in tensors):
+                    return None, None, "the loader makes meta tensors"
+                n = max(1, int(tensors[0].shape[0])) if tensors else 1
+                in_bytes = sum(t.numel() * t.element_size() for t in tensors) / n
+    if not times:
+        return None, None, "no batch"
+    return min(times), in_bytes, ""
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors in ``value`` (a tensor, or lists, tuples and dicts of them)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
 def to_device(batch: Any, device: torch.device) -> Any:
     """``batch`` (a tensor, or tuples, lists and dicts of them) moved to ``device``."""
     if isinstance(batch, torch.Tensor):

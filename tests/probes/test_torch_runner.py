@@ -36,6 +36,30 @@ def test_probe_in_process_measures_every_phase() -> None:
     assert result.warnings == ()  # fcn pools channels-last: nothing data-dependent
 
 
+def test_the_probe_reads_its_loader_so_a_gpu_row_does_not_build_the_data_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The DataLoader's CPU seconds per batch come with the probe (the input term of a GPU
+    row); made ready for a GPU row, the probe is traced but its data is not built again."""
+    from advisor.probes.result import LOADER_KEY
+
+    from advisor.prediction.step import ready
+
+    request = ProbeRequest("fcn", batch_size=16, iterations=4, threads=1, gradient_noise=False)
+    probe = torch_runner.probe_in_process(request)
+    assert probe.ok, probe.error
+    per_batch = probe.fingerprint[LOADER_KEY]
+    assert 0 < per_batch < max(probe.iteration_s)  # a share of a step that also loads a batch
+
+    def built_again(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the DataLoader was timed again")
+
+    monkeypatch.setattr(ready, "_loader", built_again)
+    out, notes = ready.traced(probe)
+    assert out.operator_trace is not None and notes == ()
+    assert out.fingerprint[LOADER_KEY] == per_batch
+
+
 def test_probe_measures_the_gradient_noise_scale_after_the_timing() -> None:
     """Issue #19: the torch hook measures B_simple on micro-batches of B / CHUNKS, pooled over
     the batches it generated for the measurement (NOISE_BATCHES, more than the timed ones)."""

@@ -20,7 +20,6 @@ loader cannot be timed (None: the prior stays).
 
 from __future__ import annotations
 
-import time
 import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -57,7 +56,7 @@ def time_loader(
     ``own_sizes``: build with the builder's own dataset sizes (a user model, whose sizes are
     learnt here) instead of just enough samples for the timed batches."""
     torch = require("torch", "torch", "Timing the input pipeline")
-    from advisor.probes.torch_loop import build_setup, dataset_size, split_batch
+    from advisor.probes.torch_loop import build_setup, dataset_size, loader_batch_cpu_s
 
     sizes = (None, None) if own_sizes else (batch_size * batches, None)
     context = torch.device("meta") if model_on_meta else nullcontext()
@@ -66,37 +65,5 @@ def time_loader(
         setup, _, _ = build_setup(workload, batch_size, *sizes, 0, hyperparameters)
     n_train = dataset_size(setup.train_loader)
     n_val = dataset_size(setup.val_loader) if setup.val_loader is not None else 0
-    times: list[float] = []
-    in_bytes = None
-    if getattr(setup.train_loader, "num_workers", 0):
-        passes = min(passes, 2)  # each pass starts the workers again
-    for _ in range(passes):
-        it = iter(setup.train_loader)
-        for _ in range(batches):
-            start = time.process_time()  # CPU seconds: waiting for a busy CPU does not count
-            try:
-                batch = next(it)
-            except StopIteration:
-                break
-            times.append(time.process_time() - start)
-            if in_bytes is None:
-                inputs, _ = split_batch(batch)
-                tensors = [t for t in _tensors(inputs)]
-                if any(t.device.type == "meta" for t in tensors):
-                    return LoaderTiming(None, None, n_train, n_val, "the loader makes meta tensors")
-                n = max(1, int(tensors[0].shape[0])) if tensors else 1
-                in_bytes = sum(t.numel() * t.element_size() for t in tensors) / n
-    data_s = min(times) if times else None
-    return LoaderTiming(data_s, in_bytes, n_train, n_val, "" if times else "no batch")
-
-
-def _tensors(value: Any) -> list[Any]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    if isinstance(value, list | tuple):
-        return [t for v in value for t in _tensors(v)]
-    return []
+    data_s, in_bytes, why = loader_batch_cpu_s(setup.train_loader, batches, passes)
+    return LoaderTiming(data_s, in_bytes, n_train, n_val, why)

@@ -7,8 +7,9 @@ the probe lacks it:
   (``advisor.probes.operators.trace_workload``: on the meta device, or a real CPU step when
   that fails; from the layers for Keras), kept in ``ProbeResult.operator_trace`` so that the
   probe cache stores it with the probe and it is never recomputed;
-- for PyTorch, the DataLoader's CPU seconds per batch measured here (``step.loader``), in
-  ``fingerprint["data_s"]``: the input pipeline's host term;
+- for PyTorch, the DataLoader's CPU seconds per batch (``fingerprint["data_s"]``: the input
+  pipeline's host term), when the probe did not read it itself: measured here
+  (``step.loader``), building the data again;
 - the runtime hyperparameters it was traced with (``step.traces.HYPERPARAMETERS_KEY``), so a
   later trace at another per-device batch builds the same model.
 
@@ -31,10 +32,7 @@ from advisor.prediction.step.traces import (
 )
 from advisor.probes.operators.stored import operator_trace_of, with_operator_trace
 from advisor.probes.operators.types import OperatorTrace
-from advisor.probes.result import ProbeResult
-
-LOADER_KEY = "data_s"
-
+from advisor.probes.result import LOADER_KEY, ProbeResult
 
 UNTIMED_KEY = "untimed"  # fingerprint key: why the model was traced without a local timing
 

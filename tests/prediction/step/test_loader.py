@@ -40,7 +40,7 @@ def _timing(monkeypatch: pytest.MonkeyPatch, passes: int) -> tuple[Any, int]:
         val_loader = None
 
     monkeypatch.setattr(torch_loop, "build_setup", lambda *a, **k: (Setup(), None, None))
-    monkeypatch.setattr(loader.time, "process_time", lambda: clock[0])
+    monkeypatch.setattr(torch_loop.time, "process_time", lambda: clock[0])
     return loader.time_loader("fcn", 4, batches=5, passes=passes), fake.served
 
 
