@@ -113,6 +113,13 @@ def one_line(text: str) -> str:
     )
 
 
+def _note(stop: BaseException | None) -> str:
+    """The note an interrupt carries for the user (``advisor.study.run.RESUME_NOTE``), or ""."""
+    if isinstance(stop, KeyboardInterrupt) and stop.args and isinstance(stop.args[0], str):
+        return stop.args[0]
+    return ""
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Run the CLI; user errors print one line and exit with code 2, never a traceback; so do
     faults of the study storage (a damaged or read-only file, a read-only ADVISOR_HOME)."""
@@ -123,10 +130,12 @@ def main(argv: list[str] | None = None) -> Any:
     except (click.exceptions.Abort, KeyboardInterrupt) as exc:  # Ctrl-C, also outside click's
         # SIGTERM, where the command turned it into Terminated: click's own main turns any
         # KeyboardInterrupt into Abort (issue #36: "Aborted." and 130 during screening)
-        if isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated):
-            click.echo("Terminated.", err=True)
+        stop = exc if isinstance(exc, KeyboardInterrupt) else exc.__cause__
+        said = f" Stopped before the search finished; {_note(stop)}." if _note(stop) else ""
+        if isinstance(stop, Terminated):
+            click.echo("Terminated." + said, err=True)
             sys.exit(TERMINATED)
-        click.echo("Aborted.", err=True)
+        click.echo("Aborted." + said, err=True)
         sys.exit(INTERRUPTED)
     except click.UsageError as exc:  # one line: what is wrong and where to read more
         command = exc.ctx.command_path if exc.ctx is not None else "advisor"

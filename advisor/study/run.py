@@ -73,6 +73,10 @@ if TYPE_CHECKING:
     from optuna.storages import BaseStorage
     from optuna.trial import FrozenTrial
 
+# What an interrupted suggest with no finished trial keeps (the CLI prints it after "Aborted."):
+# the local probes and the step and plan traces are cached as each is taken
+RESUME_NOTE = "what was probed and traced so far is kept: the same command goes on from it"
+
 Progress = Callable[[str, int, int], None]
 ClaimsFactory = Callable[[Any, "optuna.Study"], ClaimStore]
 
@@ -233,8 +237,10 @@ def run_suggest(
     outcome.probe_failures = summary(failures, space.batch_sizes)
     outcome.wall_s = clock() - started
     if stop.reason.interrupted and not _complete(study):
-        # nothing finished to report: the CLI says "Aborted." (130) or "Terminated." (143)
-        raise Terminated if stop.reason is StopReason.TERMINATED else KeyboardInterrupt
+        # nothing finished to report: the CLI says "Aborted." (130) or "Terminated." (143),
+        # and that the work done is kept (probes and traces are cached as they are taken)
+        stopped = Terminated if stop.reason is StopReason.TERMINATED else KeyboardInterrupt
+        raise stopped(RESUME_NOTE)
     if failures and not stop.reason.interrupted:
         _refuse_if_nothing_ran(outcome)
     return outcome

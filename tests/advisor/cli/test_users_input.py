@@ -156,20 +156,32 @@ def test_timeout_bounds_tune(
     assert len(budgets) == 1 and 0 < budgets[0] <= 30, budgets
 
 
-def test_sigterm_during_screening_exits_143(
-    replay: Replay, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Nothing finished yet: "Terminated." and 143 as the help says (before: click turned the
-    exception into its Abort, "Aborted." and 130; seen with a real SIGTERM 12 s into
-    `advisor suggest --model fcn --budget 5`)."""
+@pytest.mark.parametrize(
+    ("signal_name", "code", "said"), [("SIGTERM", 143, "Terminated."), ("SIGINT", 130, "Aborted.")]
+)
+def test_a_signal_during_screening_exits_as_the_help_says_and_tells_what_is_kept(
+    replay: Replay, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signal_name: str, code: int,
+    said: str,
+) -> None:  # fmt: skip
+    """Nothing finished yet: "Terminated." and 143 (SIGTERM), "Aborted." and 130 (Ctrl-C), as
+    the help says (before: click turned SIGTERM's exception into its Abort, "Aborted." and 130;
+    seen with a real SIGTERM 12 s into `advisor suggest --model fcn --budget 5`), each saying
+    that the work done is kept and the same command goes on; it does."""
     from advisor.errors import Terminated
     from advisor.evaluation.replay import ReplayBackend
+    from advisor.study.run import RESUME_NOTE
 
     def screen(*_a: Any, **_k: Any) -> Any:
-        raise Terminated  # what SIGTERM raises under the CLI (terminate_as_exception)
+        # what SIGTERM raises under the CLI (terminate_as_exception), and Ctrl-C
+        raise Terminated if signal_name == "SIGTERM" else KeyboardInterrupt
 
-    monkeypatch.setattr(ReplayBackend, "screen", screen)
-    outcome = run(*replay.args("--budget", "5", "--storage", f"sqlite:///{tmp_path / 's.db'}"))
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    with monkeypatch.context() as patched:
+        patched.setattr(ReplayBackend, "screen", screen)
+        outcome = run(*replay.args("--budget", "5", "--storage", db))
     # progress lines come first when the run passes the quiet seconds (a loaded machine)
     lines = [line for line in outcome.err.strip().splitlines() if not line.startswith("[")]
-    assert outcome.code == 143 and [line for line in lines if line] == ["Terminated."], outcome
+    kept = f"{said} Stopped before the search finished; {RESUME_NOTE}."
+    assert outcome.code == code and [line for line in lines if line] == [kept], outcome
+    again = run(*replay.args("--budget", "5", "--storage", db))
+    assert again.code == 0 and "recommended" in again.out, again
