@@ -103,6 +103,9 @@ class Timed:
     first_batch_cpu: float | None = None
 
 
+# A prior: past this share of its time-out, a probe leaves the DataLoader's reading (an untimed
+# extra) to the advisor's own process, so that the reading cannot cost it the steps it timed
+LOADER_TIME_SHARE = 0.5
 RUNNING_NOTE = "the process's CPU time over its wall time (waiting for a busy core not counted)"
 STEADY_SAMPLES = 3  # steady steps that must agree before a time-boxed probe may stop early
 STEADY_SPREAD = 0.05  # ... within this share of the fastest of them
@@ -299,7 +302,9 @@ class FrameworkRunner(ABC):
                 "gradient noise scale", skipped, self.gradient_noise, prepared, request
             )
 
-        loader_s = optional("DataLoader time", skipped, self.loader_batch_s, prepared, request)
+        loader_s = None  # read only while the probe has time: else the advisor's process does
+        if time.time() - started < LOADER_TIME_SHARE * request.timeout_s:
+            loader_s = optional("DataLoader time", skipped, self.loader_batch_s, prepared, request)
 
         init_wall = timed.first_batch_wall - started
         init_s, init_note = self._init(prepared, init_wall)

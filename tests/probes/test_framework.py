@@ -233,3 +233,29 @@ def test_the_initialisation_leaves_out_the_time_spent_off_the_cpu() -> None:
         ProbeRequest("fcn", 32, iterations=4, process_start=time.time())
     )
     assert plain.init_s >= 0.5 and "init_clocks" not in plain.fingerprint
+
+
+class _Loading(_Recording):
+    def loader_batch_s(self, prepared: Prepared, request: ProbeRequest) -> float | None:
+        self.calls.append("loader")
+        return 0.002
+
+
+def test_the_loader_is_read_after_the_timed_phases_while_the_probe_has_time() -> None:
+    """The DataLoader's reading comes after the timed steps and validation passes (so it does
+    not change them) and is left to the advisor's process when the probe has used half its
+    time-out (an untimed extra must not cost it the steps it timed)."""
+    from advisor.probes.framework import LOADER_TIME_SHARE
+    from advisor.probes.result import LOADER_KEY
+
+    runner = _Loading()
+    result = runner.probe_in_process(ProbeRequest("fcn", 32, iterations=4, gradient_noise=False))
+    assert runner.calls[:4] == ["iterations", "validation", "validation", "loader"]
+    assert result.fingerprint[LOADER_KEY] == 0.002
+    late = _Loading()
+    spent = ProbeRequest(
+        "fcn", 32, iterations=4, gradient_noise=False, timeout_s=100.0,
+        process_start=time.time() - 100.0 * LOADER_TIME_SHARE,
+    )  # fmt: skip
+    unread = late.probe_in_process(spent)
+    assert unread.ok and "loader" not in late.calls and LOADER_KEY not in unread.fingerprint

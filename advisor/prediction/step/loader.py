@@ -14,8 +14,8 @@ with six, fcn's batches 256-1024 read 4.6-5.1 us a sample in six fresh processes
 32 MB or more, fcn's 2048, is mapped fresh by glibc every time, in training too, and varies).
 A loader with worker processes starts them at every pass, so it gets two. A probe reads its
 own loader the same way after its timed steps (``probes.torch_loop.loader_batch_cpu_s``); this
-module times one for a probe without that reading (older caches, stand-ins of untimed models). The model itself
-is not needed: with ``model_on_meta`` it is built on the meta device (a model too big for this
+module times one for a probe without that reading (older caches, a probe short of time, the
+stand-ins of models not timed here). The model itself is not needed: with ``model_on_meta`` it is built on the meta device (a model too big for this
 machine); data a builder makes with torch factories there are meta tensors too, and then the
 loader cannot be timed (None: the prior stays).
 """
