@@ -37,6 +37,10 @@ and the probe's ``warnings`` say which measurement was skipped and why.
 A hook signals a diverged loss by raising :class:`LossDiverged`. Failures are classified by
 exception type (:meth:`FrameworkRunner.classify`) and come back as a failed
 :class:`~advisor.probes.result.ProbeResult`; they are never raised.
+
+Size: one concept, the probe loop every framework shares: the hooks' contract, the time box,
+the order of the measurements and the result assembled from them; split, the contract would be
+read in one module and kept in another.
 """
 
 from __future__ import annotations

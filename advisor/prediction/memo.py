@@ -77,6 +77,10 @@ class Memo(Generic[T]):
 
 
 def forget_all() -> None:
-    """Empty every memo of this process (tests)."""
+    """Empty every memo of this process (tests), and the probes' kept FSDP traces
+    (``advisor.probes.operators.replica_carry``)."""
+    from advisor.probes.operators.replica_carry import RANK_TRACES
+
     for memo in _ALL:
         memo.clear()
+    RANK_TRACES.clear()

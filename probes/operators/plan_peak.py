@@ -30,6 +30,12 @@ Dropout takes CUDA's fused kernel (a one-byte mask). The optimizer runs its mult
 
 What no trace sees (cuDNN's and the collectives' own buffers, the CUDA context, the caching
 allocator's rounding) is added by the memory model as priors (``advisor.prediction.memory.model``).
+FSDP over more than four ranks is carried from its traces on two and four
+(``advisor.probes.operators.replica_carry``, through ``step_peak``).
+
+Size: one concept, the step under a plan as traced: its set-up on fake tensors (FSDP's fake
+process group, ZeRO-1's partition, autocast's lists), the trace, and the peak lines drawn from
+it; split, each part would only be called from the others.
 """
 
 from __future__ import annotations
@@ -94,8 +100,8 @@ def lines_here(
         return scaled
     low, high = TRACED_BATCHES
     a, b = (
-        trace_plan_peak(workload, m, plan, hyperparameters, replicas=replicas, sharding=sharding,
-                        rules=rules)
+        step_peak(workload, m, plan, hyperparameters, replicas=replicas, sharding=sharding,
+                  rules=rules)
         for m in (low, high)
     )  # fmt: skip
     if len(a.timeline) != len(b.timeline):
@@ -128,9 +134,41 @@ def at_here(
     **kw: Any,
 ) -> PeakLines:
     """:func:`peak_at` in this process."""
-    a = trace_plan_peak(workload, micro_batch, plan, hyperparameters, **kw)
+    a = step_peak(workload, micro_batch, plan, hyperparameters, **kw)
     return PeakLines(micro_batch, micro_batch + 1, envelope(a.timeline, a.timeline, 1),
                      a.state, (*a.notes, f"traced at micro-batch {micro_batch}"))  # fmt: skip
+
+
+def step_peak(
+    workload: str,
+    micro_batch: int,
+    plan: Any,
+    hyperparameters: dict[str, Any] | None = None,
+    *,
+    replicas: int = 1,
+    sharding: str = "none",
+    rules: str = "cuda",
+) -> PlanPeak:
+    """``trace_plan_peak``, or FSDP's step on more ranks than ``replica_carry.TRACED_RANKS``
+    carried from its traces on those (kept in this process for every other rank count)."""
+    import json
+
+    from advisor.probes.operators.replica_carry import RANK_TRACES, carried, carries
+
+    def on(ranks: int) -> PlanPeak:
+        return trace_plan_peak(workload, micro_batch, plan, hyperparameters, replicas=ranks,
+                               sharding=sharding, rules=rules)  # fmt: skip
+
+    if not carries(replicas, sharding):
+        return on(replicas)
+
+    def kept(ranks: int) -> PlanPeak:
+        key = json.dumps([workload, micro_batch, repr(plan), hyperparameters, ranks, sharding,
+                          rules], sort_keys=True, default=str)  # fmt: skip
+        return RANK_TRACES.get_or_make(key, lambda: on(ranks))
+
+    found: PlanPeak | None = carried(replicas, kept)
+    return found if found is not None else on(replicas)  # other ops on the two: traced
 
 
 def _at_arms_length(workload: str, doing: str, fn: Any, *args: Any, **kw: Any) -> PeakLines:
