@@ -1,12 +1,12 @@
 """FSDP's plan peak on many ranks carried from its traces on two, against its own trace (#49).
 
-For each FSDP layout (ZeRO-2 and ZeRO-3, with and without checkpointing and accumulation),
-``probes.operators.replica_carry`` carries the step traced on 2 and 4 ranks to ``--ranks``
-(one machine's 8 GPUs, two machines', eight machines'); this traces the same step on those
-ranks and prints, per layout and rank count, the largest difference of any moment's bytes, the
+For each FSDP layout (ZeRO-2 and ZeRO-3, with and without checkpointing and accumulation), the
+step traced on 2 and 4 ranks is carried (``probes.operators.replica_carry.carried``) to
+``--ranks`` (one machine's 8 GPUs, two machines', eight machines'): the farthest reach, since a
+search carries from 2 and the largest count it traced. This traces the same step on those ranks
+and prints, per layout and rank count, the largest difference of any moment's bytes, the
 carried peak's error at micro-batches 1, 2, 8 and 32 (negative: under the trace, the dangerous
-side) and the seconds each took, in one process (the carry's seconds include the two traces
-the first rank count makes and the later ones reuse).
+side) and the seconds each took (the carry's: its two traces).
 
     python benchmarks/replica_carry.py [--workload examples.transformers:gpt2_large]
         [--layers 4] [--ranks 8,16,64] [--json FILE]
@@ -44,14 +44,20 @@ def lines(trace: Any, workload: str, plan: Any, hps: dict[str, Any], ranks: int)
 
 def case(workload: str, layers: int, text: str, ranks: int) -> dict[str, Any]:
     """One layout on ``ranks`` ranks: carried against traced."""
-    from advisor.probes.operators.plan_peak import step_peak, trace_plan_peak
+    from advisor.probes.operators.plan_peak import trace_plan_peak
+    from advisor.probes.operators.replica_carry import carried as carry
 
     from advisor.prediction.step.plan import parse_plan
+
+    def from_two(workload: str, m: int, plan: Any, hps: Any, replicas: int, sharding: str) -> Any:
+        low, high = (trace_plan_peak(workload, m, plan, hps, replicas=r, sharding=sharding)
+                     for r in (2, 4))  # fmt: skip
+        return carry(replicas, low, high, 2, 4)
 
     plan = parse_plan(text)
     hps = {"layers": layers}
     start = time.perf_counter()
-    carried, (ca, cb) = lines(step_peak, workload, plan, hps, ranks)
+    carried, (ca, cb) = lines(from_two, workload, plan, hps, ranks)
     carried_s = time.perf_counter() - start
     start = time.perf_counter()
     whole, (wa, wb) = lines(trace_plan_peak, workload, plan, hps, ranks)

@@ -30,7 +30,7 @@ Dropout takes CUDA's fused kernel (a one-byte mask). The optimizer runs its mult
 
 What no trace sees (cuDNN's and the collectives' own buffers, the CUDA context, the caching
 allocator's rounding) is added by the memory model as priors (``advisor.prediction.memory.model``).
-FSDP over more than four ranks is carried from its traces on two and four
+FSDP's step is traced on two rank counts of a layout and carried to the others
 (``advisor.probes.operators.replica_carry``, through ``step_peak``).
 
 Size: one concept, the step under a plan as traced: its set-up on fake tensors (FSDP's fake
@@ -149,11 +149,11 @@ def step_peak(
     sharding: str = "none",
     rules: str = "cuda",
 ) -> PlanPeak:
-    """``trace_plan_peak``, or FSDP's step on more ranks than ``replica_carry.TRACED_RANKS``
-    carried from its traces on those (kept in this process for every other rank count)."""
+    """``trace_plan_peak``; FSDP's step on several ranks through ``replica_carry.RANK_TRACES``
+    (traced on two rank counts of its layout, carried to the others)."""
     import json
 
-    from advisor.probes.operators.replica_carry import RANK_TRACES, carried, carries
+    from advisor.probes.operators.replica_carry import RANK_TRACES, carries
 
     def on(ranks: int) -> PlanPeak:
         return trace_plan_peak(workload, micro_batch, plan, hyperparameters, replicas=ranks,
@@ -161,14 +161,10 @@ def step_peak(
 
     if not carries(replicas, sharding):
         return on(replicas)
-
-    def kept(ranks: int) -> PlanPeak:
-        key = json.dumps([workload, micro_batch, repr(plan), hyperparameters, ranks, sharding,
-                          rules], sort_keys=True, default=str)  # fmt: skip
-        return RANK_TRACES.get_or_make(key, lambda: on(ranks))
-
-    found: PlanPeak | None = carried(replicas, kept)
-    return found if found is not None else on(replicas)  # other ops on the two: traced
+    family = json.dumps([workload, micro_batch, repr(plan), hyperparameters, sharding, rules],
+                        sort_keys=True, default=str)  # fmt: skip
+    found: PlanPeak = RANK_TRACES.step(family, replicas, on)
+    return found
 
 
 def _at_arms_length(workload: str, doing: str, fn: Any, *args: Any, **kw: Any) -> PeakLines:

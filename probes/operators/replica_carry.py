@@ -14,13 +14,12 @@ traced on its own ranks.
 What the line does not see: FSDP2 pads each parameter's rows to a multiple of the ranks
 (``ceil(rows / ranks)`` a rank), so a rank holds up to one row more of each parameter and a
 gathered unit up to ``ranks - 1`` rows more (GPT-3 13B's 50,257-row embedding on 64 ranks: 47
-rows, 0.5 MB in bf16); ``benchmarks/replica_carry.py`` sets the carried peak beside the traced
-one. ZeRO-1 is not carried: its largest optimizer partition holds whole tensors
+rows, 0.5 MB in bf16); ``benchmarks/replica_carry.py`` sets the peak carried from 2 and 4
+ranks (the farthest reach) beside the traced one. ZeRO-1 is not carried: its largest optimizer partition holds whole tensors
 (``plan_peak``), not a ``1/ranks`` share.
 
-The traces on the two rank counts are kept in this process (``RankTraces``: key, bound and
-contract in its docstring), so every larger count of a search reuses them; a user's model is
-traced in the isolated worker, which keeps them the same way.
+The traces are kept in this process (``RankTraces``: key, bound and contract in its
+docstring); a user's model is traced in the isolated worker, which keeps them the same way.
 """
 
 from __future__ import annotations
@@ -33,60 +32,82 @@ from typing import Any
 
 from advisor.probes.sharding import uses_fsdp
 
-TRACED_RANKS = (2, 4)  # the rank counts traced; FSDP over more ranks is carried from them
+LOW_RANKS = 2  # the low end of every carry: FSDP's smallest group
 
 
 def carries(replicas: int, sharding: str) -> bool:
-    """Whether the step on ``replicas`` ranks under ``sharding`` is carried, not traced."""
-    return uses_fsdp(sharding) and replicas > TRACED_RANKS[1]
+    """Whether the step on ``replicas`` ranks under ``sharding`` goes through ``RankTraces``
+    (FSDP on several ranks), not traced on its own."""
+    return uses_fsdp(sharding) and replicas >= LOW_RANKS
 
 
-def carried(replicas: int, traced: Callable[[int], Any]) -> Any | None:
-    """The step (a ``plan_peak.PlanPeak``) on ``replicas`` ranks from ``traced(ranks)`` on
-    each of ``TRACED_RANKS``: every moment's bytes by holder, and the optimizer state's, on the
-    line in ``1 / ranks`` through the two; None when the two traces run other ops."""
-    r1, r2 = TRACED_RANKS
-    x, y = (traced(r) for r in TRACED_RANKS)
-    if len(x.timeline) != len(y.timeline):
+def carried(replicas: int, low: Any, high: Any, low_ranks: int, high_ranks: int) -> Any | None:
+    """The step (a ``plan_peak.PlanPeak``) on ``replicas`` ranks from the steps traced on
+    ``low_ranks`` and ``high_ranks``: every moment's bytes by holder, and the optimizer state's,
+    on the line in ``1 / ranks`` through the two; None when the two run other ops."""
+    if len(low.timeline) != len(high.timeline):
         return None
-    f = (1 / replicas - 1 / r1) / (1 / r2 - 1 / r1)
+    f = (1 / replicas - 1 / low_ranks) / (1 / high_ranks - 1 / low_ranks)
 
     def at(u: int, v: int) -> int:
         return max(0, round(u + (v - u) * f))
 
     timeline = tuple(
         tuple(at(u, v) for u, v in zip(p, q, strict=True))
-        for p, q in zip(x.timeline, y.timeline, strict=True)
+        for p, q in zip(low.timeline, high.timeline, strict=True)
     )
     note = (
-        f"FSDP2 over {replicas} ranks, carried from traces over {r1} and {r2} (shards as 1/ranks)"
+        f"FSDP2 over {replicas} ranks, carried from traces over {low_ranks} and {high_ranks} "
+        "(shards as 1/ranks)"
     )
-    notes = (*(n for n in y.notes if not n.startswith("FSDP2 over")), note)
-    return dataclasses.replace(y, timeline=timeline, state=at(x.state, y.state), notes=notes)
+    notes = (*(n for n in high.notes if not n.startswith("FSDP2 over")), note)
+    return dataclasses.replace(
+        high, timeline=timeline, state=at(low.state, high.state), notes=notes
+    )
 
 
 class RankTraces:
-    """The steps traced on ``TRACED_RANKS`` ranks in this process. Key: a string naming all a
-    trace is computed from (workload, hyperparameters, micro-batch, plan, ranks, sharding,
-    autocast rules); a value never goes stale (the same key traces the same step), so nothing
-    invalidates it; at most ``bound`` entries, the least recently used dropped past it."""
+    """The FSDP steps traced in this process, by layout (``family``: a string naming all a
+    step is computed from but the ranks: workload, hyperparameters, micro-batch, plan,
+    sharding, autocast rules) and rank count. A traced step never goes stale (the same key
+    traces the same step), so nothing invalidates one but ``clear`` (tests); at most ``bound``
+    layouts are kept, the least recently used dropped past it."""
 
-    def __init__(self, bound: int = 64) -> None:
+    def __init__(self, bound: int = 32) -> None:  # GPT-3 13B at 6 blocks, ZeRO-3: 1.5 MiB a step
         self.bound = bound
-        self._data: OrderedDict[str, Any] = OrderedDict()
+        self._data: OrderedDict[str, dict[int, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get_or_make(self, key: str, make: Callable[[], Any]) -> Any:
+    def step(self, family: str, replicas: int, trace: Callable[[int], Any]) -> Any:
+        """The step on ``replicas`` ranks: kept; else, the layout's first, ``trace(replicas)``;
+        else carried from the layout's step on ``LOW_RANKS`` (traced now when missing) and the
+        largest rank count traced (or traced itself where those two run other ops)."""
+        known = self._known(family)
+        if replicas in known:
+            return known[replicas]
+        larger = [r for r in known if r > LOW_RANKS]
+        if replicas == LOW_RANKS or not larger:
+            return self._keep(family, replicas, trace(replicas))
+        low = known.get(LOW_RANKS)
+        if low is None:
+            low = self._keep(family, LOW_RANKS, trace(LOW_RANKS))
+        top = max(larger)
+        found = carried(replicas, low, known[top], LOW_RANKS, top)
+        return found if found is not None else self._keep(family, replicas, trace(replicas))
+
+    def _known(self, family: str) -> dict[int, Any]:
         with self._lock:
-            if key in self._data:
-                self._data.move_to_end(key)
-                return self._data[key]
-        value = make()  # outside the lock: a trace takes seconds
+            if family in self._data:
+                self._data.move_to_end(family)
+            return dict(self._data.get(family, {}))
+
+    def _keep(self, family: str, ranks: int, step: Any) -> Any:
         with self._lock:
-            self._data[key] = value
+            self._data.setdefault(family, {})[ranks] = step
+            self._data.move_to_end(family)
             while len(self._data) > self.bound:
                 self._data.popitem(last=False)
-        return value
+        return step
 
     def clear(self) -> None:
         with self._lock:

@@ -1,4 +1,4 @@
-"""Issue #49: FSDP's step on many ranks carried from its traces on two and four ranks."""
+"""Issue #49: FSDP's step on many ranks carried from its traces on two rank counts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,13 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from advisor.probes.operators.replica_carry import TRACED_RANKS, RankTraces, carried, carries
+from advisor.probes.operators.replica_carry import (
+    LOW_RANKS,
+    RANK_TRACES,
+    RankTraces,
+    carried,
+    carries,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -35,59 +41,77 @@ def _step(ranks: int, extra_op: bool = False) -> _Step:
     return _Step(timeline, 16384 // ranks, (f"FSDP2 over {ranks} ranks, tracked", "bf16"))
 
 
-def test_whole_and_sharded_bytes_are_carried_exactly_to_more_ranks() -> None:
-    asked: list[int] = []
-
-    def traced(ranks: int) -> _Step:
-        asked.append(ranks)
-        return _step(ranks)
-
-    for ranks in (8, 16, 64):
-        got = carried(ranks, traced)
-        assert got is not None
-        assert got.timeline == _step(ranks).timeline and got.state == _step(ranks).state
-        assert got.notes == ("bf16", f"FSDP2 over {ranks} ranks, carried from traces over 2 and "
-                             "4 (shards as 1/ranks)")  # fmt: skip
-    assert set(asked) == set(TRACED_RANKS)  # the two traced rank counts only
+def test_whole_and_sharded_bytes_are_carried_exactly_to_other_ranks() -> None:
+    for low, high in ((2, 4), (2, 64)):
+        for ranks in (8, 16, 64):
+            got = carried(ranks, _step(low), _step(high), low, high)
+            assert got is not None
+            assert got.timeline == _step(ranks).timeline and got.state == _step(ranks).state
+            assert got.notes == ("bf16", f"FSDP2 over {ranks} ranks, carried from traces over "
+                                 f"{low} and {high} (shards as 1/ranks)")  # fmt: skip
 
 
 def test_other_ops_on_the_two_rank_counts_are_not_carried() -> None:
-    assert carried(8, lambda ranks: _step(ranks, extra_op=ranks == 4)) is None
+    assert carried(8, _step(2), _step(4, extra_op=True), 2, 4) is None
 
 
-def test_only_fsdp_over_more_ranks_than_traced_is_carried() -> None:
-    assert carries(8, "parameters") and carries(64, "gradients")
-    assert not carries(TRACED_RANKS[1], "parameters")  # traced on its own ranks
+def test_fsdp_on_several_ranks_goes_through_the_kept_traces() -> None:
+    assert carries(LOW_RANKS, "parameters") and carries(64, "gradients")
+    assert not carries(1, "parameters")  # one GPU: nothing to shard over
     assert not carries(8, "optimizer")  # ZeRO-1's largest partition holds whole tensors
     assert not carries(8, "none")
 
 
-def test_rank_traces_make_each_key_once_and_drop_the_least_recent() -> None:
+def test_a_layout_is_traced_as_asked_first_then_on_two_ranks_then_never() -> None:
+    """The first rank count is traced as asked (no dearer than without the carry); the second
+    traces the step on two ranks and is carried from it and the first; the rest are carried;
+    a pair that runs other ops leaves the count traced on its own."""
+    kept = RankTraces()
+    traced: list[int] = []
+
+    def trace(ranks: int) -> _Step:
+        traced.append(ranks)
+        return _step(ranks)
+
+    assert kept.step("zero3", 64, trace) == _step(64) and traced == [64]
+    assert kept.step("zero3", 16, trace).timeline == _step(16).timeline and traced == [64, 2]
+    assert kept.step("zero3", 8, trace).timeline == _step(8).timeline and traced == [64, 2]
+    assert kept.step("zero3", 64, trace) == _step(64) and traced == [64, 2]  # kept
+    odd: list[int] = []
+
+    def other_ops(ranks: int) -> _Step:
+        odd.append(ranks)
+        return _step(ranks, extra_op=ranks != LOW_RANKS)
+
+    assert kept.step("zero2", 8, other_ops) == _step(8, extra_op=True)
+    assert kept.step("zero2", 16, other_ops) == _step(16, extra_op=True) and odd == [8, 2, 16]
+
+
+def test_rank_traces_keep_at_most_their_bound_of_layouts() -> None:
     kept = RankTraces(bound=2)
-    made: list[str] = []
-
-    def make(key: str) -> str:
-        made.append(key)
-        return key.upper()
-
-    for key in ("a", "b", "a", "c", "b"):
-        assert kept.get_or_make(key, lambda k=key: make(k)) == key.upper()
-    assert made == ["a", "b", "c", "b"]  # "b" was the least recent when "c" came
+    traced: list[tuple[str, int]] = []
+    for family in ("a", "b", "a", "c", "b"):
+        kept.step(family, 8, lambda r, f=family: traced.append((f, r)) or _step(r))
+    assert traced == [("a", 8), ("b", 8), ("c", 8), ("b", 8)]  # "b" the least recent at "c"
 
 
 @pytest.mark.slow  # about 10 s: the step traced on 2, 4 and 8 ranks
 def test_a_real_fsdp_step_on_eight_ranks_is_its_carry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """GPT-2's blocks under ZeRO-3 and under ZeRO-2: every moment's bytes on 8 ranks, carried,
-    equal the step traced on 8 ranks (its widths divide by 8: no row of padding)."""
+    """GPT-2's blocks under ZeRO-3 and under ZeRO-2: every moment's bytes on 8 ranks, carried
+    from 2 and 16 ranks (a search that traced 16 first), equal the step traced on 8 ranks (its
+    widths divide by 16: no row of padding)."""
     from advisor.probes.operators.plan_peak import step_peak, trace_plan_peak
 
     from advisor.prediction.step.plan import parse_plan
 
     monkeypatch.syspath_prepend(str(ROOT))  # examples/, as the isolated worker finds it
+    RANK_TRACES.clear()  # this layout's first rank count is the one asked first here
     for sharding in ("parameters", "gradients"):
         plan = parse_plan(f"precision=bf16,sharding={sharding}")
         args = ("trace_user_models:deep_mini", 2, plan, {"layers": 4})
         traced = trace_plan_peak(*args, replicas=8, sharding=sharding)
+        first = step_peak(*args, replicas=16, sharding=sharding)  # traced as asked
+        assert "carried" not in first.notes[-1]
         carry = step_peak(*args, replicas=8, sharding=sharding)
-        assert "carried from traces over 2 and 4" in carry.notes[-1]
+        assert "carried from traces over 2 and 16" in carry.notes[-1]
         assert carry.timeline == traced.timeline and carry.state == traced.state
