@@ -1,21 +1,24 @@
-"""FSDP's step on many ranks carried from its traces on two (issue #49: a machine's GPUs and
-every node count of a cluster, each one layout of the plan search).
+"""FSDP's step on many ranks carried from its traces on two rank counts (issue #49: a
+machine's GPUs and every node count of a cluster, each one layout of the plan search).
 
 Under ZeRO-2/3 (FSDP2) a byte a rank holds is either part of a shard, ``1/ranks`` of a whole
 (the sharded parameters, gradients and optimizer state), or the same whatever the ranks (the
 activations, the batch, a unit's gathered parameters, the unsharded gradients before their
 reduce-scatter). Each moment of the step (after each op) then holds ``a + b / ranks`` bytes of
-each holder, and the step runs the same ops on any number of ranks. So the step is traced on
-``TRACED_RANKS`` ranks and each moment is carried along that line to more ranks; the peak
-lines are drawn after the carry, from every moment (``peak_lines.envelope``), so a moment
-that only peaks on many ranks is not lost. Where the two traces run other ops, the step is
-traced on its own ranks.
+each holder, and the step runs the same ops on any number of ranks. So once a layout's step is
+traced on two rank counts, each moment is carried along that line to any other; the peak lines
+are drawn after the carry, from every moment (``peak_lines.envelope``), so a moment that only
+peaks on some rank counts is not lost. The first rank count a search asks of a layout is
+traced as asked (no dearer than without the carry); the next one traces the step on
+``LOW_RANKS`` and is carried from it and the largest count traced, and so is every later one.
+Where two traces run other ops, the step is traced on its own ranks.
 
 What the line does not see: FSDP2 pads each parameter's rows to a multiple of the ranks
 (``ceil(rows / ranks)`` a rank), so a rank holds up to one row more of each parameter and a
-gathered unit up to ``ranks - 1`` rows more (GPT-3 13B's 50,257-row embedding on 64 ranks: 47
-rows, 0.5 MB in bf16); ``benchmarks/replica_carry.py`` sets the peak carried from 2 and 4
-ranks (the farthest reach) beside the traced one. ZeRO-1 is not carried: its largest optimizer partition holds whole tensors
+gathered unit up to ``ranks - 1`` rows more. ``benchmarks/replica_carry.py`` sets the peak
+carried from 2 and 4 ranks (the farthest reach) beside the traced one: GPT-2 Large on 64 ranks
+at most 431 KB a moment under it (its 50,257-row embedding gains 47 rows), 0.013 % of the
+peak. ZeRO-1 is not carried: its largest optimizer partition holds whole tensors
 (``plan_peak``), not a ``1/ranks`` share.
 
 The traces are kept in this process (``RankTraces``: key, bound and contract in its
