@@ -31,6 +31,8 @@ from pathlib import Path
 
 from conftest import advisor_cmd, free_port, wait_port
 
+STACK_DUMP = Path(__file__).parent / "stack_dump"  # SIGUSR2 prints a worker's stacks
+
 TRIALS = 6
 # What every fault test must end with: nothing lost, stuck, failed, run twice, short,
 # duplicated, and each done job's report counting the trials it added (``tally``).
@@ -182,7 +184,8 @@ class Cluster:
         cmd = advisor_cmd("worker", "--redis", self.redis.url, "--backend", self.backend)
         cmd += ["--stale-after", str(lease_s or self.lease_s)]
         log = self._log(f"worker{index}")
-        self.workers[index] = Proc(cmd, log, {**self.env, **(env or {})})
+        path = os.pathsep.join(filter(None, [str(STACK_DUMP), os.environ.get("PYTHONPATH")]))
+        self.workers[index] = Proc(cmd, log, {**self.env, "PYTHONPATH": path, **(env or {})})
         return self.workers[index]
 
     def worker_of(self, job_id: str) -> Proc:
@@ -207,6 +210,35 @@ class Cluster:
 
     def logs(self) -> str:
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.tmp.glob("*.log")))
+
+    def stall_report(self) -> str:
+        """Where a stalled cluster waits: the database's sessions that are not idle (with the
+        sessions blocking them), then each worker's log tail after SIGUSR2 made every worker
+        process print its threads' stacks (``STACK_DUMP``)."""
+        from sqlalchemy import text
+
+        from advisor.service import db
+
+        lines = []
+        try:
+            with db.engine_for(self.storage).connect() as conn:
+                rows = conn.execute(
+                    text(
+                        "SELECT pid, state, wait_event_type, wait_event, pg_blocking_pids(pid),"
+                        " round(extract(epoch FROM now() - xact_start)), left(query, 160)"
+                        " FROM pg_stat_activity WHERE datname = current_database()"
+                        " AND pid <> pg_backend_pid() AND state <> 'idle'"
+                    )
+                )
+                lines += [" | ".join(map(str, row)) for row in rows]
+        except Exception as exc:  # the report must not hide the failure it reports
+            lines.append(f"pg_stat_activity unreadable: {exc}")
+        for proc in self.workers.values():
+            proc.signal(signal.SIGUSR2)
+        time.sleep(1.0)
+        for proc in self.workers.values():
+            lines.append(f"== {proc.log.name}\n{proc.log.read_text(errors='replace')[-8000:]}")
+        return "\n".join(lines)
 
     def close(self) -> None:
         self._stop.set()
