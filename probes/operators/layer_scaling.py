@@ -16,7 +16,8 @@ place at the other depth; where the two traces keep other kinds of moment, or an
 one, the model is traced whole. ``benchmarks/fine_tuning.py`` (``hf:``) and
 ``benchmarks/depth_carry.py`` (declared builders) compare the carried peak with the whole trace.
 
-The operator trace (the step's kernels, for its time) is carried the same way: each kernel's
+The operator trace (the step's kernels, for its time) is carried the same way, an ``hf:``
+model's from ``SHALLOW`` and a declared builder's from ``DECLARED_SHALLOW``: each kernel's
 call count (the same kernel: the same kind, phase, shapes and dtype) on the line through the
 two depths, the parameters and the memory figures likewise; the optimizer's multi-tensor
 kernels, whose shapes are the whole parameter list's (and which the trace may split into other
@@ -86,16 +87,33 @@ def scaled_trace(workload: str, trace: Any) -> Any:
     """The operator trace of ``workload`` (an ``hf:`` reference) at its own depth from
     ``trace(shallow_workload) -> OperatorTrace`` at the ``SHALLOW`` depths; None when it
     cannot be carried (see the module)."""
-    import dataclasses
-
-    from advisor.probes.operators.types import Operator
-
     found = depth_of(workload)
     if found is None:
         return None
     ref, depth = found
-    a, b = SHALLOW
     small = [trace(ref.with_options(layers=n).text()) for n in SHALLOW]
+    return _carried_trace(small, workload, depth, SHALLOW)
+
+
+def scaled_declared_trace(workload: str, hyperparameters: dict[str, Any] | None, trace: Any) -> Any:
+    """The operator trace of a builder that declares its depth (``declared_depth``) from
+    ``trace(hyperparameters) -> OperatorTrace`` at the ``DECLARED_SHALLOW`` depths
+    (``layers=``); None when it declares none or the traces cannot be carried."""
+    depth = declared_depth(workload, hyperparameters)
+    if depth is None:
+        return None
+    small = [trace({**(hyperparameters or {}), "layers": n}) for n in DECLARED_SHALLOW]
+    return _carried_trace(small, workload, depth, DECLARED_SHALLOW)
+
+
+def _carried_trace(small: list[Any], workload: str, depth: int, depths: tuple[int, int]) -> Any:
+    """The operator trace at ``depth`` blocks on the line through ``small`` (at ``depths``);
+    None where it cannot be carried (see the module)."""
+    import dataclasses
+
+    from advisor.probes.operators.types import Operator
+
+    a, b = depths
     if any(t.executed for t in small):
         return None
     f = (depth - a) / (b - a)

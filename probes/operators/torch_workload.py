@@ -52,6 +52,15 @@ def trace_torch_workload(
         scaled = scaled_trace(workload, shallow)
         if scaled is not None:
             return scaled
+    elif mode != "executed":  # issue #46: a builder that declares its depth, likewise
+        from advisor.probes.operators.layer_scaling import scaled_declared_trace
+
+        def shallower(hps: dict[str, Any]) -> OperatorTrace:
+            return trace_torch_workload(workload, batch_size, hps, mode, seed)
+
+        scaled = scaled_declared_trace(workload, hyperparameters, shallower)
+        if scaled is not None:
+            return scaled
     hp = dict(hyperparameters or {})
     start = time.perf_counter()
     notes: tuple[str, ...] = ()

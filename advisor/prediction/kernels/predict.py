@@ -22,6 +22,7 @@ from advisor.intervals import Interval
 from advisor.prediction.kernels.gpus import GpuSpec, chip_name, gpu_spec, measured_name
 from advisor.prediction.kernels.model import KernelModel, load_model
 from advisor.prediction.kernels.ops import WIDEN, Placed, notes_for, place
+from advisor.prediction.memo import Memo
 from advisor.probes.operators.types import PHASES, Operator, OperatorTrace
 
 TOP = 8
@@ -71,6 +72,15 @@ def _peak(gpu: GpuSpec, precision: str) -> float:
     return gpu.peak_tflops(dtype, tensor_cores=True) * 1e12
 
 
+# One operator's times on one GPU, as ``operator_times`` computed them with the shipped
+# model (value, low, high, measured, same chip, tensor cores, reasons), by (operator's key,
+# FLOPs, bytes; the GPU's figures; tf32 flags). A screen prices the same kernels again and
+# again: a plan's forward and the other plans' share them, and every row of a machine asks
+# for its GPU's times once per step it prices (issue #46: the trees were half of a Llama
+# LoRA screen's own CPU). 200,000 rows are about 60 MB.
+_ROWS: Memo[tuple[Any, ...]] = Memo("kernel model operator rows", bound=200_000)
+
+
 def operator_times(
     ops: Sequence[Operator],
     gpus: Sequence[GpuSpec],
@@ -78,8 +88,41 @@ def operator_times(
     tf32_matmul: bool = False,
     tf32_conv: bool = True,
 ) -> OperatorTimes:
-    """Device seconds of every operator (one call each) on every GPU, vectorised by family."""
-    model = model or load_model()
+    """Device seconds of every operator (one call each) on every GPU, vectorised by family;
+    with the shipped model, each (operator, GPU) is computed once per process (``_ROWS``)."""
+    if (model is not None and model is not load_model()) or not ops or not gpus:
+        return _operator_times(ops, gpus, model or load_model(), tf32_matmul, tf32_conv)
+    keys = [(op.key, op.flops, op.bytes, tf32_matmul, tf32_conv) for op in ops]
+    found = [[_ROWS.get((k, g)) for g in gpus] for k in keys]
+    todo = [i for i, row in enumerate(found) if any(r is None for r in row)]
+    if todo:
+        fresh = _operator_times([ops[i] for i in todo], gpus, load_model(), tf32_matmul, tf32_conv)
+        for n, i in enumerate(todo):
+            for j, g in enumerate(gpus):
+                row = (float(fresh.value[n, j]), float(fresh.low[n, j]),
+                       float(fresh.high[n, j]), bool(fresh.measured[n, j]),
+                       bool(fresh.same_chip[n, j]), bool(fresh.tensor_cores[n, j]),
+                       fresh.reasons[n])  # fmt: skip
+                found[i][j] = row
+                _ROWS.put((keys[i], g), row)
+    done = [[row for row in rows if row is not None] for rows in found]  # every GPU's now
+
+    def column(k: int, dtype: Any = float) -> np.ndarray:
+        return np.array([[row[k] for row in rows] for rows in done], dtype=dtype)
+
+    return OperatorTimes(
+        column(0), column(1), column(2), column(3, bool), column(4, bool), column(5, bool),
+        tuple(rows[0][6] for rows in done),
+    )  # fmt: skip
+
+
+def _operator_times(
+    ops: Sequence[Operator],
+    gpus: Sequence[GpuSpec],
+    model: KernelModel,
+    tf32_matmul: bool,
+    tf32_conv: bool,
+) -> OperatorTimes:
     placed = [place(op, tf32_matmul, tf32_conv) for op in ops]
     shape = (len(ops), len(gpus))
     value, low, high = np.zeros(shape), np.zeros(shape), np.zeros(shape)

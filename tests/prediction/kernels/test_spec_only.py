@@ -64,3 +64,26 @@ def test_trace_prediction_with_its_operator_times_is_the_same_prediction() -> No
     assert (times.value[:, 0] == alone.value[:, 0]).all()
     per_step = sum(t * op.count for t, op in zip(times.value[:, 1], trace().operators, strict=True))
     assert math.isclose(per_step, steps["H200"].total.value, rel_tol=1e-12)
+
+
+def test_operator_times_kept_per_operator_and_gpu_equal_a_fresh_computation() -> None:
+    """Issue #46: each (operator, GPU) is computed once per process; a call mixing kept rows
+    and new ones (another GPU, another operator, the tf32 flag) gives what a fresh call gives."""
+    from advisor.prediction.kernels.model import load_model
+    from advisor.prediction.kernels.predict import _ROWS
+    from advisor.prediction.memo import forget_all
+
+    forget_all()
+    ops = list(trace().operators)
+    gpus = [gpu_spec("T4"), gpu_spec("H200")]
+    operator_times(ops[:2], gpus[:1])  # some rows kept before
+    assert len(_ROWS) == 2
+    bigger = Operator("linear", "forward", "aten.addmm", {"B": 1, "M": 4096, "N": 64, "K": 512})
+    for tf32 in (False, True):
+        mixed = operator_times([*ops, bigger], gpus, tf32_matmul=tf32)
+        unkept = load_model.__wrapped__()  # the shipped model read again: no rows kept for it
+        fresh = operator_times([*ops, bigger], gpus, unkept, tf32_matmul=tf32)
+        for name in ("value", "low", "high", "measured", "same_chip", "tensor_cores"):
+            assert (getattr(mixed, name) == getattr(fresh, name)).all(), name
+        assert mixed.reasons == fresh.reasons
+    assert len(_ROWS) == 2 * 5 * 2  # (operators x GPUs) per tf32 flag, each once

@@ -1,12 +1,14 @@
 """Issue #46: a builder that declares its depth (``blocks``, ``layers=``) has its plan memory
-carried from traces of 4 and 6 blocks; the carried peak is the whole trace's."""
+and its operator trace carried from traces of 4 and 6 blocks; the carried peak is the whole
+trace's, and so are the carried kernels."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from advisor.probes.operators.layer_scaling import declared_depth
+from advisor.probes.operators.layer_scaling import declared_depth, scaled_declared_trace
 from advisor.probes.operators.peak_lines import TRACED_BATCHES, PeakLines, envelope
 from advisor.probes.operators.plan_peak import lines_here, trace_plan_peak
 
@@ -28,6 +30,29 @@ def test_only_a_deep_declared_builder_is_carried() -> None:
     assert declared_depth("examples.transformers:gpt2_mini", {}) is None  # declares nothing
     assert declared_depth("examples.transformers:gpt2_large", None) == 36
     assert declared_depth("fcn", {}) is None
+
+
+def test_the_carried_operator_trace_is_the_whole_traces() -> None:
+    """The step's kernels at 8 blocks carried from 4 and 6 (``trace_torch_workload`` does so
+    for any declared builder): every kernel's call count is the whole trace's, the optimizer's
+    multi-tensor kernels carry its FLOPs and bytes, the parameters are counted exactly."""
+    from advisor.probes.operators.torch_workload import trace_on_meta, trace_torch_workload
+
+    carried = scaled_declared_trace(DEEP, {}, lambda hps: trace_on_meta(DEEP, 4, hps))
+    whole = trace_on_meta(DEEP, 4, {"layers": 8})
+    assert carried is not None and "8 blocks carried" in carried.notes[-1]
+    assert carried.parameters == whole.parameters
+
+    def kernels(trace: Any) -> list[Any]:
+        return sorted((o.key, o.count) for o in trace.operators if o.phase != "optimizer")
+
+    def optimizer(trace: Any, what: str) -> float:
+        return sum(getattr(o, what) * o.count for o in trace.operators if o.phase == "optimizer")
+
+    assert kernels(carried) == kernels(whole)
+    for what in ("flops", "bytes"):
+        assert optimizer(carried, what) == pytest.approx(optimizer(whole, what), rel=1e-6)
+    assert trace_torch_workload(DEEP, 4).operators == carried.operators  # the public path
 
 
 @pytest.mark.slow  # about 90 s: each plan traced whole and at 4 and 6 blocks
