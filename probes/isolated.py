@@ -21,7 +21,11 @@ its exception; what the worker cannot report becomes one :class:`UserCodeError` 
 Speed: tracing is on the path of every ``suggest`` and ``predict``, so the worker is started
 once (lazily, or early by :func:`prestart`), imports PyTorch and the tracer, and is reused
 for every call; a call's time-out counts from when the worker is ready. A broken worker (an exit, a crash, a
-time-out) is replaced by the next call. Calls are serialised (one worker). Each call carries
+time-out) is replaced by the next call. Calls are serialised per worker: one worker (slot 0)
+takes every call but those :func:`call_isolated_each` makes side by side, one worker per slot
+(at most ``SLOTS``, one per CPU this process may use): a deep model's two shallow traces
+(``advisor.probes.operators.layer_scaling``), whose worker is then the same for each depth, so
+what a worker keeps between calls (the FSDP traces by rank count) stays whole. Each call carries
 the caller's ``sys.path``, working directory and environment, so the user's module imports in
 the worker as it would here. What the user's code prints goes to the worker's stderr, kept
 for the error message (the process and its wire: :mod:`advisor.probes.isolated_worker`). It
@@ -98,38 +102,77 @@ def call_isolated(
     if serving():
         return fn(*args, **kwargs)
     limit = _timeout(timeout_s)
-    call = pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
-    context = (list(sys.path), os.getcwd(), dict(os.environ))  # applied before ``call`` loads
-    payload = pickle.dumps((context, call), protocol=pickle.HIGHEST_PROTOCOL)
-    with _LOCK:
-        worker = _ready_worker()
+    return _answer(_call_in(0, fn, args, kwargs, limit), what, limit)
+
+
+def call_isolated_each(
+    calls: list[tuple[Callable[..., T], tuple[Any, ...], dict[str, Any]]],
+    *,
+    timeout_s: float | None = None,
+    what: str = "user code",
+) -> list[T]:
+    """``[fn(*args, **kwargs) for fn, args, kwargs in calls]``, the i-th call in worker slot
+    ``i`` and all of them side by side where this process may use several CPUs (``slots``),
+    else one after the other in slot 0; raises as :func:`call_isolated` does (the first
+    failing call's error, once all have ended)."""
+    if serving():
+        return [fn(*args, **kwargs) for fn, args, kwargs in calls]
+    limit = _timeout(timeout_s)
+    if slots() < 2 or len(calls) < 2:
+        return [_answer(_call_in(0, fn, a, kw, limit), what, limit) for fn, a, kw in calls]
+    replies: list[Reply | BaseException | None] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        fn, args, kwargs = calls[i]
         try:
-            reply = worker.call(payload, limit)
-        except BaseException:  # interrupted, or the reply could not be read: never reused
-            _discard(worker)
-            raise
-        if reply[0] != "ok" and reply[0] != "raise":
-            _discard(worker)
-    return _answer(reply, what, limit)
+            replies[i] = _call_in(i % slots(), fn, args, kwargs, limit)
+        except BaseException as exc:  # raised in the caller's thread below
+            replies[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True, name=f"advisor-isolated-{i}")
+               for i in range(len(calls))]  # fmt: skip
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():  # a short join: Ctrl-C reaches the caller while it waits
+                t.join(0.2)
+    except BaseException:  # interrupted: the calls in flight are abandoned with their workers
+        for slot in range(min(len(calls), slots())):
+            _discard_slot(slot)
+        raise
+    for reply in replies:
+        if isinstance(reply, BaseException):
+            raise reply
+    return [_answer(reply, what, limit) for reply in replies if reply is not None]
+
+
+def slots() -> int:
+    """How many workers :func:`call_isolated_each` uses: ``SLOTS``, or fewer where this process
+    may use fewer CPUs."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(SLOTS, cpus))
 
 
 def prestart() -> None:
     """Start the worker now (in the background) so that its imports overlap the caller's."""
     if serving():
         return
-    with _LOCK:
-        global _WORKER
-        if _WORKER is None or not _WORKER.alive():
-            _WORKER = _start()
+    with _lock(0):
+        if _WORKERS.get(0) is None or not _WORKERS[0].alive():
+            _WORKERS[0] = _start()
 
 
 def shutdown() -> None:
-    """Stop the worker (it exits when its input closes; killed if it does not)."""
-    global _WORKER
-    with _LOCK:
-        if _WORKER is not None:
-            _WORKER.close()
-            _WORKER = None
+    """Stop the workers (each exits when its input closes; killed if it does not)."""
+    for slot in list(_WORKERS):
+        with _lock(slot):
+            worker = _WORKERS.pop(slot, None)
+            if worker is not None:
+                worker.close()
 
 
 def memory_budget_bytes() -> int:
@@ -140,18 +183,48 @@ def memory_budget_bytes() -> int:
     return int(MEMORY_FRACTION * available_memory_bytes())
 
 
-_LOCK = threading.RLock()
-_WORKER: WorkerHandle | None = None
+SLOTS = 2  # workers side by side at most (a deep model's two shallow traces)
+_LOCKS: dict[int, threading.RLock] = {}
+_WORKERS: dict[int, WorkerHandle] = {}
+_GUARD = threading.Lock()  # makes each slot's lock once
 _AT_EXIT = False
 
 
+def _lock(slot: int) -> threading.RLock:
+    with _GUARD:
+        return _LOCKS.setdefault(slot, threading.RLock())
+
+
+def _call_in(
+    slot: int, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], limit: float
+) -> Reply:
+    """One call in the worker of ``slot`` (started if it is not running); its reply."""
+    call = pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+    context = (list(sys.path), os.getcwd(), dict(os.environ))  # applied before ``call`` loads
+    payload = pickle.dumps((context, call), protocol=pickle.HIGHEST_PROTOCOL)
+    with _lock(slot):
+        worker = _WORKERS.get(slot)
+        if worker is None or not worker.alive():
+            worker = _WORKERS[slot] = _start()
+        try:
+            reply = worker.call(payload, limit)
+        except BaseException:  # interrupted, or the reply could not be read: never reused
+            _discard(slot, worker)
+            raise
+        if reply[0] != "ok" and reply[0] != "raise":
+            _discard(slot, worker)
+    return reply
+
+
 def _forget_after_fork() -> None:
-    """A forked copy of this process (a service's job) has neither the worker's reader
-    threads nor its lock's holder: it starts a worker of its own when it needs one."""
-    global _LOCK, _WORKER
-    if _WORKER is not None:
-        _WORKER.forget()
-    _LOCK, _WORKER = threading.RLock(), None
+    """A forked copy of this process (a service's job) has neither the workers' reader
+    threads nor their locks' holders: it starts workers of its own when it needs them."""
+    global _GUARD
+    for worker in _WORKERS.values():
+        worker.forget()
+    _WORKERS.clear()
+    _LOCKS.clear()
+    _GUARD = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
@@ -176,18 +249,18 @@ def _start() -> WorkerHandle:
     return WorkerHandle(memory_budget_bytes())
 
 
-def _ready_worker() -> WorkerHandle:
-    global _WORKER
-    if _WORKER is None or not _WORKER.alive():
-        _WORKER = _start()
-    return _WORKER
-
-
-def _discard(worker: WorkerHandle) -> None:
-    global _WORKER
+def _discard(slot: int, worker: WorkerHandle) -> None:
     worker.kill()
-    if _WORKER is worker:
-        _WORKER = None
+    if _WORKERS.get(slot) is worker:
+        del _WORKERS[slot]
+
+
+def _discard_slot(slot: int) -> None:
+    """Kill the worker of ``slot`` whatever it is doing (its caller was interrupted); its lock
+    is not taken: the call in flight holds it, and ends when the worker's pipes close."""
+    worker = _WORKERS.get(slot)
+    if worker is not None:
+        _discard(slot, worker)
 
 
 def _answer(reply: Reply, what: str, timeout_s: float) -> Any:

@@ -70,6 +70,23 @@ def peak_lines(
     ``trace_plan_peak``) as the lines of its peak over the micro-batch. A user's
     ``module:function`` is traced in the isolated worker (issue #50), a built-in here."""
     kw = {"replicas": replicas, "sharding": sharding, "rules": rules}
+    from advisor.search_spaces.workloads import ModelRef
+
+    if ModelRef(workload).is_user:  # a declared depth: its two shallow traces side by side
+        from advisor.probes.isolated import call_isolated_each
+        from advisor.probes.operators import layer_scaling as depths
+
+        depth = depths.user_declared_depth(workload, hyperparameters)
+        if depth is not None:
+            small = call_isolated_each(
+                [(lines_here, (workload, plan, hps), kw)
+                 for hps in depths.shallow_hyperparameters(hyperparameters)],
+                what=f"--model {workload} (its step traced under the plan)",
+            )  # fmt: skip
+            carried = depths.carried_declared_lines(small, depth)
+            if carried is not None:
+                return carried
+            hyperparameters = {**(hyperparameters or {}), "layers": depth}  # traced whole
     return _at_arms_length(workload, "traced under the plan", lines_here, workload, plan,
                            hyperparameters, **kw)  # fmt: skip
 

@@ -30,9 +30,23 @@ def trace_workload(
 
     if not ModelRef(workload).is_user:
         return trace_here(workload, batch_size, framework, hyperparameters, mode)
-    from advisor.probes.isolated import call_isolated
+    from advisor.probes.isolated import call_isolated, call_isolated_each
 
     what = f"--model {workload} (its builder and one training step, traced at batch {batch_size})"
+    if framework == "torch" and mode != "executed":  # a declared depth: two traces side by side
+        from advisor.probes.operators import layer_scaling as depths
+
+        depth = depths.user_declared_depth(workload, hyperparameters)
+        if depth is not None:
+            small = call_isolated_each(
+                [(trace_here, (workload, batch_size, framework, hps, mode), {})
+                 for hps in depths.shallow_hyperparameters(hyperparameters)],
+                what=what,
+            )  # fmt: skip
+            carried = depths.carried_declared_trace(small, workload, depth)
+            if carried is not None:
+                return carried
+            hyperparameters = {**(hyperparameters or {}), "layers": depth}  # traced whole
     return call_isolated(
         trace_here, workload, batch_size, framework, hyperparameters, mode, what=what
     )

@@ -78,3 +78,26 @@ def test_a_runaway_allocation_is_a_memory_error_at_the_budget(
 def test_in_the_worker_a_call_runs_in_place() -> None:
     assert not isolated.in_worker()
     assert call_isolated(isolated.in_worker) is True
+
+
+def test_calls_side_by_side_run_in_a_worker_each_and_raise_as_one(
+    fresh_worker: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deep model's two shallow traces run side by side, call i in worker slot i (the same
+    worker for the same slot next time); a failing call raises its own error once both end;
+    where this process may use one CPU, the calls run one after the other in slot 0."""
+    monkeypatch.setattr(isolated, "slots", lambda: 2)
+    one = call_isolated(pid)
+    first = isolated.call_isolated_each([(pid, (), {}), (pid, (), {})])
+    assert first[0] == one and first[1] not in (one, os.getpid())  # slot 0 is call_isolated's
+    started = time.monotonic()
+    isolated.call_isolated_each([(time.sleep, (1.0,), {}), (time.sleep, (1.0,), {})])
+    assert time.monotonic() - started < 1.9  # side by side, not one after the other
+    assert isolated.call_isolated_each([(pid, (), {}), (pid, (), {})]) == first  # kept
+    with pytest.raises(ValueError, match="second"):
+        isolated.call_isolated_each([(pid, (), {}), (raise_value_error, ("second",), {})])
+    with pytest.raises(UserCodeError, match="exit code 4"):
+        isolated.call_isolated_each([(sys.exit, (4,), {}), (pid, (), {})], what="--model m:f")
+    monkeypatch.setattr(isolated, "slots", lambda: 1)
+    alone = isolated.call_isolated_each([(pid, (), {}), (pid, (), {})])
+    assert alone[0] == alone[1] != first[1]

@@ -81,3 +81,29 @@ def test_the_carried_peak_is_the_whole_traces(text: str, replicas: int) -> None:
     for micro in (1, 4, 16):
         want, have = sum(whole.at(micro).values()), sum(got.at(micro).values())
         assert -0.01 < have / want - 1 < 0.03, (text, micro, have, want)
+
+
+@pytest.mark.slow  # two worker processes with PyTorch imported
+def test_a_users_declared_builder_is_traced_at_two_depths_side_by_side(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A user's builder runs in the isolated workers only (issue #50): its depth is read
+    there, and its two shallow traces (plan memory, operator trace) run side by side in two
+    workers; what comes back is what the traces in one process give."""
+    from advisor.probes import isolated
+    from advisor.probes.operators.plan_peak import peak_lines
+    from advisor.probes.operators.torch_workload import trace_torch_workload
+    from advisor.probes.operators.workload import trace_workload
+
+    monkeypatch.setattr(isolated, "slots", lambda: 2)
+    plan = parse_plan("precision=bf16,checkpointing=blocks")
+    try:
+        apart = peak_lines(DEEP, plan)
+        assert len(isolated._WORKERS) == 2  # both slots used
+        here = lines_here(DEEP, plan)
+        assert apart.lines == here.lines and apart.state == here.state
+        assert "8 blocks carried" in apart.notes[-1]
+        traced = trace_workload(DEEP, 4)
+        assert traced.operators == trace_torch_workload(DEEP, 4).operators  # in one process
+    finally:
+        isolated.shutdown()
