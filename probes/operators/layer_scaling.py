@@ -208,16 +208,18 @@ def _by_name(ops: list[Any]) -> dict[str, tuple[Any, dict[str, float]]]:
     return out
 
 
-def scaled_lines(workload: str, trace: Any) -> PeakLines | None:
+def scaled_lines(workload: str, trace: Any, each: Any = None) -> PeakLines | None:
     """The peak lines of ``workload`` (an ``hf:`` reference) at its own depth from
     ``trace(shallow_workload) -> PeakLines`` at the ``SHALLOW`` depths, else at the ``WIDER``
     ones; None when the model is not deeper than them or neither pair's peak moments
-    correspond."""
+    correspond. ``each(workloads) -> [PeakLines]``, when given, traces the ``SHALLOW`` pair
+    (side by side, ``advisor.probes.isolated.call_isolated_each``)."""
     found = depth_of(workload)
     if found is None:
         return None
     ref, depth = found
-    small = [trace(ref.with_options(layers=n).text()) for n in SHALLOW]
+    shallow = [ref.with_options(layers=n).text() for n in SHALLOW]
+    small = each(shallow) if each is not None else [trace(w) for w in shallow]
     carried = _carried(small, depth)
     if carried is None and depth > WIDER[1]:  # the 4-block trace kept, one of 6 blocks added
         wider = [small[1], trace(ref.with_options(layers=WIDER[1]).text())]

@@ -68,14 +68,27 @@ def peak_lines(
 ) -> PeakLines:
     """The step of ``workload`` under ``plan`` traced at ``TRACED_BATCHES`` micro-batches (see
     ``trace_plan_peak``) as the lines of its peak over the micro-batch. A user's
-    ``module:function`` is traced in the isolated worker (issue #50), a built-in here."""
-    kw = {"replicas": replicas, "sharding": sharding, "rules": rules}
+    ``module:function`` is traced in the isolated worker (issue #50), a built-in here; a deep
+    model's two shallow traces (an ``hf:`` model's, a declared builder's) run side by side in
+    two workers where this process may use two CPUs (``isolated.call_isolated_each``)."""
+    kw: dict[str, Any] = {"replicas": replicas, "sharding": sharding, "rules": rules}
+    from advisor.probes.isolated import call_isolated, call_isolated_each, slots
+    from advisor.probes.operators import layer_scaling as depths
     from advisor.search_spaces.workloads import ModelRef
 
+    if workload.startswith("hf:") and slots() > 1:  # its shallow traces side by side
+        what = f"--model {workload} (its step traced under the plan)"
+        scaled = depths.scaled_lines(
+            workload,
+            lambda w: call_isolated(lines_here, w, plan, hyperparameters, what=what, **kw),
+            lambda ws: call_isolated_each(
+                [(lines_here, (w, plan, hyperparameters), kw) for w in ws], what=what
+            ),
+        )
+        if scaled is not None:
+            return scaled
+        return lines_here(workload, plan, hyperparameters, carry=False, **kw)  # traced whole
     if ModelRef(workload).is_user:  # a declared depth: its two shallow traces side by side
-        from advisor.probes.isolated import call_isolated_each
-        from advisor.probes.operators import layer_scaling as depths
-
         depth = depths.user_declared_depth(workload, hyperparameters)
         if depth is not None:
             small = call_isolated_each(
@@ -99,17 +112,21 @@ def lines_here(
     replicas: int = 1,
     sharding: str = "none",
     rules: str = "cuda",
+    carry: bool = True,
 ) -> PeakLines:
     """:func:`peak_lines` in this process (the isolated worker calls this); a deep model's
     from two shallow traces (``layer_scaling``: an ``hf:`` model, issue #48, or a builder that
-    declares its ``blocks``, issue #46)."""
+    declares its ``blocks``, issue #46) unless ``carry`` is False (tried already: traced
+    whole)."""
     from advisor.probes.operators.layer_scaling import scaled_declared_lines, scaled_lines
 
     def at(w: str, hps: dict[str, Any] | None) -> PeakLines:
         return lines_here(w, plan, hps, replicas=replicas, sharding=sharding, rules=rules)
 
     scaled = (
-        scaled_lines(workload, lambda w: at(w, hyperparameters))
+        None
+        if not carry
+        else scaled_lines(workload, lambda w: at(w, hyperparameters))
         if workload.startswith("hf:")
         else scaled_declared_lines(workload, hyperparameters, lambda hps: at(workload, hps))
     )

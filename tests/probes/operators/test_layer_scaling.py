@@ -107,3 +107,24 @@ def test_a_users_declared_builder_is_traced_at_two_depths_side_by_side(
         assert traced.operators == trace_torch_workload(DEEP, 4).operators  # in one process
     finally:
         isolated.shutdown()
+
+
+@pytest.mark.slow  # two worker processes with PyTorch imported
+def test_an_hf_models_shallow_traces_run_side_by_side(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #46: an ``hf:`` model's 2- and 4-block traces under a plan run side by side in two
+    workers; the carried lines are those of the traces in one process."""
+    from advisor.probes import isolated
+    from advisor.probes.operators.plan_peak import peak_lines
+
+    tiny = ROOT / "tests" / "search_spaces" / "hf" / "tiny_llama.json"
+    model = f"hf:{tiny},layers=8,seq_len=64,method=lora"
+    monkeypatch.setattr(isolated, "slots", lambda: 2)
+    plan = parse_plan("precision=bf16")
+    try:
+        apart = peak_lines(model, plan)
+        assert len(isolated._WORKERS) == 2  # both slots used
+        here = lines_here(model, plan)
+        assert apart.lines == here.lines and apart.state == here.state
+        assert "8 blocks carried" in apart.notes[-1]
+    finally:
+        isolated.shutdown()
