@@ -28,7 +28,6 @@ the model traced whole.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from advisor.probes.operators.peak_lines import PeakLines, kind
@@ -69,27 +68,6 @@ def declared_depth(workload: str, hyperparameters: dict[str, Any] | None) -> int
     except Exception:  # not importable here: the whole trace says why
         return None
     return int(blocks) if isinstance(blocks, int) and blocks > DECLARED_SHALLOW[1] else None
-
-
-def user_declared_depth(workload: str, hyperparameters: dict[str, Any] | None) -> int | None:
-    """``declared_depth`` of a user's ``module:function``, asked of the isolated worker (the
-    user's module is imported there only, issue #50), once per process for each (workload,
-    hyperparameters)."""
-    import json
-
-    return _asked_depth(workload, json.dumps(hyperparameters or {}, sort_keys=True, default=str))
-
-
-@lru_cache(maxsize=64)
-def _asked_depth(workload: str, hyperparameters: str) -> int | None:
-    import json
-
-    from advisor.probes.isolated import call_isolated
-
-    what = f"--model {workload} (its module imported, its depth read)"
-    depth: int | None = call_isolated(declared_depth, workload, json.loads(hyperparameters),
-                                      what=what)  # fmt: skip
-    return depth
 
 
 def shallow_hyperparameters(hyperparameters: dict[str, Any] | None) -> list[dict[str, Any]]:

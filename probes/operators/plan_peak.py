@@ -89,7 +89,9 @@ def peak_lines(
             return scaled
         return lines_here(workload, plan, hyperparameters, carry=False, **kw)  # traced whole
     if ModelRef(workload).is_user:  # a declared depth: its two shallow traces side by side
-        depth = depths.user_declared_depth(workload, hyperparameters)
+        from advisor.probes.operators.workload import user_declared_depth
+
+        depth = user_declared_depth(workload, hyperparameters)
         if depth is not None:
             small = call_isolated_each(
                 [(lines_here, (workload, plan, hps), kw)

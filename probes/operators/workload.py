@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from advisor.probes.operators.types import OperatorTrace
@@ -36,7 +37,7 @@ def trace_workload(
     if framework == "torch" and mode != "executed":  # a declared depth: two traces side by side
         from advisor.probes.operators import layer_scaling as depths
 
-        depth = depths.user_declared_depth(workload, hyperparameters)
+        depth = user_declared_depth(workload, hyperparameters)
         if depth is not None:
             small = call_isolated_each(
                 [(trace_here, (workload, batch_size, framework, hps, mode), {})
@@ -67,3 +68,25 @@ def trace_here(
     from advisor.probes.operators.keras_trace import trace_keras_workload
 
     return trace_keras_workload(workload, batch_size, hyperparameters)
+
+
+def user_declared_depth(workload: str, hyperparameters: dict[str, Any] | None) -> int | None:
+    """``declared_depth`` of a user's ``module:function``, asked of the isolated worker (the
+    user's module is imported there only, issue #50), once per process for each (workload,
+    hyperparameters)."""
+    import json
+
+    return _asked_depth(workload, json.dumps(hyperparameters or {}, sort_keys=True, default=str))
+
+
+@lru_cache(maxsize=64)
+def _asked_depth(workload: str, hyperparameters: str) -> int | None:
+    import json
+
+    from advisor.probes.isolated import call_isolated
+    from advisor.probes.operators.layer_scaling import declared_depth
+
+    what = f"--model {workload} (its module imported, its depth read)"
+    depth: int | None = call_isolated(declared_depth, workload, json.loads(hyperparameters),
+                                      what=what)  # fmt: skip
+    return depth
