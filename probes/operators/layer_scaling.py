@@ -96,8 +96,8 @@ def scaled_declared_lines(
     depth = declared_depth(workload, hyperparameters)
     if depth is None:
         return None
-    small = [trace({**(hyperparameters or {}), "layers": n}) for n in DECLARED_SHALLOW]
-    return _carried(small, depth, DECLARED_SHALLOW)
+    small = [trace(hps) for hps in shallow_hyperparameters(hyperparameters)]
+    return carried_declared_lines(small, depth)
 
 
 def scaled_trace(workload: str, trace: Any) -> Any:
@@ -119,8 +119,8 @@ def scaled_declared_trace(workload: str, hyperparameters: dict[str, Any] | None,
     depth = declared_depth(workload, hyperparameters)
     if depth is None:
         return None
-    small = [trace({**(hyperparameters or {}), "layers": n}) for n in DECLARED_SHALLOW]
-    return _carried_trace(small, workload, depth, DECLARED_SHALLOW)
+    small = [trace(hps) for hps in shallow_hyperparameters(hyperparameters)]
+    return carried_declared_trace(small, workload, depth)
 
 
 def _carried_trace(small: list[Any], workload: str, depth: int, depths: tuple[int, int]) -> Any:
