@@ -3,24 +3,15 @@ compares with the whole trace."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from repo_paths import ROOT, load_benchmark
 
 
 def test_one_workload_carried_and_traced_whole(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.syspath_prepend(str(BENCHMARKS.parent))  # examples/, as the benchmark finds it
-    spec = importlib.util.spec_from_file_location(
-        "_bench_trace_carry", BENCHMARKS / "trace_carry.py"
-    )
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    monkeypatch.syspath_prepend(str(ROOT))  # examples/, as the benchmark finds it
+    bench = load_benchmark("trace_carry")
     assert bench.main(["--workloads", "trace_user_models:deep_mini", "--batches", "2"]) == 0
     out = capsys.readouterr().out
     assert "| deep_mini (8 blocks) | 2 |" in out

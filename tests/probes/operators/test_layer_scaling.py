@@ -4,6 +4,7 @@ trace's, and so are the carried kernels."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,48 +84,48 @@ def test_the_carried_peak_is_the_whole_traces(text: str, replicas: int) -> None:
         assert -0.01 < have / want - 1 < 0.03, (text, micro, have, want)
 
 
+@pytest.fixture
+def two_workers(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The isolated workers as on a machine of two CPUs (both slots), shut down after."""
+    from advisor.probes import isolated
+
+    monkeypatch.setattr(isolated, "slots", lambda: 2)
+    try:
+        yield isolated
+    finally:
+        isolated.shutdown()
+
+
 @pytest.mark.slow  # two worker processes with PyTorch imported
-def test_a_users_declared_builder_is_traced_at_two_depths_side_by_side(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_users_declared_builder_is_traced_at_two_depths_side_by_side(two_workers: Any) -> None:
     """A user's builder runs in the isolated workers only (issue #50): its depth is read
     there, and its two shallow traces (plan memory, operator trace) run side by side in two
     workers; what comes back is what the traces in one process give."""
-    from advisor.probes import isolated
     from advisor.probes.operators.plan_peak import peak_lines
     from advisor.probes.operators.torch_workload import trace_torch_workload
     from advisor.probes.operators.workload import trace_workload
 
-    monkeypatch.setattr(isolated, "slots", lambda: 2)
     plan = parse_plan("precision=bf16,checkpointing=blocks")
-    try:
-        apart = peak_lines(DEEP, plan)
-        assert len(isolated._WORKERS) == 2  # both slots used
-        here = lines_here(DEEP, plan)
-        assert apart.lines == here.lines and apart.state == here.state
-        assert "8 blocks carried" in apart.notes[-1]
-        traced = trace_workload(DEEP, 4)
-        assert traced.operators == trace_torch_workload(DEEP, 4).operators  # in one process
-    finally:
-        isolated.shutdown()
+    apart = peak_lines(DEEP, plan)
+    assert len(two_workers._WORKERS) == 2  # both slots used
+    here = lines_here(DEEP, plan)
+    assert apart.lines == here.lines and apart.state == here.state
+    assert "8 blocks carried" in apart.notes[-1]
+    traced = trace_workload(DEEP, 4)
+    assert traced.operators == trace_torch_workload(DEEP, 4).operators  # in one process
 
 
 @pytest.mark.slow  # two worker processes with PyTorch imported
-def test_an_hf_models_shallow_traces_run_side_by_side(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_hf_models_shallow_traces_run_side_by_side(two_workers: Any) -> None:
     """Issue #46: an ``hf:`` model's 2- and 4-block traces under a plan run side by side in two
     workers; the carried lines are those of the traces in one process."""
-    from advisor.probes import isolated
     from advisor.probes.operators.plan_peak import peak_lines
 
     tiny = ROOT / "tests" / "search_spaces" / "hf" / "tiny_llama.json"
     model = f"hf:{tiny},layers=8,seq_len=64,method=lora"
-    monkeypatch.setattr(isolated, "slots", lambda: 2)
     plan = parse_plan("precision=bf16")
-    try:
-        apart = peak_lines(model, plan)
-        assert len(isolated._WORKERS) == 2  # both slots used
-        here = lines_here(model, plan)
-        assert apart.lines == here.lines and apart.state == here.state
-        assert "8 blocks carried" in apart.notes[-1]
-    finally:
-        isolated.shutdown()
+    apart = peak_lines(model, plan)
+    assert len(two_workers._WORKERS) == 2  # both slots used
+    here = lines_here(model, plan)
+    assert apart.lines == here.lines and apart.state == here.state
+    assert "8 blocks carried" in apart.notes[-1]
