@@ -129,3 +129,34 @@ def test_an_hf_models_shallow_traces_run_side_by_side(two_workers: Any) -> None:
     here = lines_here(model, plan)
     assert apart.lines == here.lines and apart.state == here.state
     assert "8 blocks carried" in apart.notes[-1]
+
+
+def test_the_four_shallow_steps_are_shared_crosswise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #46: each worker traces one depth's smaller micro-batch and the other depth's
+    larger (a trace's time grows with its blocks, not its batch), the same worker the same
+    (depth, micro-batch) every time; the lines come out per depth, in order."""
+    from advisor.probes import isolated
+    from advisor.probes.operators import plan_peak
+
+    low, high = TRACED_BATCHES
+    by_worker: dict[int, list[tuple[int, int]]] = {0: [], 1: []}
+
+    def each(calls: list[Any], **_: Any) -> list[Any]:
+        out = []
+        for i, (fn, (workload, m, plan, hps), kw) in enumerate(calls):
+            assert fn is plan_peak.step_peak and kw == {"replicas": 1}
+            by_worker[i % 2].append((hps["layers"], m))
+            rows = ((m * hps["layers"], 1), (m, 2))  # bytes by holder after each op
+            out.append(plan_peak.PlanPeak(rows, state=hps["layers"]))
+        return out
+
+    monkeypatch.setattr(isolated, "call_isolated_each", each)
+    models = [(DEEP, {"layers": 4}), (DEEP, {"layers": 6})]
+    got = plan_peak.crosswise(models, object(), {"replicas": 1}, "test")
+    assert sorted(by_worker[0]) == [(4, low), (6, high)]
+    assert sorted(by_worker[1]) == [(4, high), (6, low)]
+    assert [g.state for g in got] == [4, 6]
+    for g, depth in zip(got, (4, 6), strict=True):
+        a = plan_peak.PlanPeak(((low * depth, 1), (low, 2)), depth)
+        b = plan_peak.PlanPeak(((high * depth, 1), (high, 2)), depth)
+        assert g.lines == plan_peak.lines_of(a, b).lines
