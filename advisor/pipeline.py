@@ -125,6 +125,7 @@ def first_answer(
             memory, options.snapshot, iterations=options.probe_iterations, threads=options.threads
         )
         outcome = run_suggest(quick, backend, progress=_first(progress), storage=memory)
+        _interrupt_again(outcome)
         check_feasible(outcome)
     except UserCodeError:  # issue #50: the model exited, crashed or hung: so would its probe
         raise
@@ -133,6 +134,20 @@ def first_answer(
     report = build_report(outcome)
     report["first_answer_basis"] = backend.basis()  # what its rows rest on, in words
     return report if report.get("recommended") else None
+
+
+def _interrupt_again(outcome: Any) -> None:
+    """Ctrl-C (or SIGTERM) met the first answer's own study, which stopped on it as a study
+    does: it is the command's, raised again for the run around it (else the run went on as if
+    the key had not been pressed, with the first answer dropped)."""
+    from advisor.errors import Terminated
+    from advisor.outcome import StopReason
+
+    reason = outcome.stop.reason if outcome.stop is not None else None
+    if reason is StopReason.TERMINATED:
+        raise Terminated()
+    if reason is StopReason.INTERRUPTED:
+        raise KeyboardInterrupt()
 
 
 def _first(progress: Progress | None) -> Progress | None:

@@ -74,3 +74,24 @@ def test_the_first_answer_runs_once_before_the_first_probe_and_never_when_cached
     warm.configure(RunSettings(before_probes=lambda: calls.append("first answer again")))
     warm.prefetch(workload, (256, 512))
     assert "first answer again" not in calls  # every probe cached: the final answer is quick
+
+
+@pytest.mark.parametrize("reason", ["INTERRUPTED", "TERMINATED"])
+def test_ctrl_c_met_by_the_first_answers_own_study_stops_the_command(
+    reason: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first answer's study stops on Ctrl-C (or SIGTERM) as any study does; the key was
+    pressed for the command, so it is raised again rather than the run going on."""
+    from types import SimpleNamespace
+
+    import advisor.pipeline as pipeline
+    from advisor.errors import Terminated
+    from advisor.options import SuggestOptions
+    from advisor.outcome import Stop, StopReason
+
+    stopped = SimpleNamespace(stop=Stop(StopReason[reason]))
+    monkeypatch.setenv("ADVISOR_HOME", str(tmp_path))
+    monkeypatch.setattr(pipeline, "run_suggest", lambda *a, **k: stopped)
+    raised = Terminated if reason == "TERMINATED" else KeyboardInterrupt
+    with pytest.raises(raised):
+        pipeline.first_answer(SuggestOptions(model="fcn", budget_usd=5))
