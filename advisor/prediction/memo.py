@@ -64,6 +64,11 @@ class Memo(Generic[T]):
         self.put(key, value)
         return value
 
+    def items(self) -> list[tuple[Hashable, T]]:
+        """The entries now, least recently used first (a copy)."""
+        with self._lock:
+            return list(self._data.items())
+
     def discard(self, key: Hashable) -> None:
         with self._lock:
             self._data.pop(key, None)
@@ -74,6 +79,12 @@ class Memo(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._data)
+
+
+def entries(name: str) -> list[tuple[Hashable, Any]]:
+    """The entries of the memos called ``name`` now (``advisor.shipped_traces`` reads the
+    traces a first answer took)."""
+    return [item for memo in _ALL if memo.name == name for item in memo.items()]
 
 
 def forget_all() -> None:

@@ -80,9 +80,10 @@ class Operator:
                 f"flops={self.flops}, bytes={self.bytes}"
             )
 
-    @property
+    @cached_property
     def key(self) -> tuple[Any, ...]:
-        """What makes two calls the same kernel (everything but ``count``)."""
+        """What makes two calls the same kernel (everything but ``count``); made once (the
+        kernel model looks each operator up by it at every row)."""
         return (
             self.kind,
             self.phase,

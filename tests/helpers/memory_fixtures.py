@@ -113,13 +113,17 @@ def sized_lines(workload: str, plan: Any, *_: Any, **__: Any) -> Any:
 
 @pytest.fixture(autouse=True)
 def fresh_memos(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The memos of traces and device memory forgotten before and after a test, and the plan
-    tracer answering with ``sized_lines`` (assign it in a test module to use it there)."""
+    """The memos of traces and device memory forgotten before and after a test, the plan
+    tracer answering with ``sized_lines`` and no shipped trace read (assign it in a test
+    module to use it there)."""
     from advisor.probes.operators import plan_peak
+
+    from advisor.prediction.step import shipped
 
     monkeypatch.setattr(plan_peak, "peak_lines", sized_lines)
     forget_all()
-    yield
+    with shipped.unread():  # these steps stand for fcn's: its shipped traces are not read
+        yield
     forget_all()
 
 

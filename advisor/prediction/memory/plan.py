@@ -118,7 +118,7 @@ def _lines(
     rules: str,
     micro: int | None = None,
 ) -> Any:
-    """The plan's peak lines from ``store`` (the probe cache), else traced and kept there;
+    """The plan's peak lines from ``store`` (the probe cache) or shipped, else traced and kept there;
     ``micro``: the peak traced at that micro-batch alone (a line through one point)."""
     from advisor.prediction.step.traces import user_modules_importable
     from advisor.probes.operators.peak_lines import PeakLines
@@ -126,6 +126,10 @@ def _lines(
 
     getter = getattr(store, "get_data", None)
     kept = getter(key) if getter is not None else None
+    if kept is None:  # a built-in workload's, traced once and shipped
+        from advisor.prediction.step import shipped
+
+        kept = shipped.data(key)
     if isinstance(kept, dict):
         try:
             return PeakLines.from_dict(kept)

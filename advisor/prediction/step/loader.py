@@ -22,8 +22,10 @@ loader cannot be timed (None: the prior stays).
 
 from __future__ import annotations
 
+import sys
 import warnings
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,10 +64,37 @@ def time_loader(
 
     sizes = (None, None) if own_sizes else (batch_size * batches, None)
     context = torch.device("meta") if model_on_meta else nullcontext()
-    with context, warnings.catch_warnings():
+    with context, warnings.catch_warnings(), _optimizer_without_dynamo(torch):
         warnings.simplefilter("ignore")
         setup, _, _ = build_setup(workload, batch_size, *sizes, 0, hyperparameters)
     n_train = dataset_size(setup.train_loader)
     n_val = dataset_size(setup.val_loader) if setup.val_loader is not None else 0
     data_s, in_bytes, why = loader_batch_cpu_s(setup.train_loader, batches, passes)
     return LoaderTiming(data_s, in_bytes, n_train, n_val, why)
+
+
+@contextmanager
+def _optimizer_without_dynamo(torch: Any) -> Iterator[None]:
+    """The workload's optimizer built without importing ``torch._dynamo`` (issue #46).
+
+    Only the loader is timed here, but a builder makes its optimizer too, and PyTorch's
+    ``Optimizer.add_param_group`` (wrapped by ``torch._disable_dynamo``) imports
+    ``torch._dynamo`` at its first call: 1.1-1.6 s of fcn's 5-6 s first answer on this 2-core
+    machine. The wrapper keeps what it made on the wrapped function (``__dynamo_disable``);
+    set to the function itself while the setup is built, nothing is imported, and taken off
+    after, nothing stays changed (dynamo's "disable" matters only under ``torch.compile``,
+    which never runs here). Where PyTorch renames that private attribute, the import happens
+    as before."""
+    fn = getattr(torch.optim.Optimizer.add_param_group, "__wrapped__", None)
+    ours = (
+        fn is not None
+        and "torch._dynamo" not in sys.modules
+        and getattr(fn, "__dynamo_disable", None) is None
+    )
+    if ours:
+        setattr(fn, "__dynamo_disable", fn)
+    try:
+        yield
+    finally:
+        if ours and getattr(fn, "__dynamo_disable", None) is fn:
+            delattr(fn, "__dynamo_disable")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from advisor.prediction.memo import Memo
+from advisor.prediction.step import shipped
 from advisor.probes.operators.stored import operator_trace_of
 from advisor.probes.operators.types import OperatorTrace
 from advisor.probes.result import ProbeResult
@@ -77,7 +78,7 @@ def step_trace(probe: ProbeResult, batch: int, store: TraceStore | None = None) 
         return StepTrace(own, batch, own_how(own))
     hps = probe_hyperparameters(probe)
     key = trace_key(probe.workload, probe.framework, batch, hps)
-    found = _MEMO.get(key)
+    found = remembered(key)
     if found is None and store is not None:
         found = store.get_trace(key)
     reason = ""
@@ -138,8 +139,14 @@ def per_device_batch(batch: int, devices: int) -> int:
 
 
 def remembered(key: str) -> OperatorTrace | None:
-    """A trace taken earlier in this process under ``key``."""
-    return _MEMO.get(key)
+    """A trace taken earlier in this process under ``key``, or shipped (a built-in workload's,
+    ``shipped``)."""
+    found = _MEMO.get(key)
+    if found is None:
+        found = shipped.trace(key)
+        if found is not None:
+            _MEMO.put(key, found)
+    return found
 
 
 def remember(key: str, trace: OperatorTrace) -> None:

@@ -143,7 +143,7 @@ def test_the_four_shallow_steps_are_shared_crosswise(monkeypatch: pytest.MonkeyP
 
     def each(calls: list[Any], **_: Any) -> list[Any]:
         out = []
-        for i, (fn, (workload, m, plan, hps), kw) in enumerate(calls):
+        for i, (fn, (_, m, _plan, hps), kw) in enumerate(calls):
             assert fn is plan_peak.step_peak and kw == {"replicas": 1}
             by_worker[i % 2].append((hps["layers"], m))
             rows = ((m * hps["layers"], 1), (m, 2))  # bytes by holder after each op
