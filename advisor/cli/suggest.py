@@ -158,10 +158,10 @@ def suggest(
         from advisor.service.suggest_client import suggest_remote
 
         space_text = Path(space_file).read_text() if space_file else None  # read and checked
+        first = None if as_json else _first_answer_printer(top)  # issue #46: the job's
         with reporting() as progress:  # issue #50: the job's progress, as the service says it
-            report = suggest_remote(
-                server, token, options, space_text, backend_spec, as_json, progress=progress
-            )
+            report = suggest_remote(server, token, options, space_text, backend_spec, as_json,
+                                    progress=progress, on_first_answer=first)  # fmt: skip
         _show(report, view)
         return
     from advisor.cli.progress import process_start_up, reporting

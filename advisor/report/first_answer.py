@@ -41,6 +41,22 @@ def lines(report: dict[str, Any], top: int = 3) -> list[str]:
     return out
 
 
+def block(report: dict[str, Any], top: int = 3) -> dict[str, Any] | None:
+    """What ``lines(report, top)`` shows and no more (a service job carries it with its
+    progress, issue #46): the recommendation and the next rows of its ranking; None without
+    a recommendation."""
+    rec = report.get("recommended")
+    if not rec:
+        return None
+    keep = ("machine", "batch_size", "runtime_s", "cost_usd")
+    rows = [
+        {k: r[k] for k in keep}
+        for r in report.get("ranking") or []
+        if (r["machine"], r["batch_size"]) != (rec["machine"], rec["batch_size"])
+    ]
+    return {"recommended": {k: rec[k] for k in keep}, "ranking": rows[: max(0, top - 1)]}
+
+
 def print_block(report: dict[str, Any], console: Any, top: int = 3) -> None:
     """Print ``lines(report, top)`` on a rich console, each broken at spaces to its width
     with a hanging indent and no trailing spaces (issue #50), then a blank line."""

@@ -122,13 +122,17 @@ def suggest(
     storage: str,
     progress: Progress | None = None,
     backend: str | None = None,
+    on_first_answer: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) the study for ``request`` in ``storage``; return the report dict
-    (the same document ``advisor suggest --json`` prints)."""
+    (the same document ``advisor suggest --json`` prints). ``on_first_answer`` hears the
+    first answer, as the pipeline gives one (issue #36)."""
     from advisor.pipeline import suggest as run_pipeline
 
     options = _options(request, storage)
-    report = run_pipeline(options, backend=_backend(backend), progress=progress)
+    report = run_pipeline(
+        options, backend=_backend(backend), progress=progress, on_first_answer=on_first_answer
+    )
     report["storage"] = redacted(storage)
     return report
 

@@ -124,8 +124,11 @@ class Client:
         poll_s: float = 0.5,
         timeout_s: float | None = None,
         progress: Callable[[str, int, int], None] | None = None,
+        first_answer: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
-        """Poll until the job ends; its result, or AdvisorError with the job's error."""
+        """Poll until the job ends; its result, or AdvisorError with the job's error.
+        ``first_answer`` hears the job's first answer (issue #46) once, when its progress
+        carries one before the job ends."""
         end = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             job = self.job(job_id)
@@ -134,6 +137,9 @@ class Client:
             if job["status"] == "failed":
                 raise AdvisorError(f"The service's job failed: {job['error']}", None)
             p = job.get("progress")
+            if first_answer is not None and p and p.get("first_answer"):
+                first_answer(dict(p["first_answer"]))
+                first_answer = None  # once
             if progress and p:
                 progress(p["phase"], int(p["done"]), int(p["total"]))
             if end is not None and time.monotonic() > end:

@@ -30,6 +30,7 @@ from typing import Any
 
 from advisor.errors import AdvisorError
 from advisor.progress import Meter
+from advisor.report.first_answer import block as first_answer_block
 from advisor.service import api, hardware, jobs, studies, teams
 from advisor.service.fencing import Lease, LeaseLost, fenced, lease_lost
 from advisor.service.fencing import install as install_fencing
@@ -75,6 +76,7 @@ class LeaseKeeper(threading.Thread):
         self.storage, self.lease, self.every_s = storage, lease, every_s
         self.slot_wait_s = slot_wait_s
         self.progress: dict[str, Any] = {}
+        self.first_answer: dict[str, Any] | None = None  # issue #46: carried with the progress
         self.meter = Meter()  # issue #50: the time left, from the measured rate
         self.lost = threading.Event()
         self.stopped = threading.Event()
@@ -136,8 +138,16 @@ class LeaseKeeper(threading.Thread):
             "elapsed_s": round(now.elapsed_s, 1),
             "left_s": None if now.left_s is None else round(now.left_s, 1),
             "left": now.left_text,
+            **({"first_answer": self.first_answer} if self.first_answer else {}),
         }  # one atomic swap
         self.last_progress = time.monotonic()
+
+    def heard_first(self, report: dict[str, Any]) -> None:
+        """The first answer (issue #36), told with the progress until the job ends (issue
+        #46: a job's first answer, as ``advisor suggest`` prints one): what its block shows."""
+        self.first_answer = first_answer_block(report)
+        if self.first_answer:
+            self.progress = {**self.progress, "first_answer": self.first_answer}
         self.check()
 
     def ending(self, record: Callable[[], None]) -> None:
@@ -295,7 +305,7 @@ def _suggest(
         return retry_transient(call, settings.storage_retry_s, transient, retried)
 
     with api.probe_slot_listener(keeper.wait_for_slot), api.retrying_writes(policy):
-        return api.suggest(request, storage, keeper.report, backend)
+        return api.suggest(request, storage, keeper.report, backend, keeper.heard_first)
 
 
 def _request_for_run(

@@ -18,9 +18,11 @@ def suggest_remote(
     backend: str | None = None,
     quiet: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
+    on_first_answer: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Send the suggestion to ``server``, wait, return the report (as ``--json`` prints it);
-    ``progress`` hears the job's progress as the service reports it (issue #50).
+    ``progress`` hears the job's progress as the service reports it (issue #50),
+    ``on_first_answer`` the job's first answer when it has one (issue #46).
 
     What only this machine can do is refused in one line: its storage, threads, scoring back
     end, cloud probes and cloud settings."""
@@ -52,4 +54,4 @@ def suggest_remote(
     job_id = client.start_suggestion(body)
     if chatty:
         print(f"job {job_id} on {server}", file=sys.stderr)
-    return client.wait(job_id, progress=progress)
+    return client.wait(job_id, progress=progress, first_answer=on_first_answer)
