@@ -1,6 +1,6 @@
 """Take the built-in workloads' traced steps to ship (``advisor.prediction.step.shipped``):
-``python -m advisor.shipped_traces [WORKLOAD ...]`` writes
-``search_spaces/workloads/traced_steps.json.gz``. Run it after changing ``probes/`` or
+``python -m advisor.shipped_traces`` writes ``search_spaces/workloads/traced_steps.json.gz``
+(every built-in workload's: one stamp covers them all). Run it after changing ``probes/`` or
 ``search_spaces/workloads/`` (or PyTorch): until then the shipped traces are not read, and
 ``tests/prediction/step/test_shipped.py`` fails."""
 
@@ -39,11 +39,11 @@ def workloads() -> list[str]:
     return [n for n in names() if (spaces / f"{n}.yaml").exists() and "torch" in get(n).builders]
 
 
-def write(names: list[str] | None = None, say: Any = None) -> dict[str, Any]:
-    """Take the traces of ``names`` (default: ``workloads()``) and write the shipped file;
+def write(say: Any = None) -> dict[str, Any]:
+    """Take the traces of every workload of ``workloads()`` and write the shipped file;
     ``say(line)`` hears each workload's count and time."""
     entries: dict[str, Any] = {}
-    for name in names or workloads():
+    for name in workloads():
         began = time.monotonic()
         found = taken(name)
         entries.update(found)
@@ -53,7 +53,5 @@ def write(names: list[str] | None = None, say: Any = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    import sys
-
-    written = write(sys.argv[1:] or None, say=print)
+    written = write(say=print)
     print(f"{len(written['entries'])} traces written to {shipped.path()} ({written['stamp']})")

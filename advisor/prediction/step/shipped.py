@@ -98,6 +98,7 @@ def _entries() -> dict[str, Any]:
 
 
 def package_dir(name: str) -> Path:
+    """The folder of package ``name`` (its parent packages imported, not it)."""
     spec = util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(name)
