@@ -200,3 +200,27 @@ def test_feasibility_and_summaries() -> None:
     text = render_top(trace, by="flops", n=3)
     assert text.startswith("fcn, batch 64:") and len(text.splitlines()) == 5
     assert "conv" in text.splitlines()[2]
+
+
+def test_the_cpu_rate_is_the_fastest_product_with_its_spread_and_the_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #46: the reading a busy machine moves least (the fastest product), the median
+    and slowest beside it, and the cores other processes kept busy; a too-slow verdict says
+    them all."""
+    from advisor.probes.operators import feasibility
+
+    rate = feasibility.measured_cpu_rate()
+    assert rate.value >= rate.median >= rate.slowest > 0 and rate.products == 20
+    assert rate.others_cores is None or 0 <= rate.others_cores <= rate.cores
+    if rate.threads > 1:  # one thread's products too, times the threads (a prior: linear)
+        assert rate.one_thread is not None and rate.value >= rate.one_thread * rate.threads
+    assert feasibility.measured_cpu_flops_per_s() == rate.value  # measured once per process
+    held = feasibility.CpuRate(100e9, 60e9, 20e9, 20, 1.2, 2)
+    monkeypatch.setattr(feasibility, "measured_cpu_rate", lambda: held)
+    slow = local_feasibility(trace_torch_workload("fcn", 64), max_step_s=1e-9)
+    assert slow.cpu_flops_per_s == 100e9 and not slow.feasible
+    assert (
+        "100 GFLOP/s (fastest of 20 products; median 60, slowest 20; 1.2 of 2 cores busy "
+        "elsewhere)" in slow.reason
+    )
