@@ -141,6 +141,7 @@ class LeaseKeeper(threading.Thread):
             **({"first_answer": self.first_answer} if self.first_answer else {}),
         }  # one atomic swap
         self.last_progress = time.monotonic()
+        self.check()
 
     def heard_first(self, report: dict[str, Any]) -> None:
         """The first answer (issue #36), told with the progress until the job ends (issue
@@ -148,7 +149,6 @@ class LeaseKeeper(threading.Thread):
         self.first_answer = first_answer_block(report)
         if self.first_answer:
             self.progress = {**self.progress, "first_answer": self.first_answer}
-        self.check()
 
     def ending(self, record: Callable[[], None]) -> None:
         """``record`` the job's end (``jobs.finish``, conditional on the lease) with no renewal

@@ -63,3 +63,16 @@ def test_the_client_shows_a_jobs_first_answer_once(monkeypatch: object) -> None:
     heard: list[dict[str, object]] = []
     result = client.wait("job-1", poll_s=0.0, first_answer=heard.append)
     assert heard == [block] and result == {"recommended": {"machine": "m"}}
+
+
+def test_a_progress_report_after_the_lease_was_lost_stops_the_run() -> None:
+    """The progress callback is where the run hears that its lease went to another worker."""
+    import pytest
+
+    from advisor.service.fencing import LeaseLost
+
+    keeper = LeaseKeeper("sqlite:///unused.db", Lease("job-3", 1), every_s=1.0)  # not started
+    keeper.report("screen", 1, 400)
+    keeper.lost.set()
+    with pytest.raises(LeaseLost):
+        keeper.report("screen", 2, 400)
