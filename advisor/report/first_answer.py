@@ -28,17 +28,14 @@ def _row(row: dict[str, Any]) -> str:
 
 def lines(report: dict[str, Any], top: int = 3) -> list[str]:
     """The block's lines (none without a recommendation)."""
-    rec = report.get("recommended")
-    if not rec:
+    shown = block(report, top)
+    if shown is None:
         return []
-    out = [HEADING, f"  recommended: {_row(rec)}"]
-    rest = [
-        r
-        for r in report.get("ranking") or []
-        if (r["machine"], r["batch_size"]) != (rec["machine"], rec["batch_size"])
+    return [
+        HEADING,
+        f"  recommended: {_row(shown['recommended'])}",
+        *(f"  then: {_row(r)}" for r in shown["ranking"]),
     ]
-    out += [f"  then: {_row(r)}" for r in rest[: max(0, top - 1)]]
-    return out
 
 
 def block(report: dict[str, Any], top: int = 3) -> dict[str, Any] | None:

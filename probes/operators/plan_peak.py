@@ -159,8 +159,8 @@ def crosswise(
     isolated workers crosswise: one worker the shallower model's smaller micro-batch and the
     deeper one's larger, the other the rest. A step's trace takes a time that grows with its
     blocks (its ops), hardly with its batch, so both workers get the same work, where a worker
-    per depth left the shallower one idle a third of the time (GPT-2 Large: 36 s against 50 s
-    of traces). The same worker traces the same (depth, micro-batch) every time, so the FSDP
+    per depth left the shallower one idle over a quarter of the time (GPT-2 Large: 36 s
+    against 50 s of traces). The same worker traces the same (depth, micro-batch) every time, so the FSDP
     traces a worker keeps by rank count (``replica_carry``) stay whole."""
     from advisor.probes.isolated import call_isolated_each
 
