@@ -188,6 +188,8 @@ def _rank(rank: int, ranks: int, workload: str, hp: dict[str, Any], batch: int, 
     dist.init_process_group("gloo", rank=rank, world_size=ranks)
     try:
         Path(out, f"{rank}").write_text(str(_run(rank, ranks, workload, hp, batch, text)))
+        dist.barrier()  # no rank leaves the group while another still talks in it (a gloo
+        # thread left behind aborted a rank at exit now and then, as advisor.train's did)
     finally:
         dist.destroy_process_group()
 

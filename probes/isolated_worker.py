@@ -78,6 +78,14 @@ def frame(data: bytes) -> bytes:
     return _HEADER.pack(len(data)) + data
 
 
+def write_frame(stream: IO[bytes], data: bytes) -> None:
+    """``data`` as one frame on a raw (unbuffered) stream, which may take part of it at a time
+    (a pipe's write cut short by a signal or a debugger's pause)."""
+    view = memoryview(frame(data))
+    while view:
+        view = view[stream.write(view) or 0 :]
+
+
 # -- in the caller ---------------------------------------------------------------------------
 
 
@@ -137,9 +145,7 @@ class WorkerHandle:
             self.ready = True
         assert self.proc.stdin is not None
         try:
-            view = memoryview(frame(payload))
-            while view:  # a raw pipe may take part of it at a time
-                view = view[self.proc.stdin.write(view) or 0 :]
+            write_frame(self.proc.stdin, payload)
         except OSError:  # it ended: its exit status
             return self._reply(5.0)
         return self._reply(timeout_s)
@@ -271,7 +277,7 @@ def _send(stream: IO[bytes], reply: Reply) -> None:
         data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         data = pickle.dumps(("raise", None, "PicklingError", f"its value cannot be sent: {exc}"))
-    stream.write(frame(data))
+    write_frame(stream, data)
 
 
 def _cap_memory(budget_bytes: int) -> int:

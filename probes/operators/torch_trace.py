@@ -6,9 +6,10 @@ autograd runs (two ``mm`` per ``addmm``, ``convolution_backward``, ``gelu_backwa
 op becomes the records of the kernels a CUDA run would launch (:mod:`.aten_ops`,
 :mod:`.optimizer`); identical records are merged with a ``count``. Where the CPU or meta
 device takes another path than CUDA the step is steered to CUDA's: dropout through the fused
-``native_dropout`` (:class:`_CudaDropout`), the optimizer through its multi-tensor
-implementation, and the optimizer state is created by an untraced step first, so the traced
-one is a steady-state step. Works on meta tensors (no memory, no compute) and real ones.
+``native_dropout`` and attention through its fused kernel (:class:`_CudaPaths`), the
+optimizer through its multi-tensor implementation, and the optimizer state is created by an
+untraced step first, so the traced one is a steady-state step. Works on meta tensors (no
+memory, no compute) and real ones.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from advisor.probes.operators.aten_ops import records
+from advisor.probes.operators.cuda_attention import fused_attention
 from advisor.probes.operators.optimizer import (
     cuda_default_foreach,
     host_step_tensors,
@@ -259,7 +261,9 @@ class _CudaPaths:
 
     ``F.dropout`` (out of place, training, 0 < p < 1) runs as ``native_dropout``, the one
     fused kernel CUDA launches (the CPU and meta device take a bernoulli + div + mul path;
-    in-place dropout is left alone: CUDA takes that path too). Recurrent layers
+    in-place dropout is left alone: CUDA takes that path too). Scaled dot-product attention
+    on meta tensors runs as the fused kernel CUDA takes (:mod:`.cuda_attention`; the meta
+    device takes the math path, whose score matrix a GPU never writes). Recurrent layers
     (``torch.lstm``/``gru``/``rnn_*``, unpacked input, no projection) run as usual but are
     recorded as cuDNN's kernels (:mod:`.recurrent`), in the forward and the backward pass.
     """
@@ -283,6 +287,10 @@ class _CudaPaths:
                 kwargs = kwargs or {}
                 if func is functional.dropout or func is torch.dropout:
                     fused = fused_dropout(func is torch.dropout, *args, **kwargs)
+                    if fused is not None:
+                        return fused
+                if func is functional.scaled_dot_product_attention:
+                    fused = fused_attention(*args, **kwargs)
                     if fused is not None:
                         return fused
                 cell = cells.get(func) if not kwargs else None

@@ -194,7 +194,9 @@ def test_sigterm_to_the_advisor_ends_its_child(tmp_path: Path, args: list[str], 
 def _rss_run(tmp_path: Path, args: list[str], budget_mib: int | None = None) -> dict[str, Any]:
     """``advisor ARGS`` run in a new process by ``main`` itself, under the safety limit:
     its exit code, its stderr lines (``errors``) and the peak RSS (KiB) of that process
-    alone and of the largest of its children (``resource.getrusage``)."""
+    alone (its ``VmHWM``: ``ru_maxrss`` of a process started by ``fork`` keeps the parent's
+    peak across ``exec``, a pytest worker's) and of the largest of its children
+    (``resource.getrusage``)."""
     patch = (
         f"from advisor.probes import isolated; "
         f"isolated.memory_budget_bytes = lambda: {budget_mib} * 2**20\n"
@@ -210,7 +212,7 @@ def _rss_run(tmp_path: Path, args: list[str], budget_mib: int | None = None) -> 
         "except SystemExit as exc:\n    code = exc.code if isinstance(exc.code, int) else 1\n"
         "try:\n    from advisor.probes import isolated\n    isolated.shutdown()\n"
         "except ImportError:\n    pass\n"
-        "me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "me = next(int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM'))\n"
         "kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
         "figures = {'code': code, 'self_kib': me, 'children_kib': kids}\n"
         "print('@rss ' + json.dumps(figures), file=sys.stderr)\n"

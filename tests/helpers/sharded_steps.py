@@ -102,6 +102,7 @@ def worker(rank: int, plans: list[str], queue: Any) -> None:
     try:
         out = {text: run_plan(rank, text) for text in plans}
         queue.put((rank, out))
+        dist.barrier()  # no rank leaves while the other still talks in the group
     finally:
         dist.destroy_process_group()
 
@@ -122,4 +123,5 @@ def hsdp_worker(rank: int, queue: Any) -> None:
     whole = WIDTH * WIDTH * weight.element_size()
     queue.put((rank, tuple(grid.shape), grid.mesh_dim_names, str(weight.placements),
                local_bytes([weight]), whole))  # fmt: skip
+    dist.barrier()
     dist.destroy_process_group()

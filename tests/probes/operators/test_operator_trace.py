@@ -89,6 +89,51 @@ def test_views_launch_nothing_and_dropout_is_cudas_fused_kernel() -> None:
     assert "aten.bernoulli_" not in names  # the CPU's unfused path is not what CUDA runs
 
 
+class _Attention(nn.Module):
+    """One causal self-attention through ``F.scaled_dot_product_attention``."""
+
+    def __init__(self, width: int, heads: int, kv_heads: int, masked: bool) -> None:
+        super().__init__()
+        self.heads, self.kv_heads, self.masked = heads, kv_heads, masked
+        self.q = nn.Linear(width, width)
+        self.kv = nn.Linear(width, 2 * width * kv_heads // heads)
+        self.out = nn.Linear(width, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, w = x.shape
+        q = self.q(x).view(b, t, self.heads, -1).transpose(1, 2)
+        k, v = (u.view(b, t, self.kv_heads, -1).transpose(1, 2) for u in self.kv(x).chunk(2, -1))
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril() if self.masked else None
+        gqa = self.kv_heads != self.heads
+        a = nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=not self.masked, enable_gqa=gqa
+        )
+        return self.out(a.transpose(1, 2).reshape(b, t, w).mean(1))
+
+
+@pytest.mark.parametrize(("kv_heads", "masked"), [(4, False), (2, False), (4, True)])
+def test_attention_on_meta_is_the_fused_kernel_cuda_runs(kv_heads: int, masked: bool) -> None:
+    b, t, width, heads = 2, 64, 32, 4
+    with torch.device("meta"):
+        model = _Attention(width, heads, kv_heads, masked)
+        x, y = torch.randn(b, t, width), torch.randint(0, 4, (b,))
+    trace = _trace(model, x, y)
+    names = {o.name for o in trace.operators}
+    fused = {n for n in names if "scaled_dot_product" in n}
+    assert fused and all("_for_cpu" not in n for n in fused)
+    assert any(n.endswith("_backward") for n in fused)  # the fused kernel's own backward
+    assert not names & {"aten._safe_softmax", "aten._softmax"}  # no math path
+    assert ("aten.tril" in names) == masked  # the model's own mask, never the math path's
+    scores = b * heads * t * t  # what a math path adds, copies and softmaxes
+    big = [o for o in trace.operators if o.kind in ("elementwise", "copy") and
+           o.dims.get("numel", 0) >= scores]  # fmt: skip
+    assert big == [] if not masked else all(o.dims["numel"] == scores for o in big)
+    qk = [o for o in trace.operators if o.op == "sdpa_qk"]
+    assert [(o.dims["B"], o.dims["M"], o.dims["N"], o.dims["K"]) for o in qk] == [
+        (b * heads, t, t, width // heads)
+    ]
+
+
 def test_multi_tensor_apply_launch_limits() -> None:
     # depth 1: at most 110 tensors a launch (CUDA < 13), 96 with a list of scalars
     assert [x.tensors for x in launches([10] * 111, depth=1)] == [110, 1]
