@@ -167,16 +167,22 @@ def sdpa(
     phase: str,
     dtype: str,
 ) -> list[Operator]:
-    """A fused attention op as the products and softmax it computes (a GPU may run it as one
-    flash-attention kernel: these records are the unfused upper bound)."""
+    """A fused attention kernel as the products FlashAttention-2 computes (Dao, 2023): two in
+    the forward pass (scores, then scores x values), five in the backward pass (the scores
+    recomputed, then the gradients of the probabilities, values, queries and keys), each over
+    the lower half of the score matrix only when the mask is causal (the kernel skips the
+    blocks above the diagonal). The scores and the softmax stay on chip (no record, no score
+    matrix in a product's bytes); each product is priced as a batched product by the kernel
+    model, a prior: no attention kernel was measured."""
     q, k, v = (args[1], args[2], args[3]) if "backward" in short else args[:3]
     heads = math.prod(int(s) for s in q.shape[:-2])
     t_q, t_k, d, dv = int(q.shape[-2]), int(k.shape[-2]), int(q.shape[-1]), int(v.shape[-1])
     es = q.element_size()
+    share = 0.5 if _is_causal(short, args) and t_q == t_k else 1.0
 
     def bmm(m: int, n: int, kk: int, op: str) -> Operator:
-        flops = 2.0 * heads * m * n * kk
-        moved = heads * (m * kk + kk * n + m * n) * es
+        flops = 2.0 * heads * m * n * kk * share
+        moved = heads * (m * kk + kk * n) * es
         return Operator(
             "bmm",
             phase,
@@ -188,23 +194,24 @@ def sdpa(
             float(moved),
         )
 
-    scores = heads * t_q * t_k
-    soft = Operator(
-        "softmax",
-        phase,
-        name,
-        {"B": heads * t_q, "H": t_k},
-        dtype,
-        "sdpa_softmax_backward" if "backward" in short else "sdpa_softmax",
-        float(scores),
-        float((3 if "backward" in short else 2) * scores * es),
-    )
     if "backward" not in short:
-        return [bmm(t_q, t_k, d, "sdpa_qk"), soft, bmm(t_q, dv, t_k, "sdpa_pv")]
+        return [bmm(t_q, t_k, d, "sdpa_qk"), bmm(t_q, dv, t_k, "sdpa_pv")]
     return [
+        bmm(t_q, t_k, d, "sdpa_qk_again"),
         bmm(t_q, t_k, dv, "sdpa_grad_p"),
         bmm(t_k, dv, t_q, "sdpa_grad_v"),
-        soft,
         bmm(t_q, d, t_k, "sdpa_grad_q"),
         bmm(t_k, d, t_q, "sdpa_grad_k"),
     ]
+
+
+def _is_causal(short: str, args: Sequence[Any]) -> bool:
+    """The ``is_causal`` argument of the fused attention op ``short`` (by its schema)."""
+    import torch
+
+    packet = getattr(torch.ops.aten, short, None)
+    if packet is None:
+        return False
+    names = [a.name for a in packet.default._schema.arguments]
+    i = names.index("is_causal") if "is_causal" in names else len(args)
+    return bool(args[i]) if i < len(args) else False

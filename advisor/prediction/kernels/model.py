@@ -90,14 +90,21 @@ class KernelModel:
         gpu_names: np.ndarray,
         extra_log: np.ndarray | float = 0.0,
         chip_names: np.ndarray | None = None,
+        float32_figures: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> DeviceTimes:
         """Device seconds of ``rows`` (one per row; the GPU figures and the measured-GPU
         name per row; ``chip_names``: the same chip measured on another board, or "").
-        ``extra_log`` widens each side of the interval (natural log)."""
+        ``extra_log`` widens each side of the interval (natural log). ``float32_figures``:
+        per row, the peak and the bandwidth at which the float32 kernel of the same shape
+        runs (a tensor-core kernel's: the float32 peak, and the bandwidth over the bytes'
+        shrink); the learned utilisation is read there and applied at ``peak`` (the
+        tensor-core prior, docs/kernel-model.md), never at features no float32 kernel had."""
         if family not in FAMILIES:
             raise ValueError(f"family must be one of {FAMILIES}, but got {family!r}")
         fm = self.families[family]
         x, t_roof = features(family, rows, peak, bandwidth, sms)
+        if float32_figures is not None:
+            x, _ = features(family, rows, float32_figures[0], float32_figures[1], sms)
         f = fm.trees.predict(x)
         measured = np.array([g in fm.bias for g in gpu_names.tolist()], dtype=bool)
         chips = chip_names.tolist() if chip_names is not None else [""] * len(measured)

@@ -132,6 +132,14 @@ def test_attention_on_meta_is_the_fused_kernel_cuda_runs(kv_heads: int, masked: 
     assert [(o.dims["B"], o.dims["M"], o.dims["N"], o.dims["K"]) for o in qk] == [
         (b * heads, t, t, width // heads)
     ]
+    # FlashAttention-2's products: 2 forward, 5 backward (the scores recomputed), the
+    # causal upper half skipped, the softmax on chip
+    products = {ph: [o for o in trace.operators if o.op.startswith("sdpa_") and o.phase == ph]
+                for ph in ("forward", "backward")}  # fmt: skip
+    assert [len(products["forward"]), len(products["backward"])] == [2, 5]
+    assert not [o for o in trace.operators if o.kind == "softmax" and o.op.startswith("sdpa")]
+    share = 1.0 if masked else 0.5
+    assert qk[0].flops == 2.0 * b * heads * t * t * (width // heads) * share
 
 
 def test_multi_tensor_apply_launch_limits() -> None:
