@@ -10,8 +10,8 @@ half the step's predicted time (the mask's addition alone 17 billion elements pe
 
 :func:`fused_attention` calls the fused kernel CUDA would take, on meta tensors, with its
 autograd formula (so the backward pass is the fused kernel's backward too). The trace then
-records it as ``aten_ops`` maps every fused attention kernel: its products and softmax
-without the mask and the copies.
+records it as ``aten_ops`` maps every fused attention kernel: FlashAttention-2's products
+(``aten_products.sdpa``), without the mask, the copies or a score matrix in memory.
 """
 
 from __future__ import annotations
