@@ -144,11 +144,10 @@ def _operator_times(
         peak = peak2.ravel()
         base = np.array([sum(WIDEN[r] for r in p.reasons if r != "tensor_cores") for p in fam])
         extra = (base[:, None] + WIDEN["tensor_cores"] * on_tensor).ravel()
-        shrink = np.array([2.0 if p.precision in ("bf16", "fp16") else 1.0 for p in fam])
-        as_float32 = (  # the float32 kernel of each shape: its peak, its bytes (x shrink)
-            np.tile(fp32, len(fam)),
-            (bandwidth[None, :] / shrink[:, None]).ravel(),
-        )
+        as_float32 = None  # products only: a memory-bound family's features have no peak
+        if family in ("gemm", "conv"):  # the float32 kernel of each shape: its peak, its bytes
+            shrink = np.array([2.0 if p.precision in ("bf16", "fp16") else 1.0 for p in fam])
+            as_float32 = (np.tile(fp32, len(fam)), (bandwidth[None, :] / shrink[:, None]).ravel())
         times = model.device_times(
             family, rows, peak, np.tile(bandwidth, len(fam)), np.tile(sms, len(fam)),
             np.tile(names, len(fam)), extra, np.tile(chips, len(fam)), as_float32,
