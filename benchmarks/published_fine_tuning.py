@@ -4,7 +4,7 @@ Each row of ``benchmarks/data/fine-tuning/nemo-automodel-lora.csv`` (NVIDIA NeMo
 published single-GPU LoRA throughputs, cited there) is predicted with ``advisor predict`` on
 the catalog machine of its GPU, under its own plan: bf16, its global batch as its micro-batches
 (``--plan accumulation=N``), its sequence length, LoRA rank 16 on every linear layer of the
-blocks. Reported: the predicted steady step (device and host terms, the limit) against the
+blocks with the row's dropout. Reported: the predicted steady step (device and host terms, the limit) against the
 published "time per global step", tokens per second per GPU, the ratio between the rows
 (model to model) beside the published one, and the predicted memory per GPU against the GPU
 the row ran on. Nothing is fitted to these rows.
@@ -36,7 +36,8 @@ def rows() -> list[dict[str, str]]:
 def predict(advisor: str, row: dict[str, str]) -> dict[str, Any]:
     """``advisor predict --json`` of ``row``'s configuration, in a fresh advisor home."""
     command = [
-        advisor, "predict", "-m", f"hf:{row['hf_name']}", "--method", row["method"],
+        advisor, "predict", "-m", f"hf:{row['hf_name']},dropout={row['lora_dropout']}",
+        "--method", row["method"],
         "--seq-len", row["seq_len"], "-b", row["global_batch"], "--precision", "bf16",
         "--plan", f"accumulation={row['accumulation']}", "-i", row["instance"], "--json",
     ]  # fmt: skip

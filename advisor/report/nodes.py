@@ -75,8 +75,8 @@ def _gain_text(key: MachineKey, batch: int, t: float, c: float, t0: float, c0: f
     return (
         f"On {key.nodes} machines: {key.nodes} x {key.base}{' spot' if key.spot else ''} at "
         f"batch {batch} would take {format_duration(t)} ({change(t, t0, 'faster', 'slower')}) "
-        f"for USD {c:.3g} ({change(c, c0, 'cheaper', 'dearer')}) than the recommendation; "
-        f"--max-nodes {key.nodes} searches such runs."
+        f"for USD {c:.3g} ({change(c, c0, 'cheaper', 'dearer')}) than the recommendation "
+        f"under the plans traced for one machine; --max-nodes {key.nodes} searches every plan."
     )
 
 

@@ -72,7 +72,7 @@ def peak_lines(
     model's two shallow traces (an ``hf:`` model's, a declared builder's) run side by side in
     two workers where this process may use two CPUs (``isolated.call_isolated_each``)."""
     kw: dict[str, Any] = {"replicas": replicas, "sharding": sharding, "rules": rules}
-    from advisor.probes.isolated import call_isolated, slots
+    from advisor.probes.isolated import slots
     from advisor.probes.operators import layer_scaling as depths
     from advisor.search_spaces.workloads import ModelRef
 
@@ -80,7 +80,7 @@ def peak_lines(
         what = f"--model {workload} (its step traced under the plan)"
         scaled = depths.scaled_lines(
             workload,
-            lambda w: call_isolated(lines_here, w, plan, hyperparameters, what=what, **kw),
+            lambda w: side_by_side(w, plan, hyperparameters, kw, what),
             lambda ws: crosswise([(w, hyperparameters) for w in ws], plan, kw, what),
         )
         if scaled is not None:
@@ -171,6 +171,21 @@ def crosswise(
     )
     got = dict(zip(order, traced, strict=True))
     return [lines_of(got[(i, low)], got[(i, high)]) for i in range(len(models))]
+
+
+def side_by_side(
+    workload: str, plan: Any, hyperparameters: dict[str, Any] | None, kw: dict[str, Any],
+    what: str,
+) -> PeakLines:  # fmt: skip
+    """The peak lines of ``workload`` traced whole (a wider depth of a deep model, whose
+    shallow pair did not correspond), its two ``TRACED_BATCHES`` in the two workers side by
+    side. Each worker traces one micro-batch, as in ``crosswise``: the smaller in the first."""
+    from advisor.probes.isolated import call_isolated_each
+
+    a, b = call_isolated_each(
+        [(step_peak, (workload, m, plan, hyperparameters), kw) for m in TRACED_BATCHES], what=what
+    )
+    return lines_of(a, b)
 
 
 def peak_at(

@@ -5,7 +5,7 @@
   ``requires_grad=False``: no gradients, no optimizer state, and autograd computes no weight
   gradients for them (their products' ``weight_grad`` GEMMs are absent from the trace).
 - ``lora``: ``peft.get_peft_model`` with a ``LoraConfig`` (rank 16, alpha 2 x rank, dropout
-  0.05, every linear layer of the blocks by default, as the QLoRA paper recommends): the base
+  0.05 unless ``dropout=`` says otherwise, every linear layer of the blocks by default, as the QLoRA paper recommends): the base
   frozen, the adapters trained.
 - ``qlora``: LoRA over a base whose linear layers are 4-bit NF4 with double quantisation and
   bf16 compute (bitsandbytes ``Linear4bit``, ``BitsAndBytesConfig(load_in_4bit=True,
@@ -82,7 +82,7 @@ def lora(model: Any, ref: Any, quantised: bool = False) -> Any:
     config = LoraConfig(
         r=rank,
         lora_alpha=int(ref.options.get("alpha", 2 * rank)),
-        lora_dropout=LORA_DROPOUT,
+        lora_dropout=float(ref.options.get("dropout", LORA_DROPOUT)),
         target_modules=targets if targets == "all-linear" else targets.split("+"),
         task_type="CAUSAL_LM",
     )

@@ -24,6 +24,7 @@ OPTIONS: dict[str, tuple[type, str]] = {
     "method": (str, "full, lora, qlora or frozen"),
     "rank": (int, "LoRA rank (default 16)"),
     "alpha": (int, "LoRA alpha (default 2 x rank)"),
+    "dropout": (float, "LoRA dropout on each adapter's input (default 0.05; 0 stores no mask)"),
     "targets": (str, "LoRA target modules joined by '+', or all-linear (the default)"),
     "frozen": (int, "method=frozen: the first N blocks (and the embeddings) frozen"),
     "seq_len": (int, "tokens per sequence (default 2048, at most the model's context)"),
@@ -120,6 +121,9 @@ def _check(options: dict[str, Any]) -> None:
         if key in options and options[key] <= 0:
             raise AdvisorError(f"hf: option {key} must be > 0, got {options[key]}.",
                                f"give {key} as {OPTIONS[key][1]}.")  # fmt: skip
+    if not 0 <= options.get("dropout", 0) < 1:
+        raise AdvisorError(f"hf: option dropout must be in [0, 1), got {options['dropout']}.",
+                           "give dropout as a probability, e.g. dropout=0.1.")  # fmt: skip
     if options.get("frozen", 0) < 0:
         raise AdvisorError(f"hf: option frozen must be >= 0, got {options['frozen']}.",
                            "give the number of blocks to freeze.")  # fmt: skip

@@ -29,14 +29,17 @@ plan that cannot win is never traced, nor the micro-steps of a variant from the 
 time cannot beat it. Sharding divides the state, never the activations: a sharded variant
 skips the micro-steps where its unsharded sibling's traced peak, less what that level of
 sharding could divide of it (``shard_floor``: ZeRO-1 only the optimizer's state, which LoRA
-makes tiny), alone overflows the GPU (when nothing fits yet, those that are also no smaller
-than the least memory found: the row that does not fit keeps its least-memory plan). Each part a plan adds
+makes tiny), with the GPU's priors at their upper ends (``floor_high``: what a fit is decided
+on), overflows the GPU: it cannot fit there, so it is not traced, even when
+nothing fits yet (tracing it could only lower the figure of a row that does not fit: that row
+keeps the least memory of the plans traced). Each part a plan adds
 must buy a margin of predicted time (``SIMPLER``, a prior) to be advised over the simpler
 plan: near-ties go to the plan with fewer parts.
 
 The global batch keeps its meaning: accumulation splits each GPU's batch into micro-batches
 and the epochs to the target are those of the global batch. When no plan fits, the row of
-the plan that needs the least memory is returned (its text says it does not fit).
+the plan that needs the least memory of those traced is returned (its text says it does not
+fit).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from dataclasses import replace
 from typing import Any
 
 from advisor.prediction.forecast.forecast import Forecast, forecast_machine
-from advisor.prediction.memory.device import device_kind, machine_memory
+from advisor.prediction.memory.device import device_kind, machine_memory, step_traced
 from advisor.prediction.memory.model import PEAK_TERMS, StepMemory
 from advisor.prediction.step.machine_plan import auto_candidates, on_gpus, plan_on
 from advisor.prediction.step.placement import place
@@ -73,11 +76,16 @@ ACCUMULATION_LIMIT = 64  # most accumulation steps tried (1, 2, 4, ... 64)
 # only tie.
 SIMPLER = 0.02
 SHARDING_PARTS = {"none": 0, "optimizer": 1, "gradients": 2, "parameters": 3}
-MODES = ("search", "plain", "bound")  # what ``best_forecast`` does (see there)
+MODES = ("search", "plain", "bound", "traced")  # what ``best_forecast`` does (see there)
 # The traced terms (``memory.model.PEAK_TERMS``) each level of sharding divides over the GPUs:
 # ZeRO-1 the optimizer's state (and its step's temporaries, over the shard), ZeRO-2 the
 # gradients too, ZeRO-3 / FSDP the parameters too; never the activations or the batch.
 _STATE = ("optimizer_state", "transient_optimizer")
+# ``memory.model.prior_terms``' terms for a bound on a sharded step's upper estimate
+# (``floor_high``): the same on any step of the GPU (NCCL's buffers left out: a shard group of
+# one GPU has none), and those in proportion to the traced bytes.
+FIXED_PRIORS = ("framework_fixed", "cublas_workspace", "conv_workspace")
+PROPORTIONAL_PRIORS = ("allocator_reserve", "trace_margin")
 SHARDED_TERMS = {
     "optimizer": _STATE,
     "gradients": (*_STATE, "gradients"),
@@ -151,7 +159,9 @@ def best_forecast(
     ``mode`` (issue #46, the screen's two passes): "search" (the above); "plain": the plain
     plans alone (no other plan is traced; the row does not fit when none of them does);
     "bound": the fastest plan the search may take, its memory not traced (``memory`` None) --
-    a lower bound on the row's time, and so its cost, whatever plan fits."""
+    a lower bound on the row's time, and so its cost, whatever plan fits; "traced": the search
+    over the plans whose layout is traced already (no new trace for a plan: the report's
+    several-machines hint, ``advisor.study.more_nodes``)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, but got {mode!r}")
     fixed = dict(fixed or {})
@@ -210,11 +220,15 @@ def best_forecast(
             sibling = floors.get(replace(plan, sharding="none", replicate="none"))
             shards = place(machine, batch_size, plan, nodes).shards  # HSDP: one machine's
             floor, usable = (0.0, math.inf) if sibling is None or plan.sharding == "none" else (
-                shard_floor(sibling[0], plan.sharding, shards), sibling[1])  # fmt: skip
-            if floor > usable and (best is not None or (least is not None and floor >= least[0])):
-                continue  # it does not fit, nor would it be the least: more micro-steps
+                floor_high(sibling[0], shard_floor(sibling[0], plan.sharding, shards)),
+                sibling[1])  # fmt: skip
+            if floor > usable:
+                continue  # it cannot fit at these micro-steps: more micro-steps
             if best is not None and k > 0 and key(plan) >= best[0]:
                 break  # its fewest micro-steps that may fit cannot win, nor can more
+            if mode == "traced" and not step_traced(probe, place(machine, batch_size, plan, nodes),
+                                                    kw.get("trace_store")):  # fmt: skip
+                continue
             try:
                 memory = machine_memory(probe, machine, catalog, batch_size,
                                         kw.get("trace_store"),
@@ -248,6 +262,22 @@ def shard_floor(memory: StepMemory, sharding: str, shards: int) -> float:
     traced = [t for t in memory.terms if t.name in PEAK_TERMS.values()]
     divided = sum(t.value for t in traced if t.name in SHARDED_TERMS[sharding])
     return sum(t.value for t in traced) - divided * (1 - 1 / max(1, shards))
+
+
+def floor_high(memory: StepMemory, floor: float) -> float:
+    """A lower bound on the upper memory estimate (what must fit, ``memory_fit``) of a step on
+    the same GPU as ``memory``'s whose traced bytes are at least ``floor`` (``shard_floor``):
+    ``floor``, the GPU's fixed priors (``FIXED_PRIORS``) and the priors in proportion to the
+    traced bytes (``PROPORTIONAL_PRIORS``) at ``floor``, each at its upper end as
+    ``memory`` has it; any other term left out (a bound may only be low)."""
+    traced = sum(t.value for t in memory.terms if t.name in PEAK_TERMS.values())
+    out = floor
+    for t in memory.terms:
+        if t.name in FIXED_PRIORS:
+            out += t.high
+        elif t.name in PROPORTIONAL_PRIORS and traced > 0:
+            out += t.high * floor / traced
+    return out
 
 
 def _plain(plan: TrainingPlan) -> TrainingPlan | None:

@@ -165,6 +165,18 @@ def machine_memory(
     return DeviceMemory(memory, memory_fit(memory, have), devices, per_device, how, kind)
 
 
+def step_traced(probe: ProbeResult, at: Placement, store: TraceStore | None = None) -> bool:
+    """Whether one GPU's memory at ``at`` can be read without a new trace: its plan layout
+    traced already (a PyTorch step), or a step the plan's rules rewrite (nothing traced)."""
+    from advisor.prediction.memory.plan import already_traced
+    from advisor.prediction.step.traces import probe_hyperparameters
+
+    if probe.framework != "torch":
+        return True
+    return already_traced(probe.workload, probe_hyperparameters(probe),
+                          at.plan or TrainingPlan(), at.shards, store)  # fmt: skip
+
+
 def gpu_step(
     probe: ProbeResult,
     at: Placement,

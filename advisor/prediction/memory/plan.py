@@ -62,6 +62,34 @@ def layout(plan: TrainingPlan, devices: int) -> str:
     return "/".join((width, steps, plan.checkpointing, dp))
 
 
+def lines_key(
+    workload: str, hyperparameters: dict[str, Any], plan: TrainingPlan, devices: int,
+    rules: str = "cuda",
+) -> str:  # fmt: skip
+    """The key of a plan layout's peak lines (in this process's memo and the probe cache)."""
+    import json
+
+    hp = json.dumps(hyperparameters, sort_keys=True) if hyperparameters else ""
+    return f"peak|{workload}|torch|{layout(plan, devices)}|{rules}|{hp}"
+
+
+def already_traced(
+    workload: str, hyperparameters: dict[str, Any], plan: TrainingPlan, devices: int,
+    store: Any = None,
+) -> bool:  # fmt: skip
+    """Whether the layout of ``plan`` on one of ``devices`` GPUs is traced already: in this
+    process, in ``store`` (the probe cache) or shipped; reading it then costs no trace."""
+    from advisor.prediction.step import shipped
+
+    key = lines_key(workload, hyperparameters, plan, devices)
+    getter = getattr(store, "get_data", None)
+    return (
+        _LINES.get(key) is not None
+        or (getter is not None and getter(key) is not None)
+        or shipped.data(key) is not None
+    )
+
+
 def traced_memory(
     workload: str,
     hyperparameters: dict[str, Any],
@@ -75,13 +103,10 @@ def traced_memory(
     ``per_device_batch`` samples per step on one of ``devices`` GPUs; ``known=False`` with the
     reason when the plan's step cannot be traced here. ``rules``: whose autocast lists a
     mixed-precision step follows ("cuda"; "cpu" to check it against a real CPU step)."""
-    import json
-
     from advisor.prediction.memory.model import untraceable
 
     micro = plan.micro_batch(per_device_batch)
-    hp = json.dumps(hyperparameters, sort_keys=True) if hyperparameters else ""
-    key = f"peak|{workload}|torch|{layout(plan, devices)}|{rules}|{hp}"
+    key = lines_key(workload, hyperparameters, plan, devices, rules)
     try:
         lines = _LINES.get_or_make(key, lambda: _lines(key, workload, hyperparameters, plan,
                                                        devices, store, rules))  # fmt: skip

@@ -196,10 +196,11 @@ def test_a_sharded_plan_is_not_traced_where_its_activations_alone_overflow(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Sharding divides the state (parameters, gradients, optimizer), never the activations:
-    at the micro-steps where the unsharded plan's activations and batch already overflow the
-    GPU (one micro-step: 8 samples, 22 GiB on a 16 GB V100), its sharded siblings are not
-    traced; where they might fit (two micro-steps and more) they are, and the answer is the
-    exhaustive search's (``test_a_plan_that_cannot_win_is_never_traced``)."""
+    at the micro-steps where the unsharded plan's activations and batch, with the GPU's priors
+    at their upper ends, already overflow the GPU (one micro-step: 16 samples, 44 GiB on a
+    40 GB A100), its sharded siblings are not traced; where they might fit (two micro-steps
+    and more) they are, and the answer is the exhaustive search's
+    (``test_a_plan_that_cannot_win_is_never_traced``)."""
     from advisor.probes.operators import plan_peak
 
     traced: list[tuple[str, int]] = []
@@ -209,11 +210,86 @@ def test_a_sharded_plan_is_not_traced_where_its_activations_alone_overflow(
         return memory_fixtures.sized_lines(workload, plan, *args, **kw)
 
     monkeypatch.setattr(plan_peak, "peak_lines", counted)
-    row, plan = _best(V100X8, batch=64)
+    row, plan = _best(gpu_machine("a100.8", "A100", 8, 32.0), batch=128)
     assert row.fits and plan is not None
     assert ("none", 1) in traced  # the unsharded plan's one micro-step: traced, too big
     sharded = [n for s, n in traced if s != "none"]
     assert sharded and min(sharded) > 1, traced
+
+
+def test_the_bound_on_a_sharded_steps_upper_estimate_is_its_own_at_its_own_bytes() -> None:
+    """``floor_high``: at a step's own traced bytes it is that step's upper estimate (what a fit
+    is decided on) on one GPU, and no more on eight (NCCL's buffers left out); below them it
+    is lower, never negative."""
+    from advisor.prediction.forecast.plan_search import floor_high
+    from advisor.prediction.memory.device import machine_memory
+    from advisor.prediction.memory.model import PEAK_TERMS
+
+    plan = TrainingPlan(precision="bf16", accumulation=2)
+    for machine, batch in ((V100, 8), (V100X8, 64)):
+        at = plan_search.place(machine, batch, plan)
+        found = machine_memory(sized_probe(batch), machine, FakeCatalog(), batch, Store(),
+                               placement=at)  # fmt: skip
+        assert found is not None and found.memory.known
+        m = found.memory
+        traced = sum(t.value for t in m.terms if t.name in PEAK_TERMS.values())
+        if machine is V100:
+            assert floor_high(m, traced) == pytest.approx(m.high)
+        else:
+            assert floor_high(m, traced) < m.high  # NCCL's buffers
+        assert 0 < floor_high(m, traced / 2) < floor_high(m, traced)
+
+
+def test_a_row_that_fits_nowhere_traces_no_plan_that_cannot_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When nothing fits, a sharded plan whose floor already overflows the GPU is not traced
+    either (only to lower a figure that does not fit anyway): the row keeps the least memory
+    of the plans traced."""
+    from advisor.probes.operators import plan_peak
+
+    traced: list[str] = []
+
+    def counted(workload, plan, *args, **kw):  # type: ignore[no-untyped-def]
+        traced.append(str(kw.get("sharding")))
+        return memory_fixtures.sized_lines(workload, plan, *args, **kw)
+
+    monkeypatch.setattr(plan_peak, "peak_lines", counted)
+    fixed = plan_fields("accumulation=1,checkpointing=none")  # 8 samples a GPU: 22 GiB
+    row, _ = _best(V100X8, batch=64, fixed=fixed)
+    assert row.fits is False and row.memory is not None
+    assert traced == ["none"], traced  # the unsharded step alone
+    assert row.memory.fit.need_bytes > row.memory.fit.have_bytes
+
+
+def test_the_traced_mode_searches_only_the_plans_traced_already(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``mode="traced"`` (the report's several-machines hint): no plan's memory is traced for
+    it beyond the plain plans; once the search has traced the layouts, it finds the search's
+    plan among them."""
+    from advisor.probes.operators import plan_peak
+
+    traced: list[str] = []
+
+    def counted(workload, plan, *args, **kw):  # type: ignore[no-untyped-def]
+        traced.append(f"{plan.checkpointing}/{kw.get('sharding')}/{plan.accumulation > 1}")
+        return memory_fixtures.sized_lines(workload, plan, *args, **kw)
+
+    monkeypatch.setattr(plan_peak, "peak_lines", counted)
+    store = Store()
+
+    def best(mode: str):  # type: ignore[no-untyped-def]
+        return best_forecast(sized_probe(64), V100X8, FakeCatalog(), 64, 5, 1000, 100,
+                             sweep_epochs=(), trace_store=store, mode=mode)  # fmt: skip
+
+    row, plan = best("traced")  # 8 a GPU: the plain step does not fit a 16 GB V100
+    assert traced == ["none/none/False"] and row.fits is False
+    searched, searched_plan = best("search")
+    assert searched.fits and len(traced) > 1
+    count = len(traced)
+    row, plan = best("traced")
+    assert len(traced) == count and row.fits and plan == searched_plan
 
 
 @pytest.mark.slow  # about 50 s: 16 layouts of two 2-block models traced

@@ -62,6 +62,19 @@ def test_each_method_trains_what_it_says() -> None:
     assert 5.0e9 < base < 6.0e9
 
 
+def test_the_lora_dropout_is_the_references() -> None:
+    import torch
+
+    def dropouts(model: object) -> set[float]:
+        return {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}  # type: ignore[attr-defined]
+
+    default, _ = _meta(f"hf:{TINY},method=lora,seq_len=16")
+    assert dropouts(default) == {0.05}  # peft's adapters; the tiny config's attention has none
+    assert dropouts(_meta(f"hf:{TINY},method=lora,seq_len=16,dropout=0.1")[0]) == {0.1}
+    none = _meta(f"hf:{TINY},method=lora,seq_len=16,dropout=0")[0]
+    assert dropouts(none) == set()  # peft's nn.Identity
+
+
 @pytest.mark.slow
 def test_qlora_here_is_one_line_without_a_cuda_device() -> None:
     proc = subprocess.run(

@@ -47,6 +47,7 @@ def test_a_reference_reads_its_model_and_options() -> None:
         ("hf:Qwen/Qwen2.5-0.5B,rank=x", "is not a int"),
         ("hf:Qwen/Qwen2.5-0.5B,colour=red", "Unknown hf: option 'colour'"),
         ("hf:missing/config.json", "No config file"),
+        ("hf:Qwen/Qwen2.5-0.5B,method=lora,dropout=1.5", "option dropout must be in"),
     ],
 )
 def test_a_bad_reference_is_one_line(text: str, says: str) -> None:
