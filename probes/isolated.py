@@ -157,13 +157,15 @@ def slots() -> int:
     return max(1, min(SLOTS, cpus))
 
 
-def prestart() -> None:
-    """Start the worker now (in the background) so that its imports overlap the caller's."""
+def prestart(count: int = 1) -> None:
+    """Start the first ``count`` workers now (at most ``slots``; in the background) so that
+    their imports overlap the caller's."""
     if serving():
         return
-    with _lock(0):
-        if _WORKERS.get(0) is None or not _WORKERS[0].alive():
-            _WORKERS[0] = _start()
+    for slot in range(max(1, min(count, slots()))):
+        with _lock(slot):
+            if _WORKERS.get(slot) is None or not _WORKERS[slot].alive():
+                _WORKERS[slot] = _start()
 
 
 def shutdown() -> None:

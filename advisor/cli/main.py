@@ -176,11 +176,25 @@ def run() -> Any:
         return main()
     except SystemExit as exc:
         if exc.code in (INTERRUPTED, TERMINATED):
+            drop_half_built_handlers()
             atexit._run_exitfuncs()  # what a normal exit would run (logging, pools, children)
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(int(exc.code))
         raise
+
+
+def drop_half_built_handlers() -> None:
+    """Forget the logging handlers a Ctrl-C interrupted while they were being made: a
+    ``StreamHandler`` registers itself (``logging._handlerList``) before it sets its stream,
+    and logging's exit-time flush of one without a stream prints a traceback (seen once in
+    CI: Ctrl-C while a library configured its logger)."""
+    import logging
+
+    for ref in list(logging._handlerList):  # type: ignore[attr-defined]
+        handler = ref()
+        if isinstance(handler, logging.StreamHandler) and not hasattr(handler, "stream"):
+            logging._handlerList.remove(ref)  # type: ignore[attr-defined]
 
 
 if __name__ == "__main__":

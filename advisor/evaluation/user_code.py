@@ -42,13 +42,14 @@ def arms_length(
 ) -> Iterator[None]:
     """Within: each call into a model's code ends after ``timeout_s`` wall seconds and by
     ``deadline`` (``probes.isolated.time_limit``); the worker is started now for a user
-    ``model`` (None: no model to start it for), so that its imports overlap this process's,
+    ``model`` (None: no model to start it for; both workers for an ``hf:`` model, whose deep
+    traces run side by side), so that its imports overlap this process's,
     unless ``probe``, the probe at hand, has its trace and loader time already."""
     from advisor.prediction.step.ready import needs_trace
     from advisor.probes.isolated import prestart, time_limit
 
     if model is not None and ModelRef(model).is_user and (probe is None or needs_trace(probe)):
-        prestart()
+        prestart(2 if model.startswith("hf:") else 1)  # a deep hf: model's traces: two workers
     with time_limit(timeout_s, deadline):
         yield
 

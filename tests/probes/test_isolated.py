@@ -101,3 +101,19 @@ def test_calls_side_by_side_run_in_a_worker_each_and_raise_as_one(
     monkeypatch.setattr(isolated, "slots", lambda: 1)
     alone = isolated.call_isolated_each([(pid, (), {}), (pid, (), {})])
     assert alone[0] == alone[1] != first[1]
+
+
+def test_prestart_starts_the_workers_their_calls_then_use(
+    fresh_worker: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``prestart(2)`` (an ``hf:`` model, whose deep traces run side by side) starts both
+    workers at once; the calls side by side then run in them, no worker started later."""
+    monkeypatch.setattr(isolated, "slots", lambda: 2)
+    isolated.prestart(2)
+    started = [isolated._WORKERS[s].proc.pid for s in (0, 1)]
+    assert len(set(started)) == 2
+    assert isolated.call_isolated_each([(pid, (), {}), (pid, (), {})]) == started
+    monkeypatch.setattr(isolated, "slots", lambda: 1)
+    isolated.shutdown()
+    isolated.prestart(2)  # one CPU: one worker
+    assert set(isolated._WORKERS) == {0}
