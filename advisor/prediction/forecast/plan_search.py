@@ -219,10 +219,11 @@ def best_forecast(
             # what a sharded plan's step holds at least, from its unsharded sibling's
             sibling = floors.get(replace(plan, sharding="none", replicate="none"))
             shards = place(machine, batch_size, plan, nodes).shards  # HSDP: one machine's
-            floor, usable = (0.0, math.inf) if sibling is None or plan.sharding == "none" else (
-                floor_high(sibling[0], shard_floor(sibling[0], plan.sharding, shards)),
-                sibling[1])  # fmt: skip
-            if floor > usable:
+            needs_at_least, usable = 0.0, math.inf  # the upper estimate's bound, the GPU's bytes
+            if sibling is not None and plan.sharding != "none":
+                floor = shard_floor(sibling[0], plan.sharding, shards)
+                needs_at_least, usable = floor_high(sibling[0], floor), sibling[1]
+            if needs_at_least > usable:
                 continue  # it cannot fit at these micro-steps: more micro-steps
             if best is not None and k > 0 and key(plan) >= best[0]:
                 break  # its fewest micro-steps that may fit cannot win, nor can more
