@@ -218,22 +218,20 @@ def best_forecast(
                 break
             # what a sharded plan's step holds at least, from its unsharded sibling's
             sibling = floors.get(replace(plan, sharding="none", replicate="none"))
-            shards = place(machine, batch_size, plan, nodes).shards  # HSDP: one machine's
+            placed = place(machine, batch_size, plan, nodes)
             needs_at_least, usable = 0.0, math.inf  # the upper estimate's bound, the GPU's bytes
-            if sibling is not None and plan.sharding != "none":
-                floor = shard_floor(sibling[0], plan.sharding, shards)
+            if sibling is not None and plan.sharding != "none":  # HSDP: one machine's shards
+                floor = shard_floor(sibling[0], plan.sharding, placed.shards)
                 needs_at_least, usable = floor_high(sibling[0], floor), sibling[1]
             if needs_at_least > usable:
                 continue  # it cannot fit at these micro-steps: more micro-steps
             if best is not None and k > 0 and key(plan) >= best[0]:
                 break  # its fewest micro-steps that may fit cannot win, nor can more
-            if mode == "traced" and not step_traced(probe, place(machine, batch_size, plan, nodes),
-                                                    kw.get("trace_store")):  # fmt: skip
+            if mode == "traced" and not step_traced(probe, placed, kw.get("trace_store")):
                 continue
             try:
                 memory = machine_memory(probe, machine, catalog, batch_size,
-                                        kw.get("trace_store"),
-                                        placement=place(machine, batch_size, plan, nodes))  # fmt: skip
+                                        kw.get("trace_store"), placement=placed)  # fmt: skip
             except PlanNotRunnable:  # advisor.train cannot checkpoint this model: not offered
                 break
             if memory is None or memory.fits is None:  # not traceable here: shown, not searched

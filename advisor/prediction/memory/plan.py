@@ -79,15 +79,18 @@ def already_traced(
 ) -> bool:  # fmt: skip
     """Whether the layout of ``plan`` on one of ``devices`` GPUs is traced already: in this
     process, in ``store`` (the probe cache) or shipped; reading it then costs no trace."""
+    key = lines_key(workload, hyperparameters, plan, devices)
+    return _LINES.get(key) is not None or _kept(key, store) is not None
+
+
+def _kept(key: str, store: Any) -> Any:
+    """The peak lines kept under ``key`` as JSON: in ``store`` (the probe cache), else shipped
+    (a built-in workload's, traced once); None when neither has them."""
     from advisor.prediction.step import shipped
 
-    key = lines_key(workload, hyperparameters, plan, devices)
     getter = getattr(store, "get_data", None)
-    return (
-        _LINES.get(key) is not None
-        or (getter is not None and getter(key) is not None)
-        or shipped.data(key) is not None
-    )
+    kept = getter(key) if getter is not None else None
+    return kept if kept is not None else shipped.data(key)
 
 
 def traced_memory(
@@ -149,12 +152,7 @@ def _lines(
     from advisor.probes.operators.peak_lines import PeakLines
     from advisor.probes.operators.plan_peak import peak_at, peak_lines
 
-    getter = getattr(store, "get_data", None)
-    kept = getter(key) if getter is not None else None
-    if kept is None:  # a built-in workload's, traced once and shipped
-        from advisor.prediction.step import shipped
-
-        kept = shipped.data(key)
+    kept = _kept(key, store)
     if isinstance(kept, dict):
         try:
             return PeakLines.from_dict(kept)
