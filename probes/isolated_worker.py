@@ -28,24 +28,14 @@ import sys
 import threading
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
 STARTUP_TIMEOUT_S = 300.0  # the worker's own start (interpreter, PyTorch): not user code
 FRAMEWORK_BYTES = 2**29  # data the framework takes after its import (threads, arenas)
 _STDERR_TAIL = 40
 _HEADER = struct.Struct(">Q")
-_LAUNCHER: ThreadPoolExecutor | None = None  # its thread is not in a forked copy: a new one
 _SERVING = False
 Reply = tuple[Any, ...]
-
-
-def _forget_launcher() -> None:
-    global _LAUNCHER
-    _LAUNCHER = None
-
-
-os.register_at_fork(after_in_child=_forget_launcher)
 
 
 def serving() -> bool:
@@ -89,33 +79,11 @@ def write_frame(stream: IO[bytes], data: bytes) -> None:
 # -- in the caller ---------------------------------------------------------------------------
 
 
-def _launch(command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """The worker is started by one long-lived thread: the kernel's parent-death signal
-    follows the thread that started a child (``advisor.probes.lifeline``), and a caller's
-    thread (a service's request thread) may end while the worker is still wanted."""
-    global _LAUNCHER
-    if _LAUNCHER is None:
-        _LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="advisor-launcher")
-    pipe = subprocess.PIPE  # unbuffered: no buffer lock held by a reader thread, which a
-    # forked copy of this process would find held for good (``forget``)
-    start = _LAUNCHER.submit(
-        subprocess.Popen, command, bufsize=0, stdin=pipe, stdout=pipe, stderr=pipe, env=env
-    )
-    try:
-        return start.result()
-    except BaseException:  # interrupted while it started: it is not left behind
-        with contextlib.suppress(Exception):
-            proc = start.result(timeout=30)
-            proc.kill()
-            proc.wait(timeout=10)
-        raise
-
-
 class WorkerHandle:
     """One worker process (started now), its replies as they come, the tail of its stderr."""
 
     def __init__(self, budget_bytes: int) -> None:
-        from advisor.probes.lifeline import child_env
+        from advisor.probes.lifeline import start_child
         from advisor.probes.runner import oom_kill_count
 
         command = [sys.executable, "-m", "advisor.probes.isolated_worker", str(budget_bytes)]
@@ -123,7 +91,9 @@ class WorkerHandle:
         self.stderr: deque[str] = deque(maxlen=_STDERR_TAIL)
         self.ready = False
         self.oom_kills = oom_kill_count()
-        self.proc = _launch(command, child_env())
+        pipe = subprocess.PIPE  # unbuffered: no buffer lock held by a reader thread, which a
+        # forked copy of this process would find held for good (``forget``)
+        self.proc = start_child(command, bufsize=0, stdin=pipe, stdout=pipe, stderr=pipe)
         try:
             for target in (self._read_replies, self._read_stderr):
                 threading.Thread(target=target, daemon=True, name="advisor-isolated").start()

@@ -1,7 +1,7 @@
 """A child process that dies with its parent (issue #50: SIGTERM to ``advisor probe`` left
 ``advisor.probes.child`` running, reparented to init).
 
-The parent starts the child with :func:`child_env` (its pid in ``ADVISOR_PARENT_PID``); the
+The parent starts the child with :func:`start_child` (its pid in ``ADVISOR_PARENT_PID``); the
 child calls :func:`die_with_parent` first thing. On Linux that asks the kernel for SIGKILL
 when the parent goes (``prctl(PR_SET_PDEATHSIG)``), then checks that the parent has not
 already gone in the moment before (its pid is not the parent's any more: it was reparented).
@@ -11,27 +11,64 @@ with no handler, SIGKILL, the out-of-memory killer, a crash -- where a process g
 the parent alive to kill it, and it reaches a child stuck in native code or holding the GIL,
 where a watchdog thread in the child needs the interpreter to run. Its one catch: the
 "parent" is the *thread* that started the child, so a child must be started by a thread that
-lives as long as the child is wanted (a probe's caller waits for it; the isolated worker is
-started by a long-lived launcher thread, ``advisor.probes.isolated``). Elsewhere (not Linux) a
-daemon thread polls the parent's pid instead.
+lives as long as the child is wanted, so :func:`start_child` starts every child from one
+long-lived launcher thread (a service's request thread may end while the isolated worker it
+started is still wanted). Elsewhere (not Linux) a daemon thread polls the parent's pid instead.
+
+A Ctrl-C that lands while ``subprocess.Popen`` runs (after the fork, before it returns) would
+leave a child that no caller holds, alive until the kernel's signal reaches it after the
+parent's exit: in the launcher thread the start cannot be cut half-way, and a caller
+interrupted while it waits kills and reaps the child it did not get.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 PARENT_ENV = "ADVISOR_PARENT_PID"
 _PR_SET_PDEATHSIG = 1
 _POLL_S = 1.0
+_LAUNCHER: ThreadPoolExecutor | None = None  # its thread is not in a forked copy: a new one
+
+
+def _forget_launcher() -> None:
+    global _LAUNCHER
+    _LAUNCHER = None
+
+
+os.register_at_fork(after_in_child=_forget_launcher)
 
 
 def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for a child that is to die with this process."""
     return {**(os.environ if env is None else env), PARENT_ENV: str(os.getpid())}
+
+
+def start_child(command: list[str], **popen: Any) -> subprocess.Popen[Any]:
+    """``subprocess.Popen(command, **popen)`` for a child that is to die with this process
+    (``env`` passed through :func:`child_env`), started by the launcher thread; interrupted
+    while it starts, the child is killed and reaped before the interruption goes on."""
+    global _LAUNCHER
+    if _LAUNCHER is None:
+        _LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="advisor-launcher")
+    popen["env"] = child_env(popen.get("env"))
+    start = _LAUNCHER.submit(subprocess.Popen, command, **popen)
+    try:
+        return start.result()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            proc = start.result(timeout=30)
+            proc.kill()
+            proc.wait(timeout=10)
+        raise
 
 
 def die_with_parent() -> None:

@@ -150,16 +150,16 @@ def run_probes(
         elif on_progress is not None:
             on_progress(phase, n, total)
 
-    from advisor.probes.lifeline import child_env
+    from advisor.probes.lifeline import start_child
 
     try:
-        proc = subprocess.Popen(
+        proc = start_child(  # issue #50: dies with us, never left half-started by a Ctrl-C
             [python, "-m", "advisor.probes.child"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=child_env({**os.environ, "PYTHONUNBUFFERED": "1"}),  # issue #50: dies with us
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         readers = [
             threading.Thread(target=_read_results, args=(proc, results), daemon=True),
