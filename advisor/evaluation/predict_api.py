@@ -234,6 +234,7 @@ def predict(
     from advisor.prediction.forecast.forecast import forecast, normalised_tables
     from advisor.prediction.step.machine_plan import planned_machines
     from advisor.progress import counted
+    from advisor.search_spaces.hf.ref import holds_half_base
     from advisor.search_spaces.workloads import get
 
     if batch_size <= 0:
@@ -277,7 +278,8 @@ def predict(
     n_val = n_val or 0
     data_bytes, data_basis = data_size(model, n_train, n_val, data_gb)
     machines, too_many = fewer_gpus_than(machines, batch_size)  # issue #50
-    machines, plans, left_out = planned_machines(machines, catalog, plan, precision)  # #35
+    half_base = holds_half_base(model)  # a fine-tune's bf16 base: bf16 alone under auto
+    machines, plans, left_out = planned_machines(machines, catalog, plan, precision, half_base)
     left_out = [*too_many, *left_out]
     if nodes > 1:
         from advisor.prediction.timing.nodes import networked

@@ -8,6 +8,7 @@ cache, the isolated worker, the trace, ``advisor export`` and ``advisor submit``
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,14 @@ class HfRef:
 def is_hf(text: str) -> bool:
     """Whether ``text`` is an ``hf:`` model reference."""
     return str(text).startswith(PREFIX)
+
+
+@functools.lru_cache(maxsize=64)  # asked once per (machine, batch) a screen forecasts
+def holds_half_base(text: str) -> bool:
+    """Whether the model ``text`` names keeps its frozen base in bfloat16 (an ``hf:`` model
+    fine-tuned by LoRA, QLoRA or frozen blocks, ``methods.half_base``): its products run in
+    bf16 under every plan's precision (``data.CausalLM`` casts when the plan does not)."""
+    return is_hf(text) and parse(text).method != "full"
 
 
 def parse(text: str) -> HfRef:

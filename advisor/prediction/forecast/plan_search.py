@@ -65,6 +65,7 @@ from advisor.prediction.step.plan import (
 from advisor.probes.result import ProbeResult
 from advisor.probes.sharding import uses_fsdp
 from advisor.providers.catalog import InstanceType
+from advisor.search_spaces.hf.ref import holds_half_base
 
 ACCUMULATION_LIMIT = 64  # most accumulation steps tried (1, 2, 4, ... 64)
 # A prior, not a measurement: each part a plan adds (a doubling of its micro-steps, the
@@ -176,8 +177,8 @@ def best_forecast(
         return run(None), None
     spec = catalog.accelerator(machine.accelerator)
     auto = precision == "auto" and "precision" not in fixed
-    bases = [base_plan(machine, catalog, p, fixed) for p in
-             (auto_candidates(spec) if auto else (precision,))]  # fmt: skip
+    weighed = auto_candidates(spec, holds_half_base(probe.workload)) if auto else (precision,)
+    bases = [base_plan(machine, catalog, p, fixed) for p in weighed]
     nodes = int(kw.get("nodes", 1))  # issue #49: the batch over every GPU of every machine
     at = place(machine, batch_size, nodes=nodes)
     steps = [fixed["accumulation"]] if "accumulation" in fixed else _steps(at.per_device)

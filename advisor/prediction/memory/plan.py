@@ -30,6 +30,7 @@ from advisor.prediction.memory.model import PEAK_TERMS, MemoryTerm, StepMemory
 from advisor.prediction.step.plan import PlanNotRunnable, TrainingPlan
 from advisor.probes.operators.peak_lines import NotLinear
 from advisor.probes.plan_step import NoBlocks
+from advisor.search_spaces.hf.ref import holds_half_base
 
 TRACED_SOURCE = "traced: the plan's step as advisor.train runs it"
 # The rules of ``factor_memory`` (value, low, high), all priors.
@@ -73,13 +74,25 @@ def lines_key(
     return f"peak|{workload}|torch|{layout(plan, devices)}|{rules}|{hp}"
 
 
+def traced_plan(workload: str, plan: TrainingPlan) -> TrainingPlan:
+    """The plan whose step is traced for ``plan``: a fine-tune whose frozen base is held in
+    bf16 computes in bf16 under a float32 plan too (its model's own autocast,
+    ``search_spaces.hf.data.CausalLM``), so its float32 plans read the bf16 plan's trace
+    rather than tracing the same step again under another name (the same tensors: a 2-block
+    Llama's LoRA, QLoRA and frozen-block steps traced under both gave the same terms in each
+    of five layouts, stop 63; ``tests/prediction/memory/test_plan.py``)."""
+    if plan.amp or not holds_half_base(workload):
+        return plan
+    return dataclasses.replace(plan, precision="bf16")
+
+
 def already_traced(
     workload: str, hyperparameters: dict[str, Any], plan: TrainingPlan, devices: int,
     store: Any = None,
 ) -> bool:  # fmt: skip
     """Whether the layout of ``plan`` on one of ``devices`` GPUs is traced already: in this
     process, in ``store`` (the probe cache) or shipped; reading it then costs no trace."""
-    key = lines_key(workload, hyperparameters, plan, devices)
+    key = lines_key(workload, hyperparameters, traced_plan(workload, plan), devices)
     return _LINES.get(key) is not None or _kept(key, store) is not None
 
 
@@ -109,15 +122,16 @@ def traced_memory(
     from advisor.prediction.memory.model import untraceable
 
     micro = plan.micro_batch(per_device_batch)
-    key = lines_key(workload, hyperparameters, plan, devices, rules)
+    traced = traced_plan(workload, plan)
+    key = lines_key(workload, hyperparameters, traced, devices, rules)
     try:
-        lines = _LINES.get_or_make(key, lambda: _lines(key, workload, hyperparameters, plan,
+        lines = _LINES.get_or_make(key, lambda: _lines(key, workload, hyperparameters, traced,
                                                        devices, store, rules))  # fmt: skip
         held = lines.at(micro)
     except NotLinear:  # other ops at other micro-batches: traced at this one
         try:
             lines = _LINES.get_or_make(f"{key}|m{micro}", lambda: _lines(
-                f"{key}|m{micro}", workload, hyperparameters, plan, devices, store, rules,
+                f"{key}|m{micro}", workload, hyperparameters, traced, devices, store, rules,
                 micro))  # fmt: skip
             held = lines.at(micro)
         except Exception as exc:

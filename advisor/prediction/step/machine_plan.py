@@ -53,13 +53,18 @@ def auto_precision(spec: Any) -> str:
     return "fp32"
 
 
-def auto_candidates(spec: Any) -> tuple[str, ...]:
+def auto_candidates(spec: Any, half_base: bool = False) -> tuple[str, ...]:
     """The precisions ``auto`` weighs on ``spec``: the widest (tf32 where the GPU has it, else
     fp32) and the half (bf16, else fp16, where it has one). The others are never faster by
     the model's own rules: fp32 only loses tf32's faster products, and fp16 is bf16 plus
-    the loss scaler's pass over the gradients, at the same memory."""
+    the loss scaler's pass over the gradients, at the same memory. ``half_base``: the model
+    computes in bf16 whatever the plan says (a fine-tune's bfloat16 base,
+    ``search_spaces.hf.ref.holds_half_base``), so on a GPU with bf16 a wide plan would run
+    the same products under another name: bf16 alone is weighed."""
     wide = "fp32" if lacks(spec, "tf32") else "tf32"
     half = auto_precision(spec)
+    if half_base and half == "bf16":
+        return (half,)
     return (wide,) if half == "fp32" else (wide, half)
 
 
@@ -78,12 +83,16 @@ def plan_on(
 
 
 def machine_plans(
-    machines: Any, catalog: Any, plan: TrainingPlan | None, precision: str | None
+    machines: Any,
+    catalog: Any,
+    plan: TrainingPlan | None,
+    precision: str | None,
+    half_base: bool = False,
 ) -> tuple[dict[str, TrainingPlan | tuple[TrainingPlan, ...]], dict[str, str]]:
     """Each accelerator machine's plan (by machine key) for ``--precision`` and ``plan`` (for
-    ``auto``: the plans of the precisions it weighs, ``auto_candidates``), and the machines
-    left out because their GPU lacks the precision (key -> reason). CPU machines get no plan
-    (they train in float32 as probed)."""
+    ``auto``: the plans of the precisions it weighs, ``auto_candidates`` with ``half_base``),
+    and the machines left out because their GPU lacks the precision (key -> reason). CPU
+    machines get no plan (they train in float32 as probed)."""
     plans: dict[str, TrainingPlan | tuple[TrainingPlan, ...]] = {}
     left_out: dict[str, str] = {}
     if plan is None and precision in (None, "fp32"):
@@ -97,7 +106,8 @@ def machine_plans(
             left_out[m.key] = reason
         elif precision == "auto":
             # issue #50: auto is the fastest precision that fits, weighed row by row
-            plans[m.key] = tuple(replace(chosen, precision=p) for p in auto_candidates(spec))
+            weighed = auto_candidates(spec, half_base)
+            plans[m.key] = tuple(replace(chosen, precision=p) for p in weighed)
         else:
             plans[m.key] = chosen
     return plans, left_out
@@ -135,13 +145,18 @@ def machine_plan(machine: Any, catalog: Any, precision: str) -> tuple[TrainingPl
 
 
 def planned_machines(
-    machines: Any, catalog: Any, plan: TrainingPlan | None, precision: str | None
+    machines: Any,
+    catalog: Any,
+    plan: TrainingPlan | None,
+    precision: str | None,
+    half_base: bool = False,
 ) -> tuple[list[Any], dict[str, TrainingPlan | tuple[TrainingPlan, ...]], list[str]]:
     """The machines that can train in ``precision`` (checked), their plans by machine key, and
-    a note per machine left out; an AdvisorError when none is left."""
+    a note per machine left out; an AdvisorError when none is left. ``half_base``: as
+    ``auto_candidates``."""
     if precision is not None:
         check_precision(precision)
-    plans, left_out = machine_plans(machines, catalog, plan, precision)
+    plans, left_out = machine_plans(machines, catalog, plan, precision, half_base)
     kept = [m for m in machines if m.key not in left_out]
     applied = not_applied(plan, kept)
     if not kept:

@@ -319,3 +319,36 @@ def test_a_sharded_steps_peak_is_never_below_its_shard_floor(workload: str) -> N
                 terms = tuple(MemoryTerm(PEAK_TERMS[k], v, v, v, "trace") for k, v in held.items())
                 floor = shard_floor(StepMemory(micro, terms), sharding, 4)
                 assert 0 < floor <= sum(sharded.at(micro).values()), (sharding, micro)
+
+
+def test_auto_weighs_bf16_alone_for_a_fine_tune_whose_base_computes_in_bf16(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A LoRA model's frozen base is held in bf16 and computes under bf16 autocast whatever
+    the plan (``search_spaces.hf.data.CausalLM``): a tf32 plan would run the same products
+    under another name, so on a GPU with bf16 it is neither weighed nor traced; on a GPU
+    without bf16 (V100: fp16) both of its precisions still are."""
+    lora = "hf:meta-llama/Llama-3.1-8B,method=lora"
+    weighed: list[str] = []
+    real = plan_search.forecast_machine
+
+    def recording(*args, plan=None, **kw):  # type: ignore[no-untyped-def]
+        if plan is not None:
+            weighed.append(plan.precision)
+        return real(*args, plan=plan, **kw)
+
+    monkeypatch.setattr(plan_search, "forecast_machine", recording)
+
+    def best(machine, workload):  # type: ignore[no-untyped-def]
+        weighed.clear()
+        return best_forecast(
+            sized_probe(8, workload), machine, FakeCatalog(), 8, 5, 1000, 100,
+            sweep_epochs=(), trace_store=Store(workload), precision="auto",
+        )  # fmt: skip
+
+    _, plan = best(A100, lora)
+    assert plan is not None and plan.precision == "bf16" and set(weighed) == {"bf16"}
+    best(A100, memory_fixtures.MODEL)  # a full fine-tune's wide plan multiplies in tf32
+    assert set(weighed) == {"tf32", "bf16"}
+    best(V100, lora)
+    assert set(weighed) == {"fp32", "fp16"}

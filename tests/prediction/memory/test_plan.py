@@ -239,3 +239,30 @@ def test_random_plans_by_the_rules_stay_ordered() -> None:
         )  # fmt: skip
         got = factor_memory(m, plan, devices=rng.choice([1, 8]))
         assert got.low <= got.bytes <= got.high
+
+
+def test_a_fine_tunes_float32_plan_reads_the_bf16_trace_of_the_same_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A LoRA model's base is bf16 and computes under bf16 autocast whatever the plan: its
+    float32 plan is the bf16 plan's step (traced apart, the same terms), read from one trace."""
+    from advisor.prediction.memory import plan as plan_memory
+
+    lora = "hf:meta-llama/Llama-3.1-8B,method=lora,layers=1,vocab=512,seq_len=64"
+    wide, half = TrainingPlan("fp32", 2), TrainingPlan("bf16", 2)
+    apart = [peak_lines(lora, p, {}).at(4) for p in (wide, half)]
+    assert apart[0] == apart[1]  # traced apart: the same tensors at the peak
+
+    traced: list[str] = []
+    real = plan_memory._lines
+
+    def counted(key: str, *args: Any, **kw: Any) -> Any:
+        traced.append(key)
+        return real(key, *args, **kw)
+
+    monkeypatch.setattr(plan_memory, "_lines", counted)
+    read = [traced_memory(lora, {}, 8, p) for p in (wide, half)]
+    assert len(traced) == 1 and "half/a2" in traced[0]
+    assert read[0].terms == read[1].terms
+    assert sum(t.value for t in read[0].terms) == pytest.approx(sum(apart[0].values()))
+    assert "plan: fp32" in read[0].notes[0]  # the row says the plan it runs
