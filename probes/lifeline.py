@@ -60,7 +60,11 @@ def start_child(command: list[str], **popen: Any) -> subprocess.Popen[Any]:
     if _LAUNCHER is None:
         _LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="advisor-launcher")
     popen["env"] = child_env(popen.get("env"))
-    start = _LAUNCHER.submit(subprocess.Popen, command, **popen)
+
+    def popen_child() -> subprocess.Popen[Any]:
+        return subprocess.Popen(command, **popen)
+
+    start = _LAUNCHER.submit(popen_child)
     try:
         return start.result()
     except BaseException:

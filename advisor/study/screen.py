@@ -26,6 +26,7 @@ from advisor.durations import format_duration
 from advisor.evaluation.contract import Backend, Evaluation, FailedEvaluation, Scored
 from advisor.evaluation.memory_checks import UNSEARCHED
 from advisor.outcome import Stop, StopReason
+from advisor.prediction.step.traces import per_device_batch
 from advisor.progress import ScreenProgress
 
 if TYPE_CHECKING:
@@ -90,6 +91,11 @@ def _first_pass(
     # issue #50: counted where the time goes (``advisor.progress.ScreenProgress``)
     gpus = [(c.instance.accelerator, c.instance.accelerator_count * c.nodes, b) for c, b in pairs]
     told = ScreenProgress(progress or (lambda *_: None), gpus)
+    ahead = getattr(backend, "trace_ahead", None)  # issue #48: a deep model's steps at each
+    if ahead is not None and told.total:  # per-GPU batch (this machine's probes' too) at once
+        told.before(0, None, "the step at each per-GPU batch, traced side by side")
+        per_gpu = {per_device_batch(b, n) for acc, n, b in gpus if acc}
+        ahead(outcome.workload, sorted(per_gpu | set(outcome.space.batch_sizes)))
     prefetch = getattr(backend, "prefetch", None)  # issue #28: the probes in one process
     if prefetch is not None:
         told.before(0, None, "what this machine can probe")  # its step traced per batch size

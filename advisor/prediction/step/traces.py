@@ -16,7 +16,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -102,6 +102,41 @@ def step_trace(probe: ProbeResult, batch: int, store: TraceStore | None = None) 
         f"{reason})",
         scale=batch / own.batch_size,
     )
+
+
+def trace_ahead(
+    workload: str, framework: str, batches: Iterable[int], store: TraceStore | None = None
+) -> int:
+    """Issue #48: the steps of an ``hf:`` model at ``batches`` (its default hyperparameters)
+    that neither this process nor ``store`` holds, traced side by side in the isolated
+    workers and kept in both, where ``step_trace`` and ``untimed.decide`` read them (a screen
+    asks for them one at a time, each a trace in one worker while the other waits). How many
+    were traced; after a failure none is kept, and each is traced when asked (which says
+    why). Other models: nothing (a built-in is traced in this process, one at a time)."""
+    from advisor.probes.isolated import call_isolated_each, slots
+    from advisor.probes.operators.workload import trace_here
+
+    if framework != "torch" or not str(workload).startswith("hf:") or slots() < 2:
+        return 0
+    keys = {b: trace_key(workload, framework, b, {}) for b in dict.fromkeys(batches) if b > 0}
+    missing = [b for b, key in keys.items() if remembered(key) is None
+               and (store is None or store.get_trace(key) is None)]  # fmt: skip
+    if len(missing) < 2:
+        return 0
+    what = f"--model {workload} (its step traced at batches {', '.join(map(str, missing))})"
+    try:
+        with user_modules_importable():
+            found = call_isolated_each(
+                [(trace_here, (workload, b, framework, {}, "meta"), {}) for b in missing],
+                what=what,
+            )
+    except Exception:
+        return 0
+    for b, trace in zip(missing, found, strict=True):
+        _MEMO.put(keys[b], trace)
+        if store is not None:
+            store.put_trace(keys[b], trace)
+    return len(missing)
 
 
 def own_how(trace: OperatorTrace) -> str:
