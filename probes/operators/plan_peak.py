@@ -236,7 +236,10 @@ def step_peak(
 
     if not carries(replicas, sharding):
         return on(replicas)
-    family = json.dumps([workload, micro_batch, repr(plan), hyperparameters, sharding, rules],
+    # what the traced step is made of but its ranks: two micro-steps stand for any two or
+    # more (``trace_plan_peak``), so accumulation 2, 4 and 8 are one family
+    traced = [plan.precision, min(plan.accumulation, 2), plan.checkpointing]
+    family = json.dumps([workload, micro_batch, traced, hyperparameters, sharding, rules],
                         sort_keys=True, default=str)  # fmt: skip
     found: PlanPeak = RANK_TRACES.step(family, replicas, on)
     return found
