@@ -95,19 +95,17 @@ def buckets(gradient_bytes: float) -> int:
     return 1 + math.ceil(rest / C.DDP_BUCKET_BYTES)
 
 
-def bucket_sizes(gradient_bytes: float) -> list[float]:
-    """DDP's bucket sizes in the order they are reduced (the last one: the first layers')."""
+def last_bucket(gradient_bytes: float) -> float:
+    """The bytes of DDP's last bucket reduced (``bucket_sizes``' last, the first layers')."""
     first = min(gradient_bytes, float(C.DDP_FIRST_BUCKET_BYTES))
-    rest = gradient_bytes - first
-    full, tail = divmod(rest, float(C.DDP_BUCKET_BYTES))
-    return [first, *[float(C.DDP_BUCKET_BYTES)] * int(full), *([tail] if tail > 0 else [])]
+    full, tail = divmod(max(0.0, gradient_bytes - first), float(C.DDP_BUCKET_BYTES))
+    return tail if tail > 0 else (float(C.DDP_BUCKET_BYTES) if full else first)
 
 
 def ddp_allreduce(gradient_bytes: float, n: int, link: Link, device_s: float) -> dict[str, float]:
     """DDP's bucketed all-reduce: its total, the part hidden behind backward, what shows."""
-    sizes = bucket_sizes(gradient_bytes)
-    total = bucketed_seconds(sizes, n, link)
-    last = allreduce_seconds(sizes[-1], n, link) if sizes else 0.0
+    total = bucketed_seconds(gradient_bytes, buckets(gradient_bytes), n, link)
+    last = allreduce_seconds(last_bucket(gradient_bytes), n, link)
     exposed = max(last, total - C.DDP_OVERLAP_SHARE * device_s)
     return {"allreduce_total": total, "allreduce_hidden": total - exposed, "allreduce": exposed}
 

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 from cli_run import run
+from hypothesis import given
+from hypothesis import strategies as st
 from perf_fixtures import probe, with_synthetic_trace
 
-from advisor.prediction.timing.accel import bucket_sizes, ddp_allreduce
+from advisor.prediction.timing import constants as C
+from advisor.prediction.timing.accel import ddp_allreduce
 from advisor.prediction.timing.collective import Link, allreduce_seconds, bus_bandwidth
 
 NVLINK = Link(100e9, "nvlink")
@@ -29,6 +32,25 @@ def test_the_ring_moves_2_n_minus_1_over_n_of_the_message() -> None:
     t2, t8 = allreduce_seconds(one_gb, 2, PCIE), allreduce_seconds(one_gb, 8, PCIE)
     assert t8 / t2 == pytest.approx(1.75, rel=0.01)
     assert allreduce_seconds(one_gb, 1, PCIE) == 0.0
+
+
+def bucket_sizes(gradient_bytes: float) -> list[float]:
+    """DDP's buckets in the order they are reduced (the last: the first layers'), listed."""
+    first = min(gradient_bytes, float(C.DDP_FIRST_BUCKET_BYTES))
+    full, tail = divmod(gradient_bytes - first, float(C.DDP_BUCKET_BYTES))
+    return [first, *[float(C.DDP_BUCKET_BYTES)] * int(full), *([tail] if tail > 0 else [])]
+
+
+@given(st.floats(0, 2e11), st.sampled_from([1, 2, 8, 64]))
+def test_ddps_all_reduce_is_the_sum_over_its_buckets(gradient_bytes: float, n: int) -> None:
+    """The closed form (a latency a bucket, the bytes once over the bus) equals the sum of
+    one all-reduce per bucket, listed; the last bucket is the listed one's."""
+    parts = ddp_allreduce(gradient_bytes, n, NVLINK, device_s=1e9)  # all but the last hidden
+    listed = bucket_sizes(gradient_bytes)
+    assert parts["allreduce_total"] == pytest.approx(
+        sum(allreduce_seconds(s, n, NVLINK) for s in listed), rel=1e-9, abs=1e-15
+    )
+    assert parts["allreduce"] == pytest.approx(allreduce_seconds(listed[-1], n, NVLINK))
 
 
 def test_ddp_hides_buckets_behind_backward_but_never_the_last() -> None:
