@@ -112,8 +112,9 @@ def trace_ahead(
     workers and kept in both, where ``step_trace`` and ``untimed.decide`` read them (a screen
     asks for them one at a time, each a trace in one worker while the other waits). How many
     were traced; after a failure none is kept, and each is traced when asked (which says
-    why). Other models: nothing (a built-in is traced in this process, one at a time)."""
-    from advisor.probes.isolated import call_isolated_each, slots
+    why), but a time-out is raised now rather than waited for again. Other models: nothing
+    (a built-in is traced in this process, one at a time)."""
+    from advisor.probes.isolated import UserCodeError, call_isolated_each, slots
     from advisor.probes.operators.workload import trace_here
 
     if framework != "torch" or not str(workload).startswith("hf:") or slots() < 2:
@@ -130,6 +131,10 @@ def trace_ahead(
                 [(trace_here, (workload, b, framework, {}, "meta"), {}) for b in missing],
                 what=what,
             )
+    except UserCodeError as exc:
+        if exc.kind == "timeout":  # each would hang again when asked: said once, now
+            raise
+        return 0
     except Exception:
         return 0
     for b, trace in zip(missing, found, strict=True):

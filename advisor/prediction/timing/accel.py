@@ -96,7 +96,8 @@ def buckets(gradient_bytes: float) -> int:
 
 
 def last_bucket(gradient_bytes: float) -> float:
-    """The bytes of DDP's last bucket reduced (``bucket_sizes``' last, the first layers')."""
+    """The bytes of the bucket DDP reduces last (the first layers': 1 MiB, then 25 MiB
+    buckets, the remainder last)."""
     first = min(gradient_bytes, float(C.DDP_FIRST_BUCKET_BYTES))
     full, tail = divmod(max(0.0, gradient_bytes - first), float(C.DDP_BUCKET_BYTES))
     return tail if tail > 0 else (float(C.DDP_BUCKET_BYTES) if full else first)

@@ -86,6 +86,23 @@ def test_a_failed_trace_ahead_keeps_nothing(monkeypatch: pytest.MonkeyPatch) -> 
     assert traces.remembered(traces.trace_key(SMALL, "torch", 2, {})) is None
 
 
+def test_a_trace_ahead_that_timed_out_is_said_now_not_waited_for_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(isolated, "slots", lambda: 2)
+    for kind in ("timeout", "memory"):
+
+        def fails(*_: Any, kind: str = kind, **__: Any) -> Any:
+            raise isolated.UserCodeError(f"--model {SMALL} ran past 300 s", "", kind)
+
+        monkeypatch.setattr(isolated, "call_isolated_each", fails)
+        if kind == "timeout":
+            with pytest.raises(isolated.UserCodeError):
+                traces.trace_ahead(SMALL, "torch", [2, 4])
+        else:  # one at a time, each may fit in its worker's share of memory
+            assert traces.trace_ahead(SMALL, "torch", [2, 4]) == 0
+
+
 def test_the_screen_asks_for_every_per_gpu_batch_before_its_first_pair(tmp_path: Path) -> None:
     """Through the Python API: one machine of one GPU and one of eight at batch 8 read the
     steps at 8 and 1 (and this machine's probe, 8): asked for once, before any pair."""
