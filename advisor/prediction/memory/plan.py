@@ -79,8 +79,8 @@ def traced_plan(workload: str, plan: TrainingPlan) -> TrainingPlan:
     bf16 computes in bf16 under a float32 plan too (its model's own autocast,
     ``search_spaces.hf.data.CausalLM``), so its float32 plans read the bf16 plan's trace
     rather than tracing the same step again under another name (the same tensors: a 2-block
-    Llama's LoRA, QLoRA and frozen-block steps traced under both gave the same terms in each
-    of five layouts, stop 63; ``tests/prediction/memory/test_plan.py``)."""
+    Llama traced under both gave the same terms in six checks, LoRA in four layouts and QLoRA
+    and frozen blocks in one each, stop 63; ``tests/prediction/memory/test_plan.py``)."""
     if plan.amp or not holds_half_base(workload):
         return plan
     return dataclasses.replace(plan, precision="bf16")

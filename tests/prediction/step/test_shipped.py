@@ -36,9 +36,9 @@ def test_a_trace_taken_now_equals_the_shipped_one() -> None:
     entries = _shipped()["entries"]
     taken = json.loads(json.dumps(shipped_traces.taken("fcn")))  # as written: lists for tuples
     kept = {k: v for k, v in entries.items() if k.split("|")[1] == "fcn"}
-    # the first answer's trials follow its rows, which carry a measured input rate: on a
-    # loaded machine another batch may be tried (seen once: fcn's step at batch 4); the
-    # traces both took agree
+    # the first answer's trials follow its rows, which carry a measured input rate (our
+    # reading): on a loaded machine another batch may be tried (seen once: fcn's step at
+    # batch 4); the traces both took agree
     both = taken.keys() & kept.keys()
     assert len(both) >= 0.9 * len(kept) and len(both) >= 8  # each per-GPU batch, the peak lines
     assert {k: taken[k] for k in both} == {k: kept[k] for k in both}
