@@ -193,12 +193,18 @@ class LocalBackend(Backend):
         self.cache.put(key, out)
         return out
 
-    def trace_ahead(self, workload: WorkloadInfo, batches: Sequence[int]) -> None:
+    def trace_ahead(
+        self,
+        workload: WorkloadInfo,
+        batches: Sequence[int],
+        starting: Callable[[int], None] | None = None,
+    ) -> None:
         """Issue #48: the steps the screen will read at ``batches`` (per GPU), traced side by
-        side where that saves time (``step.traces.trace_ahead``), kept in the probe cache."""
+        side where that saves time (``step.traces.trace_ahead``; ``starting`` hears how many
+        before they are), kept in the probe cache."""
         from advisor.prediction.step.traces import trace_ahead
 
-        trace_ahead(workload.name, workload.framework, batches, self.cache)
+        trace_ahead(workload.name, workload.framework, batches, self.cache, starting)
 
     def prefetch(self, workload: WorkloadInfo, batch_sizes: Sequence[int]) -> None:
         """Issue #28: the probes the screen needs, not yet cached, in one child process

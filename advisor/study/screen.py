@@ -93,9 +93,9 @@ def _first_pass(
     told = ScreenProgress(progress or (lambda *_: None), gpus)
     ahead = getattr(backend, "trace_ahead", None)  # issue #48: a deep model's steps at each
     if ahead is not None and told.total:  # per-GPU batch (this machine's probes' too) at once
-        told.before(0, None, "the step at each per-GPU batch, traced side by side")
         per_gpu = {per_device_batch(b, n) for acc, n, b in gpus if acc}
-        ahead(outcome.workload, sorted(per_gpu | set(outcome.space.batch_sizes)))
+        ahead(outcome.workload, sorted(per_gpu | set(outcome.space.batch_sizes)),
+              lambda n: told.before(0, None, f"its step at {n} batch sizes, traced side by side"))  # fmt: skip
     prefetch = getattr(backend, "prefetch", None)  # issue #28: the probes in one process
     if prefetch is not None:
         told.before(0, None, "what this machine can probe")  # its step traced per batch size

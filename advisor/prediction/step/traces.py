@@ -16,7 +16,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -105,15 +105,20 @@ def step_trace(probe: ProbeResult, batch: int, store: TraceStore | None = None) 
 
 
 def trace_ahead(
-    workload: str, framework: str, batches: Iterable[int], store: TraceStore | None = None
+    workload: str,
+    framework: str,
+    batches: Iterable[int],
+    store: TraceStore | None = None,
+    starting: Callable[[int], None] | None = None,
 ) -> int:
     """Issue #48: the steps of an ``hf:`` model at ``batches`` (its default hyperparameters)
     that neither this process nor ``store`` holds, traced side by side in the isolated
     workers and kept in both, where ``step_trace`` and ``untimed.decide`` read them (a screen
     asks for them one at a time, each a trace in one worker while the other waits). How many
     were traced; after a failure none is kept, and each is traced when asked (which says
-    why), but a time-out is raised now rather than waited for again. Other models: nothing
-    (a built-in is traced in this process, one at a time)."""
+    why), but a time-out is raised now rather than waited for again. ``starting(n)``: told
+    before ``n`` traces start (never when none does). Other models: nothing (a built-in is
+    traced in this process, one at a time)."""
     from advisor.probes.isolated import UserCodeError, call_isolated_each, slots
     from advisor.probes.operators.workload import trace_here
 
@@ -125,6 +130,8 @@ def trace_ahead(
     if len(missing) < 2:
         return 0
     what = f"--model {workload} (its step traced at batches {', '.join(map(str, missing))})"
+    if starting is not None:
+        starting(len(missing))
     try:
         with user_modules_importable():
             found = call_isolated_each(

@@ -45,10 +45,13 @@ def test_an_hf_models_steps_are_traced_side_by_side_and_then_read(
 
     monkeypatch.setattr(isolated, "call_isolated_each", each)
     store = Store()
-    assert traces.trace_ahead(SMALL, "torch", [2, 4, 4, 0], store) == 2
+    told: list[int] = []
+    assert traces.trace_ahead(SMALL, "torch", [2, 4, 4, 0], store, told.append) == 2
     assert sent == [2]  # one round: both batches side by side
+    assert told == [2]  # the progress hears how many before they start
     assert set(store.kept) == {traces.trace_key(SMALL, "torch", b, {}) for b in (2, 4)}
-    assert traces.trace_ahead(SMALL, "torch", [2, 4], store) == 0  # held: nothing to trace
+    assert traces.trace_ahead(SMALL, "torch", [2, 4], store, told.append) == 0  # held
+    assert told == [2]  # nothing traced: nothing said
 
     from advisor.evaluation.untimed import decide
 
@@ -70,7 +73,9 @@ def test_an_hf_models_steps_are_traced_side_by_side_and_then_read(
 def test_other_models_are_traced_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(isolated, "slots", lambda: 2)
     monkeypatch.setattr(isolated, "call_isolated_each", lambda *a, **k: pytest.fail("traced"))
-    assert traces.trace_ahead("fcn", "torch", [2, 4]) == 0  # a built-in: in this process
+    said: list[int] = []
+    assert traces.trace_ahead("fcn", "torch", [2, 4], None, said.append) == 0  # a built-in
+    assert not said  # its progress never claims a trace side by side
     assert traces.trace_ahead(SMALL, "keras", [2, 4]) == 0
 
 
@@ -108,7 +113,7 @@ def test_the_screen_asks_for_every_per_gpu_batch_before_its_first_pair(tmp_path:
     steps at 8 and 1 (and this machine's probe, 8): asked for once, before any pair."""
     asked: list[list[int]] = []
     url, space, backend = wide_study(tmp_path, 8, ["ec2:g5.xlarge", "ec2:p4d.24xlarge"])
-    backend.trace_ahead = lambda workload, batches: asked.append(list(batches))
+    backend.trace_ahead = lambda workload, batches, starting: asked.append(list(batches))
     advisor.suggest(model=MODEL, space=space, n_train=200_000, n_val=100, budget_usd=1e6,
                     local=False, storage=url, backend=backend, spot=False, precision="fp32",
                     include_previous_generation=True)  # fmt: skip
