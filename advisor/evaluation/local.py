@@ -193,15 +193,9 @@ class LocalBackend(Backend):
         self.cache.put(key, out)
         return out
 
-    def trace_ahead(
-        self,
-        workload: WorkloadInfo,
-        batches: Sequence[int],
-        starting: Callable[[int], None] | None = None,
-    ) -> None:
-        """Issue #48: the steps the screen will read at ``batches`` (per GPU), traced side by
-        side where that saves time (``step.traces.trace_ahead``; ``starting`` hears how many
-        before they are), kept in the probe cache."""
+    def trace_ahead(self, workload: WorkloadInfo, batches: Sequence[int],
+                    starting: Callable[[int], None] | None = None) -> None:  # fmt: skip
+        """Issue #48: ``step.traces.trace_ahead`` of the screen's steps, into the probe cache."""
         from advisor.prediction.step.traces import trace_ahead
 
         trace_ahead(workload.name, workload.framework, batches, self.cache, starting)
