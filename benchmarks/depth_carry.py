@@ -5,10 +5,11 @@ GPUs share the state), ``probes.operators.layer_scaling`` carries the peak lines
 that declares its depth (``blocks``, ``layers=``) from traces at ``DECLARED_SHALLOW`` blocks,
 kind of moment by kind; this traces the same step whole at ``--depth`` blocks and prints the
 carried peak's error at micro-batches 1, 2, 8 and 32 (negative: under the whole trace, the
-dangerous side) and the seconds each took, in one process.
+dangerous side) and the seconds each took, in one process. ZeRO-1's step is the product's:
+DDP's carried step with the optimizer over the deep model's largest partition (``zero1``).
 
     python benchmarks/depth_carry.py [--workload examples.transformers:gpt2_large]
-        [--depth 36] [--json FILE]
+        [--depth 36] [--only TEXT] [--json FILE]
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ LAYOUTS = (  # (plan text, GPUs)
     ("precision=bf16", 1),
     ("precision=bf16", 8),
     ("precision=bf16,sharding=optimizer", 8),
+    ("sharding=optimizer", 8),
+    ("precision=bf16,sharding=optimizer", 32),
     ("precision=bf16,sharding=gradients", 8),
     ("precision=bf16,sharding=parameters", 8),
     ("precision=bf16,sharding=parameters", 2),
@@ -40,14 +43,19 @@ def case(workload: str, depth: int, text: str, gpus: int) -> dict[str, Any]:
     """One layout: the carried and the whole peak's totals, their errors and times."""
     from advisor.probes.operators.layer_scaling import DECLARED_SHALLOW, _carried
     from advisor.probes.operators.plan_peak import lines_here
+    from advisor.probes.operators.zero1 import zero1_lines
 
     from advisor.prediction.step.plan import parse_plan
 
     plan = parse_plan(text)
     kw = {"replicas": gpus, "sharding": plan.sharding if gpus > 1 else "none"}
+    zero1 = kw["sharding"] == "optimizer"  # as the product reads it: from DDP's step
     start = time.perf_counter()
-    small = [lines_here(workload, plan, {"layers": n}, **kw) for n in DECLARED_SHALLOW]
+    shallow = {**kw, "sharding": "none"} if zero1 else kw
+    small = [lines_here(workload, plan, {"layers": n}, **shallow) for n in DECLARED_SHALLOW]
     carried = _carried(small, depth, DECLARED_SHALLOW)
+    if zero1 and carried is not None:
+        carried = zero1_lines(carried, gpus)
     carried_s = time.perf_counter() - start
     start = time.perf_counter()
     whole = lines_here(workload, plan, {"layers": depth}, **kw)
@@ -80,11 +88,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workload", default="examples.transformers:gpt2_large")
     parser.add_argument("--depth", type=int, default=36, help="blocks of the whole trace")
+    parser.add_argument("--only", default="", help="the layouts whose plan text has this")
     parser.add_argument("--json", type=Path, help="write the rows here")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))  # examples/, as the isolated worker finds it
     rows = []
-    for text, gpus in LAYOUTS:
+    for text, gpus in (lo for lo in LAYOUTS if args.only in lo[0]):
         rows.append(case(args.workload, args.depth, text, gpus))
         print(f"{rows[-1]['plan']} x{gpus}: done", file=sys.stderr, flush=True)
         if args.json:

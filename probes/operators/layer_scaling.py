@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.probes.operators.peak_lines import PeakLines, kind
+from advisor.probes.operators.peak_lines import PeakLines, Sizes, kind
 
 SHALLOW = (2, 4)  # the depths traced
 # The depths tried next when the peak moments of those two do not correspond (Llama 3.1 8B
@@ -229,7 +229,24 @@ def _carried(
     )
     state = round(small[0].state + (small[1].state - small[0].state) * f)
     note = f"{depth} blocks carried from traces of {a} and {b} blocks (linear in the depth)"
-    return PeakLines(small[0].low, small[0].high, lines, state, (*small[1].notes, note))
+    return PeakLines(small[0].low, small[0].high, lines, state, (*small[1].notes, note),
+                     _carried_sizes(small[0].sizes, small[1].sizes, f))  # fmt: skip
+
+
+def _carried_sizes(a: Sizes, b: Sizes, f: float) -> Sizes:
+    """The optimizer's tensors (``peak_lines.Sizes``) at the carried depth: each size's count on
+    the line through the two depths' (a block's tensors repeat); empty (unknown) where a count
+    would not be a whole number of tensors."""
+    counts = [{(g, n): c for g, n, c in s} for s in (a, b)]
+    out = []
+    for key in sorted({*counts[0], *counts[1]}):
+        lo, hi = counts[0].get(key, 0), counts[1].get(key, 0)
+        count = lo + (hi - lo) * f
+        if count < 0 or abs(count - round(count)) > 1e-9:
+            return ()
+        if round(count):
+            out.append((*key, round(count)))
+    return tuple(out) if a and b else ()
 
 
 def _by_kind(lines: tuple[Line, ...]) -> dict[tuple[bool, ...], list[Line]]:

@@ -14,6 +14,9 @@ HOLDERS = (
     "backward_temporaries", "batch",
 )  # fmt: skip
 TRACED_BATCHES = (2, 4)  # the two micro-batches traced (shapes grow linearly between them)
+# The optimizer's tensors as (parameter group, elements, how many of that size in the group),
+# sorted: what ZeRO-1 partitions over the GPUs (``zero1``).
+Sizes = tuple[tuple[int, int, int], ...]
 
 
 class NotLinear(RuntimeError):
@@ -28,13 +31,15 @@ class PeakLines:
     bytes per holder, from the step traced at micro-batches ``low`` and ``high`` (tensor
     shapes grow linearly with the batch); only the moments that are the highest of their kind
     at some batch are kept (``envelope``). ``state`` is the optimizer state's
-    bytes (the rest of ``optimizer`` is its step's temporaries)."""
+    bytes (the rest of ``optimizer`` is its step's temporaries); ``sizes`` the optimizer's
+    tensors (``Sizes``), empty when unknown."""
 
     low: int
     high: int
     lines: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]
     state: int
     notes: tuple[str, ...] = field(default_factory=tuple)
+    sizes: Sizes = ()
 
     def at(self, micro_batch: int) -> dict[str, int]:
         """The live bytes by holder at the step's peak at ``micro_batch``."""
@@ -54,12 +59,14 @@ class PeakLines:
         return {
             "low": self.low, "high": self.high, "state": self.state, "notes": list(self.notes),
             "lines": [[list(lo), list(hi)] for lo, hi in self.lines],
+            "sizes": [list(s) for s in self.sizes],
         }  # fmt: skip
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PeakLines:
         lines = tuple((tuple(map(int, lo)), tuple(map(int, hi))) for lo, hi in d["lines"])
-        return cls(int(d["low"]), int(d["high"]), lines, int(d["state"]), tuple(d["notes"]))
+        sizes = tuple((int(g), int(n), int(c)) for g, n, c in d["sizes"])  # older: traced again
+        return cls(int(d["low"]), int(d["high"]), lines, int(d["state"]), tuple(d["notes"]), sizes)
 
 
 def envelope(

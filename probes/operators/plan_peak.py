@@ -53,6 +53,7 @@ from advisor.probes.operators.peak_lines import (
     TRACED_BATCHES,
     NotLinear,
     PeakLines,
+    Sizes,
     envelope,
 )
 
@@ -148,7 +149,7 @@ def lines_of(a: PlanPeak, b: PlanPeak) -> PeakLines:
             f"({len(a.timeline)} and {len(b.timeline)}): its shapes are not linear in the batch"
         )
     return PeakLines(low, high, envelope(a.timeline, b.timeline, high - low, 1 - low), a.state,
-                     a.notes)  # fmt: skip
+                     a.notes, a.sizes)  # fmt: skip
 
 
 def crosswise(
@@ -211,7 +212,8 @@ def at_here(
     """:func:`peak_at` in this process."""
     a = step_peak(workload, micro_batch, plan, hyperparameters, **kw)
     return PeakLines(micro_batch, micro_batch + 1, envelope(a.timeline, a.timeline, 1),
-                     a.state, (*a.notes, f"traced at micro-batch {micro_batch}"))  # fmt: skip
+                     a.state, (*a.notes, f"traced at micro-batch {micro_batch}"),
+                     a.sizes)  # fmt: skip
 
 
 def step_peak(
@@ -262,11 +264,13 @@ def _at_arms_length(workload: str, doing: str, fn: Any, *args: Any, **kw: Any) -
 @dataclass(frozen=True)
 class PlanPeak:
     """One traced step: the live bytes by holder after each op (``timeline``, in ``HOLDERS``
-    order), the optimizer state's bytes, and how it was traced."""
+    order), the optimizer state's bytes, how it was traced, and the optimizer's tensors
+    (``Sizes``, all of them: before any ZeRO-1 partition)."""
 
     timeline: tuple[tuple[int, ...], ...]
     state: int
     notes: tuple[str, ...] = field(default_factory=tuple)
+    sizes: Sizes = ()
 
     @property
     def peak(self) -> dict[str, int]:
@@ -320,6 +324,7 @@ def trace_plan_peak(
     keep = replicas > 1 and not fsdp  # DDP's buckets are the gradients
     setup.model.train()
     half = plan.precision in ("bf16", "fp16") and rules == "cuda"
+    sizes = optimizer_sizes(setup.optimizer)
     with (
         warnings.catch_warnings(),  # FSDP2's and autocast's advice to users, not to a trace
         _fake_group(replicas if fsdp else 1) as mesh,
@@ -346,7 +351,7 @@ def trace_plan_peak(
         notes.append(f"ZeRO-1: the largest of {replicas} optimizer partitions")
     if half:
         notes.append("CUDA's autocast float32 list applied")
-    return PlanPeak(tuple(tracker.timeline), _state_bytes(setup.optimizer), tuple(notes))
+    return PlanPeak(tuple(tracker.timeline), _state_bytes(setup.optimizer), tuple(notes), sizes)
 
 
 # The trackers' holder names (MemTracker's _MemRefType, FSDPMemTracker's _FSDPRefType) as ours.
@@ -411,6 +416,16 @@ def _to_fake(setup: Any, mode: Any) -> None:
     for group in setup.optimizer.param_groups:
         group["params"] = [new[id(p)] for p in group["params"]]
     setup.optimizer.state.clear()
+
+
+def optimizer_sizes(optimizer: Any) -> Sizes:
+    """The optimizer's tensors by parameter group and size (``Sizes``)."""
+    from collections import Counter
+
+    counts = Counter(
+        (g, p.numel()) for g, group in enumerate(optimizer.param_groups) for p in group["params"]
+    )
+    return tuple(sorted((g, n, c) for (g, n), c in counts.items()))
 
 
 def _zero1_partition(optimizer: Any, replicas: int) -> None:

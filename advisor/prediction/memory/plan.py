@@ -5,7 +5,8 @@ For a PyTorch workload the plan's step is traced as it runs
 (``advisor.probes.operators.plan_peak``: autocast, the micro-steps with their gradients held
 across them, the checkpoint wrappers' recomputation, DDP's gradient buckets, ZeRO-1's
 optimizer partition, FSDP2's sharded and gathered parameters), at two micro-batches, which
-gives the peak at every micro-batch (``PeakLines``). It is traced once per workload,
+gives the peak at every micro-batch (``PeakLines``). ZeRO-1's step is DDP's with the optimizer
+over one partition: read from DDP's trace (``advisor.probes.operators.zero1``), not traced. It is traced once per workload,
 hyperparameters, plan shape and data-parallel layout (``layout``), memoised in this process
 (``advisor.prediction.memo``) and kept in the probe cache when one is given.
 
@@ -29,6 +30,7 @@ from advisor.prediction.memo import Memo
 from advisor.prediction.memory.model import PEAK_TERMS, MemoryTerm, StepMemory
 from advisor.prediction.step.plan import PlanNotRunnable, TrainingPlan
 from advisor.probes.operators.peak_lines import NotLinear
+from advisor.probes.operators.zero1 import zero1_lines
 from advisor.probes.plan_step import NoBlocks
 from advisor.search_spaces.hf.ref import holds_half_base
 
@@ -91,8 +93,12 @@ def already_traced(
     store: Any = None,
 ) -> bool:  # fmt: skip
     """Whether the layout of ``plan`` on one of ``devices`` GPUs is traced already: in this
-    process, in ``store`` (the probe cache) or shipped; reading it then costs no trace."""
-    key = lines_key(workload, hyperparameters, traced_plan(workload, plan), devices)
+    process, in ``store`` (the probe cache) or shipped; reading it then costs no trace
+    (ZeRO-1's is DDP's, ``traced_memory``)."""
+    traced = traced_plan(workload, plan)
+    if traced.sharding == "optimizer":
+        traced = dataclasses.replace(traced, sharding="none")
+    key = lines_key(workload, hyperparameters, traced, devices)
     return _LINES.get(key) is not None or _kept(key, store) is not None
 
 
@@ -123,16 +129,21 @@ def traced_memory(
 
     micro = plan.micro_batch(per_device_batch)
     traced = traced_plan(workload, plan)
+    zero1 = devices > 1 and traced.sharding == "optimizer"
+    if zero1:  # DDP's step, its optimizer over one partition (``zero1``): no trace of its own
+        traced = dataclasses.replace(traced, sharding="none")
     key = lines_key(workload, hyperparameters, traced, devices, rules)
     try:
         lines = _LINES.get_or_make(key, lambda: _lines(key, workload, hyperparameters, traced,
                                                        devices, store, rules))  # fmt: skip
+        lines = zero1_lines(lines, devices) if zero1 else lines
         held = lines.at(micro)
     except NotLinear:  # other ops at other micro-batches: traced at this one
         try:
             lines = _LINES.get_or_make(f"{key}|m{micro}", lambda: _lines(
                 f"{key}|m{micro}", workload, hyperparameters, traced, devices, store, rules,
                 micro))  # fmt: skip
+            lines = zero1_lines(lines, devices) if zero1 else lines
             held = lines.at(micro)
         except Exception as exc:
             return untraceable(per_device_batch, exc)

@@ -198,23 +198,24 @@ def test_a_sharded_plan_is_not_traced_where_its_activations_alone_overflow(
     """Sharding divides the state (parameters, gradients, optimizer), never the activations:
     at the micro-steps where the unsharded plan's activations and batch, with the GPU's priors
     at their upper ends, already overflow the GPU (one micro-step: 16 samples, 44 GiB on a
-    40 GB A100), its sharded siblings are not traced; where they might fit (two micro-steps
-    and more) they are, and the answer is the exhaustive search's
-    (``test_a_plan_that_cannot_win_is_never_traced``)."""
-    from advisor.probes.operators import plan_peak
+    40 GB A100), its sharded siblings' memory is not asked for (a trace each, but ZeRO-1's);
+    where they might fit (two micro-steps and more) it is, and the answer is the exhaustive
+    search's (``test_a_plan_that_cannot_win_is_never_traced``)."""
+    from advisor.prediction.forecast import plan_search
 
-    traced: list[tuple[str, int]] = []
+    asked: list[tuple[str, int]] = []
+    real = plan_search.machine_memory
 
-    def counted(workload, plan, *args, **kw):  # type: ignore[no-untyped-def]
-        traced.append((str(kw.get("sharding")), plan.accumulation))
-        return memory_fixtures.sized_lines(workload, plan, *args, **kw)
+    def counted(*args, placement, **kw):  # type: ignore[no-untyped-def]
+        asked.append((placement.plan.sharding, placement.plan.accumulation))
+        return real(*args, placement=placement, **kw)
 
-    monkeypatch.setattr(plan_peak, "peak_lines", counted)
+    monkeypatch.setattr(plan_search, "machine_memory", counted)
     row, plan = _best(gpu_machine("a100.8", "A100", 8, 32.0), batch=128)
     assert row.fits and plan is not None
-    assert ("none", 1) in traced  # the unsharded plan's one micro-step: traced, too big
-    sharded = [n for s, n in traced if s != "none"]
-    assert sharded and min(sharded) > 1, traced
+    assert ("none", 1) in asked  # the unsharded plan's one micro-step: traced, too big
+    sharded = [n for s, n in asked if s != "none"]
+    assert sharded and min(sharded) > 1, asked
 
 
 def test_the_bound_on_a_sharded_steps_upper_estimate_is_its_own_at_its_own_bytes() -> None:
