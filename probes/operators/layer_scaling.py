@@ -40,6 +40,10 @@ WIDER = (4, 6)
 # A declared builder's depths: four blocks and more put its peak at the moment of the whole
 # model's (at two, a GPT-2's embedding and head outweigh its blocks: another moment peaks)
 DECLARED_SHALLOW = (4, 6)
+# The depths tried next when those two do not correspond (GPT-2 Large under bf16 with
+# checkpointed blocks: two moments of one kind on the upper envelope from 6 blocks on, one at
+# 4; 6 and 8 carry to 36 blocks exactly, stop 64), before the model is traced whole
+DECLARED_WIDER = (6, 8)
 Line = tuple[tuple[int, ...], tuple[int, ...]]  # a moment's bytes by holder at the two batches
 
 
@@ -75,10 +79,12 @@ def shallow_hyperparameters(hyperparameters: dict[str, Any] | None) -> list[dict
     return [{**(hyperparameters or {}), "layers": n} for n in DECLARED_SHALLOW]
 
 
-def carried_declared_lines(small: list[PeakLines], depth: int) -> PeakLines | None:
-    """The peak lines at ``depth`` blocks from the ``DECLARED_SHALLOW`` depths' (traced apart:
-    a user's builder, side by side in two workers); None where they do not correspond."""
-    return _carried(small, depth, DECLARED_SHALLOW)
+def carried_declared_lines(
+    small: list[PeakLines], depth: int, depths: tuple[int, int] = DECLARED_SHALLOW
+) -> PeakLines | None:
+    """The peak lines at ``depth`` blocks from those at ``depths`` (traced apart: a user's
+    builder, side by side in two workers); None where they do not correspond."""
+    return _carried(small, depth, depths)
 
 
 def carried_declared_trace(small: list[Any], workload: str, depth: int) -> Any:
@@ -91,13 +97,18 @@ def scaled_declared_lines(
     workload: str, hyperparameters: dict[str, Any] | None, trace: Any
 ) -> PeakLines | None:
     """The peak lines of a builder that declares its depth (``declared_depth``) from
-    ``trace(hyperparameters) -> PeakLines`` at the ``DECLARED_SHALLOW`` depths (``layers=``);
-    None when it declares none or the two traces' moments do not correspond (``_carried``)."""
+    ``trace(hyperparameters) -> PeakLines`` at the ``DECLARED_SHALLOW`` depths (``layers=``),
+    else at the ``DECLARED_WIDER`` ones; None when it declares none or neither pair's moments
+    correspond (``_carried``)."""
     depth = declared_depth(workload, hyperparameters)
     if depth is None:
         return None
     small = [trace(hps) for hps in shallow_hyperparameters(hyperparameters)]
-    return carried_declared_lines(small, depth)
+    carried = carried_declared_lines(small, depth)
+    if carried is None and depth > DECLARED_WIDER[1]:  # the 6-block trace kept, one of 8 added
+        wider = [small[1], trace({**(hyperparameters or {}), "layers": DECLARED_WIDER[1]})]
+        carried = carried_declared_lines(wider, depth, DECLARED_WIDER)
+    return carried
 
 
 def scaled_trace(workload: str, trace: Any) -> Any:

@@ -15,7 +15,7 @@ HOLDERS = (
 )  # fmt: skip
 TRACED_BATCHES = (2, 4)  # the two micro-batches traced (shapes grow linearly between them)
 # The optimizer's tensors as (parameter group, elements, how many of that size in the group),
-# sorted: what ZeRO-1 partitions over the GPUs (``zero1``).
+# sorted: what ZeRO-1 partitions over the GPUs (``ddp_lines``).
 Sizes = tuple[tuple[int, int, int], ...]
 
 

@@ -92,11 +92,17 @@ def peak_lines(
 
         depth = user_declared_depth(workload, hyperparameters)
         if depth is not None:
+            what = f"--model {workload} (its step traced under the plan)"
             small = crosswise(
                 [(workload, hps) for hps in depths.shallow_hyperparameters(hyperparameters)],
-                plan, kw, f"--model {workload} (its step traced under the plan)",
+                plan, kw, what,
             )  # fmt: skip
             carried = depths.carried_declared_lines(small, depth)
+            wider = depths.DECLARED_WIDER
+            if carried is None and depth > wider[1]:  # the 6-block pair kept, 8 blocks added
+                more = side_by_side(workload, plan, {**(hyperparameters or {}), "layers": wider[1]},
+                                    kw, what)  # fmt: skip
+                carried = depths.carried_declared_lines([small[1], more], depth, wider)
             if carried is not None:
                 return carried
             hyperparameters = {**(hyperparameters or {}), "layers": depth}  # traced whole

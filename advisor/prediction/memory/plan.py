@@ -5,10 +5,12 @@ For a PyTorch workload the plan's step is traced as it runs
 (``advisor.probes.operators.plan_peak``: autocast, the micro-steps with their gradients held
 across them, the checkpoint wrappers' recomputation, DDP's gradient buckets, ZeRO-1's
 optimizer partition, FSDP2's sharded and gathered parameters), at two micro-batches, which
-gives the peak at every micro-batch (``PeakLines``). ZeRO-1's step is DDP's with the optimizer
-over one partition: read from DDP's trace (``advisor.probes.operators.zero1``), not traced. It is traced once per workload,
+gives the peak at every micro-batch (``PeakLines``). It is traced once per workload,
 hyperparameters, plan shape and data-parallel layout (``layout``), memoised in this process
-(``advisor.prediction.memo``) and kept in the probe cache when one is given.
+(``advisor.prediction.memo``) and kept in the probe cache when one is given. Two layouts are
+read from DDP's one micro-step instead (``advisor.probes.operators.ddp_lines``): its two
+micro-steps (the buckets hold the gradients through both) and ZeRO-1 (DDP's step with the
+optimizer over one partition).
 
 Where the plan's step cannot be traced here (a Keras workload, whose plans are precisions
 only; a user module this process cannot import, say a probe uploaded to the service), the
@@ -29,8 +31,8 @@ from typing import Any
 from advisor.prediction.memo import Memo
 from advisor.prediction.memory.model import PEAK_TERMS, MemoryTerm, StepMemory
 from advisor.prediction.step.plan import PlanNotRunnable, TrainingPlan
+from advisor.probes.operators.ddp_lines import two_micro_steps, zero1_lines
 from advisor.probes.operators.peak_lines import NotLinear
-from advisor.probes.operators.zero1 import zero1_lines
 from advisor.probes.plan_step import NoBlocks
 from advisor.search_spaces.hf.ref import holds_half_base
 
@@ -95,11 +97,25 @@ def already_traced(
     """Whether the layout of ``plan`` on one of ``devices`` GPUs is traced already: in this
     process, in ``store`` (the probe cache) or shipped; reading it then costs no trace
     (ZeRO-1's is DDP's, ``traced_memory``)."""
-    traced = traced_plan(workload, plan)
-    if traced.sharding == "optimizer":
-        traced = dataclasses.replace(traced, sharding="none")
-    key = lines_key(workload, hyperparameters, traced, devices)
+    key = lines_key(workload, hyperparameters, _read_from(workload, plan, devices), devices)
     return _LINES.get(key) is not None or _kept(key, store) is not None
+
+
+def _read_from(workload: str, plan: TrainingPlan, devices: int) -> TrainingPlan:
+    """The plan whose traced step ``plan``'s is read from: ``traced_plan``'s, and on several
+    GPUs without FSDP, DDP's one micro-step (``ddp_lines``: ZeRO-1 and two micro-steps)."""
+    traced = traced_plan(workload, plan)
+    if devices > 1 and traced.sharding in ("none", "optimizer"):
+        return dataclasses.replace(traced, sharding="none", accumulation=1)
+    return traced
+
+
+def _derived(lines: Any, plan: TrainingPlan, devices: int) -> Any:
+    """``lines`` traced for ``_read_from(plan)`` as ``plan``'s step on one of ``devices``."""
+    if devices <= 1 or plan.sharding not in ("none", "optimizer"):
+        return lines
+    lines = two_micro_steps(lines) if plan.accumulation > 1 else lines
+    return zero1_lines(lines, devices) if plan.sharding == "optimizer" else lines
 
 
 def _kept(key: str, store: Any) -> Any:
@@ -128,22 +144,19 @@ def traced_memory(
     from advisor.prediction.memory.model import untraceable
 
     micro = plan.micro_batch(per_device_batch)
-    traced = traced_plan(workload, plan)
-    zero1 = devices > 1 and traced.sharding == "optimizer"
-    if zero1:  # DDP's step, its optimizer over one partition (``zero1``): no trace of its own
-        traced = dataclasses.replace(traced, sharding="none")
+    traced = _read_from(workload, plan, devices)
     key = lines_key(workload, hyperparameters, traced, devices, rules)
     try:
         lines = _LINES.get_or_make(key, lambda: _lines(key, workload, hyperparameters, traced,
                                                        devices, store, rules))  # fmt: skip
-        lines = zero1_lines(lines, devices) if zero1 else lines
+        lines = _derived(lines, plan, devices)
         held = lines.at(micro)
     except NotLinear:  # other ops at other micro-batches: traced at this one
         try:
             lines = _LINES.get_or_make(f"{key}|m{micro}", lambda: _lines(
                 f"{key}|m{micro}", workload, hyperparameters, traced, devices, store, rules,
                 micro))  # fmt: skip
-            lines = zero1_lines(lines, devices) if zero1 else lines
+            lines = _derived(lines, plan, devices)
             held = lines.at(micro)
         except Exception as exc:
             return untraceable(per_device_batch, exc)

@@ -102,6 +102,31 @@ def test_ddp_holds_its_gradient_buckets_through_the_forward_pass() -> None:
     assert _held(two, "gradients") == pytest.approx(_held(two, "parameters"), rel=0.01)
 
 
+def test_ddps_other_layouts_are_read_from_its_one_micro_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On several GPUs without FSDP, two and more micro-steps and ZeRO-1 (at any count) read
+    DDP's one micro-step (``ddp_lines``): one layout traced for all of them, none on one GPU."""
+    from advisor.probes.operators import plan_peak
+
+    traced: list[tuple[int, str]] = []
+
+    def counted(workload, plan, *args, **kw):  # type: ignore[no-untyped-def]
+        traced.append((plan.accumulation, kw["sharding"]))
+        return peak_lines(workload, plan, *args, **kw)
+
+    monkeypatch.setattr(plan_peak, "peak_lines", counted)
+    model = "examples.transformers:gpt2_mini"
+    for text in ("", "accumulation=2", "accumulation=8", "sharding=optimizer",
+                 "accumulation=4,sharding=optimizer"):  # fmt: skip
+        traced_memory(model, {}, 16, parse_plan(text or "accumulation=1"), devices=8)
+    assert traced == [(1, "none")]
+    two = traced_memory(model, {}, 16, parse_plan("accumulation=2"), devices=8)
+    assert "two micro-steps read from one" in two.notes[-1]
+    traced_memory(model, {}, 16, parse_plan("accumulation=2"), devices=1)  # one GPU: traced
+    assert traced == [(1, "none"), (2, "none")]
+
+
 def test_zero_shards_what_it_says() -> None:
     """ZeRO-1 keeps the optimizer state of the largest of 8 partitions; ZeRO-3 (FSDP2) the
     parameters' shards and one block gathered at a time."""

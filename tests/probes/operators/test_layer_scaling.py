@@ -160,3 +160,61 @@ def test_the_four_shallow_steps_are_shared_crosswise(monkeypatch: pytest.MonkeyP
         a = plan_peak.PlanPeak(((low * depth, 1), (low, 2)), depth)
         b = plan_peak.PlanPeak(((high * depth, 1), (high, 2)), depth)
         assert g.lines == plan_peak.lines_of(a, b).lines
+
+
+def test_a_declared_builder_whose_4_and_6_blocks_do_not_correspond_is_carried_from_6_and_8() -> (
+    None
+):
+    """GPT-2 Large under bf16 with checkpointed blocks keeps two moments of one kind on its
+    upper envelope from 6 blocks on and one at 4 (stop 64): its 4- and 6-block traces do not
+    correspond, so the 6-block trace is kept and one of 8 blocks added, and 6 and 8 carry to
+    its 36 (not the whole model traced: 10-16 s a layout). Here each depth's lines are made:
+    per block 10 bytes of activations a sample at one moment, and from 6 blocks a second
+    moment of the same kind with 40 fixed bytes a block more and none a sample."""
+    from advisor.probes.operators.layer_scaling import scaled_declared_lines
+
+    asked: list[int] = []
+
+    def trace(hps: dict[str, Any]) -> PeakLines:
+        n = hps["layers"]
+        asked.append(n)
+        lo, hi = TRACED_BATCHES
+        one = ((n, 0, 0, 0, 10 * n * lo, 0, 1), (n, 0, 0, 0, 10 * n * hi, 0, 1))
+        two = ((n, 0, 0, 0, 40 * n, 0, 1), (n, 0, 0, 0, 40 * n, 0, 1))
+        return PeakLines(lo, hi, (one, two) if n >= 6 else (one,), 0)
+
+    got = scaled_declared_lines("examples.transformers:gpt2_large", {}, trace)
+    assert asked == [4, 6, 8]
+    assert got is not None and "carried from traces of 6 and 8 blocks" in got.notes[-1]
+    assert got.lines == trace({"layers": 36}).lines
+
+
+def test_a_users_builder_is_carried_from_6_and_8_blocks_traced_side_by_side(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same through the isolated workers (``peak_lines``: a ``module:function`` builder):
+    the 4- and 6-block steps crosswise, then the 8-block step's two micro-batches side by
+    side, carried from 6 and 8."""
+    from advisor.probes import isolated
+    from advisor.probes.operators import plan_peak
+
+    asked: list[tuple[int, int]] = []
+
+    def each(calls: list[Any], **_: Any) -> list[Any]:
+        out = []
+        for fn, (_, m, _plan, hps), _kw in calls:
+            assert fn is plan_peak.step_peak
+            n = hps["layers"]
+            asked.append((n, m))
+            rows = [(n, 0, 0, 0, 10 * n * m, 0, 1)] + (
+                [(n, 0, 0, 0, 40 * n, 0, 1)] if n >= 6 else []
+            )
+            out.append(plan_peak.PlanPeak(tuple(rows), state=0))
+        return out
+
+    monkeypatch.setattr(isolated, "call_isolated_each", each)
+    got = plan_peak.peak_lines("examples.transformers:gpt2_large", parse_plan("precision=bf16"))
+    assert sorted({n for n, _ in asked}) == [4, 6, 8]
+    assert "carried from traces of 6 and 8 blocks" in got.notes[-1]
+    assert got.at(32) == {"parameters": 36, "activations": 360 * 32, "batch": 1}
+    assert got.at(1) == {"parameters": 36, "activations": 40 * 36, "batch": 1}  # the other one

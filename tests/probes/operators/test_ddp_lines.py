@@ -1,6 +1,6 @@
-"""ZeRO-1's step from DDP's traced step (stop 64): the partition is PyTorch's own, the derived
-peak is the ZeRO-1 step traced on fake tensors, and a deep model's partition is the deep
-model's, not a line through its shallow models' partitions."""
+"""DDP's traced step read as its two micro-steps and as ZeRO-1 (stop 64): each is the step
+traced on fake tensors, the partition is PyTorch's own, and a deep model's partition is the
+deep model's, not a line through its shallow models' partitions."""
 
 from __future__ import annotations
 
@@ -9,9 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from advisor.probes.operators.ddp_lines import (
+    LOSS_BYTES,
+    rank_loads,
+    two_micro_steps,
+    worst_shares,
+    zero1_lines,
+)
 from advisor.probes.operators.peak_lines import PeakLines
 from advisor.probes.operators.plan_peak import lines_here, optimizer_sizes
-from advisor.probes.operators.zero1 import rank_loads, worst_shares, zero1_lines
 
 from advisor.prediction.step.plan import parse_plan
 
@@ -117,3 +123,21 @@ def test_the_peak_lines_keep_their_sizes_through_a_round_trip() -> None:
     with pytest.raises(KeyError):  # an entry kept before sizes: read as unreadable, traced again
         PeakLines.from_dict({k: v for k, v in lines.to_dict().items() if k != "sizes"})
     assert dataclasses.replace(lines, sizes=()).sizes == ()
+
+
+@pytest.mark.parametrize(
+    "workload, text",
+    [(MINI, ""), (MINI, "precision=bf16,checkpointing=blocks"), ("fcn", "precision=bf16")],
+)
+def test_ddps_two_micro_steps_read_from_one_are_the_two_traced(workload: str, text: str) -> None:
+    """Under DDP (the gradients held as its buckets) the step of two micro-steps holds what the
+    step of one holds, the whole batch and the first loss beside it: read so, never less than
+    traced and at most the loss's bytes more, at every micro-batch."""
+    plan = parse_plan(text or "accumulation=1")
+    one = lines_here(workload, plan, {}, replicas=2, carry=False)
+    two = lines_here(workload, dataclasses.replace(plan, accumulation=2), {}, replicas=2,
+                     carry=False)  # fmt: skip
+    read = two_micro_steps(one)
+    for micro in (1, 4, 16, 64):
+        want, have = sum(two.at(micro).values()), sum(read.at(micro).values())
+        assert 0 <= have - want <= LOSS_BYTES, (micro, have, want)

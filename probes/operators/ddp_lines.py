@@ -1,8 +1,19 @@
-"""ZeRO-1's step on any number of GPUs from DDP's traced step (issue #49).
+"""DDP's traced step read as two of its layouts (issue #49): its two micro-steps and ZeRO-1.
 
-Under ZeRO-1 (``ZeroRedundancyOptimizer`` over DDP, as ``advisor.train`` runs it) each GPU runs
-DDP's step (the same forward, backward and gradient buckets) with the optimizer over its own
-partition of the parameters: its state, and its step's multi-tensor temporaries, are over that
+**Two micro-steps.** Under DDP (``advisor.train``: ``gradient_as_bucket_view``, the gradients
+zeroed in place) the gradients are the all-reduce buckets, held through the whole step, so a
+second micro-step runs the first one's ops over the same tensors: the step of two micro-steps
+holds what the step of one holds at every moment, with the whole batch (both micro-batches'
+inputs, split from it) and the first micro-step's loss (a scalar in the running total) beside
+it. Traced apart, the two differed by exactly that scalar, 4 bytes, in 16 layouts of fcn,
+simple-cnn, GPT-2 mini and an 8-block GPT-2 (fp32 and bf16, with and without checkpointed
+blocks, micro-batches 1-64; stop 64), so the second is read from the first: one trace a
+layout fewer. (On one GPU the gradients are freed before each step, so its first micro-step
+runs without them: traced.)
+
+**ZeRO-1.** Under ZeRO-1 (``ZeroRedundancyOptimizer`` over DDP, as ``advisor.train`` runs it)
+each GPU runs DDP's step (the same forward, backward and gradient buckets) with the optimizer
+over its own partition of the parameters: its state, and its step's multi-tensor temporaries, are over that
 partition's elements alone. So the step's peak lines on ``ranks`` GPUs are DDP's with the
 ``optimizer`` holder scaled at every moment: the state by the worst partition's share of the
 elements, the step's temporaries by the worst share of one parameter group (each group's
@@ -23,6 +34,21 @@ from __future__ import annotations
 import dataclasses
 
 from advisor.probes.operators.peak_lines import HOLDERS, PeakLines, Sizes
+
+LOSS_BYTES = 8  # the first micro-step's loss in the running total: a scalar, float64 at most
+
+
+def two_micro_steps(one: PeakLines) -> PeakLines:
+    """The peak lines of DDP's step of two micro-steps from its step of one (``one``): every
+    moment holds the whole batch (twice the micro-batch's) and the first micro-step's loss."""
+    at = HOLDERS.index("batch")
+
+    def second(moment: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(2 * v + LOSS_BYTES if i == at else v for i, v in enumerate(moment))
+
+    lines = tuple((second(lo), second(hi)) for lo, hi in one.lines)
+    note = "DDP: two micro-steps read from one (the buckets hold the gradients through both)"
+    return dataclasses.replace(one, lines=lines, notes=(*one.notes, note))
 
 
 def rank_loads(sizes: Sizes, ranks: int) -> list[list[int]]:
