@@ -13,9 +13,9 @@ runs without them: traced.)
 
 **ZeRO-1.** Under ZeRO-1 (``ZeroRedundancyOptimizer`` over DDP, as ``advisor.train`` runs it)
 each GPU runs DDP's step (the same forward, backward and gradient buckets) with the optimizer
-over its own partition of the parameters: its state, and its step's multi-tensor temporaries, are over that
-partition's elements alone. So the step's peak lines on ``ranks`` GPUs are DDP's with the
-``optimizer`` holder scaled at every moment: the state by the worst partition's share of the
+over its own partition of the parameters: its state, and its step's multi-tensor
+temporaries, are over that partition's elements alone. So the step's peak lines on ``ranks``
+GPUs are DDP's with the ``optimizer`` holder scaled at every moment: the state by the worst partition's share of the
 elements, the step's temporaries by the worst share of one parameter group (each group's
 multi-tensor step runs over that group's tensors, one group at a time). Both are upper ends:
 a rank holding less of a group than the worst share holds less of its temporaries.

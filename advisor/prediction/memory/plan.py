@@ -96,7 +96,7 @@ def already_traced(
 ) -> bool:  # fmt: skip
     """Whether the layout of ``plan`` on one of ``devices`` GPUs is traced already: in this
     process, in ``store`` (the probe cache) or shipped; reading it then costs no trace
-    (ZeRO-1's is DDP's, ``traced_memory``)."""
+    (ZeRO-1's and DDP's micro-steps are read from DDP's one micro-step: ``_read_from``)."""
     key = lines_key(workload, hyperparameters, _read_from(workload, plan, devices), devices)
     return _LINES.get(key) is not None or _kept(key, store) is not None
 
