@@ -51,18 +51,30 @@ def two_micro_steps(one: PeakLines) -> PeakLines:
     return dataclasses.replace(one, lines=lines, notes=(*one.notes, note))
 
 
-def rank_loads(sizes: Sizes, ranks: int) -> list[list[int]]:
-    """Each rank's elements in each parameter group under ``ZeroRedundancyOptimizer``'s
-    partition of ``sizes`` over ``ranks``."""
-    groups = sorted({g for g, _, _ in sizes})
-    loads = [[0] * len(groups) for _ in range(ranks)]
+def assign(groups: list[list[int]], ranks: int) -> list[list[int]]:
+    """The rank of each tensor (given by its elements, per parameter group) under
+    ``ZeroRedundancyOptimizer``'s partition over ``ranks``: each group's tensors largest
+    first, each to the rank holding the fewest elements so far, across the groups."""
     totals = [0] * ranks
-    for gi, g in enumerate(groups):
-        for _, n, count in sorted((s for s in sizes if s[0] == g), key=lambda s: -s[1]):
-            for _ in range(count):
-                rank = totals.index(min(totals))
-                loads[rank][gi] += n
-                totals[rank] += n
+    out = []
+    for sizes in groups:
+        ranked = [0] * len(sizes)
+        for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+            ranked[i] = totals.index(min(totals))
+            totals[ranked[i]] += sizes[i]
+        out.append(ranked)
+    return out
+
+
+def rank_loads(sizes: Sizes, ranks: int) -> list[list[int]]:
+    """Each rank's elements in each parameter group under ``assign``'s partition of ``sizes``
+    over ``ranks``."""
+    groups = sorted({g for g, _, _ in sizes})
+    each = [[n for h, n, count in sizes if h == g for _ in range(count)] for g in groups]
+    loads = [[0] * len(groups) for _ in range(ranks)]
+    for gi, (elements, ranked) in enumerate(zip(each, assign(each, ranks), strict=True)):
+        for n, rank in zip(elements, ranked, strict=True):
+            loads[rank][gi] += n
     return loads
 
 

@@ -436,18 +436,18 @@ def optimizer_sizes(optimizer: Any) -> Sizes:
 
 def _zero1_partition(optimizer: Any, replicas: int) -> None:
     """Keep in ``optimizer`` only the largest rank's parameters under
-    ``ZeroRedundancyOptimizer``'s partition (largest first, each to the rank with the fewest
-    elements so far, across the groups)."""
-    sizes = [0] * replicas
-    ranks: dict[int, int] = {}
-    for group in optimizer.param_groups:
-        for p in sorted(group["params"], key=lambda t: t.numel(), reverse=True):
-            rank = sizes.index(min(sizes))
-            ranks[id(p)] = rank
-            sizes[rank] += p.numel()
-    worst = sizes.index(max(sizes))
-    for group in optimizer.param_groups:
-        group["params"] = [p for p in group["params"] if ranks[id(p)] == worst]
+    ``ZeroRedundancyOptimizer``'s partition (``ddp_lines.assign``)."""
+    from advisor.probes.operators.ddp_lines import assign
+
+    groups = optimizer.param_groups
+    ranked = assign([[p.numel() for p in g["params"]] for g in groups], replicas)
+    totals = [0] * replicas
+    for group, ranks in zip(groups, ranked, strict=True):
+        for p, rank in zip(group["params"], ranks, strict=True):
+            totals[rank] += p.numel()
+    worst = totals.index(max(totals))
+    for group, ranks in zip(groups, ranked, strict=True):
+        group["params"] = [p for p, r in zip(group["params"], ranks, strict=True) if r == worst]
 
 
 def _fsdp(setup: Any, sharding: str, mesh: Any) -> Any:
