@@ -3,7 +3,7 @@
 For each plan layout the plan search traces (precision, accumulation, checkpointing, and how the
 GPUs share the state), ``probes.operators.layer_scaling`` carries the peak lines of a builder
 that declares its depth (``blocks``, ``layers=``) from traces at ``DECLARED_SHALLOW`` blocks
-(else ``DECLARED_WIDER``), kind of moment by kind; this traces the same step whole at the
+(else ``DECLARED_DEEPER``), kind of moment by kind; this traces the same step whole at the
 builder's depth and prints the depths carried from, the carried peak's error at micro-batches 1, 2, 8 and 32 (negative: under the whole trace, the
 dangerous side) and the seconds each took, in one process. ZeRO-1's step is the product's:
 DDP's carried step with the optimizer over the deep model's largest partition (``ddp_lines``).
@@ -54,7 +54,7 @@ def case(workload: str, depth: int, text: str, gpus: int) -> dict[str, Any]:
     zero1 = kw["sharding"] == "optimizer"  # as the product reads it: from DDP's step
     start = time.perf_counter()
     shallow = {**kw, "sharding": "none"} if zero1 else kw
-    carried = scaled_declared_lines(  # 4 and 6 blocks, else 6 and 8 (``DECLARED_WIDER``)
+    carried = scaled_declared_lines(  # 4 and 6 blocks, else 6 and 8 (``DECLARED_DEEPER``)
         workload, {}, lambda hps: lines_here(workload, plan, hps, **shallow)
     )
     if zero1 and carried is not None:

@@ -33,17 +33,19 @@ from typing import Any
 from advisor.probes.operators.peak_lines import PeakLines, Sizes, kind
 
 SHALLOW = (2, 4)  # the depths traced
-# The depths tried next when the peak moments of those two do not correspond (Llama 3.1 8B
-# under QLoRA and FSDP: at 2 blocks one kind of moment peaks twice, at 4 once; at 4, 6 and 8
-# they correspond and 4 and 6 carry to 8 exactly), before the model is traced whole
-WIDER = (4, 6)
+# The deeper depths tried in turn when a pair's peak moments do not correspond, each pair the
+# last one's deeper trace and one two blocks deeper, before the model is traced whole. Llama
+# 3.1 8B under QLoRA and FSDP: at 2 blocks one kind of moment peaks twice, at 4 once; 4 and 6
+# carry to 8 exactly. Under full fine-tuning, float32 and FSDP without checkpointing: 4 and 6
+# do not correspond either, 6 and 8 carry to 32 exactly (stop 65; its whole trace 15-22 s)
+DEEPER = (6, 8)
 # A declared builder's depths: four blocks and more put its peak at the moment of the whole
 # model's (at two, a GPT-2's embedding and head outweigh its blocks: another moment peaks)
 DECLARED_SHALLOW = (4, 6)
 # The depths tried next when those two do not correspond (GPT-2 Large under bf16 with
 # checkpointed blocks: two moments of one kind on the upper envelope from 6 blocks on, one at
 # 4; 6 and 8 carry to 36 blocks exactly, stop 64), before the model is traced whole
-DECLARED_WIDER = (6, 8)
+DECLARED_DEEPER = (8,)
 Line = tuple[tuple[int, ...], tuple[int, ...]]  # a moment's bytes by holder at the two batches
 
 
@@ -79,14 +81,6 @@ def shallow_hyperparameters(hyperparameters: dict[str, Any] | None) -> list[dict
     return [{**(hyperparameters or {}), "layers": n} for n in DECLARED_SHALLOW]
 
 
-def carried_declared_lines(
-    small: list[PeakLines], depth: int, depths: tuple[int, int] = DECLARED_SHALLOW
-) -> PeakLines | None:
-    """The peak lines at ``depth`` blocks from those at ``depths`` (traced apart: a user's
-    builder, side by side in two workers); None where they do not correspond."""
-    return _carried(small, depth, depths)
-
-
 def carried_declared_trace(small: list[Any], workload: str, depth: int) -> Any:
     """The operator trace at ``depth`` blocks from the ``DECLARED_SHALLOW`` depths' (traced
     apart); None where it cannot be carried."""
@@ -98,16 +92,31 @@ def scaled_declared_lines(
 ) -> PeakLines | None:
     """The peak lines of a builder that declares its depth (``declared_depth``) from
     ``trace(hyperparameters) -> PeakLines`` at the ``DECLARED_SHALLOW`` depths (``layers=``),
-    else at the ``DECLARED_WIDER`` ones; None when it declares none or neither pair's moments
-    correspond (``_carried``)."""
+    else from 6 and 8 (``DECLARED_DEEPER``: ``carried_deeper``); None when it declares none or no
+    pair's moments correspond (``_carried``)."""
     depth = declared_depth(workload, hyperparameters)
     if depth is None:
         return None
     small = [trace(hps) for hps in shallow_hyperparameters(hyperparameters)]
-    carried = carried_declared_lines(small, depth)
-    if carried is None and depth > DECLARED_WIDER[1]:  # the 6-block trace kept, one of 8 added
-        wider = [small[1], trace({**(hyperparameters or {}), "layers": DECLARED_WIDER[1]})]
-        carried = carried_declared_lines(wider, depth, DECLARED_WIDER)
+    return carried_deeper(small, depth, DECLARED_SHALLOW, DECLARED_DEEPER,
+                          lambda n: trace({**(hyperparameters or {}), "layers": n}))  # fmt: skip
+
+
+def carried_deeper(
+    small: list[PeakLines], depth: int, depths: tuple[int, int], deeper: tuple[int, ...],
+    trace_at: Any,
+) -> PeakLines | None:  # fmt: skip
+    """The peak lines at ``depth`` blocks from ``small`` (traced at ``depths``), else from
+    each pair along ``deeper`` (``trace_at(blocks) -> PeakLines`` adds one depth a pair, the
+    last pair's deeper trace kept) while the model is deeper than the pair; None when no pair's
+    moments correspond (``_carried``)."""
+    carried = _carried(small, depth, depths)
+    below = depths[1]
+    for n in deeper:
+        if carried is not None or depth <= n:
+            break
+        small, pair = [small[1], trace_at(n)], (below, n)
+        carried, below = _carried(small, depth, pair), n
     return carried
 
 
@@ -199,21 +208,18 @@ def _by_name(ops: list[Any]) -> dict[str, tuple[Any, dict[str, float]]]:
 
 def scaled_lines(workload: str, trace: Any, each: Any = None) -> PeakLines | None:
     """The peak lines of ``workload`` (an ``hf:`` reference) at its own depth from
-    ``trace(shallow_workload) -> PeakLines`` at the ``SHALLOW`` depths, else at the ``WIDER``
-    ones; None when the model is not deeper than them or neither pair's peak moments
-    correspond. ``each(workloads) -> [PeakLines]``, when given, traces the ``SHALLOW`` pair
-    (side by side, ``advisor.probes.isolated.call_isolated_each``)."""
+    ``trace(shallow_workload) -> PeakLines`` at the ``SHALLOW`` depths, else along ``DEEPER``
+    (4 and 6, then 6 and 8: ``carried_deeper``); None when the model is not deeper than them
+    or no pair's peak moments correspond. ``each(workloads) -> [PeakLines]``, when given,
+    traces the ``SHALLOW`` pair (side by side, ``advisor.probes.isolated.call_isolated_each``)."""
     found = depth_of(workload)
     if found is None:
         return None
     ref, depth = found
     shallow = [ref.with_options(layers=n).text() for n in SHALLOW]
     small = each(shallow) if each is not None else [trace(w) for w in shallow]
-    carried = _carried(small, depth)
-    if carried is None and depth > WIDER[1]:  # the 4-block trace kept, one of 6 blocks added
-        wider = [small[1], trace(ref.with_options(layers=WIDER[1]).text())]
-        carried = _carried(wider, depth, WIDER)
-    return carried
+    return carried_deeper(small, depth, SHALLOW, DEEPER,
+                          lambda n: trace(ref.with_options(layers=n).text()))  # fmt: skip
 
 
 def _carried(

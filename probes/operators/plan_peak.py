@@ -97,12 +97,11 @@ def peak_lines(
                 [(workload, hps) for hps in depths.shallow_hyperparameters(hyperparameters)],
                 plan, kw, what,
             )  # fmt: skip
-            carried = depths.carried_declared_lines(small, depth)
-            wider = depths.DECLARED_WIDER
-            if carried is None and depth > wider[1]:  # the 6-block pair kept, 8 blocks added
-                more = side_by_side(workload, plan, {**(hyperparameters or {}), "layers": wider[1]},
-                                    kw, what)  # fmt: skip
-                carried = depths.carried_declared_lines([small[1], more], depth, wider)
+            carried = depths.carried_deeper(
+                small, depth, depths.DECLARED_SHALLOW, depths.DECLARED_DEEPER,
+                lambda n: side_by_side(workload, plan, {**(hyperparameters or {}), "layers": n},
+                                       kw, what),
+            )  # fmt: skip
             if carried is not None:
                 return carried
             hyperparameters = {**(hyperparameters or {}), "layers": depth}  # traced whole

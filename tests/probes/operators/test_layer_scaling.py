@@ -189,6 +189,54 @@ def test_a_declared_builder_whose_4_and_6_blocks_do_not_correspond_is_carried_fr
     assert got.lines == trace({"layers": 36}).lines
 
 
+def test_an_hf_model_is_carried_along_deeper_pairs_until_two_correspond() -> None:
+    """Llama 3.1 8B under full fine-tuning, float32 and FSDP without checkpointing keeps two
+    moments of one kind at 2 and 4 blocks and one from 6 on (stop 65): neither 2 and 4 nor 4
+    and 6 correspond, so an 8-block trace is added and 6 and 8 carry to its 32 blocks (the
+    whole model took 15-22 s a layout). Fake lines, per block 10 bytes of activations a sample
+    at one moment and a moment of that kind with 40 fixed bytes a block twice at 2 blocks, once
+    at 4, never from 6 on; the traces asked for are each depth once, in order."""
+    from advisor.probes.operators.layer_scaling import scaled_lines
+
+    asked: list[int] = []
+
+    def trace(workload: str) -> PeakLines:
+        n = int(workload.split("layers=")[1].split(",")[0])
+        asked.append(n)
+        lo, hi = TRACED_BATCHES
+        one = ((n, 0, 0, 0, 10 * n * lo, 0, 1), (n, 0, 0, 0, 10 * n * hi, 0, 1))
+        two = ((n, 0, 0, 0, 40 * n, 0, 1), (n, 0, 0, 0, 40 * n, 0, 1))
+        return PeakLines(lo, hi, (one,) if n >= 6 else (one, two) if n == 4 else (one, two, two), 0)
+
+    got = scaled_lines("hf:meta-llama/Llama-3.1-8B,method=full", trace)
+    assert asked == [2, 4, 6, 8]
+    assert got is not None and "carried from traces of 6 and 8 blocks" in got.notes[-1]
+    assert got.lines == trace("hf:meta-llama/Llama-3.1-8B,method=full,layers=32").lines
+
+
+@pytest.mark.slow  # about 40 s: a 10-block 8B model's steps at 2, 4, 6, 8 and 10 blocks
+def test_llama_fsdp_in_float32_is_carried_from_6_and_8_blocks_to_its_whole_trace() -> None:
+    """The same on real traces: Llama 3.1 8B's full fine-tuning under tf32 and FSDP over 8
+    GPUs, 10 blocks, carried from 6 and 8 (2 and 4, 4 and 6 do not correspond), equals the
+    10-block step traced whole at micro-batches 1 to 16."""
+    from advisor.probes.operators.layer_scaling import scaled_lines
+
+    model = "hf:meta-llama/Llama-3.1-8B,method=full,layers=10"
+    plan = parse_plan("precision=tf32,accumulation=2,sharding=parameters")
+    kw = {"replicas": 8, "sharding": "parameters"}
+    depths: list[str] = []
+
+    def traced_at(w: str) -> PeakLines:
+        depths.append(w.split("layers=")[1].split(",")[0])
+        return lines_here(w, plan, {}, **kw)
+
+    carried = scaled_lines(model, traced_at)
+    assert depths == ["2", "4", "6", "8"] and carried is not None
+    whole = lines_here(model, plan, {}, carry=False, **kw)
+    for micro in (1, 2, 4, 16):
+        assert sum(carried.at(micro).values()) == sum(whole.at(micro).values()), micro
+
+
 def test_a_users_builder_is_carried_from_6_and_8_blocks_traced_side_by_side(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
