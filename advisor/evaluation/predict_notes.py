@@ -107,7 +107,8 @@ def memory_notes(rows: Sequence[Forecast]) -> list[str]:
     if gpu:
         notes.append(
             "Memory per device: the step's predicted peak (up to its upper estimate) against "
-            "one GPU's usable memory (a CPU machine's: its RAM); a row fits only when its "
+            "one GPU's usable memory (a CPU machine's: its RAM, which also holds the process "
+            "and its heap's holes, measured); a row fits only when its "
             f"upper estimate does ({REPLICA_NOTE}; the plan's step traced as advisor.train "
             "runs it; the GPU's fixed cost is a prior; docs/memory-model.md)."
         )

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.prediction.memory.priors import (
+    HEAP_EXTRA,
+    PROCESS_BASE_MIB,
     collective_gib,
     cublas_workspace_mib,
     fixed_gib,
@@ -264,6 +266,23 @@ def untraceable(per_device_batch: int, error: BaseException | str) -> StepMemory
     else:
         reason = f"the trace cannot follow this step ({text[:120]})"
     return StepMemory(per_device_batch, known=False, unknown_reason=reason)
+
+
+def host_terms(tensor_bytes: float) -> list[MemoryTerm]:
+    """What a CPU machine's RAM holds beyond the step's ``tensor_bytes``: the process's own
+    memory and the heap's holes under ``advisor.train``'s allocator setting (measured)."""
+    v, lo, hi = PROCESS_BASE_MIB
+    h, hlo, hhi = HEAP_EXTRA
+    where = "benchmarks/host_heap.py on a 2-core machine"
+    return [
+        MemoryTerm("process_base", v * MIB, lo * MIB, hi * MIB,
+                   f"measured: the interpreter, PyTorch and the advisor before the first step, "
+                   f"{v:.0f}-{hi:.0f} MiB ({where})", prior=True),
+        MemoryTerm("heap_retention", h * tensor_bytes, hlo * tensor_bytes, hhi * tensor_bytes,
+                   f"measured: glibc's heap under advisor.train's allocator setting keeps "
+                   f"{1 + hlo:.2f}-{1 + hhi:.2f}x the step's tensors resident ({where})",
+                   prior=True),
+    ]  # fmt: skip
 
 
 def memory_fit(memory: StepMemory, usable_bytes: float) -> MemoryFit:

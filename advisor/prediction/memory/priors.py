@@ -178,3 +178,18 @@ def usable_gib(spec: Any) -> tuple[float, str]:
         return mib / 1024, f"read-out: the driver reports {mib:,} MiB ({source})"
     share, why = RESERVED_SHARE["ecc_gddr" if name in ECC_GDDR else "other"]
     return nominal * (1 - share), f"prior: {nominal:g} GiB less {share:.1%} ({why})"
+
+
+# A CPU machine's RAM holds, beside the step's tensors (issue #45, stop 65; measured on this
+# project's 2-core machine, two threads, `python benchmarks/host_heap.py`, docs/benchmarks.md
+# "A CPU step's resident memory"):
+# - the process before its first step: the interpreter, PyTorch and the advisor, 321 MiB for a
+#   small model (GPT-2 mini); up to 594 MiB with fcn's data at batch 2048 (MiB: value, low,
+#   high);
+# - the heap's holes: advisor.train keeps freed memory in glibc's heap for speed
+#   (``advisor.probes.allocator``), and the resident memory grew by 1.42-1.93x the step's
+#   tensors (median 1.53, 7 cases of fcn, simple-cnn and GPT-2 mini); with glibc's defaults
+#   1.03-1.32x. As the extra over the tensors: (value, low, high). Not measured with more
+#   threads, which may keep more (glibc's arenas are per thread).
+PROCESS_BASE_MIB = (321.0, 321.0, 594.0)
+HEAP_EXTRA = (0.53, 0.42, 0.93)
