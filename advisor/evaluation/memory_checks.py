@@ -89,7 +89,9 @@ def not_probed_here(probe: ProbeResult, epochs: int, new: bool) -> RunTime | Non
     why = probe.fingerprint.get(UNTIMED_KEY)
     if not why:
         return None
-    memory = "a step holds at least" in str(why)  # the host-RAM check's words
+    from advisor.probes.operators.feasibility import RAM_WORDS
+
+    memory = RAM_WORDS in str(why)  # the host-RAM check's words
     head = f"{DOES_NOT_FIT} on this machine, not probed here" if memory else "not probed here"
     return RunTime(
         None, "modelled", epochs, 0.0, probe=probe, new_probe=new, error=f"{head}: {why}"

@@ -21,6 +21,8 @@ from typing import Any
 from advisor.probes.operators.types import OperatorTrace
 
 MEMORY_FRACTION = 0.8  # of the memory available now that a probe may plan to use
+# The host-RAM check's words (``advisor.evaluation.memory_checks`` reads them)
+RAM_WORDS = "a probe of the step holds about"
 MAX_STEP_S = 5.0  # a probe runs ~30 step-equivalents (timed steps, FLOP count, noise scale)
 
 
@@ -55,7 +57,8 @@ def local_feasibility(
     """Whether ``trace``'s model can be probed here (measures the CPU rate and reads the
     available memory unless given). ``memory_bytes``: the step's memory on this CPU from the
     memory model (``advisor.prediction.memory.model.step_memory(trace, device="cpu")``, which the
-    GPU rows' check reads too); default the trace's own terms."""
+    GPU rows' check reads too, with the process and its heap: ``advisor.evaluation.untimed.
+    host_memory_bytes``); default the trace's own terms."""
     if memory_bytes is None and not trace.memory_bytes:
         raise ValueError("the trace records no memory_bytes: trace it with this version")
     need = int(sum(trace.memory_bytes.values()) if memory_bytes is None else memory_bytes)
@@ -66,7 +69,7 @@ def local_feasibility(
     reasons = []
     if need > memory_fraction * have:
         reasons.append(
-            f"a step holds at least {need / 2**30:.1f} GiB, more than {memory_fraction:.0%} "
+            f"{RAM_WORDS} {need / 2**30:.1f} GiB, more than {memory_fraction:.0%} "
             f"of the {have / 2**30:.1f} GiB available"
         )
     if step_s > max_step_s:
