@@ -214,29 +214,6 @@ def test_an_hf_model_is_carried_along_deeper_pairs_until_two_correspond() -> Non
     assert got.lines == trace("hf:meta-llama/Llama-3.1-8B,method=full,layers=32").lines
 
 
-@pytest.mark.slow  # about 40 s: a 10-block 8B model's steps at 2, 4, 6, 8 and 10 blocks
-def test_llama_fsdp_in_float32_is_carried_from_6_and_8_blocks_to_its_whole_trace() -> None:
-    """The same on real traces: Llama 3.1 8B's full fine-tuning under tf32 and FSDP over 8
-    GPUs, 10 blocks, carried from 6 and 8 (2 and 4, 4 and 6 do not correspond), equals the
-    10-block step traced whole at micro-batches 1 to 16."""
-    from advisor.probes.operators.layer_scaling import scaled_lines
-
-    model = "hf:meta-llama/Llama-3.1-8B,method=full,layers=10"
-    plan = parse_plan("precision=tf32,accumulation=2,sharding=parameters")
-    kw = {"replicas": 8, "sharding": "parameters"}
-    depths: list[str] = []
-
-    def traced_at(w: str) -> PeakLines:
-        depths.append(w.split("layers=")[1].split(",")[0])
-        return lines_here(w, plan, {}, **kw)
-
-    carried = scaled_lines(model, traced_at)
-    assert depths == ["2", "4", "6", "8"] and carried is not None
-    whole = lines_here(model, plan, {}, carry=False, **kw)
-    for micro in (1, 2, 4, 16):
-        assert sum(carried.at(micro).values()) == sum(whole.at(micro).values()), micro
-
-
 def test_a_users_builder_is_carried_from_6_and_8_blocks_traced_side_by_side(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

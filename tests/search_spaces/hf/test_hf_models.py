@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from advisor.search_spaces.workloads import load_callable
@@ -143,22 +144,15 @@ def test_a_model_whose_two_and_four_blocks_differ_is_carried_from_four_and_six()
     occurs twice, at 4 once, so the 2- and 4-block traces do not correspond; the 4- and
     6-block ones do and carry to 8 blocks within 1 % of the whole trace (before: the whole
     32-block model traced for each layout, minutes each)."""
-    from advisor.probes.operators.layer_scaling import scaled_lines
     from advisor.probes.operators.peak_lines import TRACED_BATCHES, PeakLines, envelope
-    from advisor.probes.operators.plan_peak import lines_here, trace_plan_peak
+    from advisor.probes.operators.plan_peak import trace_plan_peak
 
     from advisor.prediction.step.plan import parse_plan
 
     model = "hf:meta-llama/Llama-3.1-8B,method=qlora,layers=8"  # its 2,048-token sequences
     plan = parse_plan("precision=bf16,sharding=parameters")
     kw = {"replicas": 8, "sharding": "parameters"}
-    depths: list[str] = []
-
-    def traced_at(w: str) -> PeakLines:
-        depths.append(w.split("layers=")[1].split(",")[0])
-        return lines_here(w, plan, {}, **kw)
-
-    carried = scaled_lines(model, traced_at)
+    carried, depths = _carried_over_8_ranks(model, plan)
     assert depths == ["2", "4", "6"] and carried is not None
     low, high = TRACED_BATCHES
     a, b = (trace_plan_peak(model, m, plan, **kw) for m in (low, high))
@@ -166,3 +160,37 @@ def test_a_model_whose_two_and_four_blocks_differ_is_carried_from_four_and_six()
     for micro in (1, 4, 32):
         want, got = sum(whole.at(micro).values()), sum(carried.at(micro).values())
         assert abs(got / want - 1) < 0.01, (micro, got, want)
+
+
+@pytest.mark.slow  # about 40 s: a 10-block 8B model's steps at 2, 4, 6, 8 and 10 blocks
+def test_llama_fsdp_in_float32_is_carried_from_6_and_8_blocks_to_its_whole_trace() -> None:
+    """Stop 65: Llama 3.1 8B's full fine-tuning under tf32 and FSDP over 8 GPUs, 10 blocks,
+    carried from 6 and 8 (2 and 4, 4 and 6 do not correspond), equals the 10-block step
+    traced whole at micro-batches 1 to 16."""
+    from advisor.probes.operators.plan_peak import lines_here
+
+    from advisor.prediction.step.plan import parse_plan
+
+    model = "hf:meta-llama/Llama-3.1-8B,method=full,layers=10"
+    plan = parse_plan("precision=tf32,accumulation=2,sharding=parameters")
+    kw = {"replicas": 8, "sharding": "parameters"}
+    carried, depths = _carried_over_8_ranks(model, plan)
+    assert depths == ["2", "4", "6", "8"] and carried is not None
+    whole = lines_here(model, plan, {}, carry=False, **kw)
+    for micro in (1, 2, 4, 16):
+        assert sum(carried.at(micro).values()) == sum(whole.at(micro).values()), micro
+
+
+def _carried_over_8_ranks(model: str, plan: Any) -> tuple[Any, list[str]]:
+    """``model``'s peak lines under ``plan`` sharded over 8 ranks, carried from its shallow
+    traces (``scaled_lines``), and the depths traced, in order."""
+    from advisor.probes.operators.layer_scaling import scaled_lines
+    from advisor.probes.operators.plan_peak import lines_here
+
+    depths: list[str] = []
+
+    def traced_at(w: str) -> Any:
+        depths.append(w.split("layers=")[1].split(",")[0])
+        return lines_here(w, plan, {}, replicas=8, sharding="parameters")
+
+    return scaled_lines(model, traced_at), depths
