@@ -278,6 +278,7 @@ class Backend(ABC):
         batch_size: int,
         hps: dict[str, Any],
         mode: str = "search",
+        outpaced: Callable[[Interval], bool] | None = None,
     ) -> Scored | None:
         """A cheap prediction used to order the search, or None if unavailable. A spot
         candidate screened right after its on-demand twin takes the twin's run time (the same
@@ -286,13 +287,16 @@ class Backend(ABC):
         back end whose predictions follow a training plan (``plans``; the others predict one
         way): "search" the fastest plan that fits, "plain" the plain plans alone, "bound" the
         fastest plan its memory untraced (``plan_search.best_forecast``; the screen's two
-        passes, ``advisor.study.screen``)."""
+        passes, ``advisor.study.screen``); ``outpaced``: where the search may stop
+        (``best_forecast``'s), for such a back end."""
         key = (id(workload), candidate.instance.key, candidate.nodes, batch_size,
                repr(sorted(hps.items())), mode)  # fmt: skip
         if candidate.spot and self._last_screen is not None and self._last_screen[0] == key:
             rt: RunTime | None = replace(self._last_screen[1], new_probe=False)
         else:
-            kw = {"mode": mode} if self.plans and mode != "search" else {}
+            kw: dict[str, Any] = {"mode": mode} if self.plans and mode != "search" else {}
+            if self.plans and outpaced is not None:
+                kw["outpaced"] = outpaced
             rt = self._screen(workload, candidate.instance, batch_size, hps, *_nodes(candidate),
                               **kw)  # fmt: skip
             self._last_screen = None if rt is None else (key, rt)
@@ -300,6 +304,15 @@ class Backend(ABC):
             return None
         self.new_probes += int(rt.new_probe)
         return self._finish(candidate, batch_size, rt, workload)
+
+    def priced(
+        self, candidate: Candidate, batch_size: int, training: Interval, epochs: int,
+        workload: WorkloadInfo | None = None,
+    ) -> Scored:  # fmt: skip
+        """A modelled run of ``training`` seconds on demand, priced for ``candidate`` as its
+        rows are (``_finish``: start-up, spot terms, nodes)."""
+        return self._finish(candidate, batch_size, RunTime(training, "modelled", epochs, 0.0),
+                            workload)  # fmt: skip
 
     def _finish(
         self,

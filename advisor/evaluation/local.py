@@ -279,7 +279,7 @@ class LocalBackend(Backend):
         batch_size: int,
         hps: dict[str, Any],
         nodes: int = 1,
-        mode: str = "search",
+        **how: Any,  # ``planned_row``'s mode and outpaced (the screen's)
     ) -> RunTime:
         from advisor.prediction.run.iteration_model import estimate, phase_times
 
@@ -342,7 +342,7 @@ class LocalBackend(Backend):
                 from advisor.evaluation.memory_checks import planned_row
 
                 row = planned_row(self, workload, probe, instance, batch_size, epochs, new,
-                                  nodes, mode)  # fmt: skip
+                                  nodes, **how)  # fmt: skip
                 if isinstance(row, RunTime):  # issue #34: does not fit its GPUs' memory
                     return row
                 phases, est, extra = row
@@ -384,10 +384,10 @@ class LocalBackend(Backend):
         batch_size: int,
         hps: dict[str, Any],
         nodes: int = 1,
-        mode: str = "search",
+        **how: Any,
     ) -> RunTime | None:
         # The model is the cheap part: one local probe per batch size, then arithmetic.
-        return self._runtime(workload, instance, batch_size, hps, nodes, mode)
+        return self._runtime(workload, instance, batch_size, hps, nodes, **how)
 
 
 def _lasting(remote: Any) -> bool:

@@ -164,6 +164,7 @@ class BatchLimits:
 def planned_row(
     backend: Any, workload: WorkloadInfo, probe: ProbeResult, instance: InstanceType,
     batch: int, epochs: int, new: bool, nodes: int = 1, mode: str = "search",
+    outpaced: Any = None,
 ) -> RunTime | tuple[Any, Any, dict[str, Any]]:  # fmt: skip
     """A catalog machine's row on the one prediction path under the fastest training plan that
     fits it (issue #35, ``forecast.plan_search``): its phases, its training run's estimate (the
@@ -172,7 +173,8 @@ def planned_row(
     plan, a batch above the machine's limit is not predicted at all (``BatchLimits``).
     ``nodes`` > 1 (issue #49): ``nodes`` machines of the type (``timing.nodes``).
     ``mode`` (``best_forecast``'s): "plain" marks a row whose plain plans do not fit while
-    other plans could (``UNSEARCHED``); "bound" gives the row's fastest plan, memory untraced."""
+    other plans could (``UNSEARCHED``); "bound" gives the row's fastest plan, memory untraced;
+    ``outpaced``: ``best_forecast``'s (the screen's stop for plans beaten elsewhere)."""
     from advisor.prediction.forecast.plan_search import best_forecast, searches
     from advisor.prediction.timing.nodes import memory_view
 
@@ -188,7 +190,7 @@ def planned_row(
         precision=backend.settings.precision, fixed=fixed, sweep_epochs=(),
         data_bytes=workload.data_bytes, data_basis=workload.data_basis,
         ledger_storage=backend.ledger_storage, trace_store=backend.cache, nodes=nodes,
-        mode=mode,
+        mode=mode, outpaced=outpaced,
     )  # fmt: skip
     if row.memory is not None and row.memory.fits is False:
         out = does_not_fit(row.memory, epochs, probe, new)

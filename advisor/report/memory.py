@@ -51,7 +51,8 @@ def left_out(outcome: SuggestOutcome) -> dict[str, Any] | None:
     when the model is too big to probe here): how many, which, and one line. Issue #46: the
     pairs whose plain plans do not fit and whose other plans were not searched, as even their
     fastest is slower and dearer than a row that fits (``advisor.study.screen``), are counted
-    apart (``beaten``): some plan might fit them, but none could be the answer."""
+    apart (``beaten``), those whose search stopped before a plan fitted with them (issue #48):
+    some plan might fit them, but none could be the answer."""
     found = not_fitting(outcome)
     if not found:
         return None
@@ -67,11 +68,13 @@ def left_out(outcome: SuggestOutcome) -> dict[str, Any] | None:
         )
     if beaten:
         by = beaten[0].estimate["beaten_by"]
+        during = sum(bool(ev.estimate["beaten_by"].get("during_search")) for ev in beaten)
+        stopped = f" ({during} of them: not all, their search stopped first)" if during else ""
         parts.append(
             f"{'Not searched' if not out else 'not searched'}: {len(beaten)} of {total} pairs "
             f"({_types(_machines(beaten))} machine type(s)) do not fit under their plain plans "
-            f"and no other plan was traced for them: even their fastest plan is slower and "
-            f"dearer than a row that fits (e.g. {beaten[0].machine} at batch "
+            f"and their other plans were not traced{stopped}: even the fastest plan left is "
+            f"slower and dearer than a row that fits (e.g. {beaten[0].machine} at batch "
             f"{beaten[0].batch_size}: slower and dearer than {by['machine']} at batch "
             f"{by['batch_size']}), so none could be the answer"
         )

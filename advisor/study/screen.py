@@ -11,7 +11,10 @@ in two passes (issue #46: the plan search only where a row could still win).
    it, the pair is beaten on both time and cost, so it cannot be the fastest, the cheapest,
    on the Pareto front or in a tie (``evaluation.ranking``: a tie is among rows no other
    beats on both), and its plans' memory (seconds of fake-tensor tracing each for a deep
-   model) is never traced. It keeps its first pass's does-not-fit row, which says why.
+   model) is never traced. It keeps its first pass's does-not-fit row, which says why. While
+   a pair's search has found no plan that fits, it stops where the fastest plan left is
+   beaten so (``Outpaced``, for each offer of the machine: on demand and spot share one
+   search; issue #48): the same row, saying its search stopped there.
 
 A back end that does not predict under training plans (``Backend.plans``) is screened once.
 """
@@ -25,6 +28,8 @@ from typing import TYPE_CHECKING
 from advisor.durations import format_duration
 from advisor.evaluation.contract import Backend, Evaluation, FailedEvaluation, Scored
 from advisor.evaluation.memory_checks import UNSEARCHED
+from advisor.evaluation.workload import WorkloadInfo
+from advisor.intervals import Interval
 from advisor.outcome import Stop, StopReason
 from advisor.prediction.step.traces import per_device_batch
 from advisor.progress import ScreenProgress
@@ -58,6 +63,30 @@ class Front:
 
 def _beats(a: Evaluation, b: Evaluation) -> bool:
     return a.runtime.value < b.runtime.value and a.cost.value < b.cost.value
+
+
+class Outpaced:
+    """``best_forecast``'s ``outpaced`` for one machine at one batch: whether a run of a given
+    on-demand training time there is beaten on time and cost by a row of ``front``, priced for
+    each of the machine's ``offers`` (its on-demand and spot twins share one search); when it
+    is, ``cut`` keeps each offer's (bound, beater)."""
+
+    def __init__(self, front: Front, backend: Backend, workload: WorkloadInfo,
+                 offers: list[Candidate], batch: int, epochs: int) -> None:  # fmt: skip
+        self.front, self.backend, self.workload = front, backend, workload
+        self.offers, self.batch, self.epochs = offers, batch, epochs
+        self.cut: dict[str, tuple[Evaluation, Evaluation]] = {}
+
+    def __call__(self, training: Interval) -> bool:
+        found: dict[str, tuple[Evaluation, Evaluation]] = {}
+        for offer in self.offers:
+            bound = self.backend.priced(offer, self.batch, training, self.epochs, self.workload)
+            by = self.front.beater(bound) if isinstance(bound, Evaluation) else None
+            if by is None or not isinstance(bound, Evaluation):
+                return False
+            found[offer.key] = (bound, by)
+        self.cut = found
+        return True
 
 
 def screen_pairs(
@@ -145,20 +174,34 @@ def _second_pass(
         return fastest[(pair[0].instance.key, pair[0].nodes, pair[1])], pair[0].spot
 
     front = Front(outcome.screen.values())
-    skipped = 0
+    skipped, stopped = 0, 0
+    cut: dict[tuple[str, int], tuple[Evaluation, Evaluation]] = {}  # offers stopped, by pair
     for i, (cand, batch) in enumerate(sorted(pending, key=order)):
         say(f"plans:searching the plans of {len(pending):,} pairs whose plain plan does not "
-            f"fit ({skipped:,} beaten on time and cost before their search)", i, len(pending))  # fmt: skip
+            f"fit ({skipped:,} beaten on time and cost before their search, {stopped:,} "
+            "during it)", i, len(pending))  # fmt: skip
         if deadline is not None and clock() > deadline:
             outcome.guided = bool(outcome.screen)
             return Stop(StopReason.SCREEN_TIMEOUT)
         key, bound = (cand.key, batch), bounds[(cand.key, batch)]
+        if key in cut:  # its twin's search stopped for both
+            outcome.screen[key] = beaten(outcome.screen[key], *cut[key], during=True)
+            stopped += 1
+            continue
         if isinstance(bound, Evaluation) and (by := front.beater(bound)) is not None:
             outcome.screen[key] = beaten(outcome.screen[key], bound, by)
             skipped += 1
             continue
-        pred = backend.screen(outcome.workload, cand, batch, {})
-        if pred is not None:
+        offers = [c for c, b in pending if b == batch and c.instance.key == cand.instance.key
+                  and c.nodes == cand.nodes]  # fmt: skip
+        epochs = bound.epochs if isinstance(bound, Evaluation) else outcome.screen[key].epochs
+        stop = Outpaced(front, backend, outcome.workload, offers, batch, epochs)
+        pred = backend.screen(outcome.workload, cand, batch, {}, outpaced=stop)
+        if stop.cut:
+            cut.update({(k, batch): found for k, found in stop.cut.items()})
+            outcome.screen[key] = beaten(outcome.screen[key], *cut[key], during=True)
+            stopped += 1
+        elif pred is not None:
             outcome.screen[key] = pred
             front.add(pred)
     say("plans:searching the plans", len(pending), len(pending))
@@ -169,17 +212,20 @@ def _unsearched(row: Scored | None) -> bool:
     return isinstance(row, FailedEvaluation) and bool(row.estimate.get(UNSEARCHED))
 
 
-def beaten(row: Scored, bound: Evaluation, by: Evaluation) -> Scored:
-    """The first pass's does-not-fit ``row``, saying why its other plans were not traced."""
+def beaten(row: Scored, bound: Evaluation, by: Evaluation, during: bool = False) -> Scored:
+    """The first pass's does-not-fit ``row``, saying why its other plans were not traced
+    (``during``: why its plan search stopped before any plan fitted)."""
     if not isinstance(row, FailedEvaluation):
         return row
+    what = ("its search stopped, no plan fitting yet: even the fastest plan left"
+            if during else "no other plan traced: even its fastest")  # fmt: skip
     why = (
-        f"{row.error} (its plain plans; no other plan traced: even its fastest, at least "
+        f"{row.error} (its plain plans; {what}, at least "
         f"{format_duration(bound.runtime.value)} and USD {bound.cost.value:.2f}, is slower and "
         f"dearer than {by.machine} at batch {by.batch_size}, "
         f"{format_duration(by.runtime.value)} and USD {by.cost.value:.2f}, which fits)"
     )
-    beaten_by = {"machine": by.machine, "batch_size": by.batch_size}
+    beaten_by = {"machine": by.machine, "batch_size": by.batch_size, "during_search": during}
     bounds = {"runtime_s": bound.runtime.value, "cost_usd": bound.cost.value}
     return replace(row, error=why, estimate={**row.estimate, "beaten_by": beaten_by,
                                              "bound": bounds})  # fmt: skip

@@ -30,11 +30,16 @@ time cannot beat it. Sharding divides the state, never the activations: a sharde
 skips the micro-steps where its unsharded sibling's traced peak, less what that level of
 sharding could divide of it (``shard_floor``: ZeRO-1 only the optimizer's state, which LoRA
 makes tiny), with the GPU's priors at their upper ends (``floor_high``: what a fit is decided
-on), overflows the GPU: it cannot fit there, so it is not traced, even when
-nothing fits yet (tracing it could only lower the figure of a row that does not fit: that row
-keeps the least memory of the plans traced). Each part a plan adds
-must buy a margin of predicted time (``SIMPLER``, a prior) to be advised over the simpler
-plan: near-ties go to the plan with fewer parts.
+on), overflows the GPU: it cannot fit there, so it is not traced, even when nothing fits yet
+(tracing it could only lower the figure of a row that does not fit: that row keeps the least
+memory of the plans traced). No variant of a precision is traced where every variant's
+parameters and optimizer state alone, as the precision's plain step holds them and less what
+its sharding divides, overflow the GPU at the priors' upper ends (``state_floor``: they are
+live through every plan's whole step; issue #48: one GPU for an 8B model's full
+fine-tuning). And while no plan fits, the search stops where the plans left are beaten on
+time and cost by a row that fits elsewhere (``outpaced``, the screen's; issue #48). Each
+part a plan adds must buy a margin of predicted time (``SIMPLER``, a prior) to be advised
+over the simpler plan: near-ties go to the plan with fewer parts.
 
 The global batch keeps its meaning: accumulation splits each GPU's batch into micro-batches
 and the epochs to the target are those of the global batch. When no plan fits, the row of
@@ -45,13 +50,14 @@ fit).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from advisor.intervals import Interval
 from advisor.prediction.forecast.forecast import Forecast, forecast_machine
 from advisor.prediction.memory.device import device_kind, machine_memory, step_traced
-from advisor.prediction.memory.model import PEAK_TERMS, StepMemory
+from advisor.prediction.memory.model import GIB, PEAK_TERMS, StepMemory
 from advisor.prediction.step.machine_plan import auto_candidates, on_gpus, plan_on
 from advisor.prediction.step.placement import place
 from advisor.prediction.step.plan import (
@@ -149,6 +155,7 @@ def best_forecast(
     fixed: Mapping[str, Any] | None = None,
     strategy: str | None = None,
     mode: str = "search",
+    outpaced: Callable[[Interval], bool] | None = None,
     **kw: Any,
 ) -> tuple[Forecast, TrainingPlan | None]:
     """The forecast of the fastest plan that fits ``machine`` at ``batch_size`` and that plan
@@ -162,7 +169,12 @@ def best_forecast(
     "bound": the fastest plan the search may take, its memory not traced (``memory`` None) --
     a lower bound on the row's time, and so its cost, whatever plan fits; "traced": the search
     over the plans whose layout is traced already (no new trace for a plan: the report's
-    several-machines hint, ``advisor.study.more_nodes``)."""
+    several-machines hint, ``advisor.study.more_nodes``).
+
+    ``outpaced(training)`` (the screen's, issue #48): whether a run of that on-demand training
+    time on ``machine`` is beaten on time and cost by a row that fits elsewhere. While no plan
+    fits, the search stops where the fastest plan left is (so is every plan left: more time,
+    more cost): no row it could find would rank, and the rest are not traced."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, but got {mode!r}")
     fixed = dict(fixed or {})
@@ -194,14 +206,18 @@ def best_forecast(
     if all(plain_done) or not searches(fixed) or mode == "plain":  # the fastest plain plan
         return min(fit or found[-1:], key=lambda fp: _wall(fp[0]))
 
-    def key(plan: TrainingPlan) -> float:
+    def key(plan: TrainingPlan, row: Forecast | None = None) -> float:
         """The plan's predicted job wall time, its parts' margins added (``SIMPLER``)."""
-        return _wall(run(_plain(plan), fit=False)) * (1 + SIMPLER * _parts(plan))
+        return _wall(row or run(_plain(plan), fit=False)) * (1 + SIMPLER * _parts(plan))
 
-    variants = [v for b, done in zip(bases, plain_done, strict=True) if not done
-                for v in candidates(b, fixed, at.devices, probe.framework, strategy, nodes)]  # fmt: skip
-    bounds = sorted(((key(replace(v, accumulation=steps[0])), i) for i, v in
-                     enumerate(variants)))  # fmt: skip
+    variants = [replace(v, accumulation=steps[0]) for b, done in zip(bases, plain_done, strict=True)
+                if not done for v in candidates(b, fixed, at.devices, probe.framework, strategy,
+                                                nodes)]  # fmt: skip
+    hopeless = _state_overflows(variants, found, bases, machine, batch_size, nodes)
+    variants = [v for v in variants if v.precision not in hopeless]  # none of them can fit
+    quickest = [run(_plain(v), fit=False) for v in variants]  # each at its fewest micro-steps
+    bounds = sorted((key(v, f), i) for i, (v, f) in enumerate(zip(variants, quickest, strict=True)))
+    left = _fastest_left([quickest[i] for _, i in bounds])
     best: tuple[float, TrainingPlan] | None = min(
         ((_wall(f), b) for (f, _), b in zip(found, bases, strict=True) if f.fits),
         default=None, key=lambda wp: wp[0],
@@ -210,9 +226,11 @@ def best_forecast(
     unknown: TrainingPlan | None = None
     # unsharded plan -> (its traced step memory, the usable bytes)
     floors: dict[TrainingPlan, tuple[StepMemory, float]] = {}
-    for bound, i in bounds:
+    for j, (bound, i) in enumerate(bounds):
         if best is not None and bound >= best[0]:  # it cannot beat the best: not traced
             break
+        if best is None and outpaced is not None and outpaced(left[j]):
+            break  # the plans left are beaten on time and cost elsewhere: not traced
         for k, n in enumerate(steps):
             plan = replace(variants[i], accumulation=n)
             if n > at.per_device:
@@ -249,7 +267,22 @@ def best_forecast(
                 least = (memory.fit.need_bytes, plan)
     last = (best or least or (0.0, unknown or bases[-1]))[1]
     kept = [f for (f, p), b in zip(found, bases, strict=True) if b == last and f.fits]
-    return (kept[0] if kept else run(_plain(last))), _plain(last)  # a plain row: forecast once
+    row = kept[0] if kept else run(_plain(last))  # a plain row: forecast once
+    nothing = best is None and least is None and unknown is None
+    if nothing and last.precision in hopeless and row.memory is not None:
+        held = hopeless[last.precision] / GIB  # nothing traced: say what rules every plan out
+        why = f"whatever the plan, its parameters and optimizer state need {held:.1f} GiB or more"
+        row = replace(row, memory=replace(row.memory, fit=replace(row.memory.fit, reason=why)))
+    return row, _plain(last)
+
+
+def _fastest_left(rows: list[Forecast]) -> list[Interval]:
+    """For each position of ``rows``, the least on-demand training time from there on."""
+    out: list[Interval] = []
+    for row in reversed(rows):
+        t = row.training.runtime if row.training is not None else row.estimate.runtime
+        out.append(t if not out or t.value < out[-1].value else out[-1])
+    return out[::-1]
 
 
 def shard_floor(memory: StepMemory, sharding: str, shards: int) -> float:
@@ -262,6 +295,43 @@ def shard_floor(memory: StepMemory, sharding: str, shards: int) -> float:
     traced = [t for t in memory.terms if t.name in PEAK_TERMS.values()]
     divided = sum(t.value for t in traced if t.name in SHARDED_TERMS[sharding])
     return sum(t.value for t in traced) - divided * (1 - 1 / max(1, shards))
+
+
+def _state_overflows(
+    variants: list[TrainingPlan], found: list[tuple[Forecast, Any]], bases: list[TrainingPlan],
+    machine: InstanceType, batch_size: int, nodes: int,
+) -> dict[str, float]:  # fmt: skip
+    """The precisions none of whose ``variants`` can hold its parameters and optimizer state
+    on the GPU, as the precision's plain step (``found``) holds them, each variant's sharding
+    dividing what it divides (``state_floor``, the priors at their upper ends: ``floor_high``),
+    with the least such bytes. Only where every variant overflows: an unsharded variant
+    traced bounds its sharded siblings (``shard_floor``)."""
+    out = {}
+    for (row, _), base in zip(found, bases, strict=True):
+        plain = row.memory
+        mine = [v for v in variants if v.precision == base.precision]
+        if plain is None or plain.fits is None or not mine:
+            continue
+        least = min(
+            floor_high(plain.memory, state_floor(plain.memory, v.sharding,
+                                                 place(machine, batch_size, v, nodes).shards))
+            for v in mine
+        )  # fmt: skip
+        if least > plain.fit.have_bytes:
+            out[base.precision] = least
+    return out
+
+
+def state_floor(memory: StepMemory, sharding: str, shards: int) -> float:
+    """A lower bound on the traced bytes at the peak of any plan's step at the precision of
+    the plain step ``memory``: its parameters and optimizer state, live from the step's first
+    op to its last whatever the plan (accumulation and checkpointing change what the passes
+    hold, not these), less what ``sharding`` divides of them over ``shards`` GPUs
+    (``SHARDED_TERMS``; at least 1/``shards`` of each kept)."""
+    divided = SHARDED_TERMS.get(sharding, ())
+    kept = 1 / max(1, shards)
+    return sum(t.value * (kept if t.name in divided else 1.0) for t in memory.terms
+               if t.name in ("parameters", "optimizer_state"))  # fmt: skip
 
 
 def floor_high(memory: StepMemory, floor: float) -> float:

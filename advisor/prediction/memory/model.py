@@ -115,7 +115,8 @@ class MemoryFit:
     """A step's memory against a device's usable memory (``have_bytes``: the board's memory
     less what the driver keeps, ``memory_priors.usable_gib``): it ``fits`` only when its
     upper estimate does; ``tight`` when the central estimate fits and the upper one does not
-    (then ``fits`` is False); ``fits`` is None when the memory is unknown (never "fits")."""
+    (then ``fits`` is False); ``fits`` is None when the memory is unknown (never "fits").
+    ``reason``: why it is unknown, or what else rules it out."""
 
     need_bytes: float
     have_bytes: float
@@ -137,7 +138,8 @@ class MemoryFit:
                 f"has {have:.1f}"
             )
         if not self.fits:
-            return f"does not fit: needs {need:.1f} GiB per GPU, has {have:.1f}"
+            out = f"does not fit: needs {need:.1f} GiB per GPU, has {have:.1f}"
+            return f"{out} ({self.reason})" if self.reason else out
         return f"{need:.1f} (up to {high:.1f}) of {have:.1f} GiB"
 
     def to_dict(self) -> dict[str, Any]:

@@ -112,3 +112,42 @@ def test_a_back_end_without_plans_is_screened_once(tmp_path: Path) -> None:
     )  # fmt: skip
     assert report["recommended"] is not None
     assert asked and set(asked) == {"search"}
+
+
+def test_a_search_stops_only_where_every_offer_of_the_machine_is_beaten(tmp_path: Path) -> None:
+    """Issue #48: the on-demand and spot offers of a machine share one plan search, so the
+    screen's stop (``Outpaced``) holds only where the run is beaten on time and cost for
+    both, each priced as its rows are (``Backend.priced``); the row then says its search
+    stopped, and why."""
+    from advisor.evaluation.candidates import Candidate
+    from advisor.evaluation.contract import FailedEvaluation
+    from advisor.intervals import Interval
+    from advisor.study.screen import Outpaced, beaten
+
+    _, _, backend = wide_study(tmp_path, 8, [A10G])
+    a10g = backend.catalog.get(A10G)
+    offers = [Candidate(a10g), Candidate(a10g, spot=True)]
+    hour = Interval.exact(3600.0)
+    on_demand, spot = (backend.priced(c, 8, hour, 1) for c in offers)
+    assert isinstance(on_demand, Evaluation) and isinstance(spot, Evaluation)
+    assert spot.cost.value < on_demand.cost.value  # spot: cheaper, and no faster
+
+    def stop(*rows: Evaluation) -> Outpaced:
+        return Outpaced(Front(rows), backend, None, offers, 8, 1)  # type: ignore[arg-type]
+
+    under_both = _row("fits", 60, spot.cost.value / 2)
+    found = stop(under_both)
+    assert not found.cut
+    assert found(hour) and set(found.cut) == {c.key for c in offers}
+    assert found.cut[offers[1].key][0].cost.value == pytest.approx(spot.cost.value)
+    between = _row("fits", 60, (spot.cost.value + on_demand.cost.value) / 2)
+    assert not stop(between)(hour)  # the spot offer is cheaper than it: the search goes on
+    assert not stop(under_both)(Interval.exact(1.0))  # a run of a second beats the row's minute
+
+    row = FailedEvaluation(machine=offers[0].key, batch_size=8, source="modelled", epochs=1,
+                           price_per_hour=1.0, spot=False, probe_s=0.0,
+                           error="does not fit: needs 30.0 GiB per GPU, has 21.7")  # fmt: skip
+    said = beaten(row, *found.cut[offers[0].key], during=True)
+    assert "its search stopped, no plan fitting yet" in str(said.error)
+    assert said.estimate["beaten_by"] == {"machine": "fits", "batch_size": 8,
+                                          "during_search": True}  # fmt: skip

@@ -305,24 +305,33 @@ def test_a_sharded_steps_peak_is_never_below_its_shard_floor(workload: str) -> N
     """The premise of that pruning, on real traces (2-block models at their real widths, four
     ranks; full fine-tuning and LoRA, whose state ZeRO-1 and -2 hardly divide): at every
     micro-batch, each sharded plan's traced peak holds at least its unsharded plan's traced
-    peak less what that level divides over the ranks (``plan_search.shard_floor``)."""
+    peak less what that level divides over the ranks (``plan_search.shard_floor``); and
+    each plan's peak holds at least the plain step's parameters and optimizer state, less
+    what its sharding divides (``plan_search.state_floor``)."""
     from advisor.probes.operators.plan_peak import lines_here
 
-    from advisor.prediction.forecast.plan_search import shard_floor
+    from advisor.prediction.forecast.plan_search import shard_floor, state_floor
     from advisor.prediction.memory.model import PEAK_TERMS, MemoryTerm, StepMemory
 
-    for checkpointing in ("none", "blocks"):
+    def memory(held: dict[str, int], micro: int) -> StepMemory:
+        terms = tuple(MemoryTerm(PEAK_TERMS[k], v, v, v, "trace") for k, v in held.items())
+        return StepMemory(micro, terms)
+
+    plain: StepMemory | None = None
+    for checkpointing in ("none", "blocks"):  # the plain plan first
         plan = TrainingPlan(precision="bf16", checkpointing=checkpointing)
         ddp = lines_here(workload, plan, {}, replicas=4, sharding="none")
+        plain = plain or memory(ddp.at(32), 32)
         for sharding in ("optimizer", "gradients", "parameters"):
             sharded = lines_here(workload, TrainingPlan(precision="bf16", sharding=sharding,
                                                         checkpointing=checkpointing),
                                  {}, replicas=4, sharding=sharding)  # fmt: skip
             for micro in (1, 4, 32):
-                held = ddp.at(micro)
-                terms = tuple(MemoryTerm(PEAK_TERMS[k], v, v, v, "trace") for k, v in held.items())
-                floor = shard_floor(StepMemory(micro, terms), sharding, 4)
+                floor = shard_floor(memory(ddp.at(micro), micro), sharding, 4)
                 assert 0 < floor <= sum(sharded.at(micro).values()), (sharding, micro)
+                held = state_floor(plain, sharding, 4)
+                assert 0 < held <= sum(sharded.at(micro).values()), (sharding, micro)
+                assert state_floor(plain, "none", 4) <= sum(ddp.at(micro).values())
 
 
 def test_auto_weighs_bf16_alone_for_a_fine_tune_whose_base_computes_in_bf16(
@@ -356,3 +365,75 @@ def test_auto_weighs_bf16_alone_for_a_fine_tune_whose_base_computes_in_bf16(
     assert set(weighed) == {"tf32", "bf16"}
     best(V100, lora)
     assert set(weighed) == {"fp32", "fp16"}
+
+
+def test_a_search_with_no_fit_yet_stops_where_the_plans_left_are_beaten_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #48: ``outpaced(training)`` (the screen's: is a run that long on this machine
+    beaten on time and cost by a row that fits elsewhere?) is asked, while no plan fits, with
+    the least training time of the plans left; where it says yes, none of them is traced and
+    the row is the plain plan's, which does not fit. Where it never says yes the answer is
+    the search's without it."""
+    from advisor.probes.operators import plan_peak
+
+    traced: list[str] = []
+
+    def counted(workload, plan, *args, **kw):  # type: ignore[no-untyped-def]
+        traced.append(f"{plan.checkpointing}/{kw.get('sharding')}/{plan.accumulation > 1}")
+        return memory_fixtures.sized_lines(workload, plan, *args, **kw)
+
+    monkeypatch.setattr(plan_peak, "peak_lines", counted)
+    asked: list[float] = []
+
+    def always(training):  # type: ignore[no-untyped-def]
+        asked.append(training.value)
+        return True
+
+    row, plan = _best(V100X8, batch=64, outpaced=always)  # the plain step does not fit
+    assert traced == ["none/none/False"] and row.fits is False and plan is None
+    bound, _ = _best(V100X8, batch=64, mode="bound")  # the fastest plan, its memory untraced
+    assert bound.training is not None and asked == [pytest.approx(bound.training.runtime.value)]
+
+    asked.clear()
+    never, never_plan = _best(V100X8, batch=64, outpaced=lambda t: asked.append(t.value) or False)
+    alone, alone_plan = _best(V100X8, batch=64)
+    assert never.fits and never_plan == alone_plan and _wall(never) == _wall(alone)
+    assert asked and asked == sorted(asked)  # each the least time of the plans left
+
+
+def test_no_plan_is_traced_whose_parameters_and_optimizer_state_alone_overflow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``state_floor``: the parameters and optimizer state are live through every plan's whole
+    step, so where the plain step's (4 GiB and 12 GiB here), with the GPU's priors at their
+    upper ends, overflow a 16 GB V100, no other plan of one GPU is traced; a 40 GB A100 holds
+    them, and its plans are searched. On eight V100s sharding divides them: traced there."""
+    import dataclasses
+
+    from advisor.probes.operators import plan_peak
+    from advisor.probes.operators.peak_lines import HOLDERS
+
+    traced: list[str] = []
+    at = HOLDERS.index("optimizer")
+
+    def counted(workload, plan, *args, **kw):  # type: ignore[no-untyped-def]
+        traced.append(f"{plan.checkpointing}/{kw.get('sharding')}/{plan.accumulation > 1}")
+        lines = memory_fixtures.sized_lines(workload, plan, *args, **kw)
+        state = 3 * memory_fixtures.REPLICA
+        heavy = tuple(tuple(state if h == at else v for h, v in enumerate(point))
+                      for point in lines.lines[0])  # fmt: skip
+        return dataclasses.replace(lines, lines=(heavy,), state=state)
+
+    monkeypatch.setattr(plan_peak, "peak_lines", counted)
+    row, plan = _best(V100, batch=2, precision="fp16")  # the plain step traced, in fp16
+    assert row.fits is False and traced == ["none/none/False"]
+    assert plan is not None and plan.accumulation == 1 and plan.sharding == "none"
+    assert row.memory is not None
+    assert "whatever the plan, its parameters and optimizer state need" in row.memory.text()
+    traced.clear()
+    row, plan = _best(A100, batch=16, precision="fp16")
+    assert len(traced) > 1  # its plans searched
+    traced.clear()
+    row, plan = _best(V100X8, batch=16, precision="fp16")  # ZeRO shards the 12 GiB
+    assert any(t.split("/")[1] != "none" for t in traced), traced
