@@ -143,3 +143,10 @@ def plan_table() -> ReplayTable:
         for b, t in zip((256, 512), times, strict=True)
     )  # fmt: skip
     return ReplayTable(insts, entries, snapshot="test-2026-11", epochs=10)
+
+
+def args_of(argv: list[str]) -> dict[str, str]:
+    """``--name value`` pairs after ``advisor.train`` (a value may be a quoted env reference)."""
+    rest = argv[argv.index("advisor.train") + 1 :]
+    assert len(rest) % 2 == 0, rest
+    return {rest[i].removeprefix("--"): rest[i + 1].strip('"') for i in range(0, len(rest), 2)}

@@ -16,20 +16,13 @@ from typing import Any
 
 import pytest
 import yaml
-from export_study import export_cli, row_number
+from export_study import args_of, export_cli, row_number
 
 from advisor.export.api import export
 from advisor.prediction.step.plan import TrainingPlan, parse_plan
 
 ISSUE_PLAN = TrainingPlan("bf16", accumulation=2, sharding="optimizer")
 WORDS = "bf16, micro-batch 16 x 2 accumulation steps, optimizer state sharded (ZeRO-1)"
-
-
-def args_of(argv: list[str]) -> dict[str, str]:
-    """``--name value`` pairs after ``advisor.train`` (a value may be a quoted env reference)."""
-    rest = argv[argv.index("advisor.train") + 1 :]
-    assert len(rest) % 2 == 0, rest
-    return {rest[i].removeprefix("--"): rest[i + 1].strip('"') for i in range(0, len(rest), 2)}
 
 
 def check_plan_and_predictions(args: dict[str, str], row: dict[str, Any]) -> None:
