@@ -38,6 +38,7 @@ upper estimate.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -207,6 +208,10 @@ def _run(rank: int, ranks: int, workload: str, hp: dict[str, Any], batch: int, t
     from advisor.train.device import DevicePlan, distribute
     from advisor.train.plan_step import prepare
 
+    if os.environ.get(NO_MKLDNN) == "1":
+        import torch
+
+        torch.backends.mkldnn.enabled = False
     plan = parse_plan(text)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -237,6 +242,8 @@ def run_case(
 
         row["gpu"] = torch.cuda.get_device_name()
         row["generation"] = this_generation()
+    else:
+        row |= cpu_paths()
     score(row)
     if hold and device == "cuda":  # the allocator held to the upper estimate and its reserve
         from advisor.prediction.memory.priors import reserve_fraction
@@ -246,6 +253,30 @@ def run_case(
     gc.collect()
     row["seconds"] = time.perf_counter() - start
     return row
+
+
+NO_MKLDNN = "PLAN_CONFORMANCE_NO_MKLDNN"  # --no-mkldnn, for every process of a case
+
+
+def cpu_paths() -> dict[str, Any]:
+    """Which CPU ran the steps and which convolution kernels it takes: oneDNN (``mkldnn``)
+    takes float32 convolutions, and bf16/fp16 ones only where the CPU computes in them
+    (``avx512_bf16``, AMX); elsewhere ATen's own kernels. Each keeps buffers of its own
+    beside the tensors a trace sees (docs/benchmarks.md), so a row says which it was."""
+    import torch
+
+    flags: set[str] = set()
+    model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "flags":
+                flags = set(value.split())
+            elif key.strip() == "model name":
+                model = value.strip()
+    half = sorted(flags & {"avx512_bf16", "avx512_fp16", "amx_bf16", "amx_fp16"})
+    mkldnn = bool(torch.backends.mkldnn.enabled) and os.environ.get(NO_MKLDNN) != "1"
+    return {"cpu": model, "cpu_half": half, "mkldnn": mkldnn}
 
 
 def score(row: dict[str, Any]) -> dict[str, Any]:
@@ -279,7 +310,12 @@ def main(argv: list[str] | None = None) -> int:
                         "score them by the model as it is now, run nothing")  # fmt: skip
     parser.add_argument("--gpu", default=None, metavar="NAME,GENERATION",
                         help="--rescore: the GPU rows that do not name theirs ran on")  # fmt: skip
+    parser.add_argument("--no-mkldnn", action="store_true",
+                        help="--device cpu: the real steps without oneDNN (ATen's own kernels), "
+                        "to see which convolution path holds what")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.no_mkldnn:  # here and in the gloo processes (``_run``)
+        os.environ[NO_MKLDNN] = "1"
     if args.rescore:
         return rescore(args, {w: hp for w, hp, _, _ in CASES}, score)
     from advisor.prediction.step.plan import parse_plan
@@ -316,9 +352,13 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/plan_conformance.py" + (" --quick" if args.quick else "")
     command += f" --workloads {args.workloads}" if args.workloads else ""
     command += " --device cuda" if args.device == "cuda" else ""
+    command += " --no-mkldnn" if args.no_mkldnn else ""
     from docs_section import publish
 
-    where = "this machine's CPU"
+    paths = cpu_paths()
+    where = (f"this machine's CPU, {paths['cpu'] or 'unnamed'}, "
+             f"{'/'.join(paths['cpu_half']) or 'no bf16 or fp16 instructions'}, oneDNN "
+             f"{'on' if paths['mkldnn'] else 'off'}")  # fmt: skip
     section = "## Plans' memory against the step that runs"
     if args.device == "cuda":
         import torch
