@@ -51,7 +51,7 @@ def left_out(outcome: SuggestOutcome) -> dict[str, Any] | None:
     when the model is too big to probe here): how many, which, and one line. Issue #46: the
     pairs whose plain plans do not fit and whose other plans were not searched, as even their
     fastest is slower and dearer than a row that fits (``advisor.study.screen``), are counted
-    apart (``beaten``), those whose search stopped before a plan fitted with them (issue #48):
+    apart (``beaten``), with those whose search stopped before any plan fitted (issue #48):
     some plan might fit them, but none could be the answer."""
     found = not_fitting(outcome)
     if not found:

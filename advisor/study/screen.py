@@ -81,8 +81,7 @@ class Outpaced:
         found: dict[str, tuple[Evaluation, Evaluation]] = {}
         for offer in self.offers:
             bound = self.backend.priced(offer, self.batch, training, self.epochs, self.workload)
-            by = self.front.beater(bound) if isinstance(bound, Evaluation) else None
-            if by is None or not isinstance(bound, Evaluation):
+            if not isinstance(bound, Evaluation) or (by := self.front.beater(bound)) is None:
                 return False
             found[offer.key] = (bound, by)
         self.cut = found
