@@ -88,14 +88,12 @@ def decide(
 def host_memory_bytes(trace: Any) -> float | None:
     """Issue #34: what a probe of the step holds in this machine's RAM, from the one memory
     model (the GPU rows read the same model, with the GPU's fixed cost): the step's tensors,
-    the process and its heap's holes (stop 65: ``host_terms``, measured, their central
+    the process and its heap's holes (stop 65: ``on_host``, measured, their central
     values); None when the model cannot say."""
-    from advisor.prediction.memory.model import host_terms, step_memory
+    from advisor.prediction.memory.model import on_host, step_memory
 
-    memory = step_memory(trace, device="cpu")
-    if not memory.known:
-        return None
-    return memory.bytes + sum(t.value for t in host_terms(memory.bytes))
+    memory = on_host(step_memory(trace, device="cpu"))
+    return memory.bytes if memory.known else None
 
 
 def untimed_probe(

@@ -29,10 +29,10 @@ from advisor.prediction.memory.model import (
     MemoryFit,
     MemoryTerm,
     StepMemory,
-    host_terms,
     largest_fitting_batch,
     memory_fit,
     multiplies,
+    on_host,
     prior_terms,
     step_memory,
 )
@@ -155,9 +155,8 @@ def machine_memory(
         memory, how = gpu_step(probe, at, generation, trace_store)
     else:  # a CPU's RAM; a TPU device's HBM: the tensors, plus XLA's own (priors)
         memory, how = _step(probe, per_device, "cpu", trace_store)
-        if kind == "cpu" and memory.known:  # the process and its heap hold more (measured)
-            tensors = sum(t.value for t in memory.terms)
-            memory = replace(memory, terms=(*memory.terms, *host_terms(tensors)))
+        if kind == "cpu":  # the process and its heap hold more (measured)
+            memory = on_host(memory)
         if kind == "tpu":
             from advisor.prediction.memory.tpu import tpu_devices, xla_terms
 

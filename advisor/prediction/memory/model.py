@@ -14,6 +14,7 @@ full replica on every GPU: the trace's batch is the per-device batch. See
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -285,6 +286,14 @@ def host_terms(tensor_bytes: float) -> list[MemoryTerm]:
                    f"{1 + hlo:.2f}-{1 + hhi:.2f}x the step's tensors resident ({where})",
                    prior=True),
     ]  # fmt: skip
+
+
+def on_host(memory: StepMemory) -> StepMemory:
+    """``memory`` (a step's tensors on a CPU) with what the RAM holds beside them
+    (``host_terms``); an unknown step as it is."""
+    if not memory.known:
+        return memory
+    return dataclasses.replace(memory, terms=(*memory.terms, *host_terms(memory.bytes)))
 
 
 def memory_fit(memory: StepMemory, usable_bytes: float) -> MemoryFit:
