@@ -314,8 +314,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="--device cpu: the real steps without oneDNN (ATen's own kernels), "
                         "to see which convolution path holds what")  # fmt: skip
     args = parser.parse_args(argv)
-    if args.no_mkldnn:  # here and in the gloo processes (``_run``)
-        os.environ[NO_MKLDNN] = "1"
+    if args.no_mkldnn:  # in the gloo processes (``_run``), and here: the trace asks PyTorch
+        os.environ[NO_MKLDNN] = "1"  # which kernels this CPU takes (``kernel_memory``)
+        import torch
+
+        torch.backends.mkldnn.enabled = False
     if args.rescore:
         return rescore(args, {w: hp for w, hp, _, _ in CASES}, score)
     from advisor.prediction.step.plan import parse_plan

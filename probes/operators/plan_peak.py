@@ -25,7 +25,10 @@ the half type as CUDA's does, and the ops CUDA's autocast keeps in float32 (laye
 softmax, log-softmax, the losses, ...; PyTorch's "CUDA Ops that can autocast to float32") are
 registered as float32 for the trace (``cuda_paths.cuda_autocast_lists``), then unregistered.
 Dropout takes CUDA's fused kernel (a one-byte mask). The optimizer runs its multi-tensor
-(``foreach``) implementation, CUDA's default. PyTorch's ``MemTracker`` follows every storage
+(``foreach``) implementation, CUDA's default. Convolutions write their outputs in the format
+the device's library writes them, and the kernels' own copies and buffers that a meta kernel
+lacks (max pooling's backward, ATen's CPU column buffer) are held while they run
+(``kernel_memory``; ``rules`` names the device). PyTorch's ``MemTracker`` follows every storage
 (weak references) and keeps the snapshot at the peak by holder.
 
 What no trace sees (cuDNN's and the collectives' own buffers, the CUDA context, the caching
@@ -48,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.probes.operators.cuda_paths import cuda_autocast_lists, cuda_dropout
+from advisor.probes.operators.kernel_memory import KERNEL_OPS, as_on_device, held_beside
 from advisor.probes.operators.peak_lines import (
     HOLDERS,
     TRACED_BATCHES,
@@ -297,8 +301,8 @@ def trace_plan_peak(
     """One optimizer step of ``workload`` under ``plan`` (precision, accumulation,
     checkpointing) at ``micro_batch`` samples per micro-step on one of ``replicas`` GPUs with
     ``sharding`` ("none", "optimizer", "gradients", "parameters"), traced. ``rules``: whose
-    autocast lists a mixed-precision step follows, "cuda" (a GPU's) or "cpu" (the CPU's own:
-    to check the trace against a real CPU step)."""
+    autocast lists and kernels (``kernel_memory``) the step follows, "cuda" (a GPU's) or "cpu"
+    (this CPU's own: to check the trace against a real CPU step)."""
     import torch
     from advisor.probes.operators.torch_workload import meta_batch
     from advisor.probes.plan_step import checkpoint_blocks, make_step
@@ -343,7 +347,7 @@ def trace_plan_peak(
             _zero1_partition(setup.optimizer, replicas)
         with _foreach(setup.optimizer):
             _warm_up(setup, keep)
-            tracker = _tracker(setup, (x, y), fsdp)
+            tracker = _tracker(setup, (x, y), fsdp, rules)
             step = make_step(plan, "cpu", traced=True, keep_gradients=keep,
                              between=tracker.reset_mod_stats)  # fmt: skip
             with tracker:
@@ -369,15 +373,27 @@ HOLDER_OF = {
 }  # fmt: skip
 
 
-def _timeline(base: type) -> type:
+def _timeline(base: type, rules: str) -> type:
     """``base`` (PyTorch's ``MemTracker`` or ``FSDPMemTracker``) keeping, after every op, the
     live bytes by holder (``timeline``), in place of its per-module peaks (each op walked every
-    tracked module: quadratic in the model's size, minutes for GPT-2 Large)."""
+    tracked module: quadratic in the model's size, minutes for GPT-2 Large); the ops of
+    ``KERNEL_OPS`` as ``rules``' device runs them (``kernel_memory``)."""
 
     class Tracker(base):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.timeline: list[tuple[int, ...]] = []
+
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            if getattr(func, "_opname", None) not in KERNEL_OPS:
+                return super().__torch_dispatch__(func, types, args, kwargs)
+            out = super().__torch_dispatch__(as_on_device(func, rules), types, args, kwargs)
+            held = [super(Tracker, self).__torch_dispatch__(op, types, a, k)
+                    for op, a, k in held_beside(rules, func, args, out)]  # fmt: skip
+            del held  # freed as the kernel returns
+            return out
 
         def _update_peak_stats(self, peak_state: Any) -> None:
             by = dict.fromkeys(HOLDERS, 0)
@@ -507,16 +523,16 @@ def _warm_up(setup: Any, keep: bool) -> None:
     setup.optimizer.zero_grad(set_to_none=not keep)
 
 
-def _tracker(setup: Any, batch: tuple[Any, Any], fsdp: bool) -> Any:
+def _tracker(setup: Any, batch: tuple[Any, Any], fsdp: bool, rules: str) -> Any:
     if fsdp:
         from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 
-        tracker = _timeline(FSDPMemTracker)(setup.model, setup.optimizer)
+        tracker = _timeline(FSDPMemTracker, rules)(setup.model, setup.optimizer)
         tracker.track_inputs(batch)
         return tracker
     from advisor.probes.operators.peak_memory import tracker_class
 
-    tracker = _timeline(tracker_class())()
+    tracker = _timeline(tracker_class(), rules)()
     tracker.track_external(setup.model, setup.optimizer, *batch)
     return tracker
 

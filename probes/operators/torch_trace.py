@@ -20,6 +20,7 @@ from typing import Any
 
 from advisor.probes.operators.aten_ops import records
 from advisor.probes.operators.cuda_attention import fused_attention
+from advisor.probes.operators.kernel_memory import conv_output
 from advisor.probes.operators.optimizer import (
     cuda_default_foreach,
     host_step_tensors,
@@ -185,8 +186,7 @@ class _Recorder:
             ) -> Any:
                 kwargs = kwargs or {}
                 out = func(*args, **kwargs)
-                if func._opname in {"convolution", "convolution_backward"}:
-                    out = _cuda_conv_layout(args, out)
+                out = conv_output(func, args, out, "cuda")
                 if not recorder.suppressed:
                     recorder.record(func, args, kwargs, out)
                 return out
@@ -210,27 +210,6 @@ class _Recorder:
 
     def __exit__(self, *exc: Any) -> None:
         self._mode.__exit__(*exc)
-
-
-def _cuda_conv_layout(args: Any, out: Any) -> Any:
-    """A meta convolution's outputs in the memory format CUDA gives them: channels-last when
-    the input or the weight is (cuDNN's rule; the meta kernels return contiguous tensors),
-    so the ops after it (a flatten's copy, say) are the GPU's."""
-    import torch
-    from torch._prims_common import suggest_memory_format
-
-    x, w = args[1 if isinstance(out, tuple) else 0], args[2 if isinstance(out, tuple) else 1]
-    if not (x.is_meta and x.dim() == 4):
-        return out
-    last = torch.channels_last
-    if last not in (suggest_memory_format(x), suggest_memory_format(w)):
-        return out
-
-    def fmt(t: Any) -> Any:
-        ok = isinstance(t, torch.Tensor) and t.dim() == 4
-        return t.contiguous(memory_format=last) if ok else t
-
-    return tuple(fmt(t) for t in out) if isinstance(out, tuple) else fmt(out)
 
 
 class _SavedTensors:

@@ -71,11 +71,16 @@ def lines_key(
     workload: str, hyperparameters: dict[str, Any], plan: TrainingPlan, devices: int,
     rules: str = "cuda",
 ) -> str:  # fmt: skip
-    """The key of a plan layout's peak lines (in this process's memo and the probe cache)."""
+    """The key of a plan layout's peak lines (in this process's memo and the probe cache). On
+    a CPU the half type is named: its kernels differ by type (oneDNN runs bf16 where the CPU
+    has the instructions, ATen's own kernels fp16 where it has none: ``kernel_memory``)."""
     import json
 
     hp = json.dumps(hyperparameters, sort_keys=True) if hyperparameters else ""
-    return f"peak|{workload}|torch|{layout(plan, devices)}|{rules}|{hp}"
+    shape = layout(plan, devices)
+    if rules == "cpu" and plan.amp:
+        shape = shape.replace("half", plan.precision, 1)
+    return f"peak|{workload}|torch|{shape}|{rules}|{hp}"
 
 
 def traced_plan(workload: str, plan: TrainingPlan) -> TrainingPlan:
