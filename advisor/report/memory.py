@@ -14,9 +14,13 @@ if TYPE_CHECKING:
 EXAMPLES = 4  # machine types named in the note
 
 
-def _have(ev: Any) -> float:
+def _short(ev: Any) -> float:
+    """How many times its memory the pair needs at the least (any plan's floor where none
+    was traced; an unknown need: last)."""
     memory = ev.estimate.get("memory") or {}
-    return float(memory.get("have_gib") or 0.0)
+    need = memory.get("least_need_gib") or memory.get("need_gib")
+    have = float(memory.get("have_gib") or 0.0)
+    return float(need) / have if need and have else float("inf")
 
 
 def memory_text(estimate: dict[str, Any]) -> str | None:
@@ -90,11 +94,12 @@ def _machines(evs: list[Any]) -> list[str]:
 
 def _shown(out: list[Any]) -> str:
     """One example per machine type (its smallest batch): this machine first, then the types
-    with the most memory per device (the nearest to fitting)."""
+    nearest to fitting (the least need over the memory they have: a GPU short of 1.4x before a
+    CPU machine whose RAM is larger but short of 14x)."""
     first: dict[str, Any] = {}
     for ev in sorted(out, key=lambda e: (e.batch_size, e.machine)):
         first.setdefault(ev.machine.removesuffix(":spot"), ev)
-    nearest = sorted(first.items(), key=lambda kv: (not kv[0].startswith("local"), -_have(kv[1])))
+    nearest = sorted(first.items(), key=lambda kv: (not kv[0].startswith("local"), _short(kv[1])))
     return "; ".join(
         f"{m} at batch {ev.batch_size}: {str(ev.error).removeprefix(DOES_NOT_FIT + ': ')}"
         for m, ev in nearest[:EXAMPLES]

@@ -270,9 +270,11 @@ def best_forecast(
     row = kept[0] if kept else run(_plain(last))  # a plain row: forecast once
     nothing = best is None and least is None and unknown is None
     if nothing and last.precision in hopeless and row.memory is not None:
-        held = hopeless[last.precision] / GIB  # nothing traced: say what rules every plan out
-        why = f"whatever the plan, its parameters and optimizer state need {held:.1f} GiB or more"
-        row = replace(row, memory=replace(row.memory, fit=replace(row.memory.fit, reason=why)))
+        plain = row.memory.fit  # nothing traced: say what rules every plan out, then the plain
+        why = (f"its parameters and optimizer state with the GPU's fixed costs; the plain step "
+               f"needs {plain.need_bytes / GIB:.1f}")  # fmt: skip
+        ruled_out = replace(plain, reason=why, floor_bytes=hopeless[last.precision])
+        row = replace(row, memory=replace(row.memory, fit=ruled_out))
     return row, _plain(last)
 
 

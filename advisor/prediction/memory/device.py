@@ -79,6 +79,7 @@ class DeviceMemory:
             "fits": self.fits,
             "text": self.text(),
             "need_gib": round(self.fit.need_bytes / GIB, 3) if self.fits is not None else None,
+            "least_need_gib": round((self.fit.floor_bytes or self.fit.need_bytes) / GIB, 3),
             "have_gib": round(self.fit.have_bytes / GIB, 3),
             "devices": self.devices,
             "per_device_batch": self.per_device_batch,

@@ -117,7 +117,8 @@ class MemoryFit:
     less what the driver keeps, ``memory_priors.usable_gib``): it ``fits`` only when its
     upper estimate does; ``tight`` when the central estimate fits and the upper one does not
     (then ``fits`` is False); ``fits`` is None when the memory is unknown (never "fits").
-    ``reason``: why it is unknown, or what else rules it out."""
+    ``reason``: why it is unknown, or what else rules it out; ``floor_bytes``: where no plan
+    was traced as none could fit, the least any plan needs (``plan_search.state_floor``)."""
 
     need_bytes: float
     have_bytes: float
@@ -125,10 +126,12 @@ class MemoryFit:
     reason: str = ""
     need_high_bytes: float = 0.0
     tight: bool = False
+    floor_bytes: float = 0.0
 
     def text(self) -> str:
         """``21.3 (up to 23.0) of 22.1 GiB``, ``does not fit: needs X GiB per GPU, has Y``,
-        ``does not fit (tight): needs X (up to Z) GiB per GPU, has Y`` or ``memory unknown``."""
+        ``does not fit (tight): needs X (up to Z) GiB per GPU, has Y``, ``does not fit under
+        any plan: needs F GiB or more per GPU, has Y`` or ``memory unknown``."""
         need, have = self.need_bytes / GIB, self.have_bytes / GIB
         high = max(self.need_high_bytes, self.need_bytes) / GIB
         if self.fits is None:
@@ -140,6 +143,9 @@ class MemoryFit:
             )
         if not self.fits:
             out = f"does not fit: needs {need:.1f} GiB per GPU, has {have:.1f}"
+            if self.floor_bytes:
+                out = (f"does not fit under any plan: needs {self.floor_bytes / GIB:.1f} GiB or "
+                       f"more per GPU, has {have:.1f}")  # fmt: skip
             return f"{out} ({self.reason})" if self.reason else out
         return f"{need:.1f} (up to {high:.1f}) of {have:.1f} GiB"
 
@@ -151,6 +157,7 @@ class MemoryFit:
             "fits": self.fits,
             "tight": self.tight,
             "reason": self.reason,
+            "floor_bytes": self.floor_bytes,
             "text": self.text(),
         }
 

@@ -430,7 +430,12 @@ def test_no_plan_is_traced_whose_parameters_and_optimizer_state_alone_overflow(
     assert row.fits is False and traced == ["none/none/False"]
     assert plan is not None and plan.accumulation == 1 and plan.sharding == "none"
     assert row.memory is not None
-    assert "whatever the plan, its parameters and optimizer state need" in row.memory.text()
+    text = row.memory.text()
+    assert text.startswith("does not fit under any plan: needs ") and "GiB or more" in text
+    floor = row.memory.fit.floor_bytes
+    assert 0 < floor < row.memory.fit.need_bytes  # the least any plan needs, below the plain's
+    assert f"needs {floor / 2**30:.1f} GiB or more per GPU" in text
+    assert f"the plain step needs {row.memory.fit.need_bytes / 2**30:.1f}" in text
     traced.clear()
     row, plan = _best(A100, batch=16, precision="fp16")
     assert len(traced) > 1  # its plans searched
