@@ -96,14 +96,27 @@ def _shown(out: list[Any]) -> str:
     """One example per machine type (its smallest batch): this machine first, then the types
     nearest to fitting (the least need over the memory they have: a GPU short of 1.4x before a
     CPU machine whose RAM is larger but short of 14x)."""
-    first: dict[str, Any] = {}
+    first: dict[tuple[str, int], Any] = {}
     for ev in sorted(out, key=lambda e: (e.batch_size, e.machine)):
-        first.setdefault(ev.machine.removesuffix(":spot"), ev)
-    nearest = sorted(first.items(), key=lambda kv: (not kv[0].startswith("local"), _short(kv[1])))
-    return "; ".join(
-        f"{m} at batch {ev.batch_size}: {str(ev.error).removeprefix(DOES_NOT_FIT + ': ')}"
-        for m, ev in nearest[:EXAMPLES]
+        first.setdefault(_hardware(ev.machine), ev)
+    nearest = sorted(
+        first.values(), key=lambda ev: (not ev.machine.startswith("local"), _short(ev))
     )
+    return "; ".join(
+        f"{ev.machine.removesuffix(':spot')} at batch {ev.batch_size}: "
+        f"{str(ev.error).removeprefix(DOES_NOT_FIT + ': ')}"
+        for ev in nearest[:EXAMPLES]
+    )
+
+
+def _hardware(key: str) -> tuple[str, int]:
+    """A machine as hardware: its instance type on its machine count, one for a cloud's VM and
+    its managed service (``azure-vm:`` and ``azure-ml:NC24ads_A100_v4``, ``ec2:`` and
+    ``sagemaker:ml.p3.2xlarge``), which hold a step alike."""
+    from advisor.providers.catalog import MachineKey
+
+    machine = MachineKey(key)
+    return machine.instance_type.removeprefix("ml."), machine.nodes
 
 
 def _types(keys: list[str]) -> int:

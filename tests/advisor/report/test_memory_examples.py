@@ -35,3 +35,13 @@ def test_this_machine_comes_first_and_an_unknown_need_last() -> None:
     gpu = _pair("ec2:p4d.24xlarge", need=60.0, have=39.4)
     order = [p.split(" at batch")[0] for p in _shown([unknown, gpu, local]).split("; ")]
     assert order == ["local:cpu", "ec2:p4d.24xlarge", "ec2:p3.2xlarge"]
+
+
+def test_a_vm_and_its_managed_service_are_one_example() -> None:
+    vm = _pair("azure-vm:NC24ads_A100_v4", need=120.0, have=79.2)
+    ml = _pair("azure-ml:NC24ads_A100_v4", need=120.0, have=79.2)
+    sagemaker = _pair("sagemaker:ml.p3.2xlarge", need=120.0, have=15.8)
+    ec2 = _pair("ec2:p3.2xlarge:spot", need=120.0, have=15.8)
+    four = _pair("ec2:p3.2xlarge:x4", need=30.0, have=15.8)
+    order = [p.split(" at batch")[0] for p in _shown([vm, ml, sagemaker, ec2, four]).split("; ")]
+    assert order == ["azure-ml:NC24ads_A100_v4", "ec2:p3.2xlarge:x4", "ec2:p3.2xlarge"]
